@@ -1,0 +1,679 @@
+//! The streaming `.cali` reader.
+//!
+//! Reads one line at a time: node records go into the [`MetadataDb`],
+//! snapshot and globals records are translated to database ids, typed, and
+//! handed to a consumer. One record buffer is reused for every line, so the
+//! reader allocates nothing per record beyond string values, and memory
+//! does not grow with the length of the input.
+
+use super::error::{ReadError, ReadErrorKind, StreamError};
+use super::escape::unescape_into;
+use super::lines::LineSource;
+use crate::idmap::IdMap;
+use crate::metadb::{ImportError, MetadataDb};
+use crate::node::Id;
+use crate::record::{Entry, Record, RecordKind};
+use crate::types::AttrType;
+use crate::variant::Variant;
+use std::convert::Infallible;
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::Path;
+
+/// Counts of what a stream contained.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReadSummary {
+    /// Node records.
+    pub nodes: u64,
+    /// Snapshot records.
+    pub snapshots: u64,
+    /// Globals records.
+    pub globals: u64,
+}
+
+impl ReadSummary {
+    /// All records.
+    pub fn records(&self) -> u64 {
+        self.nodes + self.snapshots + self.globals
+    }
+}
+
+/// A value as it appears in a line: its byte range and whether it holds
+/// escapes.
+#[derive(Copy, Clone)]
+struct RawValue {
+    start: usize,
+    end: usize,
+    escaped: bool,
+}
+
+/// An id list field value with the column each id starts at.
+type IdList = Vec<(u64, usize)>;
+
+/// Scratch space for one line, reused across lines.
+#[derive(Default)]
+struct LineFields {
+    ids: IdList,
+    parents: IdList,
+    refs: IdList,
+    attrs: IdList,
+    data: Vec<RawValue>,
+    seen: u8,
+    data_column: usize,
+}
+
+const SEEN_ID: u8 = 1;
+const SEEN_PARENT: u8 = 2;
+const SEEN_REF: u8 = 4;
+const SEEN_ATTR: u8 = 8;
+const SEEN_DATA: u8 = 16;
+
+impl LineFields {
+    fn clear(&mut self) {
+        self.ids.clear();
+        self.parents.clear();
+        self.refs.clear();
+        self.attrs.clear();
+        self.data.clear();
+        self.seen = 0;
+        self.data_column = 0;
+    }
+}
+
+/// An error inside a line: the 0-based byte offset and what is wrong.
+type LineError = (usize, ReadErrorKind);
+
+/// Reads `.cali` streams into a [`MetadataDb`]. One reader reads one
+/// stream: its id map translates that stream's node ids.
+pub struct CaliReader<'db> {
+    db: &'db mut MetadataDb,
+    ids: IdMap,
+    source: String,
+    fields: LineFields,
+    record: Record,
+    /// The mapped reference entries of the current line.
+    refs: Vec<Id>,
+    /// The typed immediate entries of the current line.
+    imms: Vec<(Id, Variant)>,
+    /// Database ids of the nodes defined since the last record, in order:
+    /// they tell how the writer interleaved the record's entries.
+    recent: Vec<Id>,
+    unescaped: Vec<u8>,
+    summary: ReadSummary,
+}
+
+impl<'db> CaliReader<'db> {
+    /// A reader for one stream named `source` (used in error messages).
+    pub fn new(db: &'db mut MetadataDb, source: impl Into<String>) -> CaliReader<'db> {
+        CaliReader {
+            db,
+            ids: IdMap::new(),
+            source: source.into(),
+            fields: LineFields::default(),
+            record: Record::default(),
+            refs: Vec::new(),
+            imms: Vec::new(),
+            recent: Vec::new(),
+            unescaped: Vec::new(),
+            summary: ReadSummary::default(),
+        }
+    }
+
+    /// Reads the whole input, handing every snapshot and globals record to
+    /// `sink` (globals are also merged into the database).
+    pub fn read<R: Read>(
+        &mut self,
+        input: R,
+        mut sink: impl FnMut(&MetadataDb, &Record),
+    ) -> Result<ReadSummary, ReadError> {
+        self.try_read(input, |db, rec| {
+            sink(db, rec);
+            Ok::<(), Infallible>(())
+        })
+        .map_err(|e| match e {
+            StreamError::Read(e) => e,
+        })
+    }
+
+    /// Like [`Self::read`] with a consumer that can fail, which stops the
+    /// reading.
+    pub fn try_read<R: Read, E>(
+        &mut self,
+        input: R,
+        mut sink: impl FnMut(&MetadataDb, &Record) -> Result<(), E>,
+    ) -> Result<ReadSummary, StreamError<E>> {
+        let mut lines = LineSource::new(input);
+        loop {
+            let (line_no, line) = match lines.next_line() {
+                Ok(Some(l)) => l,
+                Ok(None) => break,
+                Err(e) => return Err(StreamError::Read(self.io_error(&e))),
+            };
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            if line.is_empty() {
+                continue;
+            }
+            let kind = match self.process_line(line) {
+                Ok(kind) => kind,
+                Err((offset, kind)) => {
+                    return Err(StreamError::Read(ReadError {
+                        source: self.source.clone(),
+                        line: line_no,
+                        column: offset + 1,
+                        kind,
+                    }));
+                }
+            };
+            if kind.is_some() {
+                sink(self.db, &self.record).map_err(StreamError::Sink)?;
+            }
+        }
+        if self.summary.records() == 0 {
+            return Err(StreamError::Read(ReadError {
+                source: self.source.clone(),
+                line: 0,
+                column: 0,
+                kind: ReadErrorKind::Empty,
+            }));
+        }
+        Ok(self.summary)
+    }
+
+    fn io_error(&self, e: &io::Error) -> ReadError {
+        ReadError {
+            source: self.source.clone(),
+            line: 0,
+            column: 0,
+            kind: ReadErrorKind::Io(e.kind(), e.to_string()),
+        }
+    }
+
+    /// Processes one non-empty line. Returns the kind of record now in
+    /// `self.record`, or `None` for a node record.
+    fn process_line(&mut self, line: &[u8]) -> Result<Option<RecordKind>, LineError> {
+        const PREFIX: &[u8] = b"__rec=";
+        if !line.starts_with(PREFIX) {
+            return Err((0, ReadErrorKind::NotARecord));
+        }
+        let kind_end = memchr::memchr(b',', line).unwrap_or(line.len());
+        let kind = &line[PREFIX.len()..kind_end];
+        self.fields.clear();
+        parse_fields(line, kind_end, &mut self.fields)?;
+        match kind {
+            b"ctx" => self
+                .build_record(line, RecordKind::Ctx)
+                .map(|()| Some(RecordKind::Ctx)),
+            b"globals" => {
+                self.build_record(line, RecordKind::Globals)?;
+                self.db.import_globals(&self.record);
+                Ok(Some(RecordKind::Globals))
+            }
+            b"node" => self.import_node(line).map(|()| None),
+            _ => Err((
+                PREFIX.len(),
+                ReadErrorKind::UnknownRecordKind(String::from_utf8_lossy(kind).into_owned()),
+            )),
+        }
+    }
+
+    fn import_node(&mut self, line: &[u8]) -> Result<(), LineError> {
+        let f = &self.fields;
+        if f.seen & SEEN_REF != 0 {
+            return Err((0, ReadErrorKind::UnknownField("ref".into())));
+        }
+        let (id, id_col) = single(&f.ids, f.seen & SEEN_ID != 0, "id")?
+            .ok_or((0, ReadErrorKind::MissingField("id")))?;
+        let (attr, attr_col) = single(&f.attrs, f.seen & SEEN_ATTR != 0, "attr")?
+            .ok_or((0, ReadErrorKind::MissingField("attr")))?;
+        let parent = single(&f.parents, f.seen & SEEN_PARENT != 0, "parent")?;
+        let data = match f.data.as_slice() {
+            [] => RawValue {
+                start: id_col,
+                end: id_col,
+                escaped: false,
+            },
+            [one] => *one,
+            _ => return Err((f.data_column, ReadErrorKind::ExpectedOneValue("data"))),
+        };
+        let text = value_text(line, data, &mut self.unescaped)?;
+        let node = self
+            .db
+            .import_node(&mut self.ids, id, attr, text, parent.map(|(p, _)| p))
+            .map_err(|e| {
+                let column = match e {
+                    ImportError::UnknownAttribute(_) | ImportError::NotAnAttribute(_) => attr_col,
+                    ImportError::UnknownNode(_) => parent.map_or(id_col, |(_, col)| col),
+                    ImportError::BadAttribute(_) => id_col,
+                    ImportError::BadValue(_) => data.start,
+                };
+                (column, ReadErrorKind::Import(e))
+            })?;
+        self.recent.push(node);
+        self.summary.nodes += 1;
+        Ok(())
+    }
+
+    fn build_record(&mut self, line: &[u8], kind: RecordKind) -> Result<(), LineError> {
+        let f = &self.fields;
+        if f.seen & (SEEN_ID | SEEN_PARENT) != 0 {
+            let name = if f.seen & SEEN_ID != 0 {
+                "id"
+            } else {
+                "parent"
+            };
+            return Err((0, ReadErrorKind::UnknownField(name.into())));
+        }
+        if f.attrs.len() != f.data.len() {
+            let column = if f.seen & SEEN_DATA != 0 {
+                f.data_column
+            } else {
+                line.len()
+            };
+            return Err((
+                column,
+                ReadErrorKind::LengthMismatch {
+                    attributes: f.attrs.len(),
+                    values: f.data.len(),
+                },
+            ));
+        }
+        self.refs.clear();
+        for &(r, col) in &f.refs {
+            self.refs.push(
+                self.db
+                    .map_node(&self.ids, r)
+                    .map_err(|e| (col, ReadErrorKind::Import(e)))?,
+            );
+        }
+        self.imms.clear();
+        for (&(a, col), &raw) in f.attrs.iter().zip(&f.data) {
+            let (attr, ty) = self
+                .db
+                .map_attribute(&self.ids, a)
+                .map_err(|e| (col, ReadErrorKind::Import(e)))?;
+            let value = parse_value(line, raw, ty, &mut self.unescaped)?;
+            self.imms.push((attr, value));
+        }
+        self.record.clear();
+        self.record.kind = kind;
+        interleave(
+            self.db,
+            &self.refs,
+            &mut self.imms,
+            &self.recent,
+            &mut self.record.entries,
+        );
+        self.recent.clear();
+        match kind {
+            RecordKind::Ctx => self.summary.snapshots += 1,
+            RecordKind::Globals => self.summary.globals += 1,
+        }
+        Ok(())
+    }
+}
+
+/// Merges a line's reference and immediate entries back into one list.
+///
+/// A `.cali` line keeps the two kinds apart, but the writer emitted the
+/// nodes the record needed in the record's entry order: for each entry, its
+/// node's attribute, parent chain and the node itself, skipping what the
+/// stream already had. The nodes defined since the previous record
+/// (`recent`, in file order) therefore tell the order back: at each step we
+/// take the next reference or the next immediate, whichever would make a
+/// writer emit exactly the next nodes of `recent`; entries that emit nothing
+/// go first. Writing the result again reproduces the stream. Streams from
+/// other writers may fit no order; the rest then follows references first.
+fn interleave(
+    db: &MetadataDb,
+    refs: &[Id],
+    imms: &mut Vec<(Id, Variant)>,
+    recent: &[Id],
+    out: &mut Vec<Entry>,
+) {
+    if recent.is_empty() {
+        out.extend(refs.iter().map(|&r| Entry::Reference(r)));
+        out.extend(imms.drain(..).map(|(a, v)| Entry::Immediate(a, v)));
+        return;
+    }
+    let emission = Emission::new(db, recent);
+    let mut refs = refs.iter().copied().peekable();
+    let mut imms = imms.drain(..).peekable();
+    let mut pos = Some(0);
+    loop {
+        let (r, i) = (refs.peek().copied(), imms.peek().map(|(a, _)| *a));
+        if r.is_none() && i.is_none() {
+            break;
+        }
+        let after_r = pos.and_then(|p| r.and_then(|r| emission.replay(r, p)));
+        let after_i = pos.and_then(|p| i.and_then(|i| emission.replay(i, p)));
+        let take_ref = match (after_r, after_i) {
+            (Some(a), _) if Some(a) == pos => true,
+            (_, Some(b)) if Some(b) == pos => false,
+            (Some(a), _) => {
+                pos = Some(a);
+                true
+            }
+            (None, Some(b)) => {
+                pos = Some(b);
+                false
+            }
+            (None, None) => {
+                pos = None;
+                r.is_some()
+            }
+        };
+        if take_ref {
+            out.push(Entry::Reference(refs.next().expect("peeked")));
+        } else {
+            let (a, v) = imms.next().expect("peeked");
+            out.push(Entry::Immediate(a, v));
+        }
+    }
+}
+
+/// Replays the writer's node emission against the nodes a stream defined.
+struct Emission<'a> {
+    db: &'a MetadataDb,
+    recent: &'a [Id],
+    /// Position of each recent node, for long runs of node definitions.
+    positions: Option<std::collections::HashMap<Id, usize>>,
+}
+
+impl<'a> Emission<'a> {
+    fn new(db: &'a MetadataDb, recent: &'a [Id]) -> Emission<'a> {
+        let positions = (recent.len() > 32).then(|| {
+            let mut map = std::collections::HashMap::with_capacity(recent.len());
+            for (i, &id) in recent.iter().enumerate() {
+                map.entry(id).or_insert(i);
+            }
+            map
+        });
+        Emission {
+            db,
+            recent,
+            positions,
+        }
+    }
+
+    fn position(&self, id: Id) -> Option<usize> {
+        match &self.positions {
+            Some(map) => map.get(&id).copied(),
+            None => self.recent.iter().position(|&r| r == id),
+        }
+    }
+
+    /// If writing the entry for node `start` when `recent[..pos]` are
+    /// already written emits exactly `recent[pos..end]`, returns `end`.
+    fn replay(&self, start: Id, pos: usize) -> Option<usize> {
+        let mut next = pos;
+        let mut stack = vec![(start, 0u8)];
+        while let Some((id, stage)) = stack.pop() {
+            let Some(p) = self.position(id) else { continue };
+            if p < next {
+                continue;
+            }
+            let node = self.db.node(id)?;
+            match stage {
+                0 => {
+                    stack.push((id, 1));
+                    stack.push((node.attribute, 0));
+                }
+                1 => {
+                    stack.push((id, 2));
+                    if let Some(parent) = node.parent {
+                        stack.push((parent, 0));
+                    }
+                }
+                _ => {
+                    if p != next {
+                        return None;
+                    }
+                    next += 1;
+                }
+            }
+        }
+        Some(next)
+    }
+}
+
+/// The one value of an id field, if the field is present.
+fn single(
+    list: &IdList,
+    present: bool,
+    name: &'static str,
+) -> Result<Option<(u64, usize)>, LineError> {
+    match list.as_slice() {
+        [] if !present => Ok(None),
+        [one] => Ok(Some(*one)),
+        [_, second, ..] => Err((second.1, ReadErrorKind::ExpectedOneValue(name))),
+        [] => unreachable!("a present id field has at least one id"),
+    }
+}
+
+/// Splits the fields after the record kind (`pos` is at the `,` after it,
+/// or the end of the line).
+fn parse_fields(line: &[u8], mut pos: usize, f: &mut LineFields) -> Result<(), LineError> {
+    while pos < line.len() {
+        // line[pos] is the ',' before a field.
+        let key_start = pos + 1;
+        let mut key_end = key_start;
+        while key_end < line.len() && !matches!(line[key_end], b'=' | b',') {
+            key_end += 1;
+        }
+        let key = &line[key_start..key_end];
+        if key_end == line.len() || line[key_end] == b',' {
+            return Err((
+                key_start,
+                ReadErrorKind::MissingValue(String::from_utf8_lossy(key).into_owned()),
+            ));
+        }
+        let (flag, list) = match key {
+            b"ref" => (SEEN_REF, Some(&mut f.refs)),
+            b"attr" => (SEEN_ATTR, Some(&mut f.attrs)),
+            b"id" => (SEEN_ID, Some(&mut f.ids)),
+            b"parent" => (SEEN_PARENT, Some(&mut f.parents)),
+            b"data" => (SEEN_DATA, None),
+            _ => {
+                return Err((
+                    key_start,
+                    ReadErrorKind::UnknownField(String::from_utf8_lossy(key).into_owned()),
+                ));
+            }
+        };
+        if f.seen & flag != 0 {
+            return Err((
+                key_start,
+                ReadErrorKind::DuplicateField(String::from_utf8_lossy(key).into_owned()),
+            ));
+        }
+        f.seen |= flag;
+        pos = key_end;
+        match list {
+            Some(list) => {
+                // Each iteration starts at the '=' before an id.
+                loop {
+                    let (id, next) = parse_id(line, pos + 1)?;
+                    list.push((id, pos + 1));
+                    pos = next;
+                    if pos >= line.len() || line[pos] == b',' {
+                        break;
+                    }
+                }
+            }
+            None => {
+                f.data_column = pos + 1;
+                loop {
+                    let (raw, next) = scan_value(line, pos + 1)?;
+                    f.data.push(raw);
+                    pos = next;
+                    if pos >= line.len() || line[pos] == b',' {
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Parses a decimal id starting at `start`; returns it and the position of
+/// the `,`, `=` or end of line after it.
+#[inline]
+fn parse_id(line: &[u8], start: usize) -> Result<(u64, usize), LineError> {
+    let mut pos = start;
+    let mut value: u64 = 0;
+    let mut overflow = false;
+    while let Some(&b) = line.get(pos) {
+        match b {
+            b'0'..=b'9' => {
+                let (v, o1) = value.overflowing_mul(10);
+                let (v, o2) = v.overflowing_add(u64::from(b - b'0'));
+                overflow |= o1 | o2;
+                value = v;
+            }
+            b',' | b'=' => break,
+            _ => {
+                // Take the whole malformed id for the message.
+                while pos < line.len() && !matches!(line[pos], b',' | b'=') {
+                    pos += 1;
+                }
+                return Err((start, bad_id(&line[start..pos])));
+            }
+        }
+        pos += 1;
+    }
+    if pos == start || overflow {
+        return Err((start, bad_id(&line[start..pos])));
+    }
+    Ok((value, pos))
+}
+
+fn bad_id(text: &[u8]) -> ReadErrorKind {
+    ReadErrorKind::BadId(String::from_utf8_lossy(text).into_owned())
+}
+
+/// Finds the end of a value starting at `start`: the first `,` or `=` not
+/// escaped, or the end of the line. Rejects raw control characters.
+#[inline]
+fn scan_value(line: &[u8], start: usize) -> Result<(RawValue, usize), LineError> {
+    let mut pos = start;
+    let mut escaped = false;
+    while let Some(&b) = line.get(pos) {
+        match b {
+            b',' | b'=' => break,
+            b'\\' => {
+                escaped = true;
+                pos += 1;
+                if pos == line.len() {
+                    return Err((
+                        pos - 1,
+                        ReadErrorKind::BadEscape(super::escape::EscapeError::Incomplete),
+                    ));
+                }
+            }
+            b'\t' => {}
+            0..0x20 => return Err((pos, ReadErrorKind::ControlCharacter(b))),
+            _ => {}
+        }
+        pos += 1;
+    }
+    Ok((
+        RawValue {
+            start,
+            end: pos,
+            escaped,
+        },
+        pos,
+    ))
+}
+
+/// The unescaped UTF-8 text of a value.
+fn value_text<'a>(
+    line: &'a [u8],
+    raw: RawValue,
+    scratch: &'a mut Vec<u8>,
+) -> Result<&'a str, LineError> {
+    let bytes = &line[raw.start..raw.end];
+    let text = if raw.escaped {
+        scratch.clear();
+        unescape_into(bytes, scratch)
+            .map_err(|(off, e)| (raw.start + off, ReadErrorKind::BadEscape(e)))?;
+        scratch.as_slice()
+    } else {
+        bytes
+    };
+    std::str::from_utf8(text).map_err(|e| {
+        (
+            raw.start + if raw.escaped { 0 } else { e.valid_up_to() },
+            ReadErrorKind::InvalidUtf8,
+        )
+    })
+}
+
+/// Parses a value of type `ty`, with fast paths for the numbers that make up
+/// most of a trace.
+#[inline]
+fn parse_value(
+    line: &[u8],
+    raw: RawValue,
+    ty: AttrType,
+    scratch: &mut Vec<u8>,
+) -> Result<Variant, LineError> {
+    if !raw.escaped && ty == AttrType::Uint {
+        let bytes = &line[raw.start..raw.end];
+        if !bytes.is_empty() && bytes.len() <= 19 && bytes.iter().all(u8::is_ascii_digit) {
+            let v = bytes
+                .iter()
+                .fold(0u64, |acc, &b| acc * 10 + u64::from(b - b'0'));
+            return Ok(Variant::Uint(v));
+        }
+    }
+    let text = value_text(line, raw, scratch)?;
+    Variant::parse(ty, text)
+        .map_err(|e| (raw.start, ReadErrorKind::Import(ImportError::BadValue(e))))
+}
+
+/// Reads a `.cali` file (or standard input for `-` or an empty name) into
+/// `db`, handing each snapshot and globals record to `sink`.
+pub fn read_path(
+    db: &mut MetadataDb,
+    path: &Path,
+    sink: impl FnMut(&MetadataDb, &Record),
+) -> Result<ReadSummary, ReadError> {
+    let (name, input) = open_input(path)?;
+    CaliReader::new(db, name).read(input, sink)
+}
+
+/// Opens a file for reading, or standard input for `-` or an empty path;
+/// returns the name to use in messages and the input.
+pub fn open_input(path: &Path) -> Result<(String, Box<dyn Read>), ReadError> {
+    if path.as_os_str().is_empty() || path.as_os_str() == "-" {
+        return Ok(("<stdin>".to_string(), Box::new(io::stdin().lock())));
+    }
+    let name = path.display().to_string();
+    match File::open(path) {
+        Ok(f) => Ok((name, Box::new(f))),
+        Err(e) => Err(ReadError {
+            kind: ReadErrorKind::Io(e.kind(), format!("cannot open file: {e}")),
+            source: name,
+            line: 0,
+            column: 0,
+        }),
+    }
+}
+
+/// Convenience for tests and small tools: reads a whole stream from memory
+/// and returns its snapshot records (globals go into `db`).
+pub fn read_records(
+    db: &mut MetadataDb,
+    source: &str,
+    data: &[u8],
+) -> Result<Vec<Record>, ReadError> {
+    let mut records = Vec::new();
+    CaliReader::new(db, source).read(data, |_, rec| {
+        if rec.kind == RecordKind::Ctx {
+            records.push(rec.clone());
+        }
+    })?;
+    Ok(records)
+}

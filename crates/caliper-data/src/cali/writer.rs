@@ -1,0 +1,204 @@
+//! The `.cali` writer.
+//!
+//! Layout rules (the reference's, so that its tools read our files and our
+//! files of its records are byte-identical to its own): a node is written
+//! once per stream, right before the first record that needs it, after its
+//! attribute node and after its parent chain; bootstrap nodes (ids below
+//! 11) are never written. A record needs, entry by entry, the node of each
+//! reference entry and the attribute node of each immediate entry.
+
+use super::escape::escape_into;
+use crate::node::{FIRST_WRITTEN_ID, Id, NodeRef, NodeStore};
+use crate::record::Record;
+use crate::variant::{Variant, write_decimal_u64};
+use std::collections::HashSet;
+use std::io::{self, BufWriter, Write};
+
+/// Remembers which nodes a stream already holds: a bit per id for the
+/// dense ids real streams use, a set for the rest.
+#[derive(Default)]
+struct WrittenSet {
+    bits: Vec<u64>,
+    sparse: HashSet<Id>,
+}
+
+/// Ids below this bound are tracked in the bit set (128 KiB of bits).
+const DENSE_BOUND: Id = 1 << 20;
+
+impl WrittenSet {
+    fn contains(&self, id: Id) -> bool {
+        if id < DENSE_BOUND {
+            let word = (id / 64) as usize;
+            self.bits
+                .get(word)
+                .is_some_and(|w| w & (1 << (id % 64)) != 0)
+        } else {
+            self.sparse.contains(&id)
+        }
+    }
+
+    fn insert(&mut self, id: Id) {
+        if id < DENSE_BOUND {
+            let word = (id / 64) as usize;
+            if word >= self.bits.len() {
+                self.bits.resize(word + 1, 0);
+            }
+            self.bits[word] |= 1 << (id % 64);
+        } else {
+            self.sparse.insert(id);
+        }
+    }
+}
+
+/// Writes records as a `.cali` stream.
+pub struct CaliWriter<W: Write> {
+    out: BufWriter<W>,
+    written: WrittenSet,
+    line: Vec<u8>,
+    stack: Vec<(Id, Stage)>,
+    lines: u64,
+}
+
+/// How far writing a node has got (see [`CaliWriter::write_node`]).
+#[derive(Copy, Clone)]
+enum Stage {
+    Start,
+    AttributeDone,
+    ParentDone,
+}
+
+fn unknown_node(id: Id) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!("record refers to unknown node {id}"),
+    )
+}
+
+impl<W: Write> CaliWriter<W> {
+    /// A writer onto `out` (buffered internally).
+    pub fn new(out: W) -> CaliWriter<W> {
+        CaliWriter {
+            out: BufWriter::with_capacity(64 * 1024, out),
+            written: WrittenSet::default(),
+            line: Vec::new(),
+            stack: Vec::new(),
+            lines: 0,
+        }
+    }
+
+    /// The number of lines written so far (node and record lines).
+    pub fn lines_written(&self) -> u64 {
+        self.lines
+    }
+
+    /// Writes a snapshot or globals record, preceded by the nodes it needs
+    /// that the stream does not have yet. Empty records are not written:
+    /// they carry nothing, and the reference's reader rejects a bare
+    /// `__rec=ctx` line.
+    pub fn write_record(&mut self, store: &impl NodeStore, record: &Record) -> io::Result<()> {
+        if record.is_empty() {
+            return Ok(());
+        }
+        for entry in &record.entries {
+            self.write_node(store, entry.node())?;
+        }
+        let line = &mut self.line;
+        line.clear();
+        line.extend_from_slice(b"__rec=");
+        line.extend_from_slice(record.kind.tag().as_bytes());
+        let mut first = true;
+        for id in record.refs() {
+            line.extend_from_slice(if first { b",ref=".as_slice() } else { b"=" });
+            write_decimal_u64(id, line);
+            first = false;
+        }
+        first = true;
+        for (attr, _) in record.immediates() {
+            line.extend_from_slice(if first { b",attr=".as_slice() } else { b"=" });
+            write_decimal_u64(attr, line);
+            first = false;
+        }
+        first = true;
+        for (_, value) in record.immediates() {
+            line.extend_from_slice(if first { b",data=".as_slice() } else { b"=" });
+            write_value(value, line);
+            first = false;
+        }
+        self.emit_line()
+    }
+
+    /// Writes node `id` unless the stream has it: first its attribute node,
+    /// then its parent chain (root first), then the node itself. Iterative,
+    /// so deep trees cannot overflow the stack.
+    pub fn write_node(&mut self, store: &impl NodeStore, id: Id) -> io::Result<()> {
+        self.stack.clear();
+        self.stack.push((id, Stage::Start));
+        while let Some((id, stage)) = self.stack.pop() {
+            if id < FIRST_WRITTEN_ID || self.written.contains(id) {
+                continue;
+            }
+            let node = store.node(id).ok_or_else(|| unknown_node(id))?;
+            match stage {
+                Stage::Start => {
+                    self.stack.push((id, Stage::AttributeDone));
+                    if node.attribute != id {
+                        self.stack.push((node.attribute, Stage::Start));
+                    }
+                }
+                Stage::AttributeDone => {
+                    self.stack.push((id, Stage::ParentDone));
+                    if let Some(parent) = node.parent.filter(|&p| p != id) {
+                        self.stack.push((parent, Stage::Start));
+                    }
+                }
+                Stage::ParentDone => {
+                    self.written.insert(id);
+                    self.emit_node(id, node)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn emit_node(&mut self, id: Id, node: NodeRef<'_>) -> io::Result<()> {
+        let line = &mut self.line;
+        line.clear();
+        line.extend_from_slice(b"__rec=node,id=");
+        write_decimal_u64(id, line);
+        line.extend_from_slice(b",attr=");
+        write_decimal_u64(node.attribute, line);
+        line.extend_from_slice(b",data=");
+        write_value(node.value, line);
+        if let Some(parent) = node.parent {
+            line.extend_from_slice(b",parent=");
+            write_decimal_u64(parent, line);
+        }
+        self.emit_line()
+    }
+
+    fn emit_line(&mut self) -> io::Result<()> {
+        self.line.push(b'\n');
+        self.out.write_all(&self.line)?;
+        self.lines += 1;
+        Ok(())
+    }
+
+    /// Flushes and returns the output.
+    pub fn finish(self) -> io::Result<W> {
+        self.out
+            .into_inner()
+            .map_err(io::IntoInnerError::into_error)
+    }
+
+    /// Flushes buffered lines to the output.
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+}
+
+fn write_value(value: &Variant, line: &mut Vec<u8>) {
+    match value {
+        Variant::Str(s) => escape_into(s, line),
+        other => other.write_cali_text(line),
+    }
+}
