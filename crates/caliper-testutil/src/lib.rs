@@ -99,3 +99,22 @@ fn run(cmd: &mut Command) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Reads `.cali` files with the reference's Python reader and returns, per
+/// file, `{"records": [...], "globals": {...}}` exactly as it reports them.
+pub fn read_with_caliper_reader(paths: &[&Path]) -> serde_json::Value {
+    let python = python_with(&[CALIPER_READER]);
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("py/read_cali.py");
+    let out = Command::new(python)
+        .env("PYTHONUTF8", "1")
+        .arg(script)
+        .args(paths)
+        .output()
+        .expect("run the Python reader");
+    assert!(
+        out.status.success(),
+        "caliper-reader failed on {paths:?}:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("the Python reader prints JSON")
+}

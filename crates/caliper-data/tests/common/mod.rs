@@ -83,7 +83,11 @@ pub fn random_string(rng: &mut Rng, alphabet: Alphabet) -> String {
     let len = rng.below(6) + usize::from(alphabet == Alphabet::PythonSafe);
     let mut s = String::new();
     for _ in 0..len {
-        let pieces = if alphabet == Alphabet::Full && rng.chance(15) { CONTROL_PIECES } else { PIECES };
+        let pieces = if alphabet == Alphabet::Full && rng.chance(15) {
+            CONTROL_PIECES
+        } else {
+            PIECES
+        };
         let piece = pieces[rng.below(pieces.len())];
         s.push_str(piece);
     }

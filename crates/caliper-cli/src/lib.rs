@@ -1,0 +1,4 @@
+//! Caliper's command-line tools. The binaries live in `src/bin`; this
+//! library holds what they share.
+
+pub mod args;

@@ -1,0 +1,170 @@
+//! The first cali-query: merging streams, options and error handling.
+
+use caliper_testutil::{fixture, read_with_caliper_reader};
+use serde_json::Value;
+use std::fs;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+fn cali_query(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cali-query"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn merged_stream_is_the_union_for_caliper_reader() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = fixture("cxx-example.event-trace.cali");
+    let b = fixture("c-example.hatchet-region-profile.cali");
+    let merged = dir.path().join("merged.cali");
+    let out = cali_query(&[a.to_str().unwrap(), b.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    fs::write(&merged, &out.stdout).unwrap();
+
+    let got = read_with_caliper_reader(&[&a, &b, &merged]);
+    let [ra, rb, rm] = [0, 1, 2].map(|i| got[i]["records"].as_array().unwrap().clone());
+    let union: Vec<Value> = ra.iter().chain(&rb).cloned().collect();
+    assert_eq!(rm, union);
+    assert_eq!(rm.len(), 22 + 5);
+
+    // The merged globals hold every key of both inputs.
+    let gm = got[2]["globals"].as_object().unwrap();
+    for i in [0, 1] {
+        for key in got[i]["globals"].as_object().unwrap().keys() {
+            assert!(gm.contains_key(key), "{key}");
+        }
+    }
+}
+
+#[test]
+fn reads_stdin_and_writes_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_path = dir.path().join("copy.cali");
+    let input = fs::File::open(fixture("c-example.event-trace.cali")).unwrap();
+    let status = Command::new(env!("CARGO_BIN_EXE_cali-query"))
+        .args(["-o", out_path.to_str().unwrap()])
+        .stdin(input)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let got = read_with_caliper_reader(&[&fixture("c-example.event-trace.cali"), &out_path]);
+    assert_eq!(got[0], got[1]);
+}
+
+#[test]
+fn output_reads_back_through_cali_query() {
+    // Our own output is valid input, and a second pass changes nothing.
+    let dir = tempfile::tempdir().unwrap();
+    let first = dir.path().join("first.cali");
+    let out = cali_query(&[
+        fixture("cxx-example.spot.cali").to_str().unwrap(),
+        "-o",
+        first.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let second = cali_query(&[first.to_str().unwrap()]);
+    assert!(second.status.success());
+    assert_eq!(second.stdout, fs::read(&first).unwrap());
+}
+
+#[test]
+fn bad_file_among_several_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.cali");
+    fs::write(
+        &bad,
+        "__rec=node,id=12,attr=10,data=276,parent=3\n__rec=ctx,ref=77\n",
+    )
+    .unwrap();
+    let good = fixture("c-example.event-trace.cali");
+    let out = cali_query(&[good.to_str().unwrap(), bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "cali-query: error: {}:2:15: unknown node id 77\n",
+            bad.display()
+        )
+    );
+}
+
+#[test]
+fn missing_and_empty_inputs() {
+    let out = cali_query(&["/nonexistent/input.cali"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).starts_with("cali-query: error: /nonexistent/input.cali: cannot open file:"),
+        "{}",
+        stderr(&out)
+    );
+    let out = cali_query(&[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr(&out),
+        "cali-query: error: <stdin>: no records: the input is empty\n"
+    );
+}
+
+#[test]
+fn unwritable_output() {
+    let out = cali_query(&[
+        fixture("c-example.event-trace.cali").to_str().unwrap(),
+        "-o",
+        "/nonexistent/dir/out.cali",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).starts_with("cali-query: error: cannot create /nonexistent/dir/out.cali:")
+    );
+}
+
+#[test]
+fn full_disk_is_an_error_not_a_crash() {
+    if !Path::new("/dev/full").exists() {
+        panic!("/dev/full is needed for this test");
+    }
+    let out = cali_query(&[
+        fixture("cxx-example.spot.cali").to_str().unwrap(),
+        "-o",
+        "/dev/full",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).starts_with("cali-query: error: cannot write /dev/full:"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn unknown_option_prints_the_table() {
+    let out = cali_query(&["--bogus"]);
+    assert_eq!(out.status.code(), Some(255));
+    let err = stderr(&out);
+    assert!(
+        err.starts_with("cali-query: error: unknown option: --bogus\n"),
+        "{err}"
+    );
+    assert!(err.contains("-o, --output FILE"));
+}
+
+#[test]
+fn help_and_version() {
+    let out = cali_query(&["--help"]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with("Usage: cali-query [OPTION]... [FILE]...\n"));
+    let out = cali_query(&["-V"]);
+    assert!(
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .starts_with("cali-query ")
+    );
+}
