@@ -6,6 +6,8 @@
 //! plain `cargo test` on a fresh machine sets up what it needs; a file lock
 //! keeps concurrent test binaries from building it twice.
 
+pub mod synthetic;
+
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -91,10 +91,6 @@ pub struct CaliReader<'db> {
     source: String,
     fields: LineFields,
     record: Record,
-    /// The mapped reference entries of the current line.
-    refs: Vec<Id>,
-    /// The typed immediate entries of the current line.
-    imms: Vec<(Id, Variant)>,
     /// Database ids of the nodes defined since the last record, in order:
     /// they tell how the writer interleaved the record's entries.
     recent: Vec<Id>,
@@ -111,8 +107,6 @@ impl<'db> CaliReader<'db> {
             source: source.into(),
             fields: LineFields::default(),
             record: Record::default(),
-            refs: Vec::new(),
-            imms: Vec::new(),
             recent: Vec::new(),
             unescaped: Vec::new(),
             summary: ReadSummary::default(),
@@ -195,8 +189,10 @@ impl<'db> CaliReader<'db> {
         if !line.starts_with(PREFIX) {
             return Err((0, ReadErrorKind::NotARecord));
         }
-        let kind_end = memchr::memchr(b',', line).unwrap_or(line.len());
-        let kind = &line[PREFIX.len()..kind_end];
+        let rest = &line[PREFIX.len()..];
+        let kind_len = rest.iter().position(|&b| b == b',').unwrap_or(rest.len());
+        let kind = &rest[..kind_len];
+        let kind_end = PREFIX.len() + kind_len;
         self.fields.clear();
         parse_fields(line, kind_end, &mut self.fields)?;
         match kind {
@@ -277,33 +273,22 @@ impl<'db> CaliReader<'db> {
                 },
             ));
         }
-        self.refs.clear();
-        for &(r, col) in &f.refs {
-            self.refs.push(
-                self.db
-                    .map_node(&self.ids, r)
-                    .map_err(|e| (col, ReadErrorKind::Import(e)))?,
-            );
-        }
-        self.imms.clear();
-        for (&(a, col), &raw) in f.attrs.iter().zip(&f.data) {
-            let (attr, ty) = self
-                .db
-                .map_attribute(&self.ids, a)
-                .map_err(|e| (col, ReadErrorKind::Import(e)))?;
-            let value = parse_value(line, raw, ty, &mut self.unescaped)?;
-            self.imms.push((attr, value));
-        }
-        self.record.clear();
+        let entries = &mut self.record.entries;
+        entries.clear();
         self.record.kind = kind;
-        interleave(
-            self.db,
-            &self.refs,
-            &mut self.imms,
-            &self.recent,
-            &mut self.record.entries,
-        );
-        self.recent.clear();
+        for &(r, col) in &f.refs {
+            let node = self.db.map_node(&self.ids, r).map_err(|e| (col, ReadErrorKind::Import(e)))?;
+            entries.push(Entry::Reference(node));
+        }
+        for (&(a, col), &raw) in f.attrs.iter().zip(&f.data) {
+            let (attr, ty) = self.db.map_attribute(&self.ids, a).map_err(|e| (col, ReadErrorKind::Import(e)))?;
+            let value = parse_value(line, raw, ty, &mut self.unescaped)?;
+            entries.push(Entry::Immediate(attr, value));
+        }
+        if !self.recent.is_empty() {
+            interleave(self.db, f.refs.len(), entries, &self.recent);
+            self.recent.clear();
+        }
         match kind {
             RecordKind::Ctx => self.summary.snapshots += 1,
             RecordKind::Globals => self.summary.globals += 1,
@@ -314,6 +299,7 @@ impl<'db> CaliReader<'db> {
 
 /// Merges a line's reference and immediate entries back into one list.
 ///
+/// `entries` holds the line's `n_refs` references, then its immediates.
 /// A `.cali` line keeps the two kinds apart, but the writer emitted the
 /// nodes the record needed in the record's entry order: for each entry, its
 /// node's attribute, parent chain and the node itself, skipping what the
@@ -323,24 +309,15 @@ impl<'db> CaliReader<'db> {
 /// writer emit exactly the next nodes of `recent`; entries that emit nothing
 /// go first. Writing the result again reproduces the stream. Streams from
 /// other writers may fit no order; the rest then follows references first.
-fn interleave(
-    db: &MetadataDb,
-    refs: &[Id],
-    imms: &mut Vec<(Id, Variant)>,
-    recent: &[Id],
-    out: &mut Vec<Entry>,
-) {
-    if recent.is_empty() {
-        out.extend(refs.iter().map(|&r| Entry::Reference(r)));
-        out.extend(imms.drain(..).map(|(a, v)| Entry::Immediate(a, v)));
-        return;
-    }
+fn interleave(db: &MetadataDb, n_refs: usize, entries: &mut Vec<Entry>, recent: &[Id]) {
+    let imms = entries.split_off(n_refs);
+    let refs = std::mem::take(entries);
     let emission = Emission::new(db, recent);
-    let mut refs = refs.iter().copied().peekable();
-    let mut imms = imms.drain(..).peekable();
+    let mut refs = refs.into_iter().peekable();
+    let mut imms = imms.into_iter().peekable();
     let mut pos = Some(0);
     loop {
-        let (r, i) = (refs.peek().copied(), imms.peek().map(|(a, _)| *a));
+        let (r, i) = (refs.peek().map(Entry::node), imms.peek().map(Entry::node));
         if r.is_none() && i.is_none() {
             break;
         }
@@ -362,12 +339,8 @@ fn interleave(
                 r.is_some()
             }
         };
-        if take_ref {
-            out.push(Entry::Reference(refs.next().expect("peeked")));
-        } else {
-            let (a, v) = imms.next().expect("peeked");
-            out.push(Entry::Immediate(a, v));
-        }
+        let next = if take_ref { refs.next() } else { imms.next() };
+        entries.push(next.expect("peeked"));
     }
 }
 
@@ -558,34 +531,41 @@ fn bad_id(text: &[u8]) -> ReadErrorKind {
 fn scan_value(line: &[u8], start: usize) -> Result<(RawValue, usize), LineError> {
     let mut pos = start;
     let mut escaped = false;
-    while let Some(&b) = line.get(pos) {
+    loop {
+        // Skip ordinary bytes quickly; stop at anything that needs a look.
+        while pos < line.len() && !VALUE_STOP[usize::from(line[pos])] {
+            pos += 1;
+        }
+        let Some(&b) = line.get(pos) else { break };
         match b {
             b',' | b'=' => break,
             b'\\' => {
                 escaped = true;
-                pos += 1;
-                if pos == line.len() {
-                    return Err((
-                        pos - 1,
-                        ReadErrorKind::BadEscape(super::escape::EscapeError::Incomplete),
-                    ));
+                if pos + 1 == line.len() {
+                    return Err((pos, ReadErrorKind::BadEscape(super::escape::EscapeError::Incomplete)));
                 }
+                pos += 2;
             }
-            b'\t' => {}
-            0..0x20 => return Err((pos, ReadErrorKind::ControlCharacter(b))),
-            _ => {}
+            _ => return Err((pos, ReadErrorKind::ControlCharacter(b))),
         }
-        pos += 1;
     }
-    Ok((
-        RawValue {
-            start,
-            end: pos,
-            escaped,
-        },
-        pos,
-    ))
+    Ok((RawValue { start, end: pos, escaped }, pos))
 }
+
+/// Bytes that end an unescaped run inside a value: the separators, the
+/// escape character and the control characters other than tab.
+static VALUE_STOP: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        table[b] = b != b'\t' as usize;
+        b += 1;
+    }
+    table[b',' as usize] = true;
+    table[b'=' as usize] = true;
+    table[b'\\' as usize] = true;
+    table
+};
 
 /// The unescaped UTF-8 text of a value.
 fn value_text<'a>(
