@@ -19,7 +19,10 @@ fn trace() -> Vec<u8> {
 fn read(c: &mut Criterion) {
     let data = trace();
     let mut group = c.benchmark_group("cali");
-    group.sample_size(10).measurement_time(Duration::from_secs(10)).throughput(Throughput::Bytes(data.len() as u64));
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(10))
+        .throughput(Throughput::Bytes(data.len() as u64));
     group.bench_function("read_2M_record_trace", |b| {
         b.iter(|| {
             let mut db = MetadataDb::new();
@@ -34,7 +37,9 @@ fn read(c: &mut Criterion) {
         b.iter(|| {
             let mut db = MetadataDb::new();
             let mut writer = CaliWriter::new(std::io::sink());
-            CaliReader::new(&mut db, "bench").read(data.as_slice(), |db, r| writer.write_record(db, r).unwrap()).unwrap();
+            CaliReader::new(&mut db, "bench")
+                .read(data.as_slice(), |db, r| writer.write_record(db, r).unwrap())
+                .unwrap();
             black_box(writer.lines_written())
         })
     });

@@ -419,6 +419,34 @@ impl MetadataDb {
         }
         out
     }
+
+    /// Expands a record with nested values grouped into paths: per entry,
+    /// one `(attribute, values)` pair for each attribute on a reference's
+    /// path (in order of first appearance, values outermost first, so
+    /// `region` on `main/foo` gives `["main", "foo"]`), and one pair with a
+    /// single value for each immediate entry.
+    pub fn expand_paths(&self, record: &Record) -> Vec<(Id, Vec<Variant>)> {
+        let mut out: Vec<(Id, Vec<Variant>)> = Vec::new();
+        let mut path = Vec::new();
+        for entry in &record.entries {
+            match entry {
+                Entry::Reference(node) => {
+                    let first = out.len();
+                    path.clear();
+                    self.path_to(*node, &mut path);
+                    for &id in &path {
+                        let node = self.node(id).expect("path nodes exist");
+                        match out[first..].iter_mut().find(|(a, _)| *a == node.attribute) {
+                            Some((_, values)) => values.push(node.value.clone()),
+                            None => out.push((node.attribute, vec![node.value.clone()])),
+                        }
+                    }
+                }
+                Entry::Immediate(attr, value) => out.push((*attr, vec![value.clone()])),
+            }
+        }
+        out
+    }
 }
 
 impl NodeStore for MetadataDb {
@@ -606,6 +634,16 @@ mod tests {
         let mut r = Record::ctx();
         r.push_imm(count, Variant::Uint(3));
         r.push_ref(foo);
+        assert_eq!(
+            db.expand_paths(&r),
+            vec![
+                (count, vec![Variant::Uint(3)]),
+                (
+                    region,
+                    vec![Variant::string("main"), Variant::string("foo")]
+                ),
+            ]
+        );
         assert_eq!(
             db.expand(&r),
             vec![

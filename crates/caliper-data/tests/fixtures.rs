@@ -53,34 +53,20 @@ fn writing_fixture_records_reproduces_the_fixture_byte_for_byte() {
     }
 }
 
-/// Groups a record's expansion like `cali-query -e`: one `name=value` per
-/// attribute, nested values joined by `/`.
+/// A record's `name=value` pairs as `cali-query -e` prints them (nested
+/// values joined by `/`), sorted.
 fn expand_line_pairs(db: &MetadataDb, r: &Record) -> Vec<String> {
-    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
-    let mut path = Vec::new();
-    for node in r.refs() {
-        path.clear();
-        db.path_to(node, &mut path);
-        let mut local: Vec<(String, Vec<String>)> = Vec::new();
-        for &id in &path {
-            let n = db.node(id).unwrap();
-            let name = db.attribute(n.attribute).unwrap().name().to_string();
-            match local.iter_mut().find(|(k, _)| *k == name) {
-                Some((_, vals)) => vals.push(n.value.to_string()),
-                None => local.push((name, vec![n.value.to_string()])),
-            }
-        }
-        groups.extend(local);
-    }
-    for (a, v) in r.immediates() {
-        groups.push((
-            db.attribute(a).unwrap().name().to_string(),
-            vec![v.to_string()],
-        ));
-    }
-    let mut pairs: Vec<String> = groups
+    let mut pairs: Vec<String> = db
+        .expand_paths(r)
         .into_iter()
-        .map(|(k, v)| format!("{k}={}", v.join("/")))
+        .map(|(attr, values)| {
+            let values: Vec<String> = values.iter().map(|v| v.to_string()).collect();
+            format!(
+                "{}={}",
+                db.attribute(attr).unwrap().name(),
+                values.join("/")
+            )
+        })
         .collect();
     pairs.sort();
     pairs

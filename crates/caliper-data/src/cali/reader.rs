@@ -277,11 +277,17 @@ impl<'db> CaliReader<'db> {
         entries.clear();
         self.record.kind = kind;
         for &(r, col) in &f.refs {
-            let node = self.db.map_node(&self.ids, r).map_err(|e| (col, ReadErrorKind::Import(e)))?;
+            let node = self
+                .db
+                .map_node(&self.ids, r)
+                .map_err(|e| (col, ReadErrorKind::Import(e)))?;
             entries.push(Entry::Reference(node));
         }
         for (&(a, col), &raw) in f.attrs.iter().zip(&f.data) {
-            let (attr, ty) = self.db.map_attribute(&self.ids, a).map_err(|e| (col, ReadErrorKind::Import(e)))?;
+            let (attr, ty) = self
+                .db
+                .map_attribute(&self.ids, a)
+                .map_err(|e| (col, ReadErrorKind::Import(e)))?;
             let value = parse_value(line, raw, ty, &mut self.unescaped)?;
             entries.push(Entry::Immediate(attr, value));
         }
@@ -542,14 +548,24 @@ fn scan_value(line: &[u8], start: usize) -> Result<(RawValue, usize), LineError>
             b'\\' => {
                 escaped = true;
                 if pos + 1 == line.len() {
-                    return Err((pos, ReadErrorKind::BadEscape(super::escape::EscapeError::Incomplete)));
+                    return Err((
+                        pos,
+                        ReadErrorKind::BadEscape(super::escape::EscapeError::Incomplete),
+                    ));
                 }
                 pos += 2;
             }
             _ => return Err((pos, ReadErrorKind::ControlCharacter(b))),
         }
     }
-    Ok((RawValue { start, end: pos, escaped }, pos))
+    Ok((
+        RawValue {
+            start,
+            end: pos,
+            escaped,
+        },
+        pos,
+    ))
 }
 
 /// Bytes that end an unescaped run inside a value: the separators, the

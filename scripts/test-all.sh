@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Runs every check and test of the workspace on a fresh machine.
+#
+# Installs what the tests need first: a Python 3 with the venv module (the
+# interoperability tests create target/test-venv and install the reference
+# clients, e.g. caliper-reader, into it from PyPI).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! python3 -m venv --help >/dev/null 2>&1; then
+    echo "== installing python3-venv"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-venv python3-pip
+fi
+
+echo "== formatting"
+cargo fmt --all -- --check
+echo "== lints"
+cargo clippy --workspace --all-targets -- -D warnings
+echo "== release build"
+cargo build --workspace --release
+echo "== tests"
+cargo test --workspace
+echo "== fuzz targets compile"
+cargo check --quiet --manifest-path fuzz/Cargo.toml
+echo "== all tests passed"
