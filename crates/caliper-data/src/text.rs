@@ -15,6 +15,25 @@ use triomphe::ThinArc;
 #[derive(Clone)]
 struct ThinBytes(ThinArc<(), u8>);
 
+impl PartialEq for ThinBytes {
+    fn eq(&self, other: &ThinBytes) -> bool {
+        self.as_bytes() == other.as_bytes()
+    }
+}
+impl Eq for ThinBytes {}
+
+impl PartialOrd for ThinBytes {
+    fn partial_cmp(&self, other: &ThinBytes) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for ThinBytes {
+    /// Byte-wise, which for UTF-8 text is also code-point order.
+    fn cmp(&self, other: &ThinBytes) -> std::cmp::Ordering {
+        self.as_bytes().cmp(other.as_bytes())
+    }
+}
+
 impl ThinBytes {
     fn new(bytes: &[u8]) -> ThinBytes {
         ThinBytes(ThinArc::from_header_and_slice((), bytes))
@@ -27,7 +46,7 @@ impl ThinBytes {
 
 /// A shared, immutable UTF-8 string (the value of `string` attributes and
 /// attribute names). Cloning is a reference-count increment.
-#[derive(Clone)]
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Text(ThinBytes);
 
 impl Text {
@@ -74,13 +93,6 @@ impl From<String> for Text {
     }
 }
 
-impl PartialEq for Text {
-    fn eq(&self, other: &Text) -> bool {
-        self.as_str() == other.as_str()
-    }
-}
-impl Eq for Text {}
-
 impl PartialEq<str> for Text {
     fn eq(&self, other: &str) -> bool {
         self.as_str() == other
@@ -93,17 +105,8 @@ impl PartialEq<&str> for Text {
     }
 }
 
-impl PartialOrd for Text {
-    fn partial_cmp(&self, other: &Text) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Text {
-    fn cmp(&self, other: &Text) -> std::cmp::Ordering {
-        self.as_str().cmp(other.as_str())
-    }
-}
-
+/// Hashes like `str`, so that maps keyed by `Text` can be searched with a
+/// `&str` (see the `Borrow<str>` impl).
 impl Hash for Text {
     fn hash<H: Hasher>(&self, state: &mut H) {
         self.as_str().hash(state)
@@ -123,7 +126,7 @@ impl fmt::Debug for Text {
 }
 
 /// Shared immutable bytes (the value of `usr` attributes).
-#[derive(Clone)]
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Blob(ThinBytes);
 
 impl Blob {
@@ -148,24 +151,6 @@ impl Deref for Blob {
 impl From<&[u8]> for Blob {
     fn from(b: &[u8]) -> Blob {
         Blob::new(b)
-    }
-}
-
-impl PartialEq for Blob {
-    fn eq(&self, other: &Blob) -> bool {
-        self.as_bytes() == other.as_bytes()
-    }
-}
-impl Eq for Blob {}
-
-impl PartialOrd for Blob {
-    fn partial_cmp(&self, other: &Blob) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Blob {
-    fn cmp(&self, other: &Blob) -> std::cmp::Ordering {
-        self.as_bytes().cmp(other.as_bytes())
     }
 }
 

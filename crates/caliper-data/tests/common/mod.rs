@@ -97,17 +97,8 @@ pub fn random_string(rng: &mut Rng, alphabet: Alphabet) -> String {
     s
 }
 
-const TYPES: [AttrType; 9] = [
-    AttrType::Usr,
-    AttrType::Int,
-    AttrType::Uint,
-    AttrType::String,
-    AttrType::Addr,
-    AttrType::Double,
-    AttrType::Bool,
-    AttrType::Type,
-    AttrType::Ptr,
-];
+/// Every type but `inv`.
+const TYPES: &[AttrType] = AttrType::ALL.split_at(1).1;
 
 pub fn random_value(rng: &mut Rng, ty: AttrType, alphabet: Alphabet) -> Variant {
     match ty {
@@ -172,7 +163,7 @@ pub fn generate(seed: u64, n_records: usize, alphabet: Alphabet) -> Workload {
     // Attributes.
     let mut attrs: Vec<(Id, AttrType, Properties)> = Vec::new();
     for i in 0..rng.below(10) + 2 {
-        let ty = *rng.pick(&TYPES);
+        let ty = *rng.pick(TYPES);
         let mut props = Properties::from_bits(if rng.chance(50) { 20 } else { 12 });
         for (flag, percent) in [
             (Properties::ASVALUE, 40),
