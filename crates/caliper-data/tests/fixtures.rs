@@ -1,17 +1,9 @@
 //! The reference's own files: read, expanded and written back.
 
-use caliper_data::cali::{CaliReader, CaliWriter};
+use caliper_data::cali::{CaliWriter, read_records};
 use caliper_data::{MetadataDb, Record, RecordKind};
 use caliper_testutil::{cali_fixtures, fixture};
 use std::fs;
-
-fn read_all(db: &mut MetadataDb, name: &str, text: &[u8]) -> Vec<Record> {
-    let mut out = Vec::new();
-    CaliReader::new(db, name)
-        .read(text, |_, r| out.push(r.clone()))
-        .unwrap_or_else(|e| panic!("{e}"));
-    out
-}
 
 #[test]
 fn every_fixture_reads() {
@@ -20,7 +12,7 @@ fn every_fixture_reads() {
     for path in files {
         let text = fs::read(&path).unwrap();
         let mut db = MetadataDb::new();
-        let records = read_all(&mut db, &path.display().to_string(), &text);
+        let records = read_records(&mut db, &path.display().to_string(), &text).unwrap();
         let globals = records
             .iter()
             .filter(|r| r.kind == RecordKind::Globals)
@@ -36,7 +28,7 @@ fn writing_fixture_records_reproduces_the_fixture_byte_for_byte() {
     for path in cali_fixtures() {
         let text = fs::read(&path).unwrap();
         let mut db = MetadataDb::keeping_stream_ids();
-        let records = read_all(&mut db, &path.display().to_string(), &text);
+        let records = read_records(&mut db, &path.display().to_string(), &text).unwrap();
         let mut w = CaliWriter::new(Vec::new());
         for r in &records {
             w.write_record(&db, r).unwrap();
@@ -79,7 +71,8 @@ fn expansion_matches_the_reference_expand_output() {
         let expected =
             fs::read_to_string(fixture(&format!("{example}.query-expand.stdout.txt"))).unwrap();
         let mut db = MetadataDb::new();
-        let records: Vec<Record> = read_all(&mut db, example, &text)
+        let records: Vec<Record> = read_records(&mut db, example, &text)
+            .unwrap()
             .into_iter()
             .filter(|r| r.kind == RecordKind::Ctx)
             .collect();
@@ -97,7 +90,7 @@ fn expansion_matches_the_reference_expand_output() {
 fn globals_of_a_spot_profile() {
     let text = fs::read(fixture("cxx-example.spot.cali")).unwrap();
     let mut db = MetadataDb::new();
-    read_all(&mut db, "spot", &text);
+    read_records(&mut db, "spot", &text).unwrap();
     let globals = db.globals();
     let mut found = std::collections::BTreeMap::new();
     for (attr, value) in db.expand(&globals) {
@@ -118,7 +111,7 @@ fn globals_of_a_spot_profile() {
 fn attributes_carry_metadata() {
     let text = fs::read(fixture("cxx-example.hatchet-region-profile.cali")).unwrap();
     let mut db = MetadataDb::new();
-    read_all(&mut db, "profile", &text);
+    read_records(&mut db, "profile", &text).unwrap();
     let time = db.attribute_by_name("sum#sum#time.duration").unwrap();
     assert_eq!(time.attr_type(), caliper_data::AttrType::Double);
     assert_eq!(time.properties().bits(), 2113);
@@ -136,9 +129,9 @@ fn two_files_merge_into_one_tree() {
     let mut db = MetadataDb::new();
     let a = fs::read(fixture("cxx-example.event-trace.cali")).unwrap();
     let b = fs::read(fixture("c-example.event-trace.cali")).unwrap();
-    let ra = read_all(&mut db, "a", &a);
+    let ra = read_records(&mut db, "a", &a).unwrap();
     let nodes_after_a = db.id_bound();
-    let rb = read_all(&mut db, "b", &b);
+    let rb = read_records(&mut db, "b", &b).unwrap();
     assert!(db.id_bound() < 2 * nodes_after_a, "shared nodes are merged");
     // The region attribute and region=main are the same node in both.
     let region = db.attribute_by_name("region").unwrap().id();
@@ -163,7 +156,7 @@ fn two_files_merge_into_one_tree() {
 fn reference_utf8_file_reads() {
     let text = fs::read(fixture("utf8.cali")).unwrap();
     let mut db = MetadataDb::new();
-    let records = read_all(&mut db, "utf8", &text);
+    let records = read_records(&mut db, "utf8", &text).unwrap();
     assert_eq!(
         records.iter().filter(|r| r.kind == RecordKind::Ctx).count(),
         5

@@ -2,7 +2,7 @@
 
 mod common;
 
-use caliper_data::cali::{CaliReader, CaliWriter};
+use caliper_data::cali::{CaliReader, CaliWriter, read_records};
 use caliper_data::{Entry, MetadataDb, Record, RecordKind, Variant};
 use common::{Alphabet, Workload, generate};
 use proptest::prelude::*;
@@ -13,14 +13,6 @@ fn write(db: &MetadataDb, records: &[Record]) -> Vec<u8> {
         w.write_record(db, r).unwrap();
     }
     w.finish().unwrap()
-}
-
-fn read_all(db: &mut MetadataDb, text: &[u8]) -> Vec<Record> {
-    let mut out = Vec::new();
-    CaliReader::new(db, "roundtrip")
-        .read(text, |_, r| out.push(r.clone()))
-        .unwrap();
-    out
 }
 
 /// A record as (attribute name, value) pairs, independent of node ids and
@@ -56,7 +48,7 @@ fn check(w: &Workload) {
     // references and immediates (the interleaving of the two kinds is only
     // recovered where it shows in the node order) ...
     let mut same_ids = MetadataDb::keeping_stream_ids();
-    let back = read_all(&mut same_ids, &text);
+    let back = read_records(&mut same_ids, "roundtrip", &text).unwrap();
     assert_eq!(back.len(), w.records.len());
     for (read, orig) in back.iter().zip(&w.records) {
         assert_eq!(split(read), split(orig));
@@ -69,7 +61,7 @@ fn check(w: &Workload) {
 
     // With fresh ids, every record expands to the same pairs.
     let mut fresh = MetadataDb::new();
-    let back = read_all(&mut fresh, &text);
+    let back = read_records(&mut fresh, "roundtrip", &text).unwrap();
     assert_eq!(back.len(), w.records.len());
     for (orig, read) in w.records.iter().zip(&back) {
         assert_eq!(named(&fresh, read), named(&w.db, orig));
@@ -126,7 +118,11 @@ fn edge_case_strings_round_trip() {
     }
     let text = write(&db, &records);
     let mut back_db = MetadataDb::keeping_stream_ids();
-    let back: Vec<_> = read_all(&mut back_db, &text).iter().map(split).collect();
+    let back: Vec<_> = read_records(&mut back_db, "roundtrip", &text)
+        .unwrap()
+        .iter()
+        .map(split)
+        .collect();
     assert_eq!(back, records.iter().map(split).collect::<Vec<_>>());
 }
 

@@ -658,18 +658,15 @@ pub fn open_input(path: &Path) -> Result<(String, Box<dyn Read>), ReadError> {
     }
 }
 
-/// Convenience for tests and small tools: reads a whole stream from memory
-/// and returns its snapshot records (globals go into `db`).
+/// Reads a whole stream from memory into `db` and returns its snapshot and
+/// globals records in order; for tests and small tools (it keeps every
+/// record, so it is not for long traces).
 pub fn read_records(
     db: &mut MetadataDb,
     source: &str,
     data: &[u8],
 ) -> Result<Vec<Record>, ReadError> {
     let mut records = Vec::new();
-    CaliReader::new(db, source).read(data, |_, rec| {
-        if rec.kind == RecordKind::Ctx {
-            records.push(rec.clone());
-        }
-    })?;
+    CaliReader::new(db, source).read(data, |_, rec| records.push(rec.clone()))?;
     Ok(records)
 }
