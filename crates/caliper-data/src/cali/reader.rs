@@ -114,11 +114,13 @@ impl<'db> CaliReader<'db> {
     }
 
     /// Reads the whole input, handing every snapshot and globals record to
-    /// `sink` (globals are also merged into the database).
+    /// `sink` (globals are also merged into the database). The sink may add
+    /// nodes and attributes to the database (a query's results, say); the
+    /// stream's own ids stay mapped.
     pub fn read<R: Read>(
         &mut self,
         input: R,
-        mut sink: impl FnMut(&MetadataDb, &Record),
+        mut sink: impl FnMut(&mut MetadataDb, &Record),
     ) -> Result<ReadSummary, ReadError> {
         self.try_read(input, |db, rec| {
             sink(db, rec);
@@ -134,7 +136,7 @@ impl<'db> CaliReader<'db> {
     pub fn try_read<R: Read, E>(
         &mut self,
         input: R,
-        mut sink: impl FnMut(&MetadataDb, &Record) -> Result<(), E>,
+        mut sink: impl FnMut(&mut MetadataDb, &Record) -> Result<(), E>,
     ) -> Result<ReadSummary, StreamError<E>> {
         let mut lines = LineSource::new(input);
         loop {
@@ -634,7 +636,7 @@ fn parse_value(
 pub fn read_path(
     db: &mut MetadataDb,
     path: &Path,
-    sink: impl FnMut(&MetadataDb, &Record),
+    sink: impl FnMut(&mut MetadataDb, &Record),
 ) -> Result<ReadSummary, ReadError> {
     let (name, input) = open_input(path)?;
     CaliReader::new(db, name).read(input, sink)
