@@ -29,6 +29,7 @@
 
 pub mod attribute;
 pub mod cali;
+pub mod hash;
 pub mod idmap;
 pub mod metadb;
 pub mod node;

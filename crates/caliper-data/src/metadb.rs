@@ -8,6 +8,7 @@
 //! later records. That is how several files merge into one tree.
 
 use crate::attribute::{ALIAS_ATTR_NAME, Attribute, AttributeError, UNIT_ATTR_NAME};
+use crate::hash::FxHashMap;
 use crate::idmap::IdMap;
 use crate::node::{
     BOOTSTRAP_NODE_COUNT, Id, NAME_ATTR_ID, Node, NodeRef, NodeStore, PROP_ATTR_ID, TYPE_ATTR_ID,
@@ -18,7 +19,6 @@ use crate::record::{Entry, Record};
 use crate::text::Text;
 use crate::types::AttrType;
 use crate::variant::{ValueError, Variant};
-use std::collections::HashMap;
 use std::fmt;
 
 /// How a database numbers the nodes it creates.
@@ -85,10 +85,10 @@ pub struct MetadataDb {
     /// that are not attributes. Kept beside `nodes` for the reader's hot
     /// path, which types every immediate value.
     attr_types: Vec<Option<AttrType>>,
-    attributes: HashMap<Id, Attribute>,
-    names: HashMap<Text, Id>,
+    attributes: FxHashMap<Id, Attribute>,
+    names: FxHashMap<Text, Id>,
     /// (parent or `INV_ID`, attribute, value) → node, for merging.
-    children: HashMap<(Id, Id, Variant), Id>,
+    children: FxHashMap<(Id, Id, Variant), Id>,
     globals: Globals,
     policy: IdPolicy,
 }
@@ -117,9 +117,9 @@ impl MetadataDb {
         let mut db = MetadataDb {
             nodes: Vec::new(),
             attr_types: Vec::new(),
-            attributes: HashMap::new(),
-            names: HashMap::new(),
-            children: HashMap::new(),
+            attributes: FxHashMap::default(),
+            names: FxHashMap::default(),
+            children: FxHashMap::default(),
             globals: Globals::default(),
             policy,
         };

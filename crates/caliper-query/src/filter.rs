@@ -15,6 +15,30 @@ pub struct RecordFilter {
     conditions: Vec<Compiled>,
 }
 
+/// The conditions of the legacy `cali-query -s` filter: a comma list of
+/// `[-]attr[=value]` (`-` negates).
+pub fn parse_legacy_filter(text: &str) -> Vec<Condition> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|item| !item.is_empty())
+        .map(|item| {
+            let (negate, item) = match item.strip_prefix('-') {
+                Some(rest) => (true, rest),
+                None => (false, item),
+            };
+            let (attribute, value, op) = match item.split_once('=') {
+                Some((a, v)) => (a, v, ConditionOp::Equal),
+                None => (item, "", ConditionOp::Exist),
+            };
+            Condition {
+                op: if negate { op.negated() } else { op },
+                attribute: attribute.to_string(),
+                value: value.to_string(),
+            }
+        })
+        .collect()
+}
+
 #[derive(Clone, Debug)]
 struct Compiled {
     positive: ConditionOp,
@@ -49,31 +73,6 @@ impl RecordFilter {
             })
             .collect();
         RecordFilter { conditions }
-    }
-
-    /// The legacy `cali-query -s` filter: a comma list of `[-]attr[=value]`.
-    pub fn from_legacy(text: &str) -> RecordFilter {
-        let conditions: Vec<Condition> = text
-            .split(',')
-            .map(str::trim)
-            .filter(|item| !item.is_empty())
-            .map(|item| {
-                let (negate, item) = match item.strip_prefix('-') {
-                    Some(rest) => (true, rest),
-                    None => (false, item),
-                };
-                let (attribute, value, op) = match item.split_once('=') {
-                    Some((a, v)) => (a, v, ConditionOp::Equal),
-                    None => (item, "", ConditionOp::Exist),
-                };
-                Condition {
-                    op: if negate { op.negated() } else { op },
-                    attribute: attribute.to_string(),
-                    value: value.to_string(),
-                }
-            })
-            .collect();
-        RecordFilter::new(&conditions)
     }
 
     /// Whether there are no conditions (every record passes).
@@ -179,7 +178,7 @@ mod tests {
     #[test]
     fn legacy_syntax() {
         let f = fixture();
-        let mut filter = RecordFilter::from_legacy("region,-n=5");
+        let mut filter = RecordFilter::new(&parse_legacy_filter("region,-n=5"));
         let pass: Vec<_> = (0..3)
             .filter(|&i| filter.pass(&f.db, &f.records[i]))
             .collect();

@@ -1,16 +1,74 @@
-//! `cali-query`: reads any number of `.cali` streams, merges them into one
-//! context tree and writes the merged stream.
+//! `cali-query`: reads any number of `.cali` streams into one context tree
+//! and runs a CalQL query over their records: filter, aggregate, sort and
+//! format them (by default, write the merged stream as `.cali`).
 
-use caliper_cli::args::{self, OptSpec, Takes};
+use caliper_cli::args::{self, OptSpec, ParsedArgs, Takes};
 use caliper_data::MetadataDb;
-use caliper_data::RecordKind;
-use caliper_data::cali::{CaliReader, CaliWriter, StreamError, open_input};
+use caliper_data::cali::{CaliReader, StreamError, open_input};
+use caliper_query::filter::parse_legacy_filter;
+use caliper_query::parser::parse_into;
+use caliper_query::spec::{FormatSpec, Formatter, Selection, SortKey, SortOrder};
+use caliper_query::{QueryProcessor, QuerySpec};
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::Path;
 use std::process::ExitCode;
 
 const OPTIONS: &[OptSpec] = &[
+    OptSpec {
+        long: "query",
+        short: Some('q'),
+        takes: Takes::Value("QUERY"),
+        help: "Run the CalQL query QUERY",
+    },
+    OptSpec {
+        long: "query-file",
+        short: Some('Q'),
+        takes: Takes::Value("FILE"),
+        help: "Read the CalQL query from FILE",
+    },
+    OptSpec {
+        long: "select",
+        short: Some('s'),
+        takes: Takes::Value("FILTER"),
+        help: "Keep records matching FILTER: a comma list of [-]attribute[=value]",
+    },
+    OptSpec {
+        long: "aggregate",
+        short: None,
+        takes: Takes::Value("OPS"),
+        help: "Aggregate with OPS, e.g. count(),sum(time.duration.ns)",
+    },
+    OptSpec {
+        long: "aggregate-key",
+        short: None,
+        takes: Takes::Value("ATTRIBUTES"),
+        help: "Group by ATTRIBUTES (path: the region hierarchy; none: one group)",
+    },
+    OptSpec {
+        long: "print-attributes",
+        short: None,
+        takes: Takes::Value("ATTRIBUTES"),
+        help: "Output only ATTRIBUTES (comma list)",
+    },
+    OptSpec {
+        long: "sort-by",
+        short: Some('S'),
+        takes: Takes::Value("ATTRIBUTES"),
+        help: "Sort by ATTRIBUTES, ascending (table and tree)",
+    },
+    OptSpec {
+        long: "expand",
+        short: Some('e'),
+        takes: Takes::Nothing,
+        help: "Print records as attr=value lists",
+    },
+    OptSpec {
+        long: "table",
+        short: Some('t'),
+        takes: Takes::Nothing,
+        help: "Print records as a table",
+    },
     OptSpec {
         long: "output",
         short: Some('o'),
@@ -41,24 +99,94 @@ const OPTIONS: &[OptSpec] = &[
 /// reference's -1).
 const EXIT_USAGE: u8 = 255;
 
+/// Exit status for an invalid query (the reference's -2).
+const EXIT_BAD_QUERY: u8 = 254;
+
 fn usage() -> String {
     format!(
         "Usage: cali-query [OPTION]... [FILE]...\n\
-         Read, merge and write Caliper .cali streams.\n\
+         Read, merge, filter, aggregate and format Caliper .cali streams.\n\
          With no FILE, or when FILE is -, read standard input.\n\
          \n\
          Options:\n{}\n\
-         The inputs are merged into one context tree and written as one .cali\n\
-         stream: all snapshot records in input order, then the merged globals.\n\
+         Without a query the inputs are merged into one context tree and written\n\
+         as one .cali stream: all snapshot records in input order, then the\n\
+         merged globals. Options override the matching parts of the query.\n\
          \n\
-         Example:\n  cali-query run-0.cali run-1.cali -o merged.cali\n",
+         Examples:\n  cali-query run-0.cali run-1.cali -o merged.cali\n  \
+         cali-query -q \"select region,count(),sum(time.duration.ns) group by region format table\" trace.cali\n  \
+         cali-query -e --print-attributes region,time.duration.ns trace.cali\n",
         args::option_table(OPTIONS)
     )
 }
 
 enum Failure {
     Usage(String),
+    BadQuery(String),
     Fatal(String),
+}
+
+/// The query from `-q`/`-Q`, with the other options applied on top.
+fn build_query(parsed: &ParsedArgs) -> Result<QuerySpec, Failure> {
+    let mut spec = QuerySpec::default();
+    let bad = |e: &dyn std::fmt::Display| Failure::BadQuery(e.to_string());
+    if let Some(path) = parsed.value("query-file") {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Failure::Fatal(format!("cannot open query file {path}: {e}")))?;
+        parse_into(&text, &mut spec).map_err(|e| bad(&e))?;
+    }
+    if let Some(text) = parsed.value("query") {
+        parse_into(text, &mut spec).map_err(|e| bad(&e))?;
+    }
+    if let Some(filter) = parsed.value("select") {
+        spec.filter.extend(parse_legacy_filter(filter));
+    }
+    if let Some(list) = parsed.value("print-attributes") {
+        spec.select = Selection::List(split_list(list));
+    }
+    if let Some(ops) = parsed.value("aggregate") {
+        let ops = if ops.trim().is_empty() {
+            "count()"
+        } else {
+            ops
+        };
+        parse_into(&format!("aggregate {ops}"), &mut spec).map_err(|e| bad(&e))?;
+    }
+    if let Some(keys) = parsed.value("aggregate-key") {
+        spec.group_by = Selection::List(Vec::new());
+        for key in split_list(keys) {
+            match key.as_str() {
+                "none" => spec.group_by = Selection::Nothing,
+                "path" | "prop:nested" => spec.group_by_path = true,
+                _ => spec.group_by.extend([key]),
+            }
+        }
+    }
+    if let Some(keys) = parsed.value("sort-by") {
+        spec.sort = split_list(keys)
+            .into_iter()
+            .map(|attribute| SortKey {
+                attribute,
+                order: SortOrder::Ascending,
+            })
+            .collect();
+    }
+    // The first formatter flag set wins, in the reference's order.
+    for (flag, formatter) in [("expand", Formatter::Expand), ("table", Formatter::Table)] {
+        if parsed.is_set(flag) {
+            spec.format = Some(FormatSpec::new(formatter));
+            break;
+        }
+    }
+    Ok(spec)
+}
+
+fn split_list(text: &str) -> Vec<String> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
 }
 
 fn main() -> ExitCode {
@@ -68,6 +196,10 @@ fn main() -> ExitCode {
         Err(Failure::Usage(msg)) => {
             eprintln!("cali-query: error: {msg}\n\n{}", usage());
             ExitCode::from(EXIT_USAGE)
+        }
+        Err(Failure::BadQuery(msg)) => {
+            eprintln!("cali-query: Invalid query: {msg}");
+            ExitCode::from(EXIT_BAD_QUERY)
         }
         Err(Failure::Fatal(msg)) => {
             eprintln!("cali-query: error: {msg}");
@@ -87,6 +219,7 @@ fn run(argv: &[String]) -> Result<(), Failure> {
         return Ok(());
     }
 
+    let spec = build_query(&parsed)?;
     let (dest_name, dest): (String, Box<dyn Write>) = match parsed.value("output") {
         Some(path) if path != "-" => {
             let file = File::create(path)
@@ -102,7 +235,8 @@ fn run(argv: &[String]) -> Result<(), Failure> {
         inputs.push("-".to_string());
     }
     let mut db = MetadataDb::new();
-    let mut writer = CaliWriter::new(dest);
+    let mut processor = QueryProcessor::new(&spec, Formatter::Cali, dest)
+        .map_err(|e| Failure::BadQuery(e.to_string()))?;
     for input in &inputs {
         let (name, reader) =
             open_input(Path::new(input)).map_err(|e| Failure::Fatal(e.to_string()))?;
@@ -110,23 +244,11 @@ fn run(argv: &[String]) -> Result<(), Failure> {
             eprintln!("cali-query: Reading {name}");
         }
         CaliReader::new(&mut db, name)
-            .try_read(reader, |db, record| {
-                if record.kind == RecordKind::Ctx {
-                    writer.write_record(db, record)
-                } else {
-                    Ok(())
-                }
-            })
+            .try_read(reader, |db, record| processor.process(db, record))
             .map_err(|e| match e {
                 StreamError::Read(e) => Failure::Fatal(e.to_string()),
                 StreamError::Sink(e) => write_failed(e),
             })?;
     }
-    writer
-        .write_record(&db, &db.globals())
-        .map_err(write_failed)?;
-    writer
-        .finish()
-        .and_then(|mut out| out.flush())
-        .map_err(write_failed)
+    processor.finish(&mut db).map_err(write_failed)
 }

@@ -1,0 +1,64 @@
+//! cali-query output compared with the reference's own output on the same
+//! files, byte for byte.
+
+use caliper_testutil::fixture;
+use std::fs;
+use std::process::Command;
+
+fn cali_query(args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_cali-query"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn golden(name: &str) -> String {
+    fs::read_to_string(fixture(name)).unwrap()
+}
+
+const EXAMPLES: [&str; 2] = ["cxx-example", "c-example"];
+
+#[test]
+fn expand_matches_the_reference() {
+    for ex in EXAMPLES {
+        let trace = fixture(&format!("{ex}.event-trace.cali"));
+        assert_eq!(
+            cali_query(&["-e", trace.to_str().unwrap()]),
+            golden(&format!("{ex}.query-expand.stdout.txt"))
+        );
+    }
+}
+
+#[test]
+fn aggregated_table_matches_the_reference() {
+    for ex in EXAMPLES {
+        let trace = fixture(&format!("{ex}.event-trace.cali"));
+        let q = "select region,count(),sum(time.duration.ns) group by region format table";
+        assert_eq!(
+            cali_query(&["-q", q, trace.to_str().unwrap()]),
+            golden(&format!("{ex}.query-table-trace.stdout.txt"))
+        );
+    }
+}
+
+#[test]
+fn flags_build_the_same_query() {
+    let trace = fixture("cxx-example.event-trace.cali");
+    let via_flags = cali_query(&[
+        "--aggregate=count(),sum(time.duration.ns)",
+        "--aggregate-key=region",
+        "--print-attributes=region,count,sum#time.duration.ns",
+        "-t",
+        trace.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        via_flags,
+        golden("cxx-example.query-table-trace.stdout.txt")
+    );
+}

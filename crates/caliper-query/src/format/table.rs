@@ -1,0 +1,223 @@
+//! `table`: records as an aligned text table.
+
+use super::{FormatError, RecordFormatter, display_name, text_columns};
+use crate::spec::{FormatSpec, QuerySpec, Selection, SortOrder};
+use caliper_data::attribute::ALIAS_ATTR_NAME;
+use caliper_data::{MetadataDb, Record, RecordKind, Variant};
+use std::cmp::Ordering;
+use std::io::{self, Write};
+
+/// Default cap on a column's width.
+const DEFAULT_COLUMN_WIDTH: usize = 60;
+
+/// Writes records as a table: a header line, then one line per record with
+/// at least one non-empty cell. Columns are the SELECT list, or every
+/// (non-hidden, non-global) attribute in order of first appearance. Text is
+/// left-aligned, numbers right-aligned; a cell longer than the column cap
+/// is shortened to `head~~tail`.
+pub struct TableFormatter {
+    out: Box<dyn Write>,
+    spec: QuerySpec,
+    max_width: Option<usize>,
+    columns: Vec<Column>,
+    /// Whether columns are discovered from the data.
+    discover: bool,
+    rows: Vec<Row>,
+}
+
+struct Column {
+    name: String,
+    header: Option<String>,
+    numeric: bool,
+}
+
+struct Row {
+    cells: Vec<String>,
+    /// Sort values, one per ORDER BY key.
+    keys: Vec<Option<Variant>>,
+}
+
+impl TableFormatter {
+    /// A table for the query; `column-width` caps columns (0 or less: no cap).
+    pub fn new(
+        spec: &QuerySpec,
+        format: &FormatSpec,
+        out: Box<dyn Write>,
+    ) -> Result<TableFormatter, FormatError> {
+        let max_width = match format.arg("column-width") {
+            None => Some(DEFAULT_COLUMN_WIDTH),
+            Some(text) => {
+                let w: i64 = text.trim().parse().map_err(|_| {
+                    FormatError(format!("Invalid column-width \"{text}\" for table"))
+                })?;
+                (w > 0).then_some(w as usize)
+            }
+        };
+        let (columns, discover) = match &spec.select {
+            Selection::List(names) => (
+                names
+                    .iter()
+                    .map(|n| Column {
+                        name: n.clone(),
+                        header: None,
+                        numeric: false,
+                    })
+                    .collect(),
+                false,
+            ),
+            _ => (Vec::new(), true),
+        };
+        Ok(TableFormatter {
+            out,
+            spec: spec.clone(),
+            max_width,
+            columns,
+            discover,
+            rows: Vec::new(),
+        })
+    }
+
+    fn clamp(&self, text: &str, width: usize) -> String {
+        let len = text.chars().count();
+        if len <= width {
+            return text.to_string();
+        }
+        let half = (width / 2).saturating_sub(1);
+        let head: String = text.chars().take(half).collect();
+        let tail: String = text.chars().skip(len - half).collect();
+        format!("{head}~~{tail}")
+    }
+}
+
+impl RecordFormatter for TableFormatter {
+    fn process(&mut self, db: &mut MetadataDb, record: &Record) -> io::Result<()> {
+        if record.kind != RecordKind::Ctx {
+            return Ok(());
+        }
+        let values = text_columns(db, record);
+        if self.discover {
+            for (attr, _) in &values {
+                let Some(a) = db.attribute(*attr) else {
+                    continue;
+                };
+                if a.is_hidden() || a.is_global() || self.columns.iter().any(|c| c.name == a.name())
+                {
+                    continue;
+                }
+                self.columns.push(Column {
+                    name: a.name().to_string(),
+                    header: None,
+                    numeric: false,
+                });
+            }
+        }
+        for col in &mut self.columns {
+            if col.header.is_none()
+                && let Some(a) = db.attribute_by_name(&col.name)
+            {
+                col.numeric = a.attr_type().is_numeric();
+                let meta_alias = db
+                    .attribute_by_name(ALIAS_ATTR_NAME)
+                    .and_then(|alias| a.metadata_value(alias.id()))
+                    .map(|v| v.to_string());
+                col.header = Some(match self.spec.alias(&col.name) {
+                    Some(alias) => alias.to_string(),
+                    None => meta_alias.unwrap_or_else(|| col.name.clone()),
+                });
+            }
+        }
+        let cell = |name: &str| {
+            values
+                .iter()
+                .find(|(attr, _)| db.attribute(*attr).is_some_and(|a| a.name() == name))
+                .map(|(_, text)| text.clone())
+                .unwrap_or_default()
+        };
+        let cells: Vec<String> = self.columns.iter().map(|c| cell(&c.name)).collect();
+        if cells.iter().all(String::is_empty) {
+            return Ok(());
+        }
+        let keys = self
+            .spec
+            .sort
+            .iter()
+            .map(|k| {
+                let attr = db.attribute_by_name(&k.attribute)?;
+                let id = attr.id();
+                crate::access::first_value(db, record, id).cloned()
+            })
+            .collect();
+        self.rows.push(Row { cells, keys });
+        Ok(())
+    }
+
+    fn finish(&mut self, _db: &mut MetadataDb) -> io::Result<()> {
+        // Stable sort per key in sequence: the last key is the primary one,
+        // as in the reference.
+        for (i, key) in self.spec.sort.iter().enumerate() {
+            self.rows.sort_by(|a, b| {
+                let ord = match (&a.keys[i], &b.keys[i]) {
+                    (Some(x), Some(y)) => x.numeric_cmp(y).unwrap_or_else(|| x.cmp(y)),
+                    (None, Some(_)) => Ordering::Less,
+                    (Some(_), None) => Ordering::Greater,
+                    (None, None) => Ordering::Equal,
+                };
+                if key.order == SortOrder::Descending {
+                    ord.reverse()
+                } else {
+                    ord
+                }
+            });
+        }
+        let widths: Vec<usize> = self
+            .columns
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let header = c
+                    .header
+                    .as_deref()
+                    .unwrap_or(display_name(&self.spec, &c.name));
+                let longest = self
+                    .rows
+                    .iter()
+                    .map(|r| r.cells[i].chars().count())
+                    .max()
+                    .unwrap_or(0);
+                let w = header.chars().count().max(longest);
+                self.max_width.map_or(w, |cap| w.min(cap)).max(4)
+            })
+            .collect();
+        let mut text = String::new();
+        let mut line = |cells: &mut dyn Iterator<Item = String>| {
+            for ((cell, width), col) in cells.zip(&widths).zip(&self.columns) {
+                let cell = self.clamp(&cell, *width);
+                let pad = width.saturating_sub(cell.chars().count());
+                if col.numeric {
+                    text.extend(std::iter::repeat_n(' ', pad));
+                    text.push_str(&cell);
+                } else {
+                    text.push_str(&cell);
+                    text.extend(std::iter::repeat_n(' ', pad));
+                }
+                text.push(' ');
+            }
+            text.push('\n');
+        };
+        let headers: Vec<String> = self
+            .columns
+            .iter()
+            .map(|c| {
+                c.header
+                    .clone()
+                    .unwrap_or_else(|| display_name(&self.spec, &c.name).to_string())
+            })
+            .collect();
+        line(&mut headers.into_iter());
+        for row in &self.rows {
+            line(&mut row.cells.iter().cloned());
+        }
+        self.out.write_all(text.as_bytes())?;
+        self.out.flush()
+    }
+}
