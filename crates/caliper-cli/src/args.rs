@@ -92,10 +92,7 @@ pub fn parse(specs: &[OptSpec], args: &[String]) -> Result<ParsedArgs, ArgError>
                 Some((n, v)) => (n, Some(v.to_string())),
                 None => (long, None),
             };
-            let spec = specs
-                .iter()
-                .find(|s| s.long == name)
-                .ok_or_else(|| ArgError::UnknownOption(arg.clone()))?;
+            let spec = specs.iter().find(|s| s.long == name).ok_or_else(|| ArgError::UnknownOption(arg.clone()))?;
             let value = take_value(spec, &format!("--{name}"), inline, args, &mut i)?;
             parsed.values.insert(spec.long, value);
         } else if arg.len() > 1 && arg.starts_with('-') {
@@ -115,11 +112,8 @@ pub fn parse(specs: &[OptSpec], args: &[String]) -> Result<ParsedArgs, ArgError>
                 }
                 // The rest of the group (after an optional '=') is the value,
                 // else the next argument.
-                let inline = if rest.is_empty() {
-                    None
-                } else {
-                    Some(rest.strip_prefix('=').unwrap_or(rest).to_string())
-                };
+                let inline =
+                    if rest.is_empty() { None } else { Some(rest.strip_prefix('=').unwrap_or(rest).to_string()) };
                 let value = take_value(spec, &format!("-{c}"), inline, args, &mut i)?;
                 parsed.values.insert(spec.long, value);
                 break;
@@ -143,9 +137,7 @@ fn take_value(
         (Takes::Nothing, Some(_)) => Err(ArgError::UnexpectedValue(shown.to_string())),
         (Takes::Value(_) | Takes::Optional(_), Some(v)) => Ok(v),
         (Takes::Value(_), None) => {
-            let v = args
-                .get(*next)
-                .ok_or_else(|| ArgError::MissingValue(shown.to_string()))?;
+            let v = args.get(*next).ok_or_else(|| ArgError::MissingValue(shown.to_string()))?;
             *next += 1;
             Ok(v.clone())
         }
@@ -164,10 +156,7 @@ pub fn option_table(specs: &[OptSpec]) -> String {
     let rows: Vec<(String, &str)> = specs
         .iter()
         .map(|s| {
-            let short = s
-                .short
-                .map(|c| format!("-{c}, "))
-                .unwrap_or_else(|| "    ".to_string());
+            let short = s.short.map(|c| format!("-{c}, ")).unwrap_or_else(|| "    ".to_string());
             let value = match s.takes {
                 Takes::Nothing => String::new(),
                 Takes::Value(name) => format!(" {name}"),
@@ -177,9 +166,7 @@ pub fn option_table(specs: &[OptSpec]) -> String {
         })
         .collect();
     let width = rows.iter().map(|(o, _)| o.len()).max().unwrap_or(0);
-    rows.iter()
-        .map(|(o, h)| format!("{o:width$}   {h}\n"))
-        .collect()
+    rows.iter().map(|(o, h)| format!("{o:width$}   {h}\n")).collect()
 }
 
 #[cfg(test)]
@@ -187,30 +174,10 @@ mod tests {
     use super::*;
 
     const SPECS: &[OptSpec] = &[
-        OptSpec {
-            long: "output",
-            short: Some('o'),
-            takes: Takes::Value("FILE"),
-            help: "write to FILE",
-        },
-        OptSpec {
-            long: "expand",
-            short: Some('e'),
-            takes: Takes::Nothing,
-            help: "expand",
-        },
-        OptSpec {
-            long: "table",
-            short: Some('t'),
-            takes: Takes::Nothing,
-            help: "table",
-        },
-        OptSpec {
-            long: "help",
-            short: Some('h'),
-            takes: Takes::Optional("TOPIC"),
-            help: "help",
-        },
+        OptSpec { long: "output", short: Some('o'), takes: Takes::Value("FILE"), help: "write to FILE" },
+        OptSpec { long: "expand", short: Some('e'), takes: Takes::Nothing, help: "expand" },
+        OptSpec { long: "table", short: Some('t'), takes: Takes::Nothing, help: "table" },
+        OptSpec { long: "help", short: Some('h'), takes: Takes::Optional("TOPIC"), help: "help" },
     ];
 
     fn args(list: &[&str]) -> Vec<String> {
@@ -242,39 +209,18 @@ mod tests {
 
     #[test]
     fn errors() {
-        assert_eq!(
-            parse(SPECS, &args(&["--bogus"])),
-            Err(ArgError::UnknownOption("--bogus".into()))
-        );
-        assert_eq!(
-            parse(SPECS, &args(&["-ex"])),
-            Err(ArgError::UnknownOption("-x".into()))
-        );
-        assert_eq!(
-            parse(SPECS, &args(&["-o"])),
-            Err(ArgError::MissingValue("-o".into()))
-        );
-        assert_eq!(
-            parse(SPECS, &args(&["--output"])),
-            Err(ArgError::MissingValue("--output".into()))
-        );
-        assert_eq!(
-            parse(SPECS, &args(&["--expand=1"])),
-            Err(ArgError::UnexpectedValue("--expand".into()))
-        );
-        assert_eq!(
-            parse(SPECS, &args(&["-e=1"])),
-            Err(ArgError::UnexpectedValue("-e".into()))
-        );
+        assert_eq!(parse(SPECS, &args(&["--bogus"])), Err(ArgError::UnknownOption("--bogus".into())));
+        assert_eq!(parse(SPECS, &args(&["-ex"])), Err(ArgError::UnknownOption("-x".into())));
+        assert_eq!(parse(SPECS, &args(&["-o"])), Err(ArgError::MissingValue("-o".into())));
+        assert_eq!(parse(SPECS, &args(&["--output"])), Err(ArgError::MissingValue("--output".into())));
+        assert_eq!(parse(SPECS, &args(&["--expand=1"])), Err(ArgError::UnexpectedValue("--expand".into())));
+        assert_eq!(parse(SPECS, &args(&["-e=1"])), Err(ArgError::UnexpectedValue("-e".into())));
     }
 
     #[test]
     fn table_lists_every_option() {
         let t = option_table(SPECS);
-        assert!(
-            t.starts_with("  -o, --output FILE    write to FILE\n"),
-            "{t}"
-        );
+        assert!(t.starts_with("  -o, --output FILE    write to FILE\n"), "{t}");
         assert!(t.contains("  -h, --help [TOPIC]   help\n"), "{t}");
         assert_eq!(t.lines().count(), SPECS.len());
     }

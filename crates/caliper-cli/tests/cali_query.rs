@@ -7,11 +7,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 fn cali_query(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cali-query"))
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
+    Command::new(env!("CARGO_BIN_EXE_cali-query")).args(args).stdin(Stdio::null()).output().unwrap()
 }
 
 fn stderr(out: &Output) -> String {
@@ -63,11 +59,7 @@ fn output_reads_back_through_cali_query() {
     // Our own output is valid input, and a second pass changes nothing.
     let dir = tempfile::tempdir().unwrap();
     let first = dir.path().join("first.cali");
-    let out = cali_query(&[
-        fixture("cxx-example.spot.cali").to_str().unwrap(),
-        "-o",
-        first.to_str().unwrap(),
-    ]);
+    let out = cali_query(&[fixture("cxx-example.spot.cali").to_str().unwrap(), "-o", first.to_str().unwrap()]);
     assert!(out.status.success(), "{}", stderr(&out));
     let second = cali_query(&[first.to_str().unwrap()]);
     assert!(second.status.success());
@@ -78,21 +70,11 @@ fn output_reads_back_through_cali_query() {
 fn bad_file_among_several_is_named() {
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("bad.cali");
-    fs::write(
-        &bad,
-        "__rec=node,id=12,attr=10,data=276,parent=3\n__rec=ctx,ref=77\n",
-    )
-    .unwrap();
+    fs::write(&bad, "__rec=node,id=12,attr=10,data=276,parent=3\n__rec=ctx,ref=77\n").unwrap();
     let good = fixture("c-example.event-trace.cali");
     let out = cali_query(&[good.to_str().unwrap(), bad.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
-    assert_eq!(
-        stderr(&out),
-        format!(
-            "cali-query: error: {}:2:15: unknown node id 77\n",
-            bad.display()
-        )
-    );
+    assert_eq!(stderr(&out), format!("cali-query: error: {}:2:15: unknown node id 77\n", bad.display()));
 }
 
 #[test]
@@ -106,23 +88,14 @@ fn missing_and_empty_inputs() {
     );
     let out = cali_query(&[]);
     assert_eq!(out.status.code(), Some(1));
-    assert_eq!(
-        stderr(&out),
-        "cali-query: error: <stdin>: no records: the input is empty\n"
-    );
+    assert_eq!(stderr(&out), "cali-query: error: <stdin>: no records: the input is empty\n");
 }
 
 #[test]
 fn unwritable_output() {
-    let out = cali_query(&[
-        fixture("c-example.event-trace.cali").to_str().unwrap(),
-        "-o",
-        "/nonexistent/dir/out.cali",
-    ]);
+    let out = cali_query(&[fixture("c-example.event-trace.cali").to_str().unwrap(), "-o", "/nonexistent/dir/out.cali"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(
-        stderr(&out).starts_with("cali-query: error: cannot create /nonexistent/dir/out.cali:")
-    );
+    assert!(stderr(&out).starts_with("cali-query: error: cannot create /nonexistent/dir/out.cali:"));
 }
 
 #[test]
@@ -130,17 +103,9 @@ fn full_disk_is_an_error_not_a_crash() {
     if !Path::new("/dev/full").exists() {
         panic!("/dev/full is needed for this test");
     }
-    let out = cali_query(&[
-        fixture("cxx-example.spot.cali").to_str().unwrap(),
-        "-o",
-        "/dev/full",
-    ]);
+    let out = cali_query(&[fixture("cxx-example.spot.cali").to_str().unwrap(), "-o", "/dev/full"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(
-        stderr(&out).starts_with("cali-query: error: cannot write /dev/full:"),
-        "{}",
-        stderr(&out)
-    );
+    assert!(stderr(&out).starts_with("cali-query: error: cannot write /dev/full:"), "{}", stderr(&out));
 }
 
 #[test]
@@ -148,10 +113,7 @@ fn unknown_option_prints_the_table() {
     let out = cali_query(&["--bogus"]);
     assert_eq!(out.status.code(), Some(255));
     let err = stderr(&out);
-    assert!(
-        err.starts_with("cali-query: error: unknown option: --bogus\n"),
-        "{err}"
-    );
+    assert!(err.starts_with("cali-query: error: unknown option: --bogus\n"), "{err}");
     assert!(err.contains("-o, --output FILE"));
 }
 
@@ -162,9 +124,5 @@ fn help_and_version() {
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.starts_with("Usage: cali-query [OPTION]... [FILE]...\n"));
     let out = cali_query(&["-V"]);
-    assert!(
-        String::from_utf8(out.stdout)
-            .unwrap()
-            .starts_with("cali-query ")
-    );
+    assert!(String::from_utf8(out.stdout).unwrap().starts_with("cali-query "));
 }

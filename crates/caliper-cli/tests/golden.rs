@@ -6,15 +6,8 @@ use std::fs;
 use std::process::Command;
 
 fn cali_query(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_cali-query"))
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = Command::new(env!("CARGO_BIN_EXE_cali-query")).args(args).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout).unwrap()
 }
 
@@ -28,10 +21,7 @@ const EXAMPLES: [&str; 2] = ["cxx-example", "c-example"];
 fn expand_matches_the_reference() {
     for ex in EXAMPLES {
         let trace = fixture(&format!("{ex}.event-trace.cali"));
-        assert_eq!(
-            cali_query(&["-e", trace.to_str().unwrap()]),
-            golden(&format!("{ex}.query-expand.stdout.txt"))
-        );
+        assert_eq!(cali_query(&["-e", trace.to_str().unwrap()]), golden(&format!("{ex}.query-expand.stdout.txt")));
     }
 }
 
@@ -57,8 +47,25 @@ fn flags_build_the_same_query() {
         "-t",
         trace.to_str().unwrap(),
     ]);
-    assert_eq!(
-        via_flags,
-        golden("cxx-example.query-table-trace.stdout.txt")
-    );
+    assert_eq!(via_flags, golden("cxx-example.query-table-trace.stdout.txt"));
+}
+
+#[test]
+fn json_matches_the_reference() {
+    for ex in EXAMPLES {
+        let trace = fixture(&format!("{ex}.event-trace.cali"));
+        assert_eq!(
+            cali_query(&["-q", "select * format json", trace.to_str().unwrap()]),
+            golden(&format!("{ex}.query-json.stdout.txt"))
+        );
+    }
+}
+
+#[test]
+fn tree_matches_the_reference() {
+    for ex in EXAMPLES {
+        let profile = fixture(&format!("{ex}.hatchet-region-profile.cali"));
+        let q = "select sum(sum#sum#time.duration) group by path format tree";
+        assert_eq!(cali_query(&["-q", q, profile.to_str().unwrap()]), golden(&format!("{ex}.query-tree.stdout.txt")));
+    }
 }

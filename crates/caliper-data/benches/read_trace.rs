@@ -19,17 +19,12 @@ fn trace() -> Vec<u8> {
 fn read(c: &mut Criterion) {
     let data = trace();
     let mut group = c.benchmark_group("cali");
-    group
-        .sample_size(10)
-        .measurement_time(Duration::from_secs(10))
-        .throughput(Throughput::Bytes(data.len() as u64));
+    group.sample_size(10).measurement_time(Duration::from_secs(10)).throughput(Throughput::Bytes(data.len() as u64));
     group.bench_function("read_2M_record_trace", |b| {
         b.iter(|| {
             let mut db = MetadataDb::new();
             let mut records = 0u64;
-            CaliReader::new(&mut db, "bench")
-                .read(data.as_slice(), |_, r| records += r.entries.len() as u64)
-                .unwrap();
+            CaliReader::new(&mut db, "bench").read(data.as_slice(), |_, r| records += r.entries.len() as u64).unwrap();
             black_box(records)
         })
     });

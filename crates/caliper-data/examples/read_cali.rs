@@ -16,9 +16,7 @@ fn main() -> ExitCode {
     for file in std::env::args().skip(1) {
         let start = Instant::now();
         let mut entries = 0u64;
-        match read_path(&mut db, Path::new(&file), |_, r| {
-            entries += r.entries.len() as u64
-        }) {
+        match read_path(&mut db, Path::new(&file), |_, r| entries += r.entries.len() as u64) {
             Ok(s) => {
                 let secs = start.elapsed().as_secs_f64();
                 let bytes = std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0);

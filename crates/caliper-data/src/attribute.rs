@@ -55,20 +55,8 @@ impl std::error::Error for AttributeError {}
 
 impl Attribute {
     /// An attribute with the given parts (metadata innermost first).
-    pub fn new(
-        id: Id,
-        name: Text,
-        ty: AttrType,
-        props: Properties,
-        metadata: Vec<(Id, Variant)>,
-    ) -> Attribute {
-        Attribute {
-            id,
-            name,
-            ty,
-            props,
-            metadata,
-        }
+    pub fn new(id: Id, name: Text, ty: AttrType, props: Properties, metadata: Vec<(Id, Variant)>) -> Attribute {
+        Attribute { id, name, ty, props, metadata }
     }
 
     /// Reads the attribute whose name node is `id` by walking its path to
@@ -107,13 +95,7 @@ impl Attribute {
             next = p.parent;
         }
         let ty = ty.ok_or(AttributeError::MissingType(id))?;
-        Ok(Attribute {
-            id,
-            name,
-            ty,
-            props: Properties::from_bits(props.unwrap_or(0)),
-            metadata,
-        })
+        Ok(Attribute { id, name, ty, props: Properties::from_bits(props.unwrap_or(0)), metadata })
     }
 
     /// The attribute's id (the id of its name node).
@@ -142,10 +124,7 @@ impl Attribute {
     }
     /// The value of the metadata entry with the meta-attribute `meta`.
     pub fn metadata_value(&self, meta: Id) -> Option<&Variant> {
-        self.metadata
-            .iter()
-            .find(|(a, _)| *a == meta)
-            .map(|(_, v)| v)
+        self.metadata.iter().find(|(a, _)| *a == meta).map(|(_, v)| v)
     }
     /// Whether values are stored in records directly.
     pub fn is_asvalue(&self) -> bool {

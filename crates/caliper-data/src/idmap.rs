@@ -24,10 +24,7 @@ impl Default for IdMap {
 impl IdMap {
     /// A map with the bootstrap ids mapped to themselves.
     pub fn new() -> IdMap {
-        IdMap {
-            dense: (0..BOOTSTRAP_NODE_COUNT).collect(),
-            sparse: HashMap::new(),
-        }
+        IdMap { dense: (0..BOOTSTRAP_NODE_COUNT).collect(), sparse: HashMap::new() }
     }
 
     /// The database id for a stream id.

@@ -11,8 +11,7 @@ use crate::attribute::{ALIAS_ATTR_NAME, Attribute, AttributeError, UNIT_ATTR_NAM
 use crate::hash::FxHashMap;
 use crate::idmap::IdMap;
 use crate::node::{
-    BOOTSTRAP_NODE_COUNT, Id, NAME_ATTR_ID, Node, NodeRef, NodeStore, PROP_ATTR_ID, TYPE_ATTR_ID,
-    bootstrap_nodes,
+    BOOTSTRAP_NODE_COUNT, Id, NAME_ATTR_ID, Node, NodeRef, NodeStore, PROP_ATTR_ID, TYPE_ATTR_ID, bootstrap_nodes,
 };
 use crate::properties::Properties;
 use crate::record::{Entry, Record};
@@ -128,8 +127,7 @@ impl MetadataDb {
             db.insert_node(id, node);
         }
         for id in [NAME_ATTR_ID, TYPE_ATTR_ID, PROP_ATTR_ID] {
-            db.register_attribute(id)
-                .expect("bootstrap attributes are well-formed");
+            db.register_attribute(id).expect("bootstrap attributes are well-formed");
         }
         db
     }
@@ -171,42 +169,25 @@ impl MetadataDb {
 
     /// The `attribute.alias` metadata attribute, created on first use.
     pub fn alias_attribute(&mut self) -> Id {
-        self.create_attribute(
-            ALIAS_ATTR_NAME,
-            AttrType::String,
-            Properties::SKIP_EVENTS,
-            &[],
-        )
+        self.create_attribute(ALIAS_ATTR_NAME, AttrType::String, Properties::SKIP_EVENTS, &[])
     }
 
     /// The `attribute.unit` metadata attribute, created on first use.
     pub fn unit_attribute(&mut self) -> Id {
-        self.create_attribute(
-            UNIT_ATTR_NAME,
-            AttrType::String,
-            Properties::SKIP_EVENTS,
-            &[],
-        )
+        self.create_attribute(UNIT_ATTR_NAME, AttrType::String, Properties::SKIP_EVENTS, &[])
     }
 
     /// The node `attribute = value` under `parent`: the existing one if there
     /// is one, else a new one. Panics if `attribute` is not an attribute or
     /// `parent` does not exist; see [`Self::import_node`] for untrusted input.
     pub fn get_or_create_node(&mut self, attribute: Id, value: Variant, parent: Option<Id>) -> Id {
-        self.merge_node(None, attribute, value, parent)
-            .expect("valid node")
+        self.merge_node(None, attribute, value, parent).expect("valid node")
     }
 
     /// The attribute `name`: the existing one if there is one (its type and
     /// properties win), else a new one with the given type, properties and
     /// metadata entries (meta-attribute id, value; outermost first).
-    pub fn create_attribute(
-        &mut self,
-        name: &str,
-        ty: AttrType,
-        props: Properties,
-        metadata: &[(Id, Variant)],
-    ) -> Id {
+    pub fn create_attribute(&mut self, name: &str, ty: AttrType, props: Properties, metadata: &[(Id, Variant)]) -> Id {
         if let Some(&id) = self.names.get(name) {
             return id;
         }
@@ -232,9 +213,7 @@ impl MetadataDb {
         parent: Option<u64>,
     ) -> Result<Id, ImportError> {
         let attr_id = ids.get(attr).ok_or(ImportError::UnknownAttribute(attr))?;
-        let ty = self
-            .attribute_type(attr_id)
-            .ok_or(ImportError::NotAnAttribute(attr))?;
+        let ty = self.attribute_type(attr_id).ok_or(ImportError::NotAnAttribute(attr))?;
         let parent_id = match parent {
             Some(p) => Some(ids.get(p).ok_or(ImportError::UnknownNode(p))?),
             None => None,
@@ -248,23 +227,14 @@ impl MetadataDb {
     /// Translates a stream's node id.
     #[inline]
     pub fn map_node(&self, ids: &IdMap, stream_id: u64) -> Result<Id, ImportError> {
-        ids.get(stream_id)
-            .ok_or(ImportError::UnknownNode(stream_id))
+        ids.get(stream_id).ok_or(ImportError::UnknownNode(stream_id))
     }
 
     /// Translates a stream's attribute id and returns it with the type.
     #[inline]
-    pub fn map_attribute(
-        &self,
-        ids: &IdMap,
-        stream_id: u64,
-    ) -> Result<(Id, AttrType), ImportError> {
-        let id = ids
-            .get(stream_id)
-            .ok_or(ImportError::UnknownAttribute(stream_id))?;
-        let ty = self
-            .attribute_type(id)
-            .ok_or(ImportError::NotAnAttribute(stream_id))?;
+    pub fn map_attribute(&self, ids: &IdMap, stream_id: u64) -> Result<(Id, AttrType), ImportError> {
+        let id = ids.get(stream_id).ok_or(ImportError::UnknownAttribute(stream_id))?;
+        let ty = self.attribute_type(id).ok_or(ImportError::NotAnAttribute(stream_id))?;
         Ok((id, ty))
     }
 
@@ -281,14 +251,7 @@ impl MetadataDb {
         }
         let (_, _, value) = key;
         let id = self.next_id(stream_id);
-        self.insert_node(
-            id,
-            Node {
-                attribute,
-                value,
-                parent,
-            },
-        );
+        self.insert_node(id, Node { attribute, value, parent });
         if attribute == NAME_ATTR_ID
             && let Err(e) = self.register_attribute(id)
         {
@@ -302,9 +265,7 @@ impl MetadataDb {
         let end = self.nodes.len() as Id;
         match (self.policy, stream_id) {
             (IdPolicy::KeepStreamIds, Some(s))
-                if s >= BOOTSTRAP_NODE_COUNT
-                    && s < end.saturating_add(MAX_KEPT_ID_GAP)
-                    && self.node(s).is_none() =>
+                if s >= BOOTSTRAP_NODE_COUNT && s < end.saturating_add(MAX_KEPT_ID_GAP) && self.node(s).is_none() =>
             {
                 s
             }
@@ -318,22 +279,14 @@ impl MetadataDb {
             self.nodes.resize(slot + 1, None);
             self.attr_types.resize(slot + 1, None);
         }
-        let key = (
-            node.parent.unwrap_or(crate::node::INV_ID),
-            node.attribute,
-            node.value.clone(),
-        );
+        let key = (node.parent.unwrap_or(crate::node::INV_ID), node.attribute, node.value.clone());
         self.children.insert(key, id);
         self.nodes[slot] = Some(node);
     }
 
     fn remove_node(&mut self, id: Id) {
         if let Some(node) = self.nodes[id as usize].take() {
-            self.children.remove(&(
-                node.parent.unwrap_or(crate::node::INV_ID),
-                node.attribute,
-                node.value,
-            ));
+            self.children.remove(&(node.parent.unwrap_or(crate::node::INV_ID), node.attribute, node.value));
         }
         while self.nodes.last().is_some_and(Option::is_none) {
             self.nodes.pop();
@@ -369,15 +322,8 @@ impl MetadataDb {
     /// The globals of everything read so far, as one record.
     pub fn globals(&self) -> Record {
         let mut record = Record::globals();
-        record
-            .entries
-            .extend(self.globals.refs.iter().map(|&id| Entry::Reference(id)));
-        record.entries.extend(
-            self.globals
-                .imm
-                .iter()
-                .map(|(a, v)| Entry::Immediate(*a, v.clone())),
-        );
+        record.entries.extend(self.globals.refs.iter().map(|&id| Entry::Reference(id)));
+        record.entries.extend(self.globals.imm.iter().map(|(a, v)| Entry::Immediate(*a, v.clone())));
         record
     }
 
@@ -460,29 +406,15 @@ mod tests {
     use super::*;
 
     fn region_attr(db: &mut MetadataDb) -> Id {
-        db.create_attribute(
-            "region",
-            AttrType::String,
-            Properties::NESTED | Properties::SCOPE_THREAD,
-            &[],
-        )
+        db.create_attribute("region", AttrType::String, Properties::NESTED | Properties::SCOPE_THREAD, &[])
     }
 
     #[test]
     fn bootstrap_and_reference_numbering() {
         let db = MetadataDb::new();
-        assert_eq!(
-            db.attribute(NAME_ATTR_ID).unwrap().name(),
-            "cali.attribute.name"
-        );
-        assert_eq!(
-            db.attribute(TYPE_ATTR_ID).unwrap().attr_type(),
-            AttrType::Type
-        );
-        assert_eq!(
-            db.attribute(PROP_ATTR_ID).unwrap().attr_type(),
-            AttrType::Int
-        );
+        assert_eq!(db.attribute(NAME_ATTR_ID).unwrap().name(), "cali.attribute.name");
+        assert_eq!(db.attribute(TYPE_ATTR_ID).unwrap().attr_type(), AttrType::Type);
+        assert_eq!(db.attribute(PROP_ATTR_ID).unwrap().attr_type(), AttrType::Int);
         // The reference's reader creates alias and unit right after the
         // bootstrap nodes: prop node 12, then 13 and 14.
         assert_eq!(db.attribute_by_name("attribute.alias").unwrap().id(), 13);
@@ -508,10 +440,7 @@ mod tests {
         assert_eq!(a.properties().bits(), 2049);
         assert_eq!(a.metadata_value(unit), Some(&Variant::string("sec")));
         assert_eq!(db.attribute_type(id), Some(AttrType::Double));
-        assert_eq!(
-            db.create_attribute("time.duration", AttrType::Int, Properties::DEFAULT, &[]),
-            id
-        );
+        assert_eq!(db.create_attribute("time.duration", AttrType::Int, Properties::DEFAULT, &[]), id);
     }
 
     #[test]
@@ -520,18 +449,9 @@ mod tests {
         let region = region_attr(&mut db);
         let main = db.get_or_create_node(region, Variant::string("main"), None);
         let foo = db.get_or_create_node(region, Variant::string("foo"), Some(main));
-        assert_eq!(
-            db.get_or_create_node(region, Variant::string("main"), None),
-            main
-        );
-        assert_eq!(
-            db.get_or_create_node(region, Variant::string("foo"), Some(main)),
-            foo
-        );
-        assert_ne!(
-            db.get_or_create_node(region, Variant::string("foo"), None),
-            foo
-        );
+        assert_eq!(db.get_or_create_node(region, Variant::string("main"), None), main);
+        assert_eq!(db.get_or_create_node(region, Variant::string("foo"), Some(main)), foo);
+        assert_ne!(db.get_or_create_node(region, Variant::string("foo"), None), foo);
         let mut path = Vec::new();
         db.path_to(foo, &mut path);
         assert_eq!(path, vec![main, foo]);
@@ -559,28 +479,13 @@ mod tests {
     fn import_errors() {
         let mut db = MetadataDb::new();
         let mut ids = IdMap::new();
-        assert_eq!(
-            db.import_node(&mut ids, 20, 77, "x", None),
-            Err(ImportError::UnknownAttribute(77))
-        );
-        assert_eq!(
-            db.import_node(&mut ids, 20, 1, "x", None),
-            Err(ImportError::NotAnAttribute(1))
-        );
-        assert_eq!(
-            db.import_node(&mut ids, 20, 10, "7", Some(55)),
-            Err(ImportError::UnknownNode(55))
-        );
-        assert!(matches!(
-            db.import_node(&mut ids, 20, 10, "abc", Some(1)),
-            Err(ImportError::BadValue(_))
-        ));
+        assert_eq!(db.import_node(&mut ids, 20, 77, "x", None), Err(ImportError::UnknownAttribute(77)));
+        assert_eq!(db.import_node(&mut ids, 20, 1, "x", None), Err(ImportError::NotAnAttribute(1)));
+        assert_eq!(db.import_node(&mut ids, 20, 10, "7", Some(55)), Err(ImportError::UnknownNode(55)));
+        assert!(matches!(db.import_node(&mut ids, 20, 10, "abc", Some(1)), Err(ImportError::BadValue(_))));
         // An attribute without a type node above it.
         let before = db.id_bound();
-        assert!(matches!(
-            db.import_node(&mut ids, 21, 8, "orphan", None),
-            Err(ImportError::BadAttribute(_))
-        ));
+        assert!(matches!(db.import_node(&mut ids, 21, 8, "orphan", None), Err(ImportError::BadAttribute(_))));
         assert_eq!(db.id_bound(), before, "the rejected node is gone");
         assert!(db.attribute_by_name("orphan").is_none());
     }
@@ -595,22 +500,14 @@ mod tests {
         let mut other = IdMap::new();
         assert_eq!(db.import_node(&mut other, 18, 10, "21", Some(1)), Ok(21));
         // A huge id is not kept.
-        assert_eq!(
-            db.import_node(&mut other, u64::MAX - 5, 10, "5", Some(1)),
-            Ok(22)
-        );
+        assert_eq!(db.import_node(&mut other, u64::MAX - 5, 10, "5", Some(1)), Ok(22));
     }
 
     #[test]
     fn globals_merge() {
         let mut db = MetadataDb::new();
         let v = db.create_attribute("version", AttrType::String, Properties::GLOBAL, &[]);
-        let n = db.create_attribute(
-            "n",
-            AttrType::Int,
-            Properties::GLOBAL | Properties::ASVALUE,
-            &[],
-        );
+        let n = db.create_attribute("n", AttrType::Int, Properties::GLOBAL | Properties::ASVALUE, &[]);
         let node = db.get_or_create_node(v, Variant::string("1.0"), None);
         let mut g = Record::globals();
         g.push_ref(node);
@@ -618,10 +515,7 @@ mod tests {
         db.import_globals(&g);
         g.entries[1] = Entry::Immediate(n, Variant::Int(2));
         db.import_globals(&g);
-        assert_eq!(
-            db.globals().entries,
-            vec![Entry::Reference(node), Entry::Immediate(n, Variant::Int(2))]
-        );
+        assert_eq!(db.globals().entries, vec![Entry::Reference(node), Entry::Immediate(n, Variant::Int(2))]);
     }
 
     #[test]
@@ -636,21 +530,11 @@ mod tests {
         r.push_ref(foo);
         assert_eq!(
             db.expand_paths(&r),
-            vec![
-                (count, vec![Variant::Uint(3)]),
-                (
-                    region,
-                    vec![Variant::string("main"), Variant::string("foo")]
-                ),
-            ]
+            vec![(count, vec![Variant::Uint(3)]), (region, vec![Variant::string("main"), Variant::string("foo")]),]
         );
         assert_eq!(
             db.expand(&r),
-            vec![
-                (count, Variant::Uint(3)),
-                (region, Variant::string("main")),
-                (region, Variant::string("foo")),
-            ]
+            vec![(count, Variant::Uint(3)), (region, Variant::string("main")), (region, Variant::string("foo")),]
         );
     }
 }

@@ -38,16 +38,9 @@ pub struct Node {
 /// The bootstrap nodes 0 to 11 in id order: type nodes for every type and the
 /// three attributes that describe attributes.
 pub fn bootstrap_nodes() -> [Node; 12] {
-    let type_node = |t: AttrType| Node {
-        attribute: TYPE_ATTR_ID,
-        value: Variant::Type(t),
-        parent: None,
-    };
-    let attr_node = |name: &str, parent: Id| Node {
-        attribute: NAME_ATTR_ID,
-        value: Variant::string(name),
-        parent: Some(parent),
-    };
+    let type_node = |t: AttrType| Node { attribute: TYPE_ATTR_ID, value: Variant::Type(t), parent: None };
+    let attr_node =
+        |name: &str, parent: Id| Node { attribute: NAME_ATTR_ID, value: Variant::string(name), parent: Some(parent) };
     [
         type_node(AttrType::Usr),
         type_node(AttrType::Int),
@@ -77,11 +70,7 @@ pub struct NodeRef<'a> {
 
 impl<'a> From<&'a Node> for NodeRef<'a> {
     fn from(n: &'a Node) -> NodeRef<'a> {
-        NodeRef {
-            attribute: n.attribute,
-            value: &n.value,
-            parent: n.parent,
-        }
+        NodeRef { attribute: n.attribute, value: &n.value, parent: n.parent }
     }
 }
 
@@ -105,10 +94,6 @@ mod tests {
         assert_eq!(nodes[8].parent, Some(3));
         assert_eq!(nodes[9].parent, Some(7));
         assert_eq!(nodes[10].parent, Some(1));
-        assert!(
-            nodes
-                .iter()
-                .all(|n| n.attribute == NAME_ATTR_ID || n.attribute == TYPE_ATTR_ID)
-        );
+        assert!(nodes.iter().all(|n| n.attribute == NAME_ATTR_ID || n.attribute == TYPE_ATTR_ID));
     }
 }

@@ -27,14 +27,8 @@ pub fn write_double_cali(x: f64, out: &mut Vec<u8>) {
         Some((b'-', rest)) => (true, rest),
         _ => (false, sci),
     };
-    let e_pos = sci
-        .iter()
-        .position(|&b| b == b'e')
-        .expect("scientific form");
-    let exponent: i32 = std::str::from_utf8(&sci[e_pos + 1..])
-        .expect("ascii")
-        .parse()
-        .expect("exponent");
+    let e_pos = sci.iter().position(|&b| b == b'e').expect("scientific form");
+    let exponent: i32 = std::str::from_utf8(&sci[e_pos + 1..]).expect("ascii").parse().expect("exponent");
     let mut digits = [0u8; 24];
     let mut n_digits = 0;
     for &b in &sci[..e_pos] {
@@ -88,11 +82,7 @@ pub fn double_cali_string(x: f64) -> String {
 
 /// The report text of `x`: C's `%f` (six digits after the point).
 pub fn double_fixed_string(x: f64) -> String {
-    if x.is_finite() {
-        format!("{x:.6}")
-    } else {
-        non_finite(x).to_string()
-    }
+    if x.is_finite() { format!("{x:.6}") } else { non_finite(x).to_string() }
 }
 
 fn non_finite(x: f64) -> &'static str {
@@ -111,11 +101,7 @@ fn non_finite(x: f64) -> &'static str {
 pub fn parse_double(text: &str) -> Option<f64> {
     let unsigned = text.strip_prefix(['-', '+']).unwrap_or(text);
     if unsigned.eq_ignore_ascii_case("nan") {
-        return Some(if text.starts_with('-') {
-            -f64::NAN
-        } else {
-            f64::NAN
-        });
+        return Some(if text.starts_with('-') { -f64::NAN } else { f64::NAN });
     }
     text.parse::<f64>().ok()
 }
@@ -151,10 +137,7 @@ mod tests {
 
     #[test]
     fn more_digits_are_kept_when_needed() {
-        assert_eq!(
-            double_cali_string(std::f64::consts::PI),
-            "3.141592653589793"
-        );
+        assert_eq!(double_cali_string(std::f64::consts::PI), "3.141592653589793");
         assert_eq!(double_cali_string(1.23456789012345), "1.23456789012345");
         assert_eq!(double_cali_string(1234567.0), "1234567");
         assert_eq!(double_cali_string(123456789.0), "123456789");

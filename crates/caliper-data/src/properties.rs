@@ -173,11 +173,7 @@ impl fmt::Display for Properties {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut first = true;
         for (name, value, mask) in Self::NAMED {
-            let matches = if mask == u32::MAX {
-                true
-            } else {
-                self.0 & mask == value
-            };
+            let matches = if mask == u32::MAX { true } else { self.0 & mask == value };
             if matches {
                 if !first {
                     f.write_str(":")?;
@@ -223,15 +219,9 @@ mod tests {
     #[test]
     fn numeric_values_match_the_reference() {
         assert_eq!((Properties::NESTED | Properties::SCOPE_THREAD).bits(), 276);
-        let p = Properties::UNALIGNED
-            | Properties::GLOBAL
-            | Properties::SKIP_EVENTS
-            | Properties::SCOPE_PROCESS;
+        let p = Properties::UNALIGNED | Properties::GLOBAL | Properties::SKIP_EVENTS | Properties::SCOPE_PROCESS;
         assert_eq!(p.bits(), 1612);
-        let m = Properties::AGGREGATABLE
-            | Properties::SKIP_EVENTS
-            | Properties::SCOPE_THREAD
-            | Properties::ASVALUE;
+        let m = Properties::AGGREGATABLE | Properties::SKIP_EVENTS | Properties::SCOPE_THREAD | Properties::ASVALUE;
         assert_eq!(m.bits(), 2133);
         assert_eq!(Properties::from_bits(0x40000 | 276).level(), 4);
     }
@@ -248,14 +238,8 @@ mod tests {
 
     #[test]
     fn renders_like_prop2string() {
-        assert_eq!(
-            Properties::from_bits(276).to_string(),
-            "default:thread_scope:nested:level_0"
-        );
-        assert_eq!(
-            Properties::from_bits(0x40000 | 256 | 20).to_string(),
-            "default:thread_scope:nested:level_4"
-        );
+        assert_eq!(Properties::from_bits(276).to_string(), "default:thread_scope:nested:level_0");
+        assert_eq!(Properties::from_bits(0x40000 | 256 | 20).to_string(), "default:thread_scope:nested:level_4");
         assert_eq!(Properties::from_bits(0).to_string(), "default:level_0");
     }
 

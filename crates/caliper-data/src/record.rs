@@ -64,10 +64,7 @@ impl Record {
 
     /// An empty globals record.
     pub fn globals() -> Record {
-        Record {
-            kind: RecordKind::Globals,
-            entries: Vec::new(),
-        }
+        Record { kind: RecordKind::Globals, entries: Vec::new() }
     }
 
     /// Whether the record has no entries.
@@ -126,9 +123,6 @@ mod tests {
         r.push_imm(2, Variant::Int(-1));
         assert_eq!(r.refs().collect::<Vec<_>>(), [5, 3]);
         assert_eq!(r.immediates().map(|(a, _)| a).collect::<Vec<_>>(), [7, 2]);
-        assert_eq!(
-            r.entries.iter().map(Entry::node).collect::<Vec<_>>(),
-            [5, 7, 3, 2]
-        );
+        assert_eq!(r.entries.iter().map(Entry::node).collect::<Vec<_>>(), [5, 7, 3, 2]);
     }
 }

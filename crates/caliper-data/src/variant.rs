@@ -92,10 +92,7 @@ impl Variant {
     /// `ptr` values, which the reference cannot read back at all, become the
     /// empty value when they are not hex.
     pub fn parse(ty: AttrType, text: &str) -> Result<Variant, ValueError> {
-        let fail = || ValueError {
-            expected: ty,
-            text: text.to_string(),
-        };
+        let fail = || ValueError { expected: ty, text: text.to_string() };
         if text.is_empty() && ty != AttrType::String {
             return Ok(Variant::Empty);
         }
@@ -109,9 +106,7 @@ impl Variant {
             AttrType::Type => Variant::Type(AttrType::from_name(text).ok_or_else(fail)?),
             AttrType::Addr => Variant::Addr(parse_hex(text).ok_or_else(fail)?),
             AttrType::Ptr => parse_hex(text).map_or(Variant::Empty, Variant::Ptr),
-            AttrType::Usr => {
-                parse_hex_bytes(text).map_or(Variant::Empty, |b| Variant::Usr(Blob::new(&b)))
-            }
+            AttrType::Usr => parse_hex_bytes(text).map_or(Variant::Empty, |b| Variant::Usr(Blob::new(&b))),
         })
     }
 
@@ -245,11 +240,7 @@ impl Variant {
             return self.clone();
         }
         let ord = self.numeric_cmp(rhs).unwrap_or_else(|| self.cmp(rhs));
-        if ord == keep_self_when || ord == Ordering::Equal {
-            self.clone()
-        } else {
-            rhs.clone()
-        }
+        if ord == keep_self_when || ord == Ordering::Equal { self.clone() } else { rhs.clone() }
     }
 
     /// Compares two numbers by value even when their types differ; `None`
@@ -490,44 +481,17 @@ mod tests {
     #[test]
     fn parses_every_type() {
         assert_eq!(Variant::parse(AttrType::Int, "-42"), Ok(Variant::Int(-42)));
-        assert_eq!(
-            Variant::parse(AttrType::Uint, "18446744073709551615"),
-            Ok(Variant::Uint(u64::MAX))
-        );
-        assert_eq!(
-            Variant::parse(AttrType::Double, "5.818e-06"),
-            Ok(Variant::Double(5.818e-06))
-        );
-        assert_eq!(
-            Variant::parse(AttrType::Bool, "true"),
-            Ok(Variant::Bool(true))
-        );
-        assert_eq!(
-            Variant::parse(AttrType::Bool, "F"),
-            Ok(Variant::Bool(false))
-        );
+        assert_eq!(Variant::parse(AttrType::Uint, "18446744073709551615"), Ok(Variant::Uint(u64::MAX)));
+        assert_eq!(Variant::parse(AttrType::Double, "5.818e-06"), Ok(Variant::Double(5.818e-06)));
+        assert_eq!(Variant::parse(AttrType::Bool, "true"), Ok(Variant::Bool(true)));
+        assert_eq!(Variant::parse(AttrType::Bool, "F"), Ok(Variant::Bool(false)));
         assert_eq!(Variant::parse(AttrType::Bool, "2"), Ok(Variant::Bool(true)));
-        assert_eq!(
-            Variant::parse(AttrType::Type, "uint"),
-            Ok(Variant::Type(AttrType::Uint))
-        );
-        assert_eq!(
-            Variant::parse(AttrType::Addr, "7ffe12"),
-            Ok(Variant::Addr(0x7ffe12))
-        );
+        assert_eq!(Variant::parse(AttrType::Type, "uint"), Ok(Variant::Type(AttrType::Uint)));
+        assert_eq!(Variant::parse(AttrType::Addr, "7ffe12"), Ok(Variant::Addr(0x7ffe12)));
         assert_eq!(Variant::parse(AttrType::Ptr, "ff"), Ok(Variant::Ptr(255)));
-        assert_eq!(
-            Variant::parse(AttrType::Usr, "00ff"),
-            Ok(Variant::Usr(Blob::new(&[0, 255])))
-        );
-        assert_eq!(
-            Variant::parse(AttrType::Usr, "00:ff:"),
-            Ok(Variant::Usr(Blob::new(&[0, 255])))
-        );
-        assert_eq!(
-            Variant::parse(AttrType::String, ""),
-            Ok(Variant::string(""))
-        );
+        assert_eq!(Variant::parse(AttrType::Usr, "00ff"), Ok(Variant::Usr(Blob::new(&[0, 255]))));
+        assert_eq!(Variant::parse(AttrType::Usr, "00:ff:"), Ok(Variant::Usr(Blob::new(&[0, 255]))));
+        assert_eq!(Variant::parse(AttrType::String, ""), Ok(Variant::string("")));
         assert_eq!(Variant::parse(AttrType::Int, ""), Ok(Variant::Empty));
     }
 
@@ -566,11 +530,7 @@ mod tests {
         ];
         for v in values {
             let text = v.to_cali_string();
-            assert_eq!(
-                Variant::parse(v.attr_type(), &text),
-                Ok(v.clone()),
-                "{text}"
-            );
+            assert_eq!(Variant::parse(v.attr_type(), &text), Ok(v.clone()), "{text}");
         }
     }
 
@@ -586,10 +546,7 @@ mod tests {
 
     #[test]
     fn ordering_is_by_type_then_value() {
-        assert!(
-            Variant::Int(100) < Variant::Uint(1),
-            "int sorts before uint"
-        );
+        assert!(Variant::Int(100) < Variant::Uint(1), "int sorts before uint");
         assert!(Variant::string("abc") < Variant::string("abd"));
         assert!(Variant::string("ab") < Variant::string("abc"));
         assert!(Variant::Double(-1.0) < Variant::Double(0.5));
@@ -613,20 +570,11 @@ mod tests {
         s.add_assign(&Variant::Int(1));
         assert_eq!(s, Variant::string("x"));
 
-        assert_eq!(
-            Variant::Int(3).min_with(&Variant::Int(-2)),
-            Variant::Int(-2)
-        );
-        assert_eq!(
-            Variant::Int(3).max_with(&Variant::Double(3.5)),
-            Variant::Double(3.5)
-        );
+        assert_eq!(Variant::Int(3).min_with(&Variant::Int(-2)), Variant::Int(-2));
+        assert_eq!(Variant::Int(3).max_with(&Variant::Double(3.5)), Variant::Double(3.5));
         assert_eq!(Variant::Empty.min_with(&Variant::Uint(9)), Variant::Uint(9));
         assert_eq!(Variant::Uint(9).max_with(&Variant::Empty), Variant::Uint(9));
-        assert_eq!(
-            Variant::Int(-1).max_with(&Variant::Uint(u64::MAX)),
-            Variant::Uint(u64::MAX)
-        );
+        assert_eq!(Variant::Int(-1).max_with(&Variant::Uint(u64::MAX)), Variant::Uint(u64::MAX));
 
         assert_eq!(Variant::Uint(7).div(2), Variant::Uint(3));
         assert_eq!(Variant::Int(-7).div(2), Variant::Int(-3));

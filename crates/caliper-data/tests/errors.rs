@@ -34,10 +34,7 @@ fn error_in(line: &str) -> (usize, ReadErrorKind) {
 
 #[test]
 fn the_header_itself_is_fine() {
-    assert_eq!(
-        read(&format!("{HEADER}__rec=ctx,ref=14,attr=16,data=5\n")).unwrap(),
-        1
-    );
+    assert_eq!(read(&format!("{HEADER}__rec=ctx,ref=14,attr=16,data=5\n")).unwrap(), 1);
 }
 
 #[test]
@@ -52,164 +49,74 @@ fn empty_input() {
 #[test]
 fn binary_junk() {
     let err = read_bytes(b"\x7fELF\x02\x01\x01\0\0\0").unwrap_err();
-    assert_eq!(
-        (err.line, err.column, err.kind),
-        (1, 1, ReadErrorKind::NotARecord)
-    );
+    assert_eq!((err.line, err.column, err.kind), (1, 1, ReadErrorKind::NotARecord));
     let (col, kind) = error_in("__rec=ctx,ref=14,attr=16,data=5\0\x01");
     assert_eq!((col, kind), (32, ReadErrorKind::ControlCharacter(0)));
     let mut bytes = format!("{HEADER}__rec=node,id=17,attr=13,data=").into_bytes();
     bytes.extend_from_slice(b"\xff\xfe\n");
     let err = read_bytes(&bytes).unwrap_err();
-    assert_eq!(
-        (err.line, err.column, err.kind),
-        (6, 31, ReadErrorKind::InvalidUtf8)
-    );
+    assert_eq!((err.line, err.column, err.kind), (6, 31, ReadErrorKind::InvalidUtf8));
 }
 
 #[test]
 fn unknown_record_kind_and_fields() {
-    assert_eq!(
-        error_in("__rec=snapshot,ref=14"),
-        (7, ReadErrorKind::UnknownRecordKind("snapshot".into()))
-    );
-    assert_eq!(
-        error_in("__rec=ctx,ref=14,colour=blue"),
-        (18, ReadErrorKind::UnknownField("colour".into()))
-    );
-    assert_eq!(
-        error_in("__rec=ctx,ref=14,ref=14"),
-        (18, ReadErrorKind::DuplicateField("ref".into()))
-    );
-    assert_eq!(
-        error_in("__rec=node,attr=13,data=x"),
-        (1, ReadErrorKind::MissingField("id"))
-    );
-    assert_eq!(
-        error_in("__rec=node,id=17,data=x"),
-        (1, ReadErrorKind::MissingField("attr"))
-    );
-    assert_eq!(
-        error_in("__rec=ctx,id=3"),
-        (1, ReadErrorKind::UnknownField("id".into()))
-    );
+    assert_eq!(error_in("__rec=snapshot,ref=14"), (7, ReadErrorKind::UnknownRecordKind("snapshot".into())));
+    assert_eq!(error_in("__rec=ctx,ref=14,colour=blue"), (18, ReadErrorKind::UnknownField("colour".into())));
+    assert_eq!(error_in("__rec=ctx,ref=14,ref=14"), (18, ReadErrorKind::DuplicateField("ref".into())));
+    assert_eq!(error_in("__rec=node,attr=13,data=x"), (1, ReadErrorKind::MissingField("id")));
+    assert_eq!(error_in("__rec=node,id=17,data=x"), (1, ReadErrorKind::MissingField("attr")));
+    assert_eq!(error_in("__rec=ctx,id=3"), (1, ReadErrorKind::UnknownField("id".into())));
 }
 
 #[test]
 fn truncated_lines() {
-    assert_eq!(
-        error_in("__rec=ctx,ref=14,attr"),
-        (18, ReadErrorKind::MissingValue("attr".into()))
-    );
+    assert_eq!(error_in("__rec=ctx,ref=14,attr"), (18, ReadErrorKind::MissingValue("attr".into())));
     assert_eq!(
         error_in("__rec=ctx,ref=14,attr=16,data=5=6"),
-        (
-            31,
-            ReadErrorKind::LengthMismatch {
-                attributes: 1,
-                values: 2
-            }
-        )
+        (31, ReadErrorKind::LengthMismatch { attributes: 1, values: 2 })
     );
     let (col, kind) = error_in("__rec=ctx,ref=14,attr=16=16,data=5");
-    assert_eq!(
-        (col, kind),
-        (
-            34,
-            ReadErrorKind::LengthMismatch {
-                attributes: 2,
-                values: 1
-            }
-        )
-    );
+    assert_eq!((col, kind), (34, ReadErrorKind::LengthMismatch { attributes: 2, values: 1 }));
     let (col, kind) = error_in("__rec=ctx,ref=14,attr=16");
-    assert_eq!(
-        (col, kind),
-        (
-            25,
-            ReadErrorKind::LengthMismatch {
-                attributes: 1,
-                values: 0
-            }
-        )
-    );
-    assert_eq!(
-        error_in("__rec=ctx,ref="),
-        (15, ReadErrorKind::BadId(String::new()))
-    );
-    assert_eq!(
-        error_in("__rec=ctx,ref=14="),
-        (18, ReadErrorKind::BadId(String::new()))
-    );
+    assert_eq!((col, kind), (25, ReadErrorKind::LengthMismatch { attributes: 1, values: 0 }));
+    assert_eq!(error_in("__rec=ctx,ref="), (15, ReadErrorKind::BadId(String::new())));
+    assert_eq!(error_in("__rec=ctx,ref=14="), (18, ReadErrorKind::BadId(String::new())));
     // A file cut off in the middle of its last line, without a newline.
     let err = read(&format!("{HEADER}__rec=ctx,ref=14,attr=16,da")).unwrap_err();
-    assert_eq!(
-        (err.line, err.column, err.kind),
-        (6, 26, ReadErrorKind::MissingValue("da".into()))
-    );
+    assert_eq!((err.line, err.column, err.kind), (6, 26, ReadErrorKind::MissingValue("da".into())));
 }
 
 #[test]
 fn bad_escapes() {
     let (col, kind) = error_in("__rec=node,id=17,attr=13,data=ab\\");
-    assert_eq!(
-        (col, kind),
-        (33, ReadErrorKind::BadEscape(EscapeError::Incomplete))
-    );
+    assert_eq!((col, kind), (33, ReadErrorKind::BadEscape(EscapeError::Incomplete)));
     let (col, kind) = error_in("__rec=node,id=17,attr=13,data=a\\qb");
-    assert_eq!(
-        (col, kind),
-        (32, ReadErrorKind::BadEscape(EscapeError::Unknown('q')))
-    );
+    assert_eq!((col, kind), (32, ReadErrorKind::BadEscape(EscapeError::Unknown('q'))));
     let (col, kind) = error_in("__rec=node,id=17,attr=13,data=\\xZZ");
-    assert_eq!(
-        (col, kind),
-        (31, ReadErrorKind::BadEscape(EscapeError::BadHex))
-    );
+    assert_eq!((col, kind), (31, ReadErrorKind::BadEscape(EscapeError::BadHex)));
 }
 
 #[test]
 fn bad_ids_and_values() {
-    assert_eq!(
-        error_in("__rec=ctx,ref=1x4"),
-        (15, ReadErrorKind::BadId("1x4".into()))
-    );
-    assert_eq!(
-        error_in("__rec=ctx,ref=-3"),
-        (15, ReadErrorKind::BadId("-3".into()))
-    );
+    assert_eq!(error_in("__rec=ctx,ref=1x4"), (15, ReadErrorKind::BadId("1x4".into())));
+    assert_eq!(error_in("__rec=ctx,ref=-3"), (15, ReadErrorKind::BadId("-3".into())));
     assert_eq!(
         error_in("__rec=ctx,ref=99999999999999999999"),
         (15, ReadErrorKind::BadId("99999999999999999999".into()))
     );
     let (col, kind) = error_in("__rec=ctx,ref=14,attr=16,data=5.5");
     assert_eq!(col, 31);
-    assert!(
-        matches!(kind, ReadErrorKind::Import(ImportError::BadValue(_))),
-        "{kind:?}"
-    );
+    assert!(matches!(kind, ReadErrorKind::Import(ImportError::BadValue(_))), "{kind:?}");
     assert_eq!(kind.to_string(), "invalid uint value \"5.5\"");
     let (col, kind) = error_in("__rec=node,id=17,attr=10,data=many,parent=3");
-    assert_eq!(
-        (col, kind.to_string().as_str()),
-        (31, "invalid int value \"many\"")
-    );
+    assert_eq!((col, kind.to_string().as_str()), (31, "invalid int value \"many\""));
 }
 
 #[test]
 fn unknown_ids() {
-    assert_eq!(
-        error_in("__rec=ctx,ref=14=999"),
-        (18, ReadErrorKind::Import(ImportError::UnknownNode(999)))
-    );
-    assert_eq!(
-        error_in("__rec=ctx,attr=77,data=1"),
-        (16, ReadErrorKind::Import(ImportError::UnknownAttribute(77)))
-    );
-    assert_eq!(
-        error_in("__rec=ctx,attr=14,data=1"),
-        (16, ReadErrorKind::Import(ImportError::NotAnAttribute(14)))
-    );
+    assert_eq!(error_in("__rec=ctx,ref=14=999"), (18, ReadErrorKind::Import(ImportError::UnknownNode(999))));
+    assert_eq!(error_in("__rec=ctx,attr=77,data=1"), (16, ReadErrorKind::Import(ImportError::UnknownAttribute(77))));
+    assert_eq!(error_in("__rec=ctx,attr=14,data=1"), (16, ReadErrorKind::Import(ImportError::NotAnAttribute(14))));
     assert_eq!(
         error_in("__rec=node,id=17,attr=13,data=x,parent=400"),
         (40, ReadErrorKind::Import(ImportError::UnknownNode(400)))
@@ -220,22 +127,13 @@ fn unknown_ids() {
     );
     let (col, kind) = error_in("__rec=node,id=17,attr=8,data=orphan");
     assert_eq!(col, 15);
-    assert!(matches!(
-        kind,
-        ReadErrorKind::Import(ImportError::BadAttribute(_))
-    ));
+    assert!(matches!(kind, ReadErrorKind::Import(ImportError::BadAttribute(_))));
 }
 
 #[test]
 fn node_fields_take_one_value() {
-    assert_eq!(
-        error_in("__rec=node,id=17=18,attr=13,data=x"),
-        (18, ReadErrorKind::ExpectedOneValue("id"))
-    );
-    assert_eq!(
-        error_in("__rec=node,id=17,attr=13,data=x=y"),
-        (31, ReadErrorKind::ExpectedOneValue("data"))
-    );
+    assert_eq!(error_in("__rec=node,id=17=18,attr=13,data=x"), (18, ReadErrorKind::ExpectedOneValue("id")));
+    assert_eq!(error_in("__rec=node,id=17,attr=13,data=x=y"), (31, ReadErrorKind::ExpectedOneValue("data")));
 }
 
 #[test]
@@ -249,15 +147,8 @@ fn missing_file() {
     let mut db = MetadataDb::new();
     let err = read_path(&mut db, Path::new("/nonexistent/x.cali"), |_, _| {}).unwrap_err();
     assert_eq!(err.source, "/nonexistent/x.cali");
-    assert!(matches!(
-        err.kind,
-        ReadErrorKind::Io(std::io::ErrorKind::NotFound, _)
-    ));
-    assert!(
-        err.to_string()
-            .starts_with("/nonexistent/x.cali: cannot open file:"),
-        "{err}"
-    );
+    assert!(matches!(err.kind, ReadErrorKind::Io(std::io::ErrorKind::NotFound, _)));
+    assert!(err.to_string().starts_with("/nonexistent/x.cali: cannot open file:"), "{err}");
 }
 
 #[test]
@@ -266,19 +157,7 @@ fn lenient_where_the_reference_is() {
     let text = format!("{}\r\n\r\n__rec=ctx,ref=14", HEADER.replace('\n', "\r\n"));
     assert_eq!(read(&text).unwrap(), 1);
     // Fields in any order; a bare snapshot line is an empty record.
-    assert_eq!(
-        read(&format!(
-            "{HEADER}__rec=ctx,data=4,attr=16,ref=14\n__rec=ctx\n"
-        ))
-        .unwrap(),
-        2
-    );
+    assert_eq!(read(&format!("{HEADER}__rec=ctx,data=4,attr=16,ref=14\n__rec=ctx\n")).unwrap(), 2);
     // A node without data has the empty value.
-    assert_eq!(
-        read(&format!(
-            "{HEADER}__rec=node,id=17,attr=13\n__rec=ctx,ref=17\n"
-        ))
-        .unwrap(),
-        1
-    );
+    assert_eq!(read(&format!("{HEADER}__rec=node,id=17,attr=13\n__rec=ctx,ref=17\n")).unwrap(), 1);
 }

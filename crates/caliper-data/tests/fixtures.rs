@@ -13,10 +13,7 @@ fn every_fixture_reads() {
         let text = fs::read(&path).unwrap();
         let mut db = MetadataDb::new();
         let records = read_records(&mut db, &path.display().to_string(), &text).unwrap();
-        let globals = records
-            .iter()
-            .filter(|r| r.kind == RecordKind::Globals)
-            .count();
+        let globals = records.iter().filter(|r| r.kind == RecordKind::Globals).count();
         assert_eq!(globals, 1, "{}", path.display());
         assert!(records.len() > 1, "{}", path.display());
         assert!(db.attribute_by_name("cali.caliper.version").is_some());
@@ -35,12 +32,7 @@ fn writing_fixture_records_reproduces_the_fixture_byte_for_byte() {
         }
         let lines = w.lines_written();
         let out = w.finish().unwrap();
-        assert_eq!(
-            String::from_utf8_lossy(&out),
-            String::from_utf8_lossy(&text),
-            "{}",
-            path.display()
-        );
+        assert_eq!(String::from_utf8_lossy(&out), String::from_utf8_lossy(&text), "{}", path.display());
         assert_eq!(lines as usize, text.iter().filter(|&&b| b == b'\n').count());
     }
 }
@@ -53,11 +45,7 @@ fn expand_line_pairs(db: &MetadataDb, r: &Record) -> Vec<String> {
         .into_iter()
         .map(|(attr, values)| {
             let values: Vec<String> = values.iter().map(|v| v.to_string()).collect();
-            format!(
-                "{}={}",
-                db.attribute(attr).unwrap().name(),
-                values.join("/")
-            )
+            format!("{}={}", db.attribute(attr).unwrap().name(), values.join("/"))
         })
         .collect();
     pairs.sort();
@@ -68,14 +56,10 @@ fn expand_line_pairs(db: &MetadataDb, r: &Record) -> Vec<String> {
 fn expansion_matches_the_reference_expand_output() {
     for example in ["cxx-example", "c-example"] {
         let text = fs::read(fixture(&format!("{example}.event-trace.cali"))).unwrap();
-        let expected =
-            fs::read_to_string(fixture(&format!("{example}.query-expand.stdout.txt"))).unwrap();
+        let expected = fs::read_to_string(fixture(&format!("{example}.query-expand.stdout.txt"))).unwrap();
         let mut db = MetadataDb::new();
-        let records: Vec<Record> = read_records(&mut db, example, &text)
-            .unwrap()
-            .into_iter()
-            .filter(|r| r.kind == RecordKind::Ctx)
-            .collect();
+        let records: Vec<Record> =
+            read_records(&mut db, example, &text).unwrap().into_iter().filter(|r| r.kind == RecordKind::Ctx).collect();
         let expected: Vec<&str> = expected.lines().collect();
         assert_eq!(records.len(), expected.len());
         for (r, line) in records.iter().zip(expected) {
@@ -94,10 +78,7 @@ fn globals_of_a_spot_profile() {
     let globals = db.globals();
     let mut found = std::collections::BTreeMap::new();
     for (attr, value) in db.expand(&globals) {
-        found.insert(
-            db.attribute(attr).unwrap().name().to_string(),
-            value.to_string(),
-        );
+        found.insert(db.attribute(attr).unwrap().name().to_string(), value.to_string());
     }
     assert_eq!(found["cali.channel"], "spot");
     assert_eq!(found["spot.format.version"], "2");
@@ -157,10 +138,7 @@ fn reference_utf8_file_reads() {
     let text = fs::read(fixture("utf8.cali")).unwrap();
     let mut db = MetadataDb::new();
     let records = read_records(&mut db, "utf8", &text).unwrap();
-    assert_eq!(
-        records.iter().filter(|r| r.kind == RecordKind::Ctx).count(),
-        5
-    );
+    assert_eq!(records.iter().filter(|r| r.kind == RecordKind::Ctx).count(), 5);
     // The reference dropped the non-ASCII bytes and the control characters.
     assert!(db.attribute_by_name("tabandcr").is_some());
     let dbl = db.attribute_by_name("dbl").unwrap();

@@ -30,9 +30,7 @@ fn python_view(db: &MetadataDb, record: &Record) -> Value {
                 continue;
             }
             let text = Value::String(n.value.to_cali_string());
-            let slot = expanded
-                .entry(attr.name().to_string())
-                .or_insert(Value::Null);
+            let slot = expanded.entry(attr.name().to_string()).or_insert(Value::Null);
             *slot = match slot.take() {
                 Value::Null => text.clone(),
                 Value::Array(mut list) => {
@@ -51,10 +49,7 @@ fn python_view(db: &MetadataDb, record: &Record) -> Value {
     for (attr, value) in record.immediates() {
         let attr = db.attribute(attr).unwrap();
         if !attr.is_hidden() {
-            result.insert(
-                attr.name().to_string(),
-                Value::String(value.to_cali_string()),
-            );
+            result.insert(attr.name().to_string(), Value::String(value.to_cali_string()));
         }
     }
     Value::Object(result)
@@ -77,12 +72,8 @@ fn caliper_reader_reads_our_random_streams() {
         let w = generate(seed, 30, Alphabet::PythonSafe);
         let path = dir.path().join(format!("random-{seed}.cali"));
         write_file(&path, &w.db, &w.records);
-        let records: Vec<Value> = w
-            .records
-            .iter()
-            .filter(|r| r.kind == RecordKind::Ctx)
-            .map(|r| python_view(&w.db, r))
-            .collect();
+        let records: Vec<Value> =
+            w.records.iter().filter(|r| r.kind == RecordKind::Ctx).map(|r| python_view(&w.db, r)).collect();
         let globals = python_view(&w.db, w.records.last().unwrap());
         expected.push(json!({"records": records, "globals": globals}));
         paths.push(path);
@@ -106,23 +97,14 @@ fn fixtures_rewritten_by_us_read_the_same_in_caliper_reader() {
         let mut db = MetadataDb::new();
         let mut records = Vec::new();
         CaliReader::new(&mut db, "fixture")
-            .read(fs::read(&original).unwrap().as_slice(), |_, r| {
-                records.push(r.clone())
-            })
+            .read(fs::read(&original).unwrap().as_slice(), |_, r| records.push(r.clone()))
             .unwrap();
         let ours = dir.path().join(original.file_name().unwrap());
         write_file(&ours, &db, &records);
-        assert_ne!(
-            fs::read(&ours).unwrap(),
-            fs::read(&original).unwrap(),
-            "ids were renumbered"
-        );
+        assert_ne!(fs::read(&ours).unwrap(), fs::read(&original).unwrap(), "ids were renumbered");
         pairs.push((original, ours));
     }
-    let paths: Vec<&std::path::Path> = pairs
-        .iter()
-        .flat_map(|(a, b)| [a.as_path(), b.as_path()])
-        .collect();
+    let paths: Vec<&std::path::Path> = pairs.iter().flat_map(|(a, b)| [a.as_path(), b.as_path()]).collect();
     let got = read_with_caliper_reader(&paths);
     let got = got.as_array().unwrap();
     for (i, (original, _)) in pairs.iter().enumerate() {

@@ -18,27 +18,15 @@ fn write(db: &MetadataDb, records: &[Record]) -> Vec<u8> {
 /// A record as (attribute name, value) pairs, independent of node ids and
 /// of the interleaving of references and immediates.
 fn named(db: &MetadataDb, r: &Record) -> Vec<(String, Variant)> {
-    let mut canonical = Record {
-        kind: r.kind,
-        entries: Vec::new(),
-    };
+    let mut canonical = Record { kind: r.kind, entries: Vec::new() };
     canonical.entries.extend(r.refs().map(Entry::Reference));
-    canonical
-        .entries
-        .extend(r.immediates().map(|(a, v)| Entry::Immediate(a, v.clone())));
-    db.expand(&canonical)
-        .into_iter()
-        .map(|(a, v)| (db.attribute(a).unwrap().name().to_string(), v))
-        .collect()
+    canonical.entries.extend(r.immediates().map(|(a, v)| Entry::Immediate(a, v.clone())));
+    db.expand(&canonical).into_iter().map(|(a, v)| (db.attribute(a).unwrap().name().to_string(), v)).collect()
 }
 
 /// The references and the immediates of a record, each in order.
 fn split(r: &Record) -> (RecordKind, Vec<u64>, Vec<(u64, Variant)>) {
-    (
-        r.kind,
-        r.refs().collect(),
-        r.immediates().map(|(a, v)| (a, v.clone())).collect(),
-    )
+    (r.kind, r.refs().collect(), r.immediates().map(|(a, v)| (a, v.clone())).collect())
 }
 
 fn check(w: &Workload) {
@@ -54,10 +42,7 @@ fn check(w: &Workload) {
         assert_eq!(split(read), split(orig));
     }
     // ... and writing them again gives the same bytes.
-    assert_eq!(
-        String::from_utf8_lossy(&write(&same_ids, &back)),
-        String::from_utf8_lossy(&text)
-    );
+    assert_eq!(String::from_utf8_lossy(&write(&same_ids, &back)), String::from_utf8_lossy(&text));
 
     // With fresh ids, every record expands to the same pairs.
     let mut fresh = MetadataDb::new();
@@ -84,32 +69,10 @@ proptest! {
 #[test]
 fn edge_case_strings_round_trip() {
     let mut db = MetadataDb::new();
-    let s = db.create_attribute(
-        "s",
-        caliper_data::AttrType::String,
-        caliper_data::Properties::ASVALUE,
-        &[],
-    );
-    let n = db.create_attribute(
-        "n",
-        caliper_data::AttrType::String,
-        caliper_data::Properties::DEFAULT,
-        &[],
-    );
+    let s = db.create_attribute("s", caliper_data::AttrType::String, caliper_data::Properties::ASVALUE, &[]);
+    let n = db.create_attribute("n", caliper_data::AttrType::String, caliper_data::Properties::DEFAULT, &[]);
     let mut records = Vec::new();
-    for text in [
-        "",
-        " ",
-        "trailing space ",
-        "\t",
-        "=",
-        ",",
-        "\\",
-        "a\\nb",
-        "\r\n",
-        "__rec=ctx,ref=1",
-        "é\u{0}",
-    ] {
+    for text in ["", " ", "trailing space ", "\t", "=", ",", "\\", "a\\nb", "\r\n", "__rec=ctx,ref=1", "é\u{0}"] {
         let node = db.get_or_create_node(n, Variant::string(text), None);
         let mut r = Record::ctx();
         r.push_ref(node);
@@ -118,11 +81,7 @@ fn edge_case_strings_round_trip() {
     }
     let text = write(&db, &records);
     let mut back_db = MetadataDb::keeping_stream_ids();
-    let back: Vec<_> = read_records(&mut back_db, "roundtrip", &text)
-        .unwrap()
-        .iter()
-        .map(split)
-        .collect();
+    let back: Vec<_> = read_records(&mut back_db, "roundtrip", &text).unwrap().iter().map(split).collect();
     assert_eq!(back, records.iter().map(split).collect::<Vec<_>>());
 }
 
@@ -134,9 +93,7 @@ fn one_hundred_thousand_records_stream_through() {
     let text = write(&w.db, &w.records);
     let mut db = MetadataDb::new();
     let mut count = 0;
-    CaliReader::new(&mut db, "long")
-        .read(text.as_slice(), |_, _| count += 1)
-        .unwrap();
+    CaliReader::new(&mut db, "long").read(text.as_slice(), |_, _| count += 1).unwrap();
     assert_eq!(count, w.records.len());
     assert!(db.id_bound() < 200, "only nodes are kept");
 }

@@ -16,11 +16,7 @@ pub struct AttrRef {
 impl AttrRef {
     /// A reference to the attribute called `name`.
     pub fn new(name: &str) -> AttrRef {
-        AttrRef {
-            name: name.to_string(),
-            resolved: None,
-            checked_at: u64::MAX,
-        }
+        AttrRef { name: name.to_string(), resolved: None, checked_at: u64::MAX }
     }
 
     /// The attribute's name.
@@ -41,26 +37,13 @@ impl AttrRef {
 /// Every value of attribute `attr` in a record, entry by entry: for a
 /// reference entry the values on its path, innermost first; for an
 /// immediate entry its value.
-pub fn values_of<'a>(
-    db: &'a MetadataDb,
-    record: &'a Record,
-    attr: Id,
-) -> impl Iterator<Item = &'a Variant> + 'a {
+pub fn values_of<'a>(db: &'a MetadataDb, record: &'a Record, attr: Id) -> impl Iterator<Item = &'a Variant> + 'a {
     record.entries.iter().flat_map(move |entry| {
         let (path, imm) = match entry {
-            Entry::Reference(node) => (
-                Some(PathIter {
-                    db,
-                    next: Some(*node),
-                }),
-                None,
-            ),
+            Entry::Reference(node) => (Some(PathIter { db, next: Some(*node) }), None),
             Entry::Immediate(a, v) => (None, (*a == attr).then_some(v)),
         };
-        path.into_iter()
-            .flatten()
-            .filter_map(move |(a, v)| (a == attr).then_some(v))
-            .chain(imm)
+        path.into_iter().flatten().filter_map(move |(a, v)| (a == attr).then_some(v)).chain(imm)
     })
 }
 
@@ -80,10 +63,7 @@ pub struct PathIter<'a> {
 impl<'a> PathIter<'a> {
     /// The path of `node`, innermost first.
     pub fn new(db: &'a MetadataDb, node: Id) -> PathIter<'a> {
-        PathIter {
-            db,
-            next: Some(node),
-        }
+        PathIter { db, next: Some(node) }
     }
 }
 

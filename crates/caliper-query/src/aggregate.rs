@@ -33,8 +33,7 @@ const RESULT_PROPS: Properties = Properties::from_bits(
     Properties::ASVALUE.bits() | Properties::AGGREGATABLE.bits() | Properties::SKIP_EVENTS.bits(),
 );
 /// Properties of the hidden helper results that make re-aggregation exact.
-const HELPER_PROPS: Properties =
-    Properties::from_bits(RESULT_PROPS.bits() | Properties::HIDDEN.bits());
+const HELPER_PROPS: Properties = Properties::from_bits(RESULT_PROPS.bits() | Properties::HIDDEN.bits());
 
 /// The aggregation key of a query.
 #[derive(Clone, Debug)]
@@ -127,9 +126,7 @@ pub struct Aggregator {
 fn parse_number(op: &AggregationOp, index: usize, default: f64) -> Result<f64, AggregateError> {
     match op.args.get(index) {
         None => Ok(default),
-        Some(text) => text
-            .parse()
-            .map_err(|_| AggregateError(format!("Invalid number \"{text}\" in {op}"))),
+        Some(text) => text.parse().map_err(|_| AggregateError(format!("Invalid number \"{text}\" in {op}"))),
     }
 }
 
@@ -154,11 +151,9 @@ impl Op {
                 vec![format!("isr.sum#{a_name}"), format!("isr.sum#{b_name}")]
             }
             Kernel::ScaleCount => vec![format!("scount#{a_name}")],
-            Kernel::Variance => vec![
-                format!("var.count#{a_name}"),
-                format!("var.sum#{a_name}"),
-                format!("var.sqsum#{a_name}"),
-            ],
+            Kernel::Variance => {
+                vec![format!("var.count#{a_name}"), format!("var.sum#{a_name}"), format!("var.sqsum#{a_name}")]
+            }
             Kernel::Histogram => Vec::new(),
         };
         let (factor, a, b) = match op.kernel {
@@ -171,9 +166,7 @@ impl Op {
         let (bins, range) = if op.kernel == Kernel::Histogram {
             let bins = parse_number(op, 1, 10.0)?;
             if !(1.0..=1000.0).contains(&bins) || bins.fract() != 0.0 {
-                return Err(AggregateError(format!(
-                    "Invalid number of bins in {op}: expected 1 to 1000"
-                )));
+                return Err(AggregateError(format!("Invalid number of bins in {op}: expected 1 to 1000")));
             }
             let range = (parse_number(op, 2, 0.0)?, parse_number(op, 3, 1.0)?);
             if range.1 <= range.0 {
@@ -183,15 +176,7 @@ impl Op {
         } else {
             (0, (0.0, 0.0))
         };
-        Ok(Op {
-            op: op.clone(),
-            a,
-            b,
-            merged: names.iter().map(|n| AttrRef::new(n)).collect(),
-            factor,
-            bins,
-            range,
-        })
+        Ok(Op { op: op.clone(), a, b, merged: names.iter().map(|n| AttrRef::new(n)).collect(), factor, bins, range })
     }
 
     fn initial_state(&self) -> State {
@@ -205,10 +190,9 @@ impl Op {
             | Kernel::InclusiveMin
             | Kernel::InclusiveMax => State::Value(Variant::Empty),
             Kernel::Avg => State::Mean(Variant::Empty, 0),
-            Kernel::Scale
-            | Kernel::InclusiveScale
-            | Kernel::PercentTotal
-            | Kernel::InclusivePercentTotal => State::Sum(0.0, false),
+            Kernel::Scale | Kernel::InclusiveScale | Kernel::PercentTotal | Kernel::InclusivePercentTotal => {
+                State::Sum(0.0, false)
+            }
             Kernel::Ratio | Kernel::InclusiveRatio => State::Ratio(0.0, 0.0, false),
             Kernel::Variance => State::Moments(0, 0.0, 0.0),
             Kernel::Histogram => State::Histogram(vec![0; self.bins]),
@@ -315,16 +299,11 @@ impl Op {
                         let x = v.to_f64().unwrap_or(f64::NAN);
                         let (lo, hi) = self.range;
                         let pos = ((x - lo) / (hi - lo) * bins.len() as f64).floor();
-                        let i = if pos.is_nan() || pos < 0.0 {
-                            0
-                        } else {
-                            (pos as usize).min(bins.len() - 1)
-                        };
+                        let i = if pos.is_nan() || pos < 0.0 { 0 } else { (pos as usize).min(bins.len() - 1) };
                         bins[i] += 1;
                     } else if let Some(name) = db.attribute(attr).map(|x| x.name()) {
                         // A bin of an earlier histogram of the same attribute.
-                        if let Some(bin) = histogram_bin(name, name_a).and_then(|i| bins.get_mut(i))
-                        {
+                        if let Some(bin) = histogram_bin(name, name_a).and_then(|i| bins.get_mut(i)) {
                             *bin += v.to_u64().unwrap_or(0);
                         }
                     }
@@ -346,131 +325,54 @@ impl Op {
             }
             (Kernel::ScaleCount, State::Count(n)) if *n > 0 => vec![
                 main(AttrType::Double, Variant::Double(self.factor * *n as f64)),
-                (
-                    format!("scount#{a_name}"),
-                    AttrType::Uint,
-                    HELPER_PROPS,
-                    Variant::Uint(*n),
-                ),
+                (format!("scount#{a_name}"), AttrType::Uint, HELPER_PROPS, Variant::Uint(*n)),
             ],
             (_, State::Value(v)) if !v.is_empty() => vec![main(v.attr_type(), v.clone())],
             (Kernel::Avg, State::Mean(sum, n)) if *n > 0 => vec![
                 main(sum.attr_type(), sum.div(*n)),
-                (
-                    format!("avg.sum#{a_name}"),
-                    sum.attr_type(),
-                    HELPER_PROPS,
-                    sum.clone(),
-                ),
-                (
-                    format!("avg.count#{a_name}"),
-                    AttrType::Uint,
-                    HELPER_PROPS,
-                    Variant::Uint(*n),
-                ),
+                (format!("avg.sum#{a_name}"), sum.attr_type(), HELPER_PROPS, sum.clone()),
+                (format!("avg.count#{a_name}"), AttrType::Uint, HELPER_PROPS, Variant::Uint(*n)),
             ],
             (Kernel::Scale | Kernel::InclusiveScale, State::Sum(sum, true)) => {
-                let helper = if self.op.kernel == Kernel::Scale {
-                    "scsum"
-                } else {
-                    "iscsum"
-                };
+                let helper = if self.op.kernel == Kernel::Scale { "scsum" } else { "iscsum" };
                 vec![
                     main(AttrType::Double, Variant::Double(self.factor * sum)),
-                    (
-                        format!("{helper}#{a_name}"),
-                        AttrType::Double,
-                        HELPER_PROPS,
-                        Variant::Double(*sum),
-                    ),
+                    (format!("{helper}#{a_name}"), AttrType::Double, HELPER_PROPS, Variant::Double(*sum)),
                 ]
             }
-            (Kernel::PercentTotal | Kernel::InclusivePercentTotal, State::Sum(sum, true))
-                if total > 0.0 =>
-            {
-                let helper = if self.op.kernel == Kernel::PercentTotal {
-                    "pct.sum"
-                } else {
-                    "ipct.sum"
-                };
+            (Kernel::PercentTotal | Kernel::InclusivePercentTotal, State::Sum(sum, true)) if total > 0.0 => {
+                let helper = if self.op.kernel == Kernel::PercentTotal { "pct.sum" } else { "ipct.sum" };
                 vec![
                     main(AttrType::Double, Variant::Double(100.0 * sum / total)),
-                    (
-                        format!("{helper}#{a_name}"),
-                        AttrType::Double,
-                        HELPER_PROPS,
-                        Variant::Double(*sum),
-                    ),
+                    (format!("{helper}#{a_name}"), AttrType::Double, HELPER_PROPS, Variant::Double(*sum)),
                 ]
             }
             (Kernel::Ratio | Kernel::InclusiveRatio, State::Ratio(num, den, true)) => {
-                let helper = if self.op.kernel == Kernel::Ratio {
-                    "sr.sum"
-                } else {
-                    "isr.sum"
-                };
+                let helper = if self.op.kernel == Kernel::Ratio { "sr.sum" } else { "isr.sum" };
                 let mut out = Vec::new();
                 if *den != 0.0 {
-                    out.push(main(
-                        AttrType::Double,
-                        Variant::Double(self.factor * num / den),
-                    ));
+                    out.push(main(AttrType::Double, Variant::Double(self.factor * num / den)));
                 }
-                out.push((
-                    format!("{helper}#{a_name}"),
-                    AttrType::Double,
-                    HELPER_PROPS,
-                    Variant::Double(*num),
-                ));
+                out.push((format!("{helper}#{a_name}"), AttrType::Double, HELPER_PROPS, Variant::Double(*num)));
                 // One helper serves both sides of a ratio of an attribute to itself.
                 if b_name != a_name {
-                    out.push((
-                        format!("{helper}#{b_name}"),
-                        AttrType::Double,
-                        HELPER_PROPS,
-                        Variant::Double(*den),
-                    ));
+                    out.push((format!("{helper}#{b_name}"), AttrType::Double, HELPER_PROPS, Variant::Double(*den)));
                 }
                 out
             }
             (Kernel::Variance, State::Moments(n, sum, sqsum)) if *n > 0 => {
                 let mean = sum / *n as f64;
                 vec![
-                    main(
-                        AttrType::Double,
-                        Variant::Double(sqsum / *n as f64 - mean * mean),
-                    ),
-                    (
-                        format!("var.count#{a_name}"),
-                        AttrType::Uint,
-                        HELPER_PROPS,
-                        Variant::Uint(*n),
-                    ),
-                    (
-                        format!("var.sum#{a_name}"),
-                        AttrType::Double,
-                        HELPER_PROPS,
-                        Variant::Double(*sum),
-                    ),
-                    (
-                        format!("var.sqsum#{a_name}"),
-                        AttrType::Double,
-                        HELPER_PROPS,
-                        Variant::Double(*sqsum),
-                    ),
+                    main(AttrType::Double, Variant::Double(sqsum / *n as f64 - mean * mean)),
+                    (format!("var.count#{a_name}"), AttrType::Uint, HELPER_PROPS, Variant::Uint(*n)),
+                    (format!("var.sum#{a_name}"), AttrType::Double, HELPER_PROPS, Variant::Double(*sum)),
+                    (format!("var.sqsum#{a_name}"), AttrType::Double, HELPER_PROPS, Variant::Double(*sqsum)),
                 ]
             }
             (Kernel::Histogram, State::Histogram(bins)) if bins.iter().any(|&n| n > 0) => bins
                 .iter()
                 .enumerate()
-                .map(|(i, &n)| {
-                    (
-                        format!("histogram.bin.{i}#{a_name}"),
-                        AttrType::Uint,
-                        RESULT_PROPS,
-                        Variant::Uint(n),
-                    )
-                })
+                .map(|(i, &n)| (format!("histogram.bin.{i}#{a_name}"), AttrType::Uint, RESULT_PROPS, Variant::Uint(n)))
                 .collect(),
             _ => Vec::new(),
         }
@@ -481,11 +383,7 @@ impl Op {
 fn histogram_bin(name: &str, attr: &str) -> Option<usize> {
     let rest = name.strip_prefix("histogram.bin.")?;
     let (index, target) = rest.split_once('#')?;
-    if target == attr {
-        index.parse().ok()
-    } else {
-        None
-    }
+    if target == attr { index.parse().ok() } else { None }
 }
 
 impl Aggregator {
@@ -498,18 +396,10 @@ impl Aggregator {
         };
         let ops = ops.iter().map(Op::new).collect::<Result<Vec<_>, _>>()?;
         let key = match &spec.group_by {
-            Selection::Default | Selection::All => KeySpec {
-                single_group: false,
-                all_tree: true,
-                path: false,
-                names: Vec::new(),
-            },
-            Selection::Nothing => KeySpec {
-                single_group: true,
-                all_tree: false,
-                path: false,
-                names: Vec::new(),
-            },
+            Selection::Default | Selection::All => {
+                KeySpec { single_group: false, all_tree: true, path: false, names: Vec::new() }
+            }
+            Selection::Nothing => KeySpec { single_group: true, all_tree: false, path: false, names: Vec::new() },
             Selection::List(names) => KeySpec {
                 single_group: false,
                 all_tree: false,
@@ -550,10 +440,7 @@ impl Aggregator {
         }
         let mut ancestor = path.and_then(|p| db.node(p)).and_then(|n| n.parent);
         while let Some(p) = ancestor {
-            let g = self.group_index(GroupKey {
-                path: Some(p),
-                ..key.clone()
-            });
+            let g = self.group_index(GroupKey { path: Some(p), ..key.clone() });
             for (i, op) in self.ops.iter_mut().enumerate() {
                 if op.op.kernel.is_inclusive() {
                     op.update(db, &mut self.groups[g].states[i], record);
@@ -568,20 +455,13 @@ impl Aggregator {
             return g;
         }
         let states = self.ops.iter().map(Op::initial_state).collect();
-        self.groups.push(Group {
-            key: key.clone(),
-            states,
-        });
+        self.groups.push(Group { key: key.clone(), states });
         self.index.insert(key, self.groups.len() - 1);
         self.groups.len() - 1
     }
 
     fn group_key(&mut self, db: &mut MetadataDb, record: &Record) -> GroupKey {
-        let mut key = GroupKey {
-            path: None,
-            other: None,
-            immediates: Vec::new(),
-        };
+        let mut key = GroupKey { path: None, other: None, immediates: Vec::new() };
         if self.key.single_group {
             return key;
         }
@@ -605,12 +485,7 @@ impl Aggregator {
             }
         }
         if !self.key.names.is_empty() {
-            let wanted: Vec<Id> = self
-                .key
-                .names
-                .iter_mut()
-                .filter_map(|n| n.get(db))
-                .collect();
+            let wanted: Vec<Id> = self.key.names.iter_mut().filter_map(|n| n.get(db)).collect();
             for (attr, value) in record.immediates() {
                 if wanted.contains(&attr) {
                     key.immediates.push((attr, value.clone()));
@@ -628,23 +503,14 @@ impl Aggregator {
         }
         let mut path = Vec::new();
         db.path_to(node, &mut path);
-        let wanted: Vec<Id> = self
-            .key
-            .names
-            .iter_mut()
-            .filter_map(|n| n.get(db))
-            .collect();
+        let wanted: Vec<Id> = self.key.names.iter_mut().filter_map(|n| n.get(db)).collect();
         let mut nk = NodeKey::default();
         for id in path {
             let attr_id = db.node(id).expect("path node").attribute;
             let Some(attr) = db.attribute(attr_id) else {
                 continue;
             };
-            let named = wanted.contains(&attr_id)
-                || attr
-                    .metadata()
-                    .iter()
-                    .any(|(meta, _)| wanted.contains(meta));
+            let named = wanted.contains(&attr_id) || attr.metadata().iter().any(|(meta, _)| wanted.contains(meta));
             let selected = self.key.all_tree || named || (self.key.path && attr.is_nested());
             if !selected || attr.is_hidden() {
                 continue;
@@ -718,40 +584,25 @@ mod tests {
     /// main (1), main (2), main/foo (4), main/foo (8), main/bar (16), none (32).
     fn records(db: &mut MetadataDb) -> Vec<Record> {
         let region = db.create_attribute("region", AttrType::String, Properties::NESTED, &[]);
-        let t = db.create_attribute(
-            "t",
-            AttrType::Uint,
-            Properties::ASVALUE | Properties::AGGREGATABLE,
-            &[],
-        );
+        let t = db.create_attribute("t", AttrType::Uint, Properties::ASVALUE | Properties::AGGREGATABLE, &[]);
         let main = db.get_or_create_node(region, Variant::string("main"), None);
         let foo = db.get_or_create_node(region, Variant::string("foo"), Some(main));
         let bar = db.get_or_create_node(region, Variant::string("bar"), Some(main));
-        [
-            (Some(main), 1),
-            (Some(main), 2),
-            (Some(foo), 4),
-            (Some(foo), 8),
-            (Some(bar), 16),
-            (None, 32),
-        ]
-        .into_iter()
-        .map(|(node, value)| {
-            let mut r = Record::ctx();
-            if let Some(n) = node {
-                r.push_ref(n);
-            }
-            r.push_imm(t, Variant::Uint(value));
-            r
-        })
-        .collect()
+        [(Some(main), 1), (Some(main), 2), (Some(foo), 4), (Some(foo), 8), (Some(bar), 16), (None, 32)]
+            .into_iter()
+            .map(|(node, value)| {
+                let mut r = Record::ctx();
+                if let Some(n) = node {
+                    r.push_ref(n);
+                }
+                r.push_imm(t, Variant::Uint(value));
+                r
+            })
+            .collect()
     }
 
     /// Runs `query` over the records; returns per group "name=value" lists.
-    fn run(
-        query: &str,
-        input: impl Fn(&mut MetadataDb) -> Vec<Record>,
-    ) -> Vec<BTreeMap<String, String>> {
+    fn run(query: &str, input: impl Fn(&mut MetadataDb) -> Vec<Record>) -> Vec<BTreeMap<String, String>> {
         let mut db = MetadataDb::new();
         let recs = input(&mut db);
         let mut agg = Aggregator::new(&parse_query(query).unwrap()).unwrap();
@@ -771,11 +622,7 @@ mod tests {
         out
     }
 
-    fn get<'a>(
-        groups: &'a [BTreeMap<String, String>],
-        region: &str,
-        attr: &str,
-    ) -> Option<&'a str> {
+    fn get<'a>(groups: &'a [BTreeMap<String, String>], region: &str, attr: &str) -> Option<&'a str> {
         groups
             .iter()
             .find(|g| g.get("region").map_or(region.is_empty(), |r| r == region))
@@ -785,15 +632,8 @@ mod tests {
 
     #[test]
     fn count_sum_min_max_avg_by_path() {
-        let g = run(
-            "aggregate count(), sum(t), min(t), max(t), avg(t), any(t) group by path",
-            records,
-        );
-        assert_eq!(
-            g.len(),
-            4,
-            "main, main/foo, main/bar and the record without region"
-        );
+        let g = run("aggregate count(), sum(t), min(t), max(t), avg(t), any(t) group by path", records);
+        assert_eq!(g.len(), 4, "main, main/foo, main/bar and the record without region");
         assert_eq!(get(&g, "main", "count"), Some("2"));
         assert_eq!(get(&g, "main/foo", "sum#t"), Some("12"));
         assert_eq!(get(&g, "main/foo", "min#t"), Some("4"));
@@ -807,10 +647,7 @@ mod tests {
     #[test]
     fn groups_come_in_creation_order() {
         let g = run("aggregate count() group by path", records);
-        let order: Vec<_> = g
-            .iter()
-            .map(|m| m.get("region").cloned().unwrap_or_default())
-            .collect();
+        let order: Vec<_> = g.iter().map(|m| m.get("region").cloned().unwrap_or_default()).collect();
         assert_eq!(order, ["main", "main/foo", "main/bar", ""]);
     }
 
@@ -838,10 +675,7 @@ mod tests {
 
     #[test]
     fn inclusive_kernels_reach_ancestors() {
-        let g = run(
-            "aggregate sum(t), inclusive_sum(t), inclusive_max(t), inclusive_min(t) group by path",
-            records,
-        );
+        let g = run("aggregate sum(t), inclusive_sum(t), inclusive_max(t), inclusive_min(t) group by path", records);
         assert_eq!(get(&g, "main", "sum#t"), Some("3"));
         assert_eq!(get(&g, "main", "inclusive#t"), Some("31"));
         assert_eq!(get(&g, "main", "imax#t"), Some("16"));
@@ -851,17 +685,9 @@ mod tests {
 
     #[test]
     fn groups_created_by_propagation_have_only_inclusive_results() {
-        let only_leaf = |db: &mut MetadataDb| {
-            records(db)
-                .into_iter()
-                .filter(|r| r.refs().count() == 1)
-                .skip(2)
-                .collect()
-        };
-        let g = run(
-            "aggregate count(), inclusive_sum(t) group by path",
-            only_leaf,
-        );
+        let only_leaf =
+            |db: &mut MetadataDb| records(db).into_iter().filter(|r| r.refs().count() == 1).skip(2).collect();
+        let g = run("aggregate count(), inclusive_sum(t) group by path", only_leaf);
         assert_eq!(get(&g, "main", "inclusive#t"), Some("28"));
         assert_eq!(get(&g, "main", "count"), None);
     }
@@ -875,10 +701,7 @@ mod tests {
         assert_eq!(get(&g, "main/foo", "scale#t"), Some("6"));
         assert_eq!(get(&g, "main/foo", "ratio#t/t"), Some("2"));
         assert_eq!(get(&g, "", "percent_total#t"), Some("50.79365079365079"));
-        assert_eq!(
-            get(&g, "main", "ipercent_total#t"),
-            Some("49.20634920634921")
-        );
+        assert_eq!(get(&g, "main", "ipercent_total#t"), Some("49.20634920634921"));
         assert_eq!(get(&g, "main", "scount"), Some("6"));
         assert_eq!(get(&g, "main/foo", "variance#t"), Some("4"));
     }
@@ -889,11 +712,7 @@ mod tests {
         assert_eq!(get(&g, "main", "histogram.bin.0#t"), Some("2"));
         assert_eq!(get(&g, "main/foo", "histogram.bin.1#t"), Some("1"));
         assert_eq!(get(&g, "main/foo", "histogram.bin.2#t"), Some("1"));
-        assert_eq!(
-            get(&g, "main/bar", "histogram.bin.3#t"),
-            Some("1"),
-            "values above the range go to the last bin"
-        );
+        assert_eq!(get(&g, "main/bar", "histogram.bin.3#t"), Some("1"), "values above the range go to the last bin");
         assert!(Aggregator::new(&parse_query("aggregate histogram(t, 0)").unwrap()).is_err());
     }
 

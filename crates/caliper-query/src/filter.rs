@@ -63,13 +63,7 @@ impl RecordFilter {
                     ConditionOp::NotGreater => (ConditionOp::Greater, true),
                     op => (op, false),
                 };
-                Compiled {
-                    positive,
-                    negated,
-                    attr: AttrRef::new(&c.attribute),
-                    text: c.value.clone(),
-                    value: None,
-                }
+                Compiled { positive, negated, attr: AttrRef::new(&c.attribute), text: c.value.clone(), value: None }
             })
             .collect();
         RecordFilter { conditions }
@@ -82,9 +76,7 @@ impl RecordFilter {
 
     /// Whether the record passes every condition.
     pub fn pass(&mut self, db: &MetadataDb, record: &Record) -> bool {
-        self.conditions
-            .iter_mut()
-            .all(|c| c.holds(db, record) != c.negated)
+        self.conditions.iter_mut().all(|c| c.holds(db, record) != c.negated)
     }
 }
 
@@ -145,9 +137,7 @@ mod tests {
     fn passing(query: &str) -> Vec<usize> {
         let f = fixture();
         let mut filter = RecordFilter::new(&parse_query(query).unwrap().filter);
-        (0..f.records.len())
-            .filter(|&i| filter.pass(&f.db, &f.records[i]))
-            .collect()
+        (0..f.records.len()).filter(|&i| filter.pass(&f.db, &f.records[i])).collect()
     }
 
     #[test]
@@ -161,11 +151,7 @@ mod tests {
     #[test]
     fn comparisons() {
         assert_eq!(passing("where region=foo"), [1]);
-        assert_eq!(
-            passing("where region=main"),
-            [0, 1],
-            "any level of the hierarchy matches"
-        );
+        assert_eq!(passing("where region=main"), [0, 1], "any level of the hierarchy matches");
         assert_eq!(passing("where not region=main"), [2]);
         assert_eq!(passing("where n<5"), [0]);
         assert_eq!(passing("where n>4"), [1, 2]);
@@ -179,9 +165,7 @@ mod tests {
     fn legacy_syntax() {
         let f = fixture();
         let mut filter = RecordFilter::new(&parse_legacy_filter("region,-n=5"));
-        let pass: Vec<_> = (0..3)
-            .filter(|&i| filter.pass(&f.db, &f.records[i]))
-            .collect();
+        let pass: Vec<_> = (0..3).filter(|&i| filter.pass(&f.db, &f.records[i])).collect();
         assert_eq!(pass, [0]);
     }
 }

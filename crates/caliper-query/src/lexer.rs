@@ -27,11 +27,7 @@ pub struct Word {
 impl<'a> Lexer<'a> {
     /// A lexer over `text` that ends words at `separators`.
     pub fn new(text: &'a str, separators: &'static [char]) -> Lexer<'a> {
-        Lexer {
-            text,
-            pos: 0,
-            separators,
-        }
+        Lexer { text, pos: 0, separators }
     }
 
     /// The byte offset of the next character.
@@ -48,10 +44,8 @@ impl<'a> Lexer<'a> {
     /// as a newline when it separates).
     pub fn skip_whitespace(&mut self) {
         let rest = self.rest();
-        let skipped = rest.len()
-            - rest
-                .trim_start_matches(|c: char| c.is_whitespace() && !self.separators.contains(&c))
-                .len();
+        let skipped =
+            rest.len() - rest.trim_start_matches(|c: char| c.is_whitespace() && !self.separators.contains(&c)).len();
         self.pos += skipped;
     }
 
@@ -116,15 +110,7 @@ impl<'a> Lexer<'a> {
             }
         }
         self.pos += end;
-        if self.pos == start {
-            None
-        } else {
-            Some(Word {
-                text,
-                start,
-                quoted,
-            })
-        }
+        if self.pos == start { None } else { Some(Word { text, start, quoted }) }
     }
 
     /// Reads the text up to the `)` that closes an already consumed `(`,
@@ -182,23 +168,14 @@ mod tests {
 
     #[test]
     fn words_and_separators() {
-        assert_eq!(
-            words("select a,b , c"),
-            ["select", "a", "<,>", "b", "<,>", "c"]
-        );
-        assert_eq!(
-            words("x=ratio(a,b)"),
-            ["x", "<=>", "ratio", "<(>", "a", "<,>", "b", "<)>"]
-        );
+        assert_eq!(words("select a,b , c"), ["select", "a", "<,>", "b", "<,>", "c"]);
+        assert_eq!(words("x=ratio(a,b)"), ["x", "<=>", "ratio", "<(>", "a", "<,>", "b", "<)>"]);
         assert_eq!(words("a<17 b>2"), ["a", "<<>", "17", "b", "<>>", "2"]);
     }
 
     #[test]
     fn quotes_and_escapes() {
-        assert_eq!(
-            words(r#"order by "b with space", c"#),
-            ["order", "by", "b with space", "<,>", "c"]
-        );
+        assert_eq!(words(r#"order by "b with space", c"#), ["order", "by", "b with space", "<,>", "c"]);
         assert_eq!(words(r"iteration#main\ loop"), ["iteration#main loop"]);
         assert_eq!(words(r#""a,bb,ccc""#), ["a,bb,ccc"]);
         assert_eq!(words(r#"pre"fix and"post"#), ["prefix andpost"]);

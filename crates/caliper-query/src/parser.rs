@@ -7,8 +7,8 @@
 
 use crate::lexer::{Lexer, Word};
 use crate::spec::{
-    AggregationOp, Condition, ConditionOp, FormatSpec, Formatter, Kernel, LetDef, LetOperator,
-    QuerySpec, Selection, SortKey, SortOrder,
+    AggregationOp, Condition, ConditionOp, FormatSpec, Formatter, Kernel, LetDef, LetOperator, QuerySpec, Selection,
+    SortKey, SortOrder,
 };
 use std::fmt;
 
@@ -51,12 +51,7 @@ pub fn parse_query(text: &str) -> Result<QuerySpec, ParseError> {
 /// Parses a CalQL query and adds its clauses to `spec` (clauses
 /// accumulate, as repeated clauses in one query do).
 pub fn parse_into(text: &str, spec: &mut QuerySpec) -> Result<(), ParseError> {
-    Parser {
-        lx: Lexer::new(text, SEPARATORS),
-        text,
-        spec,
-    }
-    .query()
+    Parser { lx: Lexer::new(text, SEPARATORS), text, spec }.query()
 }
 
 struct Parser<'a, 's> {
@@ -68,10 +63,7 @@ struct Parser<'a, 's> {
 impl Parser<'_, '_> {
     fn error_at(&self, offset: usize, message: impl Into<String>) -> ParseError {
         let column = self.text[..offset.min(self.text.len())].chars().count() + 1;
-        ParseError {
-            message: message.into(),
-            column,
-        }
+        ParseError { message: message.into(), column }
     }
 
     fn error(&mut self, message: impl Into<String>) -> ParseError {
@@ -89,11 +81,7 @@ impl Parser<'_, '_> {
                 let c = self.lx.peek().expect("not at end");
                 return Err(self.error(format!("Expected clause, got {c}")));
             };
-            let keyword = if word.quoted {
-                String::new()
-            } else {
-                word.text.to_ascii_lowercase()
-            };
+            let keyword = if word.quoted { String::new() } else { word.text.to_ascii_lowercase() };
             match keyword.as_str() {
                 "select" => self.select()?,
                 "aggregate" => self.aggregate()?,
@@ -109,10 +97,7 @@ impl Parser<'_, '_> {
                     self.order_by()?;
                 }
                 _ => {
-                    return Err(self.error_at(
-                        word.start,
-                        format!("Expected clause keyword, got {}", word.text),
-                    ));
+                    return Err(self.error_at(word.start, format!("Expected clause keyword, got {}", word.text)));
                 }
             }
         }
@@ -125,18 +110,13 @@ impl Parser<'_, '_> {
             _ => {
                 self.lx = mark;
                 let suggestion = format!("{} BY", keyword.text.to_ascii_uppercase());
-                Err(self.error(format!(
-                    "Expected clause keyword. Did you mean \"{suggestion}\"?"
-                )))
+                Err(self.error(format!("Expected clause keyword. Did you mean \"{suggestion}\"?")))
             }
         }
     }
 
     /// Reads a comma-separated list of items with `item`; at least one.
-    fn list(
-        &mut self,
-        mut item: impl FnMut(&mut Self) -> Result<(), ParseError>,
-    ) -> Result<(), ParseError> {
+    fn list(&mut self, mut item: impl FnMut(&mut Self) -> Result<(), ParseError>) -> Result<(), ParseError> {
         loop {
             item(self)?;
             if !self.lx.eat(',') {
@@ -166,19 +146,12 @@ impl Parser<'_, '_> {
     }
 
     fn kernel_op(&mut self, name: &Word) -> Result<AggregationOp, ParseError> {
-        let kernel = Kernel::from_name(&name.text).ok_or_else(|| {
-            self.error_at(
-                name.start,
-                format!("Unknown aggregation function {}", name.text),
-            )
-        })?;
+        let kernel = Kernel::from_name(&name.text)
+            .ok_or_else(|| self.error_at(name.start, format!("Unknown aggregation function {}", name.text)))?;
         let args = self.call_args()?;
         let info = kernel.info();
         if args.len() < info.required || args.len() > info.args.len() {
-            return Err(self.error_at(
-                name.start,
-                format!("Invalid number of arguments for {}", info.name),
-            ));
+            return Err(self.error_at(name.start, format!("Invalid number of arguments for {}", info.name)));
         }
         Ok(AggregationOp { kernel, args })
     }
@@ -219,32 +192,20 @@ impl Parser<'_, '_> {
             let Some(w) = self.lx.word() else {
                 return Ok(());
             };
-            let key = if w.quoted {
-                String::new()
-            } else {
-                w.text.to_ascii_lowercase()
-            };
+            let key = if w.quoted { String::new() } else { w.text.to_ascii_lowercase() };
             match key.as_str() {
                 "as" if !alias => {
-                    let value = self
-                        .lx
-                        .word()
-                        .ok_or_else(|| self.error("Expected alias at SELECT ... AS "))?;
+                    let value = self.lx.word().ok_or_else(|| self.error("Expected alias at SELECT ... AS "))?;
                     self.spec.aliases.push((target.to_string(), value.text));
                     alias = true;
                 }
                 "unit" if !unit => {
-                    let value = self
-                        .lx
-                        .word()
-                        .ok_or_else(|| self.error("Expected unit at SELECT ... UNIT "))?;
+                    let value = self.lx.word().ok_or_else(|| self.error("Expected unit at SELECT ... UNIT "))?;
                     self.spec.units.push((target.to_string(), value.text));
                     unit = true;
                 }
                 "as" | "unit" => {
-                    return Err(
-                        self.error_at(w.start, format!("Expected clause keyword, got {}", w.text))
-                    );
+                    return Err(self.error_at(w.start, format!("Expected clause keyword, got {}", w.text)));
                 }
                 _ => {
                     self.lx = mark;
@@ -256,14 +217,9 @@ impl Parser<'_, '_> {
 
     fn aggregate(&mut self) -> Result<(), ParseError> {
         self.list(|p| {
-            let word =
-                p.lx.word()
-                    .ok_or_else(|| p.error("Expected argument for AGGREGATE"))?;
+            let word = p.lx.word().ok_or_else(|| p.error("Expected argument for AGGREGATE"))?;
             if !p.lx.eat('(') {
-                return Err(p.error_at(
-                    word.start,
-                    format!("Unknown aggregation function {}", word.text),
-                ));
+                return Err(p.error_at(word.start, format!("Unknown aggregation function {}", word.text)));
             }
             let op = p.kernel_op(&word)?;
             p.spec.aggregate.push(op);
@@ -273,9 +229,7 @@ impl Parser<'_, '_> {
 
     fn group_by(&mut self) -> Result<(), ParseError> {
         self.list(|p| {
-            let word =
-                p.lx.word()
-                    .ok_or_else(|| p.error("Expected argument for GROUP BY"))?;
+            let word = p.lx.word().ok_or_else(|| p.error("Expected argument for GROUP BY"))?;
             if !word.quoted && (word.text == "path" || word.text == "prop:nested") {
                 p.spec.group_by_path = true;
                 if p.spec.group_by == Selection::Default {
@@ -291,17 +245,11 @@ impl Parser<'_, '_> {
     }
 
     fn condition(&mut self) -> Result<Condition, ParseError> {
-        let mut word = self
-            .lx
-            .word()
-            .ok_or_else(|| self.error("Condition term expected"))?;
+        let mut word = self.lx.word().ok_or_else(|| self.error("Condition term expected"))?;
         let mut negate = false;
         if !word.quoted && word.text.eq_ignore_ascii_case("not") {
             negate = true;
-            word = self
-                .lx
-                .word()
-                .ok_or_else(|| self.error("Condition term expected"))?;
+            word = self.lx.word().ok_or_else(|| self.error("Condition term expected"))?;
         }
         let op = match self.lx.peek() {
             Some('=') => Some(('=', ConditionOp::Equal)),
@@ -312,19 +260,12 @@ impl Parser<'_, '_> {
         let (op, value) = match op {
             Some((c, op)) => {
                 self.lx.eat(c);
-                let value = self
-                    .lx
-                    .word()
-                    .ok_or_else(|| self.error(format!("Argument expected for '{c}'")))?;
+                let value = self.lx.word().ok_or_else(|| self.error(format!("Argument expected for '{c}'")))?;
                 (op, value.text)
             }
             None => (ConditionOp::Exist, String::new()),
         };
-        Ok(Condition {
-            op: if negate { op.negated() } else { op },
-            attribute: word.text,
-            value,
-        })
+        Ok(Condition { op: if negate { op.negated() } else { op }, attribute: word.text, value })
     }
 
     fn filter(&mut self) -> Result<(), ParseError> {
@@ -337,15 +278,11 @@ impl Parser<'_, '_> {
 
     fn let_defs(&mut self) -> Result<(), ParseError> {
         self.list(|p| {
-            let target =
-                p.lx.word()
-                    .ok_or_else(|| p.error("Expected argument for LET"))?;
+            let target = p.lx.word().ok_or_else(|| p.error("Expected argument for LET"))?;
             if !p.lx.eat('=') {
                 return Err(p.error(format!("Expected \"=\" after {}", target.text)));
             }
-            let name =
-                p.lx.word()
-                    .ok_or_else(|| p.error("Expected operator name"))?;
+            let name = p.lx.word().ok_or_else(|| p.error("Expected operator name"))?;
             let op = LetOperator::from_name(&name.text)
                 .ok_or_else(|| p.error_at(name.start, format!("Unknown operator {}", name.text)))?;
             if !p.lx.eat('(') {
@@ -354,10 +291,7 @@ impl Parser<'_, '_> {
             let args = p.call_args()?;
             let (op_name, arg_names, required) = op.info();
             if args.len() < required || args.len() > arg_names.len() {
-                return Err(p.error_at(
-                    name.start,
-                    format!("Invalid number of arguments for operator {op_name}"),
-                ));
+                return Err(p.error_at(name.start, format!("Invalid number of arguments for operator {op_name}")));
             }
             let mark = p.lx.clone();
             let condition = match p.lx.word() {
@@ -370,45 +304,30 @@ impl Parser<'_, '_> {
             if p.spec.let_defs.iter().any(|d| d.target == target.text) {
                 return Err(p.error_at(target.start, format!("{} defined twice", target.text)));
             }
-            p.spec.let_defs.push(LetDef {
-                target: target.text,
-                op,
-                args,
-                condition,
-            });
+            p.spec.let_defs.push(LetDef { target: target.text, op, args, condition });
             Ok(())
         })
     }
 
     fn order_by(&mut self) -> Result<(), ParseError> {
         self.list(|p| {
-            let word =
-                p.lx.word()
-                    .ok_or_else(|| p.error("Sort attribute expected"))?;
+            let word = p.lx.word().ok_or_else(|| p.error("Sort attribute expected"))?;
             let mark = p.lx.clone();
             let order = match p.lx.word() {
                 Some(w) if !w.quoted && w.text.eq_ignore_ascii_case("asc") => SortOrder::Ascending,
-                Some(w) if !w.quoted && w.text.eq_ignore_ascii_case("desc") => {
-                    SortOrder::Descending
-                }
+                Some(w) if !w.quoted && w.text.eq_ignore_ascii_case("desc") => SortOrder::Descending,
                 _ => {
                     p.lx = mark;
                     SortOrder::Default
                 }
             };
-            p.spec.sort.push(SortKey {
-                attribute: word.text,
-                order,
-            });
+            p.spec.sort.push(SortKey { attribute: word.text, order });
             Ok(())
         })
     }
 
     fn format(&mut self) -> Result<(), ParseError> {
-        let name = self
-            .lx
-            .word()
-            .ok_or_else(|| self.error("Expected formatter name"))?;
+        let name = self.lx.word().ok_or_else(|| self.error("Expected formatter name"))?;
         let formatter = Formatter::from_name(&name.text)
             .ok_or_else(|| self.error_at(name.start, format!("Unknown formatter {}", name.text)))?;
         let mut spec = FormatSpec::new(formatter);
@@ -418,15 +337,10 @@ impl Parser<'_, '_> {
             loop {
                 let word = self.lx.word().ok_or_else(|| self.error("Expected ')'"))?;
                 if self.lx.eat('=') {
-                    let value = self
-                        .lx
-                        .word()
-                        .ok_or_else(|| self.error("Argument expected for '='"))?;
+                    let value = self.lx.word().ok_or_else(|| self.error("Argument expected for '='"))?;
                     if !names.contains(&word.text.as_str()) {
-                        return Err(self.error_at(
-                            word.start,
-                            format!("Unknown argument {} for {}", word.text, formatter.name()),
-                        ));
+                        return Err(self
+                            .error_at(word.start, format!("Unknown argument {} for {}", word.text, formatter.name())));
                     }
                     spec.args.push((word.text, value.text));
                 } else if !word.quoted && names.contains(&word.text.as_str()) {
@@ -436,10 +350,7 @@ impl Parser<'_, '_> {
                     let Some(&arg) = names.get(positional) else {
                         return Err(self.error_at(
                             word.start,
-                            format!(
-                                "Invalid number of arguments for formatter {}",
-                                formatter.name()
-                            ),
+                            format!("Invalid number of arguments for formatter {}", formatter.name()),
                         ));
                     };
                     spec.args.push((arg.to_string(), word.text));
@@ -476,10 +387,7 @@ mod tests {
 
     #[test]
     fn select_lists() {
-        assert_eq!(
-            ok("select a,a.a, b , c ").select,
-            list(&["a", "a.a", "b", "c"])
-        );
+        assert_eq!(ok("select a,a.a, b , c ").select, list(&["a", "a.a", "b", "c"]));
         let q = ok("SELECT aa,path");
         assert_eq!(q.select, list(&["aa"]));
         assert!(q.select_path);
@@ -510,11 +418,7 @@ mod tests {
     #[test]
     fn where_conditions() {
         let q = ok("where a,bbb<17, NOT cc , dd = 5, not eee = foo, ff>42");
-        let c = |op, a: &str, v: &str| Condition {
-            op,
-            attribute: a.into(),
-            value: v.into(),
-        };
+        let c = |op, a: &str, v: &str| Condition { op, attribute: a.into(), value: v.into() };
         assert_eq!(
             q.filter,
             vec![
@@ -528,27 +432,17 @@ mod tests {
         );
         assert_eq!(ok("where not a < 3").filter[0].op, ConditionOp::NotLess);
         assert_eq!(ok("where not a > 3").filter[0].op, ConditionOp::NotGreater);
-        assert_eq!(
-            ok(r"where iteration#main\ loop=2").filter[0].attribute,
-            "iteration#main loop"
-        );
+        assert_eq!(ok(r"where iteration#main\ loop=2").filter[0].attribute, "iteration#main loop");
     }
 
     #[test]
     fn group_and_order() {
-        assert_eq!(
-            ok("GROUP   By   aa,b, ccc").group_by,
-            list(&["aa", "b", "ccc"])
-        );
+        assert_eq!(ok("GROUP   By   aa,b, ccc").group_by, list(&["aa", "b", "ccc"]));
         let q = ok("group by path");
         assert!(q.group_by_path);
         assert_eq!(q.group_by, Selection::List(vec![]));
         let q = ok("Order By aa, b desc , c   asc, ddd");
-        let orders: Vec<_> = q
-            .sort
-            .iter()
-            .map(|k| (k.attribute.as_str(), k.order))
-            .collect();
+        let orders: Vec<_> = q.sort.iter().map(|k| (k.attribute.as_str(), k.order)).collect();
         assert_eq!(
             orders,
             vec![
@@ -570,14 +464,8 @@ mod tests {
         assert_eq!(f.arg("column-width"), Some("42"));
         let f = ok("FORMAT json(object)").format.unwrap();
         assert!(f.flag("object"));
-        assert_eq!(
-            ok("format json format expand").format.unwrap().formatter,
-            Formatter::Expand
-        );
-        assert_eq!(
-            ok("format json-split").format.unwrap().formatter,
-            Formatter::JsonSplit
-        );
+        assert_eq!(ok("format json format expand").format.unwrap().formatter, Formatter::Expand);
+        assert_eq!(ok("format json-split").format.unwrap().formatter, Formatter::JsonSplit);
     }
 
     #[test]
@@ -585,27 +473,17 @@ mod tests {
         let q = ok(" Aggregate SUM ( aaaa ), Count(  ) ");
         assert_eq!(
             q.aggregate,
-            vec![
-                AggregationOp::new(Kernel::Sum, &["aaaa"]),
-                AggregationOp::new(Kernel::Count, &[])
-            ]
+            vec![AggregationOp::new(Kernel::Sum, &["aaaa"]), AggregationOp::new(Kernel::Count, &[])]
         );
         assert_eq!(q.select, Selection::Default);
-        let q = ok(
-            r#"let x=  ratio( a,   "b" ) if not X, y=scale(c,42) if Y =  foo let z=truncate (  yy ) if not Z>1"#,
-        );
+        let q =
+            ok(r#"let x=  ratio( a,   "b" ) if not X, y=scale(c,42) if Y =  foo let z=truncate (  yy ) if not Z>1"#);
         assert_eq!(q.let_defs.len(), 3);
         assert_eq!(q.let_defs[0].args, ["a", "b"]);
-        assert_eq!(
-            q.let_defs[0].condition.as_ref().unwrap().op,
-            ConditionOp::NotExist
-        );
+        assert_eq!(q.let_defs[0].condition.as_ref().unwrap().op, ConditionOp::NotExist);
         assert_eq!(q.let_defs[1].condition.as_ref().unwrap().value, "foo");
         assert_eq!(q.let_defs[2].op, LetOperator::Truncate);
-        assert_eq!(
-            q.let_defs[2].condition.as_ref().unwrap().op,
-            ConditionOp::NotGreater
-        );
+        assert_eq!(q.let_defs[2].condition.as_ref().unwrap().op, ConditionOp::NotGreater);
         assert_eq!(ok("let l = leaf()").let_defs[0].args.len(), 0);
     }
 
@@ -614,50 +492,23 @@ mod tests {
         assert_eq!(err("select bla,"), "Expected argument for SELECT");
         assert_eq!(err("select "), "Expected argument for SELECT");
         assert_eq!(err("select sum()"), "Invalid number of arguments for sum");
-        assert_eq!(
-            err("select count(a)"),
-            "Invalid number of arguments for count"
-        );
-        assert_eq!(
-            err("select sum(a,b,c)"),
-            "Invalid number of arguments for sum"
-        );
-        assert_eq!(
-            err("select median(a)"),
-            "Unknown aggregation function median"
-        );
+        assert_eq!(err("select count(a)"), "Invalid number of arguments for count");
+        assert_eq!(err("select sum(a,b,c)"), "Invalid number of arguments for sum");
+        assert_eq!(err("select median(a)"), "Unknown aggregation function median");
         assert_eq!(err("where a="), "Argument expected for '='");
         assert_eq!(err("where aa=bb,NOT"), "Condition term expected");
         assert_eq!(err("aggregate sum(aa), count("), "Expected ')'");
         assert_eq!(err("aggregate sum(aa),"), "Expected argument for AGGREGATE");
-        assert_eq!(
-            err(r#"FORMAT tree("a,bb,ccc", ddd, e, f)"#),
-            "Invalid number of arguments for formatter tree"
-        );
-        assert_eq!(
-            err("FORMAT tree(glorb=glurb)"),
-            "Unknown argument glorb for tree"
-        );
+        assert_eq!(err(r#"FORMAT tree("a,bb,ccc", ddd, e, f)"#), "Invalid number of arguments for formatter tree");
+        assert_eq!(err("FORMAT tree(glorb=glurb)"), "Unknown argument glorb for tree");
         assert_eq!(err("format csv"), "Unknown formatter csv");
-        assert_eq!(
-            err("SELECT a GROUP b.c.d"),
-            "Expected clause keyword. Did you mean \"GROUP BY\"?"
-        );
-        assert_eq!(
-            err(" select a,b,c format tree = where b"),
-            "Expected clause, got ="
-        );
+        assert_eq!(err("SELECT a GROUP b.c.d"), "Expected clause keyword. Did you mean \"GROUP BY\"?");
+        assert_eq!(err(" select a,b,c format tree = where b"), "Expected clause, got =");
         assert_eq!(err("where bla()"), "Expected clause, got (");
         assert_eq!(err("let blagarbl"), "Expected \"=\" after blagarbl");
-        assert_eq!(
-            err("let a=notanoperator(x,y)"),
-            "Unknown operator notanoperator"
-        );
+        assert_eq!(err("let a=notanoperator(x,y)"), "Unknown operator notanoperator");
         assert_eq!(err("let a=scale(x,10.0), a =scale(y,5)"), "a defined twice");
-        assert_eq!(
-            err("let a=scale(x)"),
-            "Invalid number of arguments for operator scale"
-        );
+        assert_eq!(err("let a=scale(x)"), "Invalid number of arguments for operator scale");
         assert_eq!(err("selec a"), "Expected clause keyword, got selec");
         assert_eq!(err("select a as x as y"), "Expected clause keyword, got as");
         assert_eq!(err("select a as"), "Expected alias at SELECT ... AS ");

@@ -70,14 +70,11 @@ impl Preprocessor {
 fn parse_factor(def: &LetDef, index: usize, default: f64) -> Result<f64, LetError> {
     match def.args.get(index) {
         None => Ok(default),
-        Some(text) => text
-            .parse()
-            .map_err(|_| LetError(format!("Invalid factor \"{text}\" in {}", def.target))),
+        Some(text) => text.parse().map_err(|_| LetError(format!("Invalid factor \"{text}\" in {}", def.target))),
     }
 }
 
-const RESULT_PROPS: Properties =
-    Properties::from_bits(Properties::SKIP_EVENTS.bits() | Properties::ASVALUE.bits());
+const RESULT_PROPS: Properties = Properties::from_bits(Properties::SKIP_EVENTS.bits() | Properties::ASVALUE.bits());
 
 impl Compiled {
     fn new(def: &LetDef) -> Result<Compiled, LetError> {
@@ -90,24 +87,13 @@ impl Compiled {
         Ok(Compiled {
             target: def.target.clone(),
             op: def.op,
-            operands: def.args[..n_operands]
-                .iter()
-                .map(|a| AttrRef::new(a))
-                .collect(),
+            operands: def.args[..n_operands].iter().map(|a| AttrRef::new(a)).collect(),
             factor,
-            condition: def
-                .condition
-                .as_ref()
-                .map(|c| RecordFilter::new(std::slice::from_ref(c))),
+            condition: def.condition.as_ref().map(|c| RecordFilter::new(std::slice::from_ref(c))),
         })
     }
 
-    fn operand<'a>(
-        &mut self,
-        i: usize,
-        db: &'a MetadataDb,
-        record: &'a Record,
-    ) -> Option<&'a Variant> {
+    fn operand<'a>(&mut self, i: usize, db: &'a MetadataDb, record: &'a Record) -> Option<&'a Variant> {
         let attr = self.operands[i].get(db)?;
         first_value(db, record, attr)
     }
@@ -129,9 +115,9 @@ impl Compiled {
                 let a = self.operand(0, db, record)?;
                 Some((truncate(a, self.factor)?, RESULT_PROPS))
             }
-            LetOperator::First => (0..self.operands.len())
-                .find_map(|i| self.operand(i, db, record).cloned())
-                .map(|v| (v, RESULT_PROPS)),
+            LetOperator::First => {
+                (0..self.operands.len()).find_map(|i| self.operand(i, db, record).cloned()).map(|v| (v, RESULT_PROPS))
+            }
             LetOperator::Sum => {
                 let mut sum = Variant::Empty;
                 for i in 0..self.operands.len() {
@@ -167,9 +153,7 @@ impl Compiled {
                 };
                 if matches {
                     let props = match wanted {
-                        Some(_) => Properties::from_bits(
-                            info.properties().bits() & !Properties::NESTED.bits(),
-                        ),
+                        Some(_) => Properties::from_bits(info.properties().bits() & !Properties::NESTED.bits()),
                         None => RESULT_PROPS,
                     };
                     return Some((value.clone(), props | Properties::ASVALUE));
@@ -219,10 +203,7 @@ mod tests {
         record.entries[before..]
             .iter()
             .map(|e| match e {
-                Entry::Immediate(a, v) => (
-                    db.attribute(*a).unwrap().name().to_string(),
-                    v.to_cali_string(),
-                ),
+                Entry::Immediate(a, v) => (db.attribute(*a).unwrap().name().to_string(), v.to_cali_string()),
                 Entry::Reference(_) => panic!("LET appends immediates"),
             })
             .collect()
@@ -238,58 +219,28 @@ mod tests {
     }
 
     fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
-        list.iter()
-            .map(|(a, b)| (a.to_string(), b.to_string()))
-            .collect()
+        list.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
     }
 
     #[test]
     fn arithmetic_operators() {
         assert_eq!(run("let r=ratio(a,b)", numbers), pairs(&[("r", "617")]));
-        assert_eq!(
-            run("let r=ratio(a,b,0.5)", numbers),
-            pairs(&[("r", "308.5")])
-        );
-        assert_eq!(
-            run("let r=ratio(a,z)", numbers),
-            pairs(&[]),
-            "division by zero is skipped"
-        );
-        assert_eq!(
-            run("let s=scale(a,1e-3)", numbers),
-            pairs(&[("s", "1.234")])
-        );
-        assert_eq!(
-            run("let t=truncate(a,100)", numbers),
-            pairs(&[("t", "1200")])
-        );
+        assert_eq!(run("let r=ratio(a,b,0.5)", numbers), pairs(&[("r", "308.5")]));
+        assert_eq!(run("let r=ratio(a,z)", numbers), pairs(&[]), "division by zero is skipped");
+        assert_eq!(run("let s=scale(a,1e-3)", numbers), pairs(&[("s", "1.234")]));
+        assert_eq!(run("let t=truncate(a,100)", numbers), pairs(&[("t", "1200")]));
         assert_eq!(run("let t=truncate(b)", numbers), pairs(&[("t", "2")]));
-        assert_eq!(
-            run("let s=sum(a,missing,a)", numbers),
-            pairs(&[("s", "2468")])
-        );
-        assert_eq!(
-            run("let f=first(missing,b,a)", numbers),
-            pairs(&[("f", "2")])
-        );
+        assert_eq!(run("let s=sum(a,missing,a)", numbers), pairs(&[("s", "2468")]));
+        assert_eq!(run("let f=first(missing,b,a)", numbers), pairs(&[("f", "2")]));
         assert_eq!(run("let f=first(missing)", numbers), pairs(&[]));
     }
 
     #[test]
     fn chained_and_conditional() {
-        assert_eq!(
-            run("let x=scale(a,2), y=scale(x,2)", numbers),
-            pairs(&[("x", "2468"), ("y", "4936")])
-        );
-        assert_eq!(
-            run("let x=scale(a,2) if z=0", numbers),
-            pairs(&[("x", "2468")])
-        );
+        assert_eq!(run("let x=scale(a,2), y=scale(x,2)", numbers), pairs(&[("x", "2468"), ("y", "4936")]));
+        assert_eq!(run("let x=scale(a,2) if z=0", numbers), pairs(&[("x", "2468")]));
         assert_eq!(run("let x=scale(a,2) if z>0", numbers), pairs(&[]));
-        assert_eq!(
-            run("let x=scale(a,2) if not missing", numbers),
-            pairs(&[("x", "2468")])
-        );
+        assert_eq!(run("let x=scale(a,2) if not missing", numbers), pairs(&[("x", "2468")]));
     }
 
     #[test]
@@ -309,9 +260,6 @@ mod tests {
     #[test]
     fn bad_factor() {
         let q = parse_query("let x=scale(a,lots)").unwrap();
-        assert_eq!(
-            Preprocessor::new(&q.let_defs).unwrap_err().0,
-            "Invalid factor \"lots\" in x"
-        );
+        assert_eq!(Preprocessor::new(&q.let_defs).unwrap_err().0, "Invalid factor \"lots\" in x");
     }
 }

@@ -44,19 +44,11 @@ pub struct QueryProcessor {
 impl QueryProcessor {
     /// A processor for `spec` writing to `out`; `default` is the formatter
     /// when the query has no FORMAT clause.
-    pub fn new(
-        spec: &QuerySpec,
-        default: Formatter,
-        out: Box<dyn Write>,
-    ) -> Result<QueryProcessor, QueryError> {
+    pub fn new(spec: &QuerySpec, default: Formatter, out: Box<dyn Write>) -> Result<QueryProcessor, QueryError> {
         Ok(QueryProcessor {
             preprocess: Preprocessor::new(&spec.let_defs)?,
             filter: RecordFilter::new(&spec.filter),
-            aggregator: if spec.aggregate.is_empty() {
-                None
-            } else {
-                Some(Aggregator::new(spec)?)
-            },
+            aggregator: if spec.aggregate.is_empty() { None } else { Some(Aggregator::new(spec)?) },
             formatter: make_formatter(spec, default, out)?,
             scratch: Record::default(),
         })

@@ -89,12 +89,7 @@ impl Kernel {
             required: usize,
             doc: &'static str,
         ) -> KernelInfo {
-            KernelInfo {
-                name,
-                args,
-                required,
-                doc,
-            }
+            KernelInfo { name, args, required, doc }
         }
         match self {
             Kernel::Count => k("count", &[], 0, "number of records in the group"),
@@ -102,67 +97,26 @@ impl Kernel {
             Kernel::Min => k("min", &["attribute"], 1, "smallest value"),
             Kernel::Max => k("max", &["attribute"], 1, "largest value"),
             Kernel::Avg => k("avg", &["attribute"], 1, "mean value"),
-            Kernel::Scale => k(
-                "scale",
-                &["attribute", "factor"],
-                2,
-                "sum multiplied by factor",
-            ),
-            Kernel::Ratio => k(
-                "ratio",
-                &["numerator", "denominator", "scale"],
-                2,
-                "ratio of two sums, times scale",
-            ),
-            Kernel::PercentTotal => k(
-                "percent_total",
-                &["attribute"],
-                1,
-                "group sum as percent of the total sum",
-            ),
-            Kernel::InclusiveSum => k(
-                "inclusive_sum",
-                &["attribute"],
-                1,
-                "sum including all child paths",
-            ),
-            Kernel::InclusiveScale => k(
-                "inclusive_scale",
-                &["attribute", "factor"],
-                2,
-                "inclusive sum multiplied by factor",
-            ),
-            Kernel::InclusivePercentTotal => k(
-                "inclusive_percent_total",
-                &["attribute"],
-                1,
-                "inclusive sum as percent of the total sum",
-            ),
+            Kernel::Scale => k("scale", &["attribute", "factor"], 2, "sum multiplied by factor"),
+            Kernel::Ratio => k("ratio", &["numerator", "denominator", "scale"], 2, "ratio of two sums, times scale"),
+            Kernel::PercentTotal => k("percent_total", &["attribute"], 1, "group sum as percent of the total sum"),
+            Kernel::InclusiveSum => k("inclusive_sum", &["attribute"], 1, "sum including all child paths"),
+            Kernel::InclusiveScale => {
+                k("inclusive_scale", &["attribute", "factor"], 2, "inclusive sum multiplied by factor")
+            }
+            Kernel::InclusivePercentTotal => {
+                k("inclusive_percent_total", &["attribute"], 1, "inclusive sum as percent of the total sum")
+            }
             Kernel::InclusiveRatio => k(
                 "inclusive_ratio",
                 &["numerator", "denominator", "scale"],
                 2,
                 "ratio of two inclusive sums, times scale",
             ),
-            Kernel::InclusiveMin => k(
-                "inclusive_min",
-                &["attribute"],
-                1,
-                "smallest value including child paths",
-            ),
-            Kernel::InclusiveMax => k(
-                "inclusive_max",
-                &["attribute"],
-                1,
-                "largest value including child paths",
-            ),
+            Kernel::InclusiveMin => k("inclusive_min", &["attribute"], 1, "smallest value including child paths"),
+            Kernel::InclusiveMax => k("inclusive_max", &["attribute"], 1, "largest value including child paths"),
             Kernel::Any => k("any", &["attribute"], 1, "the first value seen"),
-            Kernel::ScaleCount => k(
-                "scale_count",
-                &["factor"],
-                1,
-                "number of records multiplied by factor",
-            ),
+            Kernel::ScaleCount => k("scale_count", &["factor"], 1, "number of records multiplied by factor"),
             Kernel::Variance => k("variance", &["attribute"], 1, "population variance"),
             Kernel::Histogram => k(
                 "histogram",
@@ -175,9 +129,7 @@ impl Kernel {
 
     /// The kernel with this CalQL name (case-insensitive).
     pub fn from_name(name: &str) -> Option<Kernel> {
-        Kernel::ALL
-            .into_iter()
-            .find(|k| k.info().name.eq_ignore_ascii_case(name))
+        Kernel::ALL.into_iter().find(|k| k.info().name.eq_ignore_ascii_case(name))
     }
 
     /// Whether results propagate to ancestor paths.
@@ -206,10 +158,7 @@ pub struct AggregationOp {
 impl AggregationOp {
     /// An op from a kernel and arguments.
     pub fn new(kernel: Kernel, args: &[&str]) -> AggregationOp {
-        AggregationOp {
-            kernel,
-            args: args.iter().map(|s| s.to_string()).collect(),
-        }
+        AggregationOp { kernel, args: args.iter().map(|s| s.to_string()).collect() }
     }
 
     fn arg(&self, i: usize) -> &str {
@@ -270,9 +219,7 @@ impl Selection {
         match self {
             Selection::All => {}
             Selection::List(list) => list.extend(names),
-            Selection::Default | Selection::Nothing => {
-                *self = Selection::List(names.into_iter().collect())
-            }
+            Selection::Default | Selection::Nothing => *self = Selection::List(names.into_iter().collect()),
         }
     }
 
@@ -376,9 +323,7 @@ impl LetOperator {
 
     /// The operator with this name (case-insensitive).
     pub fn from_name(name: &str) -> Option<LetOperator> {
-        LetOperator::ALL
-            .into_iter()
-            .find(|op| op.info().0.eq_ignore_ascii_case(name))
+        LetOperator::ALL.into_iter().find(|op| op.info().0.eq_ignore_ascii_case(name))
     }
 }
 
@@ -465,23 +410,14 @@ impl Formatter {
             Formatter::Cali | Formatter::Expand | Formatter::JsonSplit => &[],
             Formatter::Table => &["column-width", "print-globals"],
             Formatter::Tree => &["path-attributes", "column-width", "print-globals"],
-            Formatter::Json => &[
-                "object",
-                "pretty",
-                "quote-all",
-                "separate-nested",
-                "records",
-                "split",
-            ],
+            Formatter::Json => &["object", "pretty", "quote-all", "separate-nested", "records", "split"],
             Formatter::UserFormat => &["format", "title"],
         }
     }
 
     /// The formatter with this name (case-insensitive).
     pub fn from_name(name: &str) -> Option<Formatter> {
-        Formatter::ALL
-            .into_iter()
-            .find(|f| f.name().eq_ignore_ascii_case(name))
+        Formatter::ALL.into_iter().find(|f| f.name().eq_ignore_ascii_case(name))
     }
 }
 
@@ -497,25 +433,17 @@ pub struct FormatSpec {
 impl FormatSpec {
     /// A formatter without arguments.
     pub fn new(formatter: Formatter) -> FormatSpec {
-        FormatSpec {
-            formatter,
-            args: Vec::new(),
-        }
+        FormatSpec { formatter, args: Vec::new() }
     }
 
     /// The value of an argument.
     pub fn arg(&self, name: &str) -> Option<&str> {
-        self.args
-            .iter()
-            .rev()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
+        self.args.iter().rev().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
     }
 
     /// Whether a flag argument is set to a true value.
     pub fn flag(&self, name: &str) -> bool {
-        self.arg(name)
-            .is_some_and(|v| caliper_data::variant::parse_bool(v).unwrap_or(false))
+        self.arg(name).is_some_and(|v| caliper_data::variant::parse_bool(v).unwrap_or(false))
     }
 }
 
@@ -549,20 +477,12 @@ pub struct QuerySpec {
 impl QuerySpec {
     /// The alias given to an attribute, if any.
     pub fn alias(&self, name: &str) -> Option<&str> {
-        self.aliases
-            .iter()
-            .rev()
-            .find(|(n, _)| n == name)
-            .map(|(_, a)| a.as_str())
+        self.aliases.iter().rev().find(|(n, _)| n == name).map(|(_, a)| a.as_str())
     }
 
     /// The unit given to an attribute, if any.
     pub fn unit(&self, name: &str) -> Option<&str> {
-        self.units
-            .iter()
-            .rev()
-            .find(|(n, _)| n == name)
-            .map(|(_, u)| u.as_str())
+        self.units.iter().rev().find(|(n, _)| n == name).map(|(_, u)| u.as_str())
     }
 }
 
@@ -575,23 +495,11 @@ mod tests {
         let cases = [
             (AggregationOp::new(Kernel::Count, &[]), "count"),
             (AggregationOp::new(Kernel::Sum, &["time"]), "sum#time"),
-            (
-                AggregationOp::new(Kernel::Ratio, &["a", "b", "1e-6"]),
-                "ratio#a/b",
-            ),
-            (
-                AggregationOp::new(Kernel::InclusiveSum, &["x"]),
-                "inclusive#x",
-            ),
-            (
-                AggregationOp::new(Kernel::InclusiveRatio, &["a", "b"]),
-                "iratio#a/b",
-            ),
+            (AggregationOp::new(Kernel::Ratio, &["a", "b", "1e-6"]), "ratio#a/b"),
+            (AggregationOp::new(Kernel::InclusiveSum, &["x"]), "inclusive#x"),
+            (AggregationOp::new(Kernel::InclusiveRatio, &["a", "b"]), "iratio#a/b"),
             (AggregationOp::new(Kernel::ScaleCount, &["2"]), "scount"),
-            (
-                AggregationOp::new(Kernel::InclusivePercentTotal, &["x"]),
-                "ipercent_total#x",
-            ),
+            (AggregationOp::new(Kernel::InclusivePercentTotal, &["x"]), "ipercent_total#x"),
         ];
         for (op, name) in cases {
             assert_eq!(op.result_name(), name);
@@ -601,18 +509,9 @@ mod tests {
     #[test]
     fn names_are_case_insensitive() {
         assert_eq!(Kernel::from_name("COUNT"), Some(Kernel::Count));
-        assert_eq!(
-            Kernel::from_name("Inclusive_Sum"),
-            Some(Kernel::InclusiveSum)
-        );
-        assert_eq!(
-            LetOperator::from_name("TRUNCATE"),
-            Some(LetOperator::Truncate)
-        );
-        assert_eq!(
-            Formatter::from_name("JSON-Split"),
-            Some(Formatter::JsonSplit)
-        );
+        assert_eq!(Kernel::from_name("Inclusive_Sum"), Some(Kernel::InclusiveSum));
+        assert_eq!(LetOperator::from_name("TRUNCATE"), Some(LetOperator::Truncate));
+        assert_eq!(Formatter::from_name("JSON-Split"), Some(Formatter::JsonSplit));
         assert_eq!(Kernel::from_name("median"), None);
     }
 

@@ -14,10 +14,7 @@ use std::process::Command;
 
 /// The workspace root.
 pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .expect("workspace root exists")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("workspace root exists")
 }
 
 /// The directory of the reference's outputs (`fixtures/reference`).
@@ -45,9 +42,7 @@ pub fn cali_fixtures() -> Vec<PathBuf> {
 
 /// The target directory the tests run from.
 fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_root().join("target"))
+    std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| workspace_root().join("target"))
 }
 
 /// A Python package a test needs: the pip requirement and the module name
@@ -60,10 +55,7 @@ pub struct PyPackage {
 }
 
 /// The `caliper-reader` package, the reference's Python reader.
-pub const CALIPER_READER: PyPackage = PyPackage {
-    requirement: "caliper-reader==0.4.1",
-    module: "caliperreader",
-};
+pub const CALIPER_READER: PyPackage = PyPackage { requirement: "caliper-reader==0.4.1", module: "caliperreader" };
 
 /// The path of a Python interpreter in the test virtualenv with `packages`
 /// installed, creating the virtualenv and installing what is missing.
@@ -80,9 +72,7 @@ pub fn python_with(packages: &[PyPackage]) -> PathBuf {
         run(Command::new(&system_python).args(["-m", "venv"]).arg(&venv));
     }
     for pkg in packages {
-        let present = Command::new(&python)
-            .args(["-c", &format!("import {}", pkg.module)])
-            .output();
+        let present = Command::new(&python).args(["-c", &format!("import {}", pkg.module)]).output();
         if !present.is_ok_and(|o| o.status.success()) {
             run(Command::new(&python).args(["-m", "pip", "install", "--quiet", pkg.requirement]));
         }
@@ -91,9 +81,7 @@ pub fn python_with(packages: &[PyPackage]) -> PathBuf {
 }
 
 fn run(cmd: &mut Command) {
-    let out = cmd
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    let out = cmd.output().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
     assert!(
         out.status.success(),
         "{cmd:?} failed:\n{}\n{}",
@@ -107,16 +95,8 @@ fn run(cmd: &mut Command) {
 pub fn read_with_caliper_reader(paths: &[&Path]) -> serde_json::Value {
     let python = python_with(&[CALIPER_READER]);
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("py/read_cali.py");
-    let out = Command::new(python)
-        .env("PYTHONUTF8", "1")
-        .arg(script)
-        .args(paths)
-        .output()
-        .expect("run the Python reader");
-    assert!(
-        out.status.success(),
-        "caliper-reader failed on {paths:?}:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out =
+        Command::new(python).env("PYTHONUTF8", "1").arg(script).args(paths).output().expect("run the Python reader");
+    assert!(out.status.success(), "caliper-reader failed on {paths:?}:\n{}", String::from_utf8_lossy(&out.stderr));
     serde_json::from_slice(&out.stdout).expect("the Python reader prints JSON")
 }

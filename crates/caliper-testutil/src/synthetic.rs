@@ -46,11 +46,7 @@ pub fn write_event_trace(out: &mut impl Write, n_records: u64) -> io::Result<u64
             if records == n_records {
                 break 'outer;
             }
-            let level = if step < DEPTH {
-                step
-            } else {
-                2 * DEPTH - 1 - step
-            };
+            let level = if step < DEPTH { step } else { 2 * DEPTH - 1 - step };
             let id = node_id(level, name);
             let slot = (name * DEPTH + level) as usize;
             if !written[slot] {
@@ -72,10 +68,7 @@ pub fn write_event_trace(out: &mut impl Write, n_records: u64) -> io::Result<u64
         iteration += 1;
     }
     writeln!(w, "__rec=node,id=25,attr=10,data=1612,parent=3")?;
-    writeln!(
-        w,
-        "__rec=node,id=26,attr=8,data=cali.caliper.version,parent=25"
-    )?;
+    writeln!(w, "__rec=node,id=26,attr=8,data=cali.caliper.version,parent=25")?;
     writeln!(w, "__rec=node,id=27,attr=26,data=2.15.0-dev")?;
     writeln!(w, "__rec=globals,ref=27")?;
     Ok(w.bytes)

@@ -15,12 +15,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 const OPTIONS: &[OptSpec] = &[
-    OptSpec {
-        long: "query",
-        short: Some('q'),
-        takes: Takes::Value("QUERY"),
-        help: "Run the CalQL query QUERY",
-    },
+    OptSpec { long: "query", short: Some('q'), takes: Takes::Value("QUERY"), help: "Run the CalQL query QUERY" },
     OptSpec {
         long: "query-file",
         short: Some('Q'),
@@ -57,17 +52,20 @@ const OPTIONS: &[OptSpec] = &[
         takes: Takes::Value("ATTRIBUTES"),
         help: "Sort by ATTRIBUTES, ascending (table and tree)",
     },
+    OptSpec { long: "json", short: Some('j'), takes: Takes::Nothing, help: "Print records as JSON" },
+    OptSpec { long: "expand", short: Some('e'), takes: Takes::Nothing, help: "Print records as attr=value lists" },
+    OptSpec { long: "table", short: Some('t'), takes: Takes::Nothing, help: "Print records as a table" },
     OptSpec {
-        long: "expand",
-        short: Some('e'),
+        long: "tree",
+        short: Some('T'),
         takes: Takes::Nothing,
-        help: "Print records as attr=value lists",
+        help: "Print records as a tree over their region path",
     },
     OptSpec {
-        long: "table",
-        short: Some('t'),
-        takes: Takes::Nothing,
-        help: "Print records as a table",
+        long: "path-attributes",
+        short: None,
+        takes: Takes::Value("ATTRIBUTES"),
+        help: "Build the --tree over ATTRIBUTES instead of the nested ones",
     },
     OptSpec {
         long: "output",
@@ -81,18 +79,8 @@ const OPTIONS: &[OptSpec] = &[
         takes: Takes::Nothing,
         help: "Print the name of each input as it is read",
     },
-    OptSpec {
-        long: "version",
-        short: Some('V'),
-        takes: Takes::Nothing,
-        help: "Print the version and exit",
-    },
-    OptSpec {
-        long: "help",
-        short: Some('h'),
-        takes: Takes::Optional("TOPIC"),
-        help: "Print this help and exit",
-    },
+    OptSpec { long: "version", short: Some('V'), takes: Takes::Nothing, help: "Print the version and exit" },
+    OptSpec { long: "help", short: Some('h'), takes: Takes::Optional("TOPIC"), help: "Print this help and exit" },
 ];
 
 /// Exit status for a command line the tool does not accept (the
@@ -131,8 +119,8 @@ fn build_query(parsed: &ParsedArgs) -> Result<QuerySpec, Failure> {
     let mut spec = QuerySpec::default();
     let bad = |e: &dyn std::fmt::Display| Failure::BadQuery(e.to_string());
     if let Some(path) = parsed.value("query-file") {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| Failure::Fatal(format!("cannot open query file {path}: {e}")))?;
+        let text =
+            std::fs::read_to_string(path).map_err(|e| Failure::Fatal(format!("cannot open query file {path}: {e}")))?;
         parse_into(&text, &mut spec).map_err(|e| bad(&e))?;
     }
     if let Some(text) = parsed.value("query") {
@@ -145,11 +133,7 @@ fn build_query(parsed: &ParsedArgs) -> Result<QuerySpec, Failure> {
         spec.select = Selection::List(split_list(list));
     }
     if let Some(ops) = parsed.value("aggregate") {
-        let ops = if ops.trim().is_empty() {
-            "count()"
-        } else {
-            ops
-        };
+        let ops = if ops.trim().is_empty() { "count()" } else { ops };
         parse_into(&format!("aggregate {ops}"), &mut spec).map_err(|e| bad(&e))?;
     }
     if let Some(keys) = parsed.value("aggregate-key") {
@@ -163,18 +147,22 @@ fn build_query(parsed: &ParsedArgs) -> Result<QuerySpec, Failure> {
         }
     }
     if let Some(keys) = parsed.value("sort-by") {
-        spec.sort = split_list(keys)
-            .into_iter()
-            .map(|attribute| SortKey {
-                attribute,
-                order: SortOrder::Ascending,
-            })
-            .collect();
+        spec.sort =
+            split_list(keys).into_iter().map(|attribute| SortKey { attribute, order: SortOrder::Ascending }).collect();
     }
     // The first formatter flag set wins, in the reference's order.
-    for (flag, formatter) in [("expand", Formatter::Expand), ("table", Formatter::Table)] {
+    for (flag, formatter) in [
+        ("json", Formatter::Json),
+        ("expand", Formatter::Expand),
+        ("table", Formatter::Table),
+        ("tree", Formatter::Tree),
+    ] {
         if parsed.is_set(flag) {
-            spec.format = Some(FormatSpec::new(formatter));
+            let mut format = FormatSpec::new(formatter);
+            if let (Formatter::Tree, Some(attrs)) = (formatter, parsed.value("path-attributes")) {
+                format.args.push(("path-attributes".to_string(), attrs.to_string()));
+            }
+            spec.format = Some(format);
             break;
         }
     }
@@ -182,11 +170,7 @@ fn build_query(parsed: &ParsedArgs) -> Result<QuerySpec, Failure> {
 }
 
 fn split_list(text: &str) -> Vec<String> {
-    text.split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
-        .collect()
+    text.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect()
 }
 
 fn main() -> ExitCode {
@@ -222,8 +206,7 @@ fn run(argv: &[String]) -> Result<(), Failure> {
     let spec = build_query(&parsed)?;
     let (dest_name, dest): (String, Box<dyn Write>) = match parsed.value("output") {
         Some(path) if path != "-" => {
-            let file = File::create(path)
-                .map_err(|e| Failure::Fatal(format!("cannot create {path}: {e}")))?;
+            let file = File::create(path).map_err(|e| Failure::Fatal(format!("cannot create {path}: {e}")))?;
             (path.to_string(), Box::new(file))
         }
         _ => ("standard output".to_string(), Box::new(io::stdout().lock())),
@@ -235,20 +218,19 @@ fn run(argv: &[String]) -> Result<(), Failure> {
         inputs.push("-".to_string());
     }
     let mut db = MetadataDb::new();
-    let mut processor = QueryProcessor::new(&spec, Formatter::Cali, dest)
-        .map_err(|e| Failure::BadQuery(e.to_string()))?;
+    let mut processor =
+        QueryProcessor::new(&spec, Formatter::Cali, dest).map_err(|e| Failure::BadQuery(e.to_string()))?;
     for input in &inputs {
-        let (name, reader) =
-            open_input(Path::new(input)).map_err(|e| Failure::Fatal(e.to_string()))?;
+        let (name, reader) = open_input(Path::new(input)).map_err(|e| Failure::Fatal(e.to_string()))?;
         if parsed.is_set("verbose") {
             eprintln!("cali-query: Reading {name}");
         }
-        CaliReader::new(&mut db, name)
-            .try_read(reader, |db, record| processor.process(db, record))
-            .map_err(|e| match e {
+        CaliReader::new(&mut db, name).try_read(reader, |db, record| processor.process(db, record)).map_err(
+            |e| match e {
                 StreamError::Read(e) => Failure::Fatal(e.to_string()),
                 StreamError::Sink(e) => write_failed(e),
-            })?;
+            },
+        )?;
     }
     processor.finish(&mut db).map_err(write_failed)
 }

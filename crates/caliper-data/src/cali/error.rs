@@ -49,15 +49,9 @@ impl fmt::Display for ReadErrorKind {
         match self {
             ReadErrorKind::Io(_, msg) => f.write_str(msg),
             ReadErrorKind::Empty => write!(f, "no records: the input is empty"),
-            ReadErrorKind::NotARecord => write!(
-                f,
-                "not a .cali record: expected a line starting with \"__rec=\""
-            ),
+            ReadErrorKind::NotARecord => write!(f, "not a .cali record: expected a line starting with \"__rec=\""),
             ReadErrorKind::UnknownRecordKind(k) => {
-                write!(
-                    f,
-                    "unknown record kind \"{k}\": expected node, ctx or globals"
-                )
+                write!(f, "unknown record kind \"{k}\": expected node, ctx or globals")
             }
             ReadErrorKind::UnknownField(k) => write!(f, "unknown field \"{k}\""),
             ReadErrorKind::DuplicateField(k) => write!(f, "field \"{k}\" given twice"),
@@ -75,10 +69,7 @@ impl fmt::Display for ReadErrorKind {
             }
             ReadErrorKind::InvalidUtf8 => write!(f, "invalid UTF-8 (binary data?)"),
             ReadErrorKind::LengthMismatch { attributes, values } => {
-                write!(
-                    f,
-                    "attr / data size mismatch: {attributes} attributes but {values} values"
-                )
+                write!(f, "attr / data size mismatch: {attributes} attributes but {values} values")
             }
             ReadErrorKind::Import(e) => e.fmt(f),
         }

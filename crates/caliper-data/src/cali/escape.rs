@@ -47,12 +47,7 @@ pub fn escape_into(text: &str, out: &mut Vec<u8>) {
             b'\r' => out.extend_from_slice(b"\\r"),
             0..0x20 => {
                 const HEX: &[u8; 16] = b"0123456789abcdef";
-                out.extend_from_slice(&[
-                    b'\\',
-                    b'x',
-                    HEX[usize::from(b >> 4)],
-                    HEX[usize::from(b & 15)],
-                ]);
+                out.extend_from_slice(&[b'\\', b'x', HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]);
             }
             _ => out.push(b),
         }
@@ -133,19 +128,9 @@ mod tests {
 
     #[test]
     fn utf8_and_control_characters_survive() {
-        for s in [
-            "région_ü→µ",
-            "tab\tand\rcr",
-            "nul\0bell\x07",
-            "esc\x1b[0m",
-            "\u{7f}del",
-            "",
-        ] {
+        for s in ["région_ü→µ", "tab\tand\rcr", "nul\0bell\x07", "esc\x1b[0m", "\u{7f}del", ""] {
             let e = esc(s);
-            assert!(
-                !e.bytes().any(|b| b < 0x20),
-                "no raw control bytes in {e:?}"
-            );
+            assert!(!e.bytes().any(|b| b < 0x20), "no raw control bytes in {e:?}");
             assert_eq!(unesc(&e).unwrap(), s);
         }
         assert_eq!(esc("\x01"), "\\x01");

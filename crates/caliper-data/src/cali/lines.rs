@@ -20,15 +20,7 @@ pub struct LineSource<R> {
 impl<R: Read> LineSource<R> {
     /// Lines of `input`.
     pub fn new(input: R) -> LineSource<R> {
-        LineSource {
-            input,
-            buf: vec![0; INITIAL_CAPACITY],
-            start: 0,
-            end: 0,
-            eof: false,
-            line_no: 0,
-            scanned: 0,
-        }
+        LineSource { input, buf: vec![0; INITIAL_CAPACITY], start: 0, end: 0, eof: false, line_no: 0, scanned: 0 }
     }
 
     /// The next line without its `\n`, with its 1-based number; `None` at
@@ -113,12 +105,7 @@ mod tests {
     fn splits_lines() {
         assert_eq!(
             lines_of(b"a\nbb\n\nccc"),
-            vec![
-                (1, b"a".to_vec()),
-                (2, b"bb".to_vec()),
-                (3, b"".to_vec()),
-                (4, b"ccc".to_vec())
-            ]
+            vec![(1, b"a".to_vec()), (2, b"bb".to_vec()), (3, b"".to_vec()), (4, b"ccc".to_vec())]
         );
         assert!(lines_of(b"").is_empty());
         assert_eq!(lines_of(b"x\n"), vec![(1, b"x".to_vec())]);

@@ -176,12 +176,7 @@ impl<'db> CaliReader<'db> {
     }
 
     fn io_error(&self, e: &io::Error) -> ReadError {
-        ReadError {
-            source: self.source.clone(),
-            line: 0,
-            column: 0,
-            kind: ReadErrorKind::Io(e.kind(), e.to_string()),
-        }
+        ReadError { source: self.source.clone(), line: 0, column: 0, kind: ReadErrorKind::Io(e.kind(), e.to_string()) }
     }
 
     /// Processes one non-empty line. Returns the kind of record now in
@@ -198,19 +193,14 @@ impl<'db> CaliReader<'db> {
         self.fields.clear();
         parse_fields(line, kind_end, &mut self.fields)?;
         match kind {
-            b"ctx" => self
-                .build_record(line, RecordKind::Ctx)
-                .map(|()| Some(RecordKind::Ctx)),
+            b"ctx" => self.build_record(line, RecordKind::Ctx).map(|()| Some(RecordKind::Ctx)),
             b"globals" => {
                 self.build_record(line, RecordKind::Globals)?;
                 self.db.import_globals(&self.record);
                 Ok(Some(RecordKind::Globals))
             }
             b"node" => self.import_node(line).map(|()| None),
-            _ => Err((
-                PREFIX.len(),
-                ReadErrorKind::UnknownRecordKind(String::from_utf8_lossy(kind).into_owned()),
-            )),
+            _ => Err((PREFIX.len(), ReadErrorKind::UnknownRecordKind(String::from_utf8_lossy(kind).into_owned()))),
         }
     }
 
@@ -219,33 +209,26 @@ impl<'db> CaliReader<'db> {
         if f.seen & SEEN_REF != 0 {
             return Err((0, ReadErrorKind::UnknownField("ref".into())));
         }
-        let (id, id_col) = single(&f.ids, f.seen & SEEN_ID != 0, "id")?
-            .ok_or((0, ReadErrorKind::MissingField("id")))?;
-        let (attr, attr_col) = single(&f.attrs, f.seen & SEEN_ATTR != 0, "attr")?
-            .ok_or((0, ReadErrorKind::MissingField("attr")))?;
+        let (id, id_col) =
+            single(&f.ids, f.seen & SEEN_ID != 0, "id")?.ok_or((0, ReadErrorKind::MissingField("id")))?;
+        let (attr, attr_col) =
+            single(&f.attrs, f.seen & SEEN_ATTR != 0, "attr")?.ok_or((0, ReadErrorKind::MissingField("attr")))?;
         let parent = single(&f.parents, f.seen & SEEN_PARENT != 0, "parent")?;
         let data = match f.data.as_slice() {
-            [] => RawValue {
-                start: id_col,
-                end: id_col,
-                escaped: false,
-            },
+            [] => RawValue { start: id_col, end: id_col, escaped: false },
             [one] => *one,
             _ => return Err((f.data_column, ReadErrorKind::ExpectedOneValue("data"))),
         };
         let text = value_text(line, data, &mut self.unescaped)?;
-        let node = self
-            .db
-            .import_node(&mut self.ids, id, attr, text, parent.map(|(p, _)| p))
-            .map_err(|e| {
-                let column = match e {
-                    ImportError::UnknownAttribute(_) | ImportError::NotAnAttribute(_) => attr_col,
-                    ImportError::UnknownNode(_) => parent.map_or(id_col, |(_, col)| col),
-                    ImportError::BadAttribute(_) => id_col,
-                    ImportError::BadValue(_) => data.start,
-                };
-                (column, ReadErrorKind::Import(e))
-            })?;
+        let node = self.db.import_node(&mut self.ids, id, attr, text, parent.map(|(p, _)| p)).map_err(|e| {
+            let column = match e {
+                ImportError::UnknownAttribute(_) | ImportError::NotAnAttribute(_) => attr_col,
+                ImportError::UnknownNode(_) => parent.map_or(id_col, |(_, col)| col),
+                ImportError::BadAttribute(_) => id_col,
+                ImportError::BadValue(_) => data.start,
+            };
+            (column, ReadErrorKind::Import(e))
+        })?;
         self.recent.push(node);
         self.summary.nodes += 1;
         Ok(())
@@ -254,42 +237,22 @@ impl<'db> CaliReader<'db> {
     fn build_record(&mut self, line: &[u8], kind: RecordKind) -> Result<(), LineError> {
         let f = &self.fields;
         if f.seen & (SEEN_ID | SEEN_PARENT) != 0 {
-            let name = if f.seen & SEEN_ID != 0 {
-                "id"
-            } else {
-                "parent"
-            };
+            let name = if f.seen & SEEN_ID != 0 { "id" } else { "parent" };
             return Err((0, ReadErrorKind::UnknownField(name.into())));
         }
         if f.attrs.len() != f.data.len() {
-            let column = if f.seen & SEEN_DATA != 0 {
-                f.data_column
-            } else {
-                line.len()
-            };
-            return Err((
-                column,
-                ReadErrorKind::LengthMismatch {
-                    attributes: f.attrs.len(),
-                    values: f.data.len(),
-                },
-            ));
+            let column = if f.seen & SEEN_DATA != 0 { f.data_column } else { line.len() };
+            return Err((column, ReadErrorKind::LengthMismatch { attributes: f.attrs.len(), values: f.data.len() }));
         }
         let entries = &mut self.record.entries;
         entries.clear();
         self.record.kind = kind;
         for &(r, col) in &f.refs {
-            let node = self
-                .db
-                .map_node(&self.ids, r)
-                .map_err(|e| (col, ReadErrorKind::Import(e)))?;
+            let node = self.db.map_node(&self.ids, r).map_err(|e| (col, ReadErrorKind::Import(e)))?;
             entries.push(Entry::Reference(node));
         }
         for (&(a, col), &raw) in f.attrs.iter().zip(&f.data) {
-            let (attr, ty) = self
-                .db
-                .map_attribute(&self.ids, a)
-                .map_err(|e| (col, ReadErrorKind::Import(e)))?;
+            let (attr, ty) = self.db.map_attribute(&self.ids, a).map_err(|e| (col, ReadErrorKind::Import(e)))?;
             let value = parse_value(line, raw, ty, &mut self.unescaped)?;
             entries.push(Entry::Immediate(attr, value));
         }
@@ -369,11 +332,7 @@ impl<'a> Emission<'a> {
             }
             map
         });
-        Emission {
-            db,
-            recent,
-            positions,
-        }
+        Emission { db, recent, positions }
     }
 
     fn position(&self, id: Id) -> Option<usize> {
@@ -418,11 +377,7 @@ impl<'a> Emission<'a> {
 }
 
 /// The one value of an id field, if the field is present.
-fn single(
-    list: &IdList,
-    present: bool,
-    name: &'static str,
-) -> Result<Option<(u64, usize)>, LineError> {
+fn single(list: &IdList, present: bool, name: &'static str) -> Result<Option<(u64, usize)>, LineError> {
     match list.as_slice() {
         [] if !present => Ok(None),
         [one] => Ok(Some(*one)),
@@ -443,10 +398,7 @@ fn parse_fields(line: &[u8], mut pos: usize, f: &mut LineFields) -> Result<(), L
         }
         let key = &line[key_start..key_end];
         if key_end == line.len() || line[key_end] == b',' {
-            return Err((
-                key_start,
-                ReadErrorKind::MissingValue(String::from_utf8_lossy(key).into_owned()),
-            ));
+            return Err((key_start, ReadErrorKind::MissingValue(String::from_utf8_lossy(key).into_owned())));
         }
         let (flag, list) = match key {
             b"ref" => (SEEN_REF, Some(&mut f.refs)),
@@ -455,17 +407,11 @@ fn parse_fields(line: &[u8], mut pos: usize, f: &mut LineFields) -> Result<(), L
             b"parent" => (SEEN_PARENT, Some(&mut f.parents)),
             b"data" => (SEEN_DATA, None),
             _ => {
-                return Err((
-                    key_start,
-                    ReadErrorKind::UnknownField(String::from_utf8_lossy(key).into_owned()),
-                ));
+                return Err((key_start, ReadErrorKind::UnknownField(String::from_utf8_lossy(key).into_owned())));
             }
         };
         if f.seen & flag != 0 {
-            return Err((
-                key_start,
-                ReadErrorKind::DuplicateField(String::from_utf8_lossy(key).into_owned()),
-            ));
+            return Err((key_start, ReadErrorKind::DuplicateField(String::from_utf8_lossy(key).into_owned())));
         }
         f.seen |= flag;
         pos = key_end;
@@ -550,24 +496,14 @@ fn scan_value(line: &[u8], start: usize) -> Result<(RawValue, usize), LineError>
             b'\\' => {
                 escaped = true;
                 if pos + 1 == line.len() {
-                    return Err((
-                        pos,
-                        ReadErrorKind::BadEscape(super::escape::EscapeError::Incomplete),
-                    ));
+                    return Err((pos, ReadErrorKind::BadEscape(super::escape::EscapeError::Incomplete)));
                 }
                 pos += 2;
             }
             _ => return Err((pos, ReadErrorKind::ControlCharacter(b))),
         }
     }
-    Ok((
-        RawValue {
-            start,
-            end: pos,
-            escaped,
-        },
-        pos,
-    ))
+    Ok((RawValue { start, end: pos, escaped }, pos))
 }
 
 /// Bytes that end an unescaped run inside a value: the separators, the
@@ -586,49 +522,32 @@ static VALUE_STOP: [bool; 256] = {
 };
 
 /// The unescaped UTF-8 text of a value.
-fn value_text<'a>(
-    line: &'a [u8],
-    raw: RawValue,
-    scratch: &'a mut Vec<u8>,
-) -> Result<&'a str, LineError> {
+fn value_text<'a>(line: &'a [u8], raw: RawValue, scratch: &'a mut Vec<u8>) -> Result<&'a str, LineError> {
     let bytes = &line[raw.start..raw.end];
     let text = if raw.escaped {
         scratch.clear();
-        unescape_into(bytes, scratch)
-            .map_err(|(off, e)| (raw.start + off, ReadErrorKind::BadEscape(e)))?;
+        unescape_into(bytes, scratch).map_err(|(off, e)| (raw.start + off, ReadErrorKind::BadEscape(e)))?;
         scratch.as_slice()
     } else {
         bytes
     };
-    std::str::from_utf8(text).map_err(|e| {
-        (
-            raw.start + if raw.escaped { 0 } else { e.valid_up_to() },
-            ReadErrorKind::InvalidUtf8,
-        )
-    })
+    std::str::from_utf8(text)
+        .map_err(|e| (raw.start + if raw.escaped { 0 } else { e.valid_up_to() }, ReadErrorKind::InvalidUtf8))
 }
 
 /// Parses a value of type `ty`, with fast paths for the numbers that make up
 /// most of a trace.
 #[inline]
-fn parse_value(
-    line: &[u8],
-    raw: RawValue,
-    ty: AttrType,
-    scratch: &mut Vec<u8>,
-) -> Result<Variant, LineError> {
+fn parse_value(line: &[u8], raw: RawValue, ty: AttrType, scratch: &mut Vec<u8>) -> Result<Variant, LineError> {
     if !raw.escaped && ty == AttrType::Uint {
         let bytes = &line[raw.start..raw.end];
         if !bytes.is_empty() && bytes.len() <= 19 && bytes.iter().all(u8::is_ascii_digit) {
-            let v = bytes
-                .iter()
-                .fold(0u64, |acc, &b| acc * 10 + u64::from(b - b'0'));
+            let v = bytes.iter().fold(0u64, |acc, &b| acc * 10 + u64::from(b - b'0'));
             return Ok(Variant::Uint(v));
         }
     }
     let text = value_text(line, raw, scratch)?;
-    Variant::parse(ty, text)
-        .map_err(|e| (raw.start, ReadErrorKind::Import(ImportError::BadValue(e))))
+    Variant::parse(ty, text).map_err(|e| (raw.start, ReadErrorKind::Import(ImportError::BadValue(e))))
 }
 
 /// Reads a `.cali` file (or standard input for `-` or an empty name) into
@@ -663,11 +582,7 @@ pub fn open_input(path: &Path) -> Result<(String, Box<dyn Read>), ReadError> {
 /// Reads a whole stream from memory into `db` and returns its snapshot and
 /// globals records in order; for tests and small tools (it keeps every
 /// record, so it is not for long traces).
-pub fn read_records(
-    db: &mut MetadataDb,
-    source: &str,
-    data: &[u8],
-) -> Result<Vec<Record>, ReadError> {
+pub fn read_records(db: &mut MetadataDb, source: &str, data: &[u8]) -> Result<Vec<Record>, ReadError> {
     let mut records = Vec::new();
     CaliReader::new(db, source).read(data, |_, rec| records.push(rec.clone()))?;
     Ok(records)

@@ -29,9 +29,7 @@ impl WrittenSet {
     fn contains(&self, id: Id) -> bool {
         if id < DENSE_BOUND {
             let word = (id / 64) as usize;
-            self.bits
-                .get(word)
-                .is_some_and(|w| w & (1 << (id % 64)) != 0)
+            self.bits.get(word).is_some_and(|w| w & (1 << (id % 64)) != 0)
         } else {
             self.sparse.contains(&id)
         }
@@ -68,10 +66,7 @@ enum Stage {
 }
 
 fn unknown_node(id: Id) -> io::Error {
-    io::Error::new(
-        io::ErrorKind::InvalidInput,
-        format!("record refers to unknown node {id}"),
-    )
+    io::Error::new(io::ErrorKind::InvalidInput, format!("record refers to unknown node {id}"))
 }
 
 impl<W: Write> CaliWriter<W> {
@@ -185,9 +180,7 @@ impl<W: Write> CaliWriter<W> {
 
     /// Flushes and returns the output.
     pub fn finish(self) -> io::Result<W> {
-        self.out
-            .into_inner()
-            .map_err(io::IntoInnerError::into_error)
+        self.out.into_inner().map_err(io::IntoInnerError::into_error)
     }
 
     /// Flushes buffered lines to the output.

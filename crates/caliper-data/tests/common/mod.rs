@@ -83,11 +83,7 @@ pub fn random_string(rng: &mut Rng, alphabet: Alphabet) -> String {
     let len = rng.below(6) + usize::from(alphabet == Alphabet::PythonSafe);
     let mut s = String::new();
     for _ in 0..len {
-        let pieces = if alphabet == Alphabet::Full && rng.chance(15) {
-            CONTROL_PIECES
-        } else {
-            PIECES
-        };
+        let pieces = if alphabet == Alphabet::Full && rng.chance(15) { CONTROL_PIECES } else { PIECES };
         let piece = pieces[rng.below(pieces.len())];
         s.push_str(piece);
     }
@@ -107,16 +103,8 @@ pub fn random_value(rng: &mut Rng, ty: AttrType, alphabet: Alphabet) -> Variant 
             let bytes: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
             Variant::Usr(Blob::new(&bytes))
         }
-        AttrType::Int => Variant::Int(if rng.chance(50) {
-            rng.next() as i64
-        } else {
-            rng.below(100) as i64 - 50
-        }),
-        AttrType::Uint => Variant::Uint(if rng.chance(50) {
-            rng.next()
-        } else {
-            rng.below(1000) as u64
-        }),
+        AttrType::Int => Variant::Int(if rng.chance(50) { rng.next() as i64 } else { rng.below(100) as i64 - 50 }),
+        AttrType::Uint => Variant::Uint(if rng.chance(50) { rng.next() } else { rng.below(1000) as u64 }),
         AttrType::String => Variant::string(&random_string(rng, alphabet)),
         AttrType::Addr => Variant::Addr(rng.next()),
         AttrType::Double => Variant::Double(random_double(rng)),
@@ -129,18 +117,8 @@ pub fn random_value(rng: &mut Rng, ty: AttrType, alphabet: Alphabet) -> Variant 
 
 fn random_double(rng: &mut Rng) -> f64 {
     match rng.below(6) {
-        0 => Some(f64::from_bits(rng.next()))
-            .filter(|d| !d.is_nan())
-            .unwrap_or(1.5),
-        1 => *rng.pick(&[
-            0.0,
-            -0.0,
-            f64::INFINITY,
-            f64::NEG_INFINITY,
-            f64::MIN_POSITIVE,
-            5e-324,
-            f64::MAX,
-        ]),
+        0 => Some(f64::from_bits(rng.next())).filter(|d| !d.is_nan()).unwrap_or(1.5),
+        1 => *rng.pick(&[0.0, -0.0, f64::INFINITY, f64::NEG_INFINITY, f64::MIN_POSITIVE, 5e-324, f64::MAX]),
         2 => rng.below(1_000_000) as f64 / 1e6,
         3 => (rng.next() as f64) * 1e-30,
         _ => rng.below(100_000) as f64 - 50_000.0,
@@ -193,11 +171,7 @@ pub fn generate(seed: u64, n_records: usize, alphabet: Alphabet) -> Workload {
     let mut nodes: Vec<Id> = Vec::new();
     for _ in 0..rng.below(30) + 1 {
         let &(attr, ty, _) = rng.pick(&attrs);
-        let parent = if nodes.is_empty() || rng.chance(30) {
-            None
-        } else {
-            Some(*rng.pick(&nodes))
-        };
+        let parent = if nodes.is_empty() || rng.chance(30) { None } else { Some(*rng.pick(&nodes)) };
         let value = random_value(&mut rng, ty, alphabet);
         nodes.push(db.get_or_create_node(attr, value, parent));
     }

@@ -13,9 +13,7 @@ pub struct CaliFormatter {
 impl CaliFormatter {
     /// A formatter writing to `out`.
     pub fn new(out: Box<dyn Write>) -> CaliFormatter {
-        CaliFormatter {
-            writer: Some(CaliWriter::new(out)),
-        }
+        CaliFormatter { writer: Some(CaliWriter::new(out)) }
     }
 }
 

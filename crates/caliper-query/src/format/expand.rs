@@ -19,11 +19,7 @@ pub struct ExpandFormatter {
 impl ExpandFormatter {
     /// A formatter for the query's selection and aliases.
     pub fn new(spec: &QuerySpec, out: Box<dyn Write>) -> ExpandFormatter {
-        ExpandFormatter {
-            out: BufWriter::with_capacity(64 * 1024, out),
-            spec: spec.clone(),
-            line: String::new(),
-        }
+        ExpandFormatter { out: BufWriter::with_capacity(64 * 1024, out), spec: spec.clone(), line: String::new() }
     }
 
     fn selected(&self, name: &str) -> bool {
@@ -58,25 +54,15 @@ impl RecordFormatter for ExpandFormatter {
             let mut groups = db.expand_paths(&single);
             groups.sort_by_key(|(attr, _)| std::cmp::Reverse(*attr));
             for (attr, values) in groups {
-                let name = db
-                    .attribute(attr)
-                    .map(|a| a.name().to_string())
-                    .unwrap_or_default();
+                let name = db.attribute(attr).map(|a| a.name().to_string()).unwrap_or_default();
                 if self.selected(&name) {
-                    let text = values
-                        .iter()
-                        .map(|v| v.to_string())
-                        .collect::<Vec<_>>()
-                        .join("/");
+                    let text = values.iter().map(|v| v.to_string()).collect::<Vec<_>>().join("/");
                     self.push(&name, &text);
                 }
             }
         }
         for (attr, value) in record.immediates() {
-            let name = db
-                .attribute(attr)
-                .map(|a| a.name().to_string())
-                .unwrap_or_default();
+            let name = db.attribute(attr).map(|a| a.name().to_string()).unwrap_or_default();
             if self.selected(&name) {
                 self.push(&name, &value.to_string());
             }

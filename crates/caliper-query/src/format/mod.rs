@@ -7,7 +7,9 @@
 
 mod cali;
 mod expand;
+mod json;
 mod table;
+mod tree;
 
 use crate::spec::{FormatSpec, Formatter, QuerySpec};
 use caliper_data::node::Id;
@@ -29,19 +31,15 @@ pub fn make_formatter(
     default: Formatter,
     out: Box<dyn Write>,
 ) -> Result<Box<dyn RecordFormatter>, FormatError> {
-    let format = spec
-        .format
-        .clone()
-        .unwrap_or_else(|| FormatSpec::new(default));
+    let format = spec.format.clone().unwrap_or_else(|| FormatSpec::new(default));
     Ok(match format.formatter {
         Formatter::Cali => Box::new(cali::CaliFormatter::new(out)),
         Formatter::Expand => Box::new(expand::ExpandFormatter::new(spec, out)),
         Formatter::Table => Box::new(table::TableFormatter::new(spec, &format, out)?),
+        Formatter::Json => Box::new(json::JsonFormatter::new(spec, &format, out)?),
+        Formatter::Tree => Box::new(tree::TreeFormatter::new(spec, &format, out)?),
         other => {
-            return Err(FormatError(format!(
-                "The {} formatter is not available",
-                other.name()
-            )));
+            return Err(FormatError(format!("The {} formatter is not available", other.name())));
         }
     })
 }
@@ -58,43 +56,88 @@ impl std::fmt::Display for FormatError {
 
 impl std::error::Error for FormatError {}
 
-/// A record's values as text, one entry per attribute: per reference entry
-/// the attributes on its path (nested values joined root first with `/`),
-/// then one per immediate entry. References come before immediates, as
-/// the reference's reader orders them.
-pub(crate) fn text_columns(db: &MetadataDb, record: &Record) -> Vec<(Id, String)> {
-    let mut canonical = Record {
-        kind: record.kind,
-        entries: Vec::with_capacity(record.entries.len()),
-    };
-    canonical.entries.extend(
-        record
-            .entries
-            .iter()
-            .filter(|e| matches!(e, caliper_data::Entry::Reference(_)))
-            .cloned(),
-    );
-    canonical.entries.extend(
-        record
-            .entries
-            .iter()
-            .filter(|e| matches!(e, caliper_data::Entry::Immediate(..)))
-            .cloned(),
-    );
-    db.expand_paths(&canonical)
-        .into_iter()
-        .map(|(attr, values)| {
-            let text = values
-                .iter()
-                .map(|v| v.to_string())
-                .collect::<Vec<_>>()
-                .join("/");
-            (attr, text)
-        })
-        .collect()
+/// One attribute's value(s) in a record, as formatters show them.
+#[derive(Clone, Debug)]
+pub(crate) struct Field {
+    /// The attribute.
+    pub attr: Id,
+    /// The text: nested values joined root first with `/`.
+    pub text: String,
+    /// Whether the value came from the context tree (a reference entry).
+    pub from_tree: bool,
+}
+
+/// A record's fields: per reference entry the attributes on its path (in
+/// order of first appearance), then one per immediate entry. References
+/// come before immediates, as the reference's reader orders them.
+pub(crate) fn fields(db: &MetadataDb, record: &Record) -> Vec<Field> {
+    let mut out = Vec::new();
+    for node in record.refs() {
+        let mut single = Record::ctx();
+        single.push_ref(node);
+        for (attr, values) in db.expand_paths(&single) {
+            let text = values.iter().map(|v| v.to_string()).collect::<Vec<_>>().join("/");
+            out.push(Field { attr, text, from_tree: true });
+        }
+    }
+    for (attr, value) in record.immediates() {
+        out.push(Field { attr, text: value.to_string(), from_tree: false });
+    }
+    out
 }
 
 /// The name to show for an attribute: the query's alias, else the name.
 pub(crate) fn display_name<'a>(spec: &'a QuerySpec, name: &'a str) -> &'a str {
     spec.alias(name).unwrap_or(name)
+}
+
+/// Shortens `text` to `width` characters as `head~~tail`.
+pub(crate) fn clamp(text: &str, width: usize) -> String {
+    let len = text.chars().count();
+    if len <= width {
+        return text.to_string();
+    }
+    let half = (width / 2).saturating_sub(1);
+    let head: String = text.chars().take(half).collect();
+    let tail: String = text.chars().skip(len - half).collect();
+    format!("{head}~~{tail}")
+}
+
+/// The `column-width` argument: `None` if not given, `Some(None)` for no
+/// cap (zero or less), `Some(Some(w))` for a cap of `w`.
+pub(crate) fn parse_width(format: &FormatSpec, formatter: &str) -> Result<Option<Option<usize>>, FormatError> {
+    let Some(text) = format.arg("column-width") else { return Ok(None) };
+    let w: i64 =
+        text.trim().parse().map_err(|_| FormatError(format!("Invalid column-width \"{text}\" for {formatter}")))?;
+    Ok(Some((w > 0).then_some(w as usize)))
+}
+
+/// The globals as `name : value` lines, for `print-globals`: names up to
+/// 24 characters, values up to 52, numbers right-aligned.
+pub(crate) fn print_globals(db: &MetadataDb) -> String {
+    let globals: Vec<(String, String, bool)> = fields(db, &db.globals())
+        .into_iter()
+        .filter_map(|f| {
+            let a = db.attribute(f.attr)?;
+            Some((a.name().to_string(), f.text, a.attr_type().is_numeric()))
+        })
+        .collect();
+    let key_width = globals.iter().map(|(k, _, _)| k.chars().count()).max().unwrap_or(0).min(24);
+    let value_width = globals.iter().map(|(_, v, _)| v.chars().count()).max().unwrap_or(0).min(52);
+    let mut text = String::new();
+    for (key, value, numeric) in globals {
+        let key = clamp(&key, key_width);
+        let value = clamp(&value, value_width);
+        let key_pad = key_width - key.chars().count();
+        let value_pad = value_width - value.chars().count();
+        text.push_str(&key);
+        text.extend(std::iter::repeat_n(' ', key_pad));
+        text.push_str(" : ");
+        if numeric {
+            text.extend(std::iter::repeat_n(' ', value_pad));
+        }
+        text.push_str(&value);
+        text.push('\n');
+    }
+    text
 }

@@ -1,6 +1,6 @@
 //! `table`: records as an aligned text table.
 
-use super::{FormatError, RecordFormatter, display_name, text_columns};
+use super::{FormatError, RecordFormatter, clamp, display_name, fields, parse_width, print_globals};
 use crate::spec::{FormatSpec, QuerySpec, Selection, SortOrder};
 use caliper_data::attribute::ALIAS_ATTR_NAME;
 use caliper_data::{MetadataDb, Record, RecordKind, Variant};
@@ -23,6 +23,7 @@ pub struct TableFormatter {
     /// Whether columns are discovered from the data.
     discover: bool,
     rows: Vec<Row>,
+    print_globals: bool,
 }
 
 struct Column {
@@ -39,32 +40,12 @@ struct Row {
 
 impl TableFormatter {
     /// A table for the query; `column-width` caps columns (0 or less: no cap).
-    pub fn new(
-        spec: &QuerySpec,
-        format: &FormatSpec,
-        out: Box<dyn Write>,
-    ) -> Result<TableFormatter, FormatError> {
-        let max_width = match format.arg("column-width") {
-            None => Some(DEFAULT_COLUMN_WIDTH),
-            Some(text) => {
-                let w: i64 = text.trim().parse().map_err(|_| {
-                    FormatError(format!("Invalid column-width \"{text}\" for table"))
-                })?;
-                (w > 0).then_some(w as usize)
-            }
-        };
+    pub fn new(spec: &QuerySpec, format: &FormatSpec, out: Box<dyn Write>) -> Result<TableFormatter, FormatError> {
+        let max_width = parse_width(format, "table")?.unwrap_or(Some(DEFAULT_COLUMN_WIDTH));
         let (columns, discover) = match &spec.select {
-            Selection::List(names) => (
-                names
-                    .iter()
-                    .map(|n| Column {
-                        name: n.clone(),
-                        header: None,
-                        numeric: false,
-                    })
-                    .collect(),
-                false,
-            ),
+            Selection::List(names) => {
+                (names.iter().map(|n| Column { name: n.clone(), header: None, numeric: false }).collect(), false)
+            }
             _ => (Vec::new(), true),
         };
         Ok(TableFormatter {
@@ -74,18 +55,8 @@ impl TableFormatter {
             columns,
             discover,
             rows: Vec::new(),
+            print_globals: format.flag("print-globals"),
         })
-    }
-
-    fn clamp(&self, text: &str, width: usize) -> String {
-        let len = text.chars().count();
-        if len <= width {
-            return text.to_string();
-        }
-        let half = (width / 2).saturating_sub(1);
-        let head: String = text.chars().take(half).collect();
-        let tail: String = text.chars().skip(len - half).collect();
-        format!("{head}~~{tail}")
     }
 }
 
@@ -94,21 +65,16 @@ impl RecordFormatter for TableFormatter {
         if record.kind != RecordKind::Ctx {
             return Ok(());
         }
-        let values = text_columns(db, record);
+        let values = fields(db, record);
         if self.discover {
-            for (attr, _) in &values {
-                let Some(a) = db.attribute(*attr) else {
+            for field in &values {
+                let Some(a) = db.attribute(field.attr) else {
                     continue;
                 };
-                if a.is_hidden() || a.is_global() || self.columns.iter().any(|c| c.name == a.name())
-                {
+                if a.is_hidden() || a.is_global() || self.columns.iter().any(|c| c.name == a.name()) {
                     continue;
                 }
-                self.columns.push(Column {
-                    name: a.name().to_string(),
-                    header: None,
-                    numeric: false,
-                });
+                self.columns.push(Column { name: a.name().to_string(), header: None, numeric: false });
             }
         }
         for col in &mut self.columns {
@@ -129,8 +95,8 @@ impl RecordFormatter for TableFormatter {
         let cell = |name: &str| {
             values
                 .iter()
-                .find(|(attr, _)| db.attribute(*attr).is_some_and(|a| a.name() == name))
-                .map(|(_, text)| text.clone())
+                .find(|f| db.attribute(f.attr).is_some_and(|a| a.name() == name))
+                .map(|f| f.text.clone())
                 .unwrap_or_default()
         };
         let cells: Vec<String> = self.columns.iter().map(|c| cell(&c.name)).collect();
@@ -151,7 +117,7 @@ impl RecordFormatter for TableFormatter {
         Ok(())
     }
 
-    fn finish(&mut self, _db: &mut MetadataDb) -> io::Result<()> {
+    fn finish(&mut self, db: &mut MetadataDb) -> io::Result<()> {
         // Stable sort per key in sequence: the last key is the primary one,
         // as in the reference.
         for (i, key) in self.spec.sort.iter().enumerate() {
@@ -162,11 +128,7 @@ impl RecordFormatter for TableFormatter {
                     (Some(_), None) => Ordering::Greater,
                     (None, None) => Ordering::Equal,
                 };
-                if key.order == SortOrder::Descending {
-                    ord.reverse()
-                } else {
-                    ord
-                }
+                if key.order == SortOrder::Descending { ord.reverse() } else { ord }
             });
         }
         let widths: Vec<usize> = self
@@ -174,24 +136,16 @@ impl RecordFormatter for TableFormatter {
             .iter()
             .enumerate()
             .map(|(i, c)| {
-                let header = c
-                    .header
-                    .as_deref()
-                    .unwrap_or(display_name(&self.spec, &c.name));
-                let longest = self
-                    .rows
-                    .iter()
-                    .map(|r| r.cells[i].chars().count())
-                    .max()
-                    .unwrap_or(0);
+                let header = c.header.as_deref().unwrap_or(display_name(&self.spec, &c.name));
+                let longest = self.rows.iter().map(|r| r.cells[i].chars().count()).max().unwrap_or(0);
                 let w = header.chars().count().max(longest);
                 self.max_width.map_or(w, |cap| w.min(cap)).max(4)
             })
             .collect();
-        let mut text = String::new();
+        let mut text = if self.print_globals { print_globals(db) } else { String::new() };
         let mut line = |cells: &mut dyn Iterator<Item = String>| {
             for ((cell, width), col) in cells.zip(&widths).zip(&self.columns) {
-                let cell = self.clamp(&cell, *width);
+                let cell = clamp(&cell, *width);
                 let pad = width.saturating_sub(cell.chars().count());
                 if col.numeric {
                     text.extend(std::iter::repeat_n(' ', pad));
@@ -207,11 +161,7 @@ impl RecordFormatter for TableFormatter {
         let headers: Vec<String> = self
             .columns
             .iter()
-            .map(|c| {
-                c.header
-                    .clone()
-                    .unwrap_or_else(|| display_name(&self.spec, &c.name).to_string())
-            })
+            .map(|c| c.header.clone().unwrap_or_else(|| display_name(&self.spec, &c.name).to_string()))
             .collect();
         line(&mut headers.into_iter());
         for row in &self.rows {

@@ -6,9 +6,7 @@ use std::io::{self, BufWriter, Write};
 
 fn main() -> io::Result<()> {
     let records = match std::env::args().nth(1) {
-        Some(n) => n
-            .parse()
-            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, format!("RECORDS: {e}")))?,
+        Some(n) => n.parse().map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, format!("RECORDS: {e}")))?,
         None => 2_000_000,
     };
     let mut out = BufWriter::new(io::stdout().lock());
