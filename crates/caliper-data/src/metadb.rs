@@ -90,6 +90,9 @@ pub struct MetadataDb {
     children: FxHashMap<(Id, Id, Variant), Id>,
     globals: Globals,
     policy: IdPolicy,
+    /// Nodes that some stream defined (as opposed to nodes the database or
+    /// a query created), by id.
+    from_stream: Vec<bool>,
 }
 
 impl Default for MetadataDb {
@@ -121,6 +124,7 @@ impl MetadataDb {
             children: FxHashMap::default(),
             globals: Globals::default(),
             policy,
+            from_stream: Vec::new(),
         };
         for node in bootstrap_nodes() {
             let id = db.nodes.len() as Id;
@@ -140,6 +144,12 @@ impl MetadataDb {
     /// The number of id slots in use (the largest id plus one).
     pub fn id_bound(&self) -> Id {
         self.nodes.len() as Id
+    }
+
+    /// Whether a stream read into the database defined this node (rather
+    /// than the database itself or a query).
+    pub fn is_from_stream(&self, id: Id) -> bool {
+        usize::try_from(id).ok().and_then(|i| self.from_stream.get(i)).copied().unwrap_or(false)
     }
 
     /// The attribute with this id.
@@ -221,6 +231,11 @@ impl MetadataDb {
         let value = Variant::parse(ty, value_text).map_err(ImportError::BadValue)?;
         let id = self.merge_node(Some(stream_id), attr_id, value, parent_id)?;
         ids.insert(stream_id, id);
+        let slot = id as usize;
+        if slot >= self.from_stream.len() {
+            self.from_stream.resize(slot + 1, false);
+        }
+        self.from_stream[slot] = true;
         Ok(id)
     }
 

@@ -52,6 +52,18 @@ const OPTIONS: &[OptSpec] = &[
         takes: Takes::Value("ATTRIBUTES"),
         help: "Sort by ATTRIBUTES, ascending (table and tree)",
     },
+    OptSpec {
+        long: "list-attributes",
+        short: None,
+        takes: Takes::Nothing,
+        help: "Output one record per attribute instead of the snapshots",
+    },
+    OptSpec {
+        long: "list-globals",
+        short: Some('G'),
+        takes: Takes::Nothing,
+        help: "Output the globals instead of the snapshots",
+    },
     OptSpec { long: "json", short: Some('j'), takes: Takes::Nothing, help: "Print records as JSON" },
     OptSpec { long: "expand", short: Some('e'), takes: Takes::Nothing, help: "Print records as attr=value lists" },
     OptSpec { long: "table", short: Some('t'), takes: Takes::Nothing, help: "Print records as a table" },
@@ -220,17 +232,52 @@ fn run(argv: &[String]) -> Result<(), Failure> {
     let mut db = MetadataDb::new();
     let mut processor =
         QueryProcessor::new(&spec, Formatter::Cali, dest).map_err(|e| Failure::BadQuery(e.to_string()))?;
+    // With -G or --list-attributes the snapshots are read but not output.
+    let list_only = parsed.is_set("list-globals") || parsed.is_set("list-attributes");
     for input in &inputs {
         let (name, reader) = open_input(Path::new(input)).map_err(|e| Failure::Fatal(e.to_string()))?;
         if parsed.is_set("verbose") {
             eprintln!("cali-query: Reading {name}");
         }
-        CaliReader::new(&mut db, name).try_read(reader, |db, record| processor.process(db, record)).map_err(
-            |e| match e {
+        CaliReader::new(&mut db, name)
+            .try_read(reader, |db, record| if list_only { Ok(()) } else { processor.process(db, record) })
+            .map_err(|e| match e {
                 StreamError::Read(e) => Failure::Fatal(e.to_string()),
                 StreamError::Sink(e) => write_failed(e),
-            },
-        )?;
+            })?;
+    }
+    if parsed.is_set("list-attributes") {
+        for record in attribute_records(&mut db) {
+            processor.process(&mut db, &record).map_err(write_failed)?;
+        }
+    }
+    if parsed.is_set("list-globals") {
+        let mut globals = db.globals();
+        globals.kind = caliper_data::RecordKind::Ctx;
+        processor.process(&mut db, &globals).map_err(write_failed)?;
     }
     processor.finish(&mut db).map_err(write_failed)
+}
+
+/// One record per attribute read from the inputs: `attribute.id`, then the
+/// entries of the attribute's node path, innermost first (name,
+/// properties, metadata, type).
+fn attribute_records(db: &mut MetadataDb) -> Vec<caliper_data::Record> {
+    use caliper_data::{AttrType, Properties, Record, Variant};
+    let listed: Vec<caliper_data::Id> =
+        db.attributes().iter().filter(|a| db.is_from_stream(a.id())).map(|a| a.id()).collect();
+    let id_attr = db.create_attribute("attribute.id", AttrType::Uint, Properties::ASVALUE, &[]);
+    listed
+        .into_iter()
+        .map(|id| {
+            let mut record = Record::ctx();
+            record.push_imm(id_attr, Variant::Uint(id));
+            let mut next = Some(id);
+            while let Some(n) = next.and_then(|n| db.node(n)) {
+                record.push_imm(n.attribute, n.value.clone());
+                next = n.parent;
+            }
+            record
+        })
+        .collect()
 }

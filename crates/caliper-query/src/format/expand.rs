@@ -1,8 +1,11 @@
 //! `expand`: one `name=value,name=value` line per record.
 
-use super::{RecordFormatter, display_name};
+use super::{RecordFormatter, display_name, fields};
 use crate::spec::{QuerySpec, Selection};
-use caliper_data::{Entry, MetadataDb, Record, RecordKind};
+use caliper_data::hash::FxHashMap;
+use caliper_data::node::Id;
+use caliper_data::{MetadataDb, Record, RecordKind};
+use std::fmt::Write as _;
 use std::io::{self, BufWriter, Write};
 
 /// Writes each record as a line of `name=value` pairs: for each reference
@@ -14,12 +17,54 @@ pub struct ExpandFormatter {
     out: BufWriter<Box<dyn Write>>,
     spec: QuerySpec,
     line: String,
+    /// The text of each reference node seen so far: a trace references few
+    /// distinct nodes, so each is rendered once.
+    node_text: FxHashMap<Id, String>,
+    /// How to show each immediate attribute seen so far, `None` if the
+    /// selection leaves it out.
+    names: FxHashMap<Id, Option<ShownName>>,
+}
+
+/// The name an immediate attribute shows under, and whether its value is
+/// hidden (see `fields`).
+struct ShownName {
+    name: String,
+    hidden: bool,
 }
 
 impl ExpandFormatter {
     /// A formatter for the query's selection and aliases.
     pub fn new(spec: &QuerySpec, out: Box<dyn Write>) -> ExpandFormatter {
-        ExpandFormatter { out: BufWriter::with_capacity(64 * 1024, out), spec: spec.clone(), line: String::new() }
+        ExpandFormatter {
+            out: BufWriter::with_capacity(64 * 1024, out),
+            spec: spec.clone(),
+            line: String::new(),
+            node_text: FxHashMap::default(),
+            names: FxHashMap::default(),
+        }
+    }
+
+    /// The `name=value,...` text of one reference node: its path's
+    /// attributes in descending id order.
+    fn render_node(&self, db: &MetadataDb, node: Id) -> String {
+        let mut single = Record::ctx();
+        single.push_ref(node);
+        let mut fields = fields(db, &single);
+        fields.sort_by_key(|f| std::cmp::Reverse(f.attr));
+        let mut text = String::new();
+        for field in fields {
+            let Some(attr) = db.attribute(field.attr) else { continue };
+            if !self.selected(attr.name()) {
+                continue;
+            }
+            if !text.is_empty() {
+                text.push(',');
+            }
+            text.push_str(display_name(&self.spec, attr.name()));
+            text.push('=');
+            text.push_str(&field.text);
+        }
+        text
     }
 
     fn selected(&self, name: &str) -> bool {
@@ -27,15 +72,6 @@ impl ExpandFormatter {
             Selection::List(names) => names.iter().any(|n| n == name),
             _ => true,
         }
-    }
-
-    fn push(&mut self, name: &str, text: &str) {
-        if !self.line.is_empty() {
-            self.line.push(',');
-        }
-        self.line.push_str(display_name(&self.spec, name));
-        self.line.push('=');
-        self.line.push_str(text);
     }
 }
 
@@ -45,31 +81,40 @@ impl RecordFormatter for ExpandFormatter {
             return Ok(());
         }
         self.line.clear();
-        for entry in &record.entries {
-            let Entry::Reference(node) = entry else {
-                continue;
-            };
-            let mut single = Record::ctx();
-            single.push_ref(*node);
-            let mut groups = db.expand_paths(&single);
-            groups.sort_by_key(|(attr, _)| std::cmp::Reverse(*attr));
-            for (attr, values) in groups {
-                let name = db.attribute(attr).map(|a| a.name().to_string()).unwrap_or_default();
-                if self.selected(&name) {
-                    let text = values.iter().map(|v| v.to_string()).collect::<Vec<_>>().join("/");
-                    self.push(&name, &text);
+        for node in record.refs() {
+            if !self.node_text.contains_key(&node) {
+                let text = self.render_node(db, node);
+                self.node_text.insert(node, text);
+            }
+            let text = &self.node_text[&node];
+            if !text.is_empty() {
+                if !self.line.is_empty() {
+                    self.line.push(',');
                 }
+                self.line.push_str(text);
             }
         }
         for (attr, value) in record.immediates() {
-            let name = db.attribute(attr).map(|a| a.name().to_string()).unwrap_or_default();
-            if self.selected(&name) {
-                self.push(&name, &value.to_string());
+            if !self.names.contains_key(&attr) {
+                let shown = db
+                    .attribute(attr)
+                    .filter(|a| self.selected(a.name()))
+                    .map(|a| ShownName { name: display_name(&self.spec, a.name()).to_string(), hidden: a.is_hidden() });
+                self.names.insert(attr, shown);
+            }
+            let Some(shown) = &self.names[&attr] else { continue };
+            if !self.line.is_empty() {
+                self.line.push(',');
+            }
+            self.line.push_str(&shown.name);
+            self.line.push('=');
+            if !shown.hidden {
+                write!(self.line, "{value}").expect("write to String");
             }
         }
         if !self.line.is_empty() {
+            self.line.push('\n');
             self.out.write_all(self.line.as_bytes())?;
-            self.out.write_all(b"\n")?;
         }
         Ok(())
     }

@@ -75,7 +75,7 @@ impl JsonFormatter {
                 continue;
             }
             let quoted =
-                field.from_tree || self.quote_all || matches!(attr.attr_type(), AttrType::String | AttrType::Usr);
+                field.entry.is_some() || self.quote_all || matches!(attr.attr_type(), AttrType::String | AttrType::Usr);
             let value = if quoted { quote(&field.text) } else { field.text.clone() };
             members.push((display_name(&self.spec, attr.name()).to_string(), value, quoted));
         }

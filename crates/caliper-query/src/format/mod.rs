@@ -61,27 +61,31 @@ impl std::error::Error for FormatError {}
 pub(crate) struct Field {
     /// The attribute.
     pub attr: Id,
-    /// The text: nested values joined root first with `/`.
+    /// The text: nested values joined root first with `/`. Values of
+    /// hidden attributes show as empty: they are private to the stream
+    /// that wrote them (ids, pointers), as in the reference's output.
     pub text: String,
-    /// Whether the value came from the context tree (a reference entry).
-    pub from_tree: bool,
+    /// The reference entry the value came from, `None` for an immediate.
+    pub entry: Option<usize>,
 }
 
 /// A record's fields: per reference entry the attributes on its path (in
 /// order of first appearance), then one per immediate entry. References
 /// come before immediates, as the reference's reader orders them.
 pub(crate) fn fields(db: &MetadataDb, record: &Record) -> Vec<Field> {
+    let shown =
+        |attr: Id, text: String| if db.attribute(attr).is_some_and(|a| a.is_hidden()) { String::new() } else { text };
     let mut out = Vec::new();
-    for node in record.refs() {
+    for (i, node) in record.refs().enumerate() {
         let mut single = Record::ctx();
         single.push_ref(node);
         for (attr, values) in db.expand_paths(&single) {
             let text = values.iter().map(|v| v.to_string()).collect::<Vec<_>>().join("/");
-            out.push(Field { attr, text, from_tree: true });
+            out.push(Field { attr, text: shown(attr, text), entry: Some(i) });
         }
     }
     for (attr, value) in record.immediates() {
-        out.push(Field { attr, text: value.to_string(), from_tree: false });
+        out.push(Field { attr, text: shown(attr, value.to_string()), entry: None });
     }
     out
 }
