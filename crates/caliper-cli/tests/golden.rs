@@ -102,3 +102,31 @@ fn attribute_list_matches_the_reference_but_for_ids() {
         assert!(ours.windows(2).all(|w| w[0].0 < w[1].0), "listed in id order");
     }
 }
+
+/// json-split of the profile: the reference's json-split fixture is another
+/// run of the same program, so all but the measured times and the run's
+/// own metadata must be equal.
+#[test]
+fn json_split_matches_the_reference_layout() {
+    for ex in EXAMPLES {
+        let profile = fixture(&format!("{ex}.hatchet-region-profile.cali"));
+        let ours: serde_json::Value =
+            serde_json::from_str(&cali_query(&["-q", "select * format json-split", profile.to_str().unwrap()]))
+                .unwrap();
+        let theirs: serde_json::Value =
+            serde_json::from_str(&golden(&format!("{ex}.hatchet-region-profile.json-split.json"))).unwrap();
+        for key in ["columns", "column_metadata", "nodes"] {
+            assert_eq!(ours[key], theirs[key], "{key}");
+        }
+        let shape = |v: &serde_json::Value| -> Vec<Vec<bool>> {
+            v["data"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|row| row.as_array().unwrap().iter().map(|c| c.is_null()).collect())
+                .collect()
+        };
+        assert_eq!(shape(&ours), shape(&theirs));
+        assert_eq!(ours["cali.channel"], theirs["cali.channel"]);
+    }
+}

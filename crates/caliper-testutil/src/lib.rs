@@ -57,6 +57,9 @@ pub struct PyPackage {
 /// The `caliper-reader` package, the reference's Python reader.
 pub const CALIPER_READER: PyPackage = PyPackage { requirement: "caliper-reader==0.4.1", module: "caliperreader" };
 
+/// The `llnl-hatchet` package, which reads our profiles into GraphFrames.
+pub const HATCHET: PyPackage = PyPackage { requirement: "llnl-hatchet==2026.2.0", module: "hatchet" };
+
 /// The path of a Python interpreter in the test virtualenv with `packages`
 /// installed, creating the virtualenv and installing what is missing.
 /// Panics with the failing command's output if that is impossible: an
@@ -99,4 +102,32 @@ pub fn read_with_caliper_reader(paths: &[&Path]) -> serde_json::Value {
         Command::new(python).env("PYTHONUTF8", "1").arg(script).args(paths).output().expect("run the Python reader");
     assert!(out.status.success(), "caliper-reader failed on {paths:?}:\n{}", String::from_utf8_lossy(&out.stderr));
     serde_json::from_slice(&out.stdout).expect("the Python reader prints JSON")
+}
+
+/// Which Hatchet reader to load a profile with.
+#[derive(Copy, Clone, Debug)]
+pub enum HatchetReader {
+    /// `GraphFrame.from_caliper` on a json-split file.
+    JsonSplit,
+    /// `GraphFrame.from_caliperreader` on a `.cali` file.
+    CaliperReader,
+}
+
+/// Loads each profile with Hatchet and returns per file its graph's node
+/// paths, metric columns and dataframe rows (see `py/hatchet_summary.py`).
+pub fn hatchet_summaries(files: &[(HatchetReader, &Path)]) -> serde_json::Value {
+    let python = python_with(&[CALIPER_READER, HATCHET]);
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("py/hatchet_summary.py");
+    let mut cmd = Command::new(python);
+    cmd.env("PYTHONUTF8", "1").env("MPLBACKEND", "Agg").arg(script);
+    for (reader, path) in files {
+        cmd.arg(match reader {
+            HatchetReader::JsonSplit => "caliper",
+            HatchetReader::CaliperReader => "caliperreader",
+        });
+        cmd.arg(path);
+    }
+    let out = cmd.output().expect("run Hatchet");
+    assert!(out.status.success(), "Hatchet failed on {files:?}:\n{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("the Hatchet script prints JSON")
 }

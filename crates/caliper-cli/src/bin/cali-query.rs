@@ -66,6 +66,13 @@ const OPTIONS: &[OptSpec] = &[
     },
     OptSpec { long: "json", short: Some('j'), takes: Takes::Nothing, help: "Print records as JSON" },
     OptSpec { long: "expand", short: Some('e'), takes: Takes::Nothing, help: "Print records as attr=value lists" },
+    OptSpec {
+        long: "format",
+        short: Some('f'),
+        takes: Takes::Value("FORMAT_STRING"),
+        help: "Print records with a format string of %[width]attribute% fields",
+    },
+    OptSpec { long: "title", short: None, takes: Takes::Value("STRING"), help: "Title line for --format" },
     OptSpec { long: "table", short: Some('t'), takes: Takes::Nothing, help: "Print records as a table" },
     OptSpec {
         long: "tree",
@@ -163,20 +170,22 @@ fn build_query(parsed: &ParsedArgs) -> Result<QuerySpec, Failure> {
             split_list(keys).into_iter().map(|attribute| SortKey { attribute, order: SortOrder::Ascending }).collect();
     }
     // The first formatter flag set wins, in the reference's order.
-    for (flag, formatter) in [
+    let flags = [
         ("json", Formatter::Json),
         ("expand", Formatter::Expand),
+        ("format", Formatter::UserFormat),
         ("table", Formatter::Table),
         ("tree", Formatter::Tree),
-    ] {
-        if parsed.is_set(flag) {
-            let mut format = FormatSpec::new(formatter);
-            if let (Formatter::Tree, Some(attrs)) = (formatter, parsed.value("path-attributes")) {
-                format.args.push(("path-attributes".to_string(), attrs.to_string()));
+    ];
+    if let Some(&(_, formatter)) = flags.iter().find(|(flag, _)| parsed.is_set(flag)) {
+        let mut format = FormatSpec::new(formatter);
+        // The formatter's arguments come from the options of the same name.
+        for arg in formatter.args() {
+            if let Some(value) = parsed.value(arg) {
+                format.args.push((arg.to_string(), value.to_string()));
             }
-            spec.format = Some(format);
-            break;
         }
+        spec.format = Some(format);
     }
     Ok(spec)
 }

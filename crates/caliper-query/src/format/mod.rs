@@ -8,8 +8,10 @@
 mod cali;
 mod expand;
 mod json;
+mod json_split;
 mod table;
 mod tree;
+mod user;
 
 use crate::spec::{FormatSpec, Formatter, QuerySpec};
 use caliper_data::node::Id;
@@ -38,9 +40,8 @@ pub fn make_formatter(
         Formatter::Table => Box::new(table::TableFormatter::new(spec, &format, out)?),
         Formatter::Json => Box::new(json::JsonFormatter::new(spec, &format, out)?),
         Formatter::Tree => Box::new(tree::TreeFormatter::new(spec, &format, out)?),
-        other => {
-            return Err(FormatError(format!("The {} formatter is not available", other.name())));
-        }
+        Formatter::JsonSplit => Box::new(json_split::JsonSplitFormatter::new(spec, out)),
+        Formatter::UserFormat => Box::new(user::UserFormatter::new(&format, out)),
     })
 }
 
