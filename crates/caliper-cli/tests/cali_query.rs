@@ -126,3 +126,31 @@ fn help_and_version() {
     let out = cali_query(&["-V"]);
     assert!(String::from_utf8(out.stdout).unwrap().starts_with("cali-query "));
 }
+
+#[test]
+fn help_topics() {
+    let out = cali_query(&["--help=select"]);
+    assert!(out.status.success());
+    assert!(String::from_utf8(out.stdout).unwrap().contains("  sum(attribute) -> sum#attribute\n"));
+    let out = cali_query(&["--help", "calql"]);
+    assert!(String::from_utf8(out.stdout).unwrap().starts_with("CalQL, the Caliper query language"));
+    let out = cali_query(&["--help=nonsense"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("Unknown help option \"nonsense\". Available options: calql, select"));
+}
+
+#[test]
+fn bad_query_text_names_the_position() {
+    let out = cali_query(&["-q", "select count( from x", fixture("c-example.event-trace.cali").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(254));
+    assert_eq!(stderr(&out), "cali-query: Invalid query: Expected ')' (at column 20)\n");
+}
+
+#[test]
+fn unknown_attributes_give_empty_columns() {
+    let trace = fixture("c-example.event-trace.cali");
+    let out = cali_query(&["-q", "select region,nosuchattribute format table", trace.to_str().unwrap()]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with("region    nosuchattribute \n"), "{text}");
+}

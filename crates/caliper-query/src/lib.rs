@@ -31,6 +31,7 @@ pub mod access;
 pub mod aggregate;
 pub mod filter;
 pub mod format;
+pub mod help;
 pub mod lexer;
 pub mod parser;
 pub mod preprocess;

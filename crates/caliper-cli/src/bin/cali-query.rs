@@ -120,6 +120,9 @@ fn usage() -> String {
          as one .cali stream: all snapshot records in input order, then the\n\
          merged globals. Options override the matching parts of the query.\n\
          \n\
+         Help on the query language: --help=calql, and --help=TOPIC for\n\
+         the topics select, let, where, groupby and format.\n\
+         \n\
          Examples:\n  cali-query run-0.cali run-1.cali -o merged.cali\n  \
          cali-query -q \"select region,count(),sum(time.duration.ns) group by region format table\" trace.cali\n  \
          cali-query -e --print-attributes region,time.duration.ns trace.cali\n",
@@ -131,6 +134,24 @@ enum Failure {
     Usage(String),
     BadQuery(String),
     Fatal(String),
+}
+
+/// `--help[=TOPIC]`: the usage, or a CalQL topic.
+fn help(topic: &str) -> Result<(), Failure> {
+    if topic.is_empty() {
+        print!("{}", usage());
+        return Ok(());
+    }
+    match caliper_query::help::help(topic) {
+        Some(text) => {
+            print!("{text}");
+            Ok(())
+        }
+        None => Err(Failure::Fatal(format!(
+            "Unknown help option \"{topic}\". Available options: {}",
+            caliper_query::help::TOPICS.join(", ")
+        ))),
+    }
 }
 
 /// The query from `-q`/`-Q`, with the other options applied on top.
@@ -215,9 +236,8 @@ fn main() -> ExitCode {
 
 fn run(argv: &[String]) -> Result<(), Failure> {
     let parsed = args::parse(OPTIONS, argv).map_err(|e| Failure::Usage(e.to_string()))?;
-    if parsed.is_set("help") {
-        print!("{}", usage());
-        return Ok(());
+    if let Some(topic) = parsed.value("help") {
+        return help(topic);
     }
     if parsed.is_set("version") {
         println!("cali-query {}", env!("CARGO_PKG_VERSION"));
