@@ -97,3 +97,39 @@ fn one_hundred_thousand_records_stream_through() {
     assert_eq!(count, w.records.len());
     assert!(db.id_bound() < 200, "only nodes are kept");
 }
+
+/// Reading on two threads gives the same records, in the same order, and
+/// stops at the same bad line.
+#[test]
+fn parallel_reading_matches_sequential() {
+    let w = generate(11, 20_000, Alphabet::Full);
+    let mut text = write(&w.db, &w.records);
+    let mut seq_db = MetadataDb::new();
+    let mut seq = Vec::new();
+    CaliReader::new(&mut seq_db, "s").read(text.as_slice(), |_, r| seq.push(r.clone())).unwrap();
+    let mut par_db = MetadataDb::new();
+    let mut par = Vec::new();
+    CaliReader::new(&mut par_db, "p")
+        .try_read_parallel(text.as_slice(), |_, r| {
+            par.push(r.clone());
+            Ok::<(), ()>(())
+        })
+        .unwrap();
+    assert_eq!(par, seq);
+
+    text.extend_from_slice(b"__rec=ctx,ref=999999\n__rec=ctx\n");
+    let lines = text.iter().filter(|&&b| b == b'\n').count() as u64;
+    let mut db = MetadataDb::new();
+    let mut n = 0;
+    let err = CaliReader::new(&mut db, "p")
+        .try_read_parallel(text.as_slice(), |_, _| {
+            n += 1;
+            Ok::<(), ()>(())
+        })
+        .unwrap_err();
+    match err {
+        caliper_data::cali::StreamError::Read(e) => assert_eq!(e.line, lines - 1),
+        caliper_data::cali::StreamError::Sink(()) => panic!("no sink error"),
+    }
+    assert_eq!(n, seq.len());
+}

@@ -46,6 +46,22 @@ struct KeySpec {
     path: bool,
     /// Attributes named in GROUP BY.
     names: Vec<AttrRef>,
+    /// The ids of the named attributes the database has, and the database
+    /// size they were looked up at.
+    ids: Vec<Id>,
+    ids_at: u64,
+}
+
+impl KeySpec {
+    /// The ids of the GROUP BY attributes, looked up again only when the
+    /// database has grown.
+    fn named_ids(&mut self, db: &MetadataDb) -> &[Id] {
+        if self.ids_at != db.id_bound() {
+            self.ids = self.names.iter_mut().filter_map(|n| n.get(db)).collect();
+            self.ids_at = db.id_bound();
+        }
+        &self.ids
+    }
 }
 
 /// A group's key.
@@ -396,15 +412,29 @@ impl Aggregator {
         };
         let ops = ops.iter().map(Op::new).collect::<Result<Vec<_>, _>>()?;
         let key = match &spec.group_by {
-            Selection::Default | Selection::All => {
-                KeySpec { single_group: false, all_tree: true, path: false, names: Vec::new() }
-            }
-            Selection::Nothing => KeySpec { single_group: true, all_tree: false, path: false, names: Vec::new() },
+            Selection::Default | Selection::All => KeySpec {
+                single_group: false,
+                all_tree: true,
+                path: false,
+                names: Vec::new(),
+                ids: Vec::new(),
+                ids_at: u64::MAX,
+            },
+            Selection::Nothing => KeySpec {
+                single_group: true,
+                all_tree: false,
+                path: false,
+                names: Vec::new(),
+                ids: Vec::new(),
+                ids_at: u64::MAX,
+            },
             Selection::List(names) => KeySpec {
                 single_group: false,
                 all_tree: false,
                 path: spec.group_by_path,
                 names: names.iter().map(|n| AttrRef::new(n)).collect(),
+                ids: Vec::new(),
+                ids_at: u64::MAX,
             },
         };
         Ok(Aggregator {
@@ -485,7 +515,7 @@ impl Aggregator {
             }
         }
         if !self.key.names.is_empty() {
-            let wanted: Vec<Id> = self.key.names.iter_mut().filter_map(|n| n.get(db)).collect();
+            let wanted = self.key.named_ids(db);
             for (attr, value) in record.immediates() {
                 if wanted.contains(&attr) {
                     key.immediates.push((attr, value.clone()));
@@ -503,7 +533,7 @@ impl Aggregator {
         }
         let mut path = Vec::new();
         db.path_to(node, &mut path);
-        let wanted: Vec<Id> = self.key.names.iter_mut().filter_map(|n| n.get(db)).collect();
+        let wanted = self.key.named_ids(db).to_vec();
         let mut nk = NodeKey::default();
         for id in path {
             let attr_id = db.node(id).expect("path node").attribute;

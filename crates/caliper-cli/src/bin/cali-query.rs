@@ -269,7 +269,7 @@ fn run(argv: &[String]) -> Result<(), Failure> {
             eprintln!("cali-query: Reading {name}");
         }
         CaliReader::new(&mut db, name)
-            .try_read(reader, |db, record| if list_only { Ok(()) } else { processor.process(db, record) })
+            .try_read_parallel(reader, |db, record| if list_only { Ok(()) } else { processor.process(db, record) })
             .map_err(|e| match e {
                 StreamError::Read(e) => Failure::Fatal(e.to_string()),
                 StreamError::Sink(e) => write_failed(e),

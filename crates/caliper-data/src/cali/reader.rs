@@ -19,6 +19,7 @@ use std::convert::Infallible;
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::Path;
+use std::sync::mpsc;
 
 /// Counts of what a stream contained.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
@@ -89,7 +90,6 @@ pub struct CaliReader<'db> {
     db: &'db mut MetadataDb,
     ids: IdMap,
     source: String,
-    fields: LineFields,
     record: Record,
     /// Database ids of the nodes defined since the last record, in order:
     /// they tell how the writer interleaved the record's entries.
@@ -105,7 +105,6 @@ impl<'db> CaliReader<'db> {
             db,
             ids: IdMap::new(),
             source: source.into(),
-            fields: LineFields::default(),
             record: Record::default(),
             recent: Vec::new(),
             unescaped: Vec::new(),
@@ -139,6 +138,7 @@ impl<'db> CaliReader<'db> {
         mut sink: impl FnMut(&mut MetadataDb, &Record) -> Result<(), E>,
     ) -> Result<ReadSummary, StreamError<E>> {
         let mut lines = LineSource::new(input);
+        let mut fields = LineFields::default();
         loop {
             let (line_no, line) = match lines.next_line() {
                 Ok(Some(l)) => l,
@@ -149,21 +149,69 @@ impl<'db> CaliReader<'db> {
             if line.is_empty() {
                 continue;
             }
-            let kind = match self.process_line(line) {
-                Ok(kind) => kind,
-                Err((offset, kind)) => {
-                    return Err(StreamError::Read(ReadError {
-                        source: self.source.clone(),
-                        line: line_no,
-                        column: offset + 1,
-                        kind,
-                    }));
-                }
-            };
-            if kind.is_some() {
+            let applied = split_line(line, &mut fields).and_then(|kind| self.apply_line(line, kind, &fields));
+            if self.finish_line(line_no, applied)? {
                 sink(self.db, &self.record).map_err(StreamError::Sink)?;
             }
         }
+        self.summary()
+    }
+
+    /// Like [`Self::try_read`], but splitting lines on a second thread
+    /// while this one updates the database and runs `sink`: about twice as
+    /// fast on two cores. Records arrive in the same order, and an error
+    /// stops the reading at the same line.
+    pub fn try_read_parallel<R: Read + Send, E>(
+        &mut self,
+        input: R,
+        mut sink: impl FnMut(&mut MetadataDb, &Record) -> Result<(), E>,
+    ) -> Result<ReadSummary, StreamError<E>> {
+        let (full_tx, full_rx) = mpsc::sync_channel::<Batch>(BATCHES_IN_FLIGHT);
+        let (empty_tx, empty_rx) = mpsc::channel::<Batch>();
+        std::thread::scope(|scope| {
+            scope.spawn(move || split_batches(input, full_tx, empty_rx));
+            // Dropping the receiver on return stops the splitter early.
+            let full_rx = full_rx;
+            for batch in full_rx.iter() {
+                for line in &batch.lines {
+                    let text = &batch.text[line.start..line.end];
+                    let applied =
+                        line.kind.clone().and_then(|kind| self.apply_line(text, kind, &batch.fields[line.index]));
+                    if self.finish_line(line.line_no, applied)? {
+                        sink(self.db, &self.record).map_err(StreamError::Sink)?;
+                    }
+                }
+                if let Some(e) = &batch.io_error {
+                    return Err(StreamError::Read(self.io_error(e)));
+                }
+                // The splitter may have stopped already; then the batch is dropped.
+                let _ = empty_tx.send(batch);
+            }
+            Ok(())
+        })?;
+        self.summary()
+    }
+
+    /// Turns a line's outcome into an error with its place, or tells
+    /// whether it left a record for the sink.
+    fn finish_line<E>(
+        &self,
+        line_no: u64,
+        applied: Result<Option<RecordKind>, LineError>,
+    ) -> Result<bool, StreamError<E>> {
+        match applied {
+            Ok(kind) => Ok(kind.is_some()),
+            Err((offset, kind)) => Err(StreamError::Read(ReadError {
+                source: self.source.clone(),
+                line: line_no,
+                column: offset + 1,
+                kind,
+            })),
+        }
+    }
+
+    /// The counts at the end of a stream; an error if it held no record.
+    fn summary<E>(&self) -> Result<ReadSummary, StreamError<E>> {
         if self.summary.records() == 0 {
             return Err(StreamError::Read(ReadError {
                 source: self.source.clone(),
@@ -179,33 +227,21 @@ impl<'db> CaliReader<'db> {
         ReadError { source: self.source.clone(), line: 0, column: 0, kind: ReadErrorKind::Io(e.kind(), e.to_string()) }
     }
 
-    /// Processes one non-empty line. Returns the kind of record now in
-    /// `self.record`, or `None` for a node record.
-    fn process_line(&mut self, line: &[u8]) -> Result<Option<RecordKind>, LineError> {
-        const PREFIX: &[u8] = b"__rec=";
-        if !line.starts_with(PREFIX) {
-            return Err((0, ReadErrorKind::NotARecord));
-        }
-        let rest = &line[PREFIX.len()..];
-        let kind_len = rest.iter().position(|&b| b == b',').unwrap_or(rest.len());
-        let kind = &rest[..kind_len];
-        let kind_end = PREFIX.len() + kind_len;
-        self.fields.clear();
-        parse_fields(line, kind_end, &mut self.fields)?;
+    /// Applies a split line to the database. Returns the kind of record
+    /// now in `self.record`, or `None` for a node record.
+    fn apply_line(&mut self, line: &[u8], kind: LineKind, f: &LineFields) -> Result<Option<RecordKind>, LineError> {
         match kind {
-            b"ctx" => self.build_record(line, RecordKind::Ctx).map(|()| Some(RecordKind::Ctx)),
-            b"globals" => {
-                self.build_record(line, RecordKind::Globals)?;
+            LineKind::Ctx => self.build_record(line, f, RecordKind::Ctx).map(|()| Some(RecordKind::Ctx)),
+            LineKind::Globals => {
+                self.build_record(line, f, RecordKind::Globals)?;
                 self.db.import_globals(&self.record);
                 Ok(Some(RecordKind::Globals))
             }
-            b"node" => self.import_node(line).map(|()| None),
-            _ => Err((PREFIX.len(), ReadErrorKind::UnknownRecordKind(String::from_utf8_lossy(kind).into_owned()))),
+            LineKind::Node => self.import_node(line, f).map(|()| None),
         }
     }
 
-    fn import_node(&mut self, line: &[u8]) -> Result<(), LineError> {
-        let f = &self.fields;
+    fn import_node(&mut self, line: &[u8], f: &LineFields) -> Result<(), LineError> {
         if f.seen & SEEN_REF != 0 {
             return Err((0, ReadErrorKind::UnknownField("ref".into())));
         }
@@ -234,8 +270,7 @@ impl<'db> CaliReader<'db> {
         Ok(())
     }
 
-    fn build_record(&mut self, line: &[u8], kind: RecordKind) -> Result<(), LineError> {
-        let f = &self.fields;
+    fn build_record(&mut self, line: &[u8], f: &LineFields, kind: RecordKind) -> Result<(), LineError> {
         if f.seen & (SEEN_ID | SEEN_PARENT) != 0 {
             let name = if f.seen & SEEN_ID != 0 { "id" } else { "parent" };
             return Err((0, ReadErrorKind::UnknownField(name.into())));
@@ -374,6 +409,108 @@ impl<'a> Emission<'a> {
         }
         Some(next)
     }
+}
+
+/// Bytes of line text per batch handed between the threads of
+/// [`CaliReader::try_read_parallel`].
+const BATCH_BYTES: usize = 256 * 1024;
+/// Batches that may wait for the consumer.
+const BATCHES_IN_FLIGHT: usize = 4;
+
+/// A run of split lines: their text, and per line its kind and fields.
+/// Batches go back to the splitter to be refilled, so in the steady state
+/// nothing is allocated.
+#[derive(Default)]
+struct Batch {
+    text: Vec<u8>,
+    lines: Vec<BatchLine>,
+    fields: Vec<LineFields>,
+    io_error: Option<io::Error>,
+}
+
+struct BatchLine {
+    line_no: u64,
+    start: usize,
+    end: usize,
+    index: usize,
+    kind: Result<LineKind, LineError>,
+}
+
+/// The splitting thread: reads lines, splits them into batches, and sends
+/// the batches on; stops at the end, at a bad line, or when the consumer
+/// is gone.
+fn split_batches<R: Read>(input: R, full: mpsc::SyncSender<Batch>, empty: mpsc::Receiver<Batch>) {
+    let mut lines = LineSource::new(input);
+    loop {
+        let mut batch = empty.try_recv().unwrap_or_default();
+        batch.text.clear();
+        batch.lines.clear();
+        let mut stop = false;
+        while batch.text.len() < BATCH_BYTES {
+            let (line_no, line) = match lines.next_line() {
+                Ok(Some(l)) => l,
+                Ok(None) => {
+                    stop = true;
+                    break;
+                }
+                Err(e) => {
+                    batch.io_error = Some(e);
+                    stop = true;
+                    break;
+                }
+            };
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            if line.is_empty() {
+                continue;
+            }
+            let start = batch.text.len();
+            batch.text.extend_from_slice(line);
+            let index = batch.lines.len();
+            if batch.fields.len() <= index {
+                batch.fields.push(LineFields::default());
+            }
+            let kind = split_line(line, &mut batch.fields[index]);
+            let bad = kind.is_err();
+            batch.lines.push(BatchLine { line_no, start, end: batch.text.len(), index, kind });
+            if bad {
+                stop = true;
+                break;
+            }
+        }
+        if full.send(batch).is_err() || stop {
+            return;
+        }
+    }
+}
+
+/// What kind of record a line holds.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum LineKind {
+    Node,
+    Ctx,
+    Globals,
+}
+
+/// Splits a non-empty line into its kind and fields. Needs no database,
+/// so it can run ahead of the rest of the reading on another thread.
+fn split_line(line: &[u8], fields: &mut LineFields) -> Result<LineKind, LineError> {
+    const PREFIX: &[u8] = b"__rec=";
+    if !line.starts_with(PREFIX) {
+        return Err((0, ReadErrorKind::NotARecord));
+    }
+    let rest = &line[PREFIX.len()..];
+    let kind_len = rest.iter().position(|&b| b == b',').unwrap_or(rest.len());
+    let kind = match &rest[..kind_len] {
+        b"ctx" => LineKind::Ctx,
+        b"node" => LineKind::Node,
+        b"globals" => LineKind::Globals,
+        other => {
+            return Err((PREFIX.len(), ReadErrorKind::UnknownRecordKind(String::from_utf8_lossy(other).into_owned())));
+        }
+    };
+    fields.clear();
+    parse_fields(line, PREFIX.len() + kind_len, fields)?;
+    Ok(kind)
 }
 
 /// The one value of an id field, if the field is present.
@@ -563,9 +700,9 @@ pub fn read_path(
 
 /// Opens a file for reading, or standard input for `-` or an empty path;
 /// returns the name to use in messages and the input.
-pub fn open_input(path: &Path) -> Result<(String, Box<dyn Read>), ReadError> {
+pub fn open_input(path: &Path) -> Result<(String, Box<dyn Read + Send>), ReadError> {
     if path.as_os_str().is_empty() || path.as_os_str() == "-" {
-        return Ok(("<stdin>".to_string(), Box::new(io::stdin().lock())));
+        return Ok(("<stdin>".to_string(), Box::new(io::stdin())));
     }
     let name = path.display().to_string();
     match File::open(path) {
