@@ -79,14 +79,17 @@ impl JsonFormatter {
             let value = if quoted { quote(&field.text) } else { field.text.clone() };
             members.push((display_name(&self.spec, attr.name()).to_string(), value, quoted));
         }
-        if !self.separate_nested && (!explicit || self.spec.select_path || self.selected("path")) {
+        if !self.separate_nested {
+            // The nested values go into `path`: all of them, or with a
+            // SELECT list those of the listed attributes (all for `path`).
+            let all = !explicit || self.spec.select_path || self.selected("path");
             for entry in &record.entries {
                 let Entry::Reference(node) = entry else { continue };
                 let mut nodes = Vec::new();
                 db.path_to(*node, &mut nodes);
                 for id in nodes {
                     let n = db.node(id).expect("path node");
-                    if db.attribute(n.attribute).is_some_and(|a| a.is_nested()) {
+                    if db.attribute(n.attribute).is_some_and(|a| a.is_nested() && (all || self.selected(a.name()))) {
                         path.push(n.value.to_string());
                     }
                 }

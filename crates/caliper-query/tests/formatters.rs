@@ -1,0 +1,140 @@
+//! The formatters and their arguments on the reference's example files.
+
+use caliper_data::MetadataDb;
+use caliper_data::cali::CaliReader;
+use caliper_query::spec::Formatter;
+use caliper_query::{QueryProcessor, parse_query};
+use caliper_testutil::fixture;
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+/// An output the test can read after the processor is done with it.
+#[derive(Clone, Default)]
+struct Output(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Output {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Runs `query` over a fixture and returns the output text.
+fn run(query: &str, file: &str) -> String {
+    let spec = parse_query(query).unwrap();
+    let out = Output::default();
+    let mut processor = QueryProcessor::new(&spec, Formatter::Cali, Box::new(out.clone())).unwrap();
+    let mut db = MetadataDb::new();
+    let data = std::fs::read(fixture(file)).unwrap();
+    CaliReader::new(&mut db, file).read(data.as_slice(), |db, r| processor.process(db, r).unwrap()).unwrap();
+    processor.finish(&mut db).unwrap();
+    let bytes = out.0.lock().unwrap().clone();
+    String::from_utf8(bytes).unwrap()
+}
+
+const TRACE: &str = "cxx-example.event-trace.cali";
+const PROFILE: &str = "cxx-example.hatchet-region-profile.cali";
+
+#[test]
+fn table_column_width_and_truncation() {
+    let text = run("select event.begin#iteration#mainloop, region format table(column-width=8)", TRACE);
+    let header = text.lines().next().unwrap();
+    assert_eq!(header, "eve~~oop region   ");
+    assert!(text.lines().any(|l| l == "       0 main     "), "{text}");
+    // Zero or less: no cap.
+    let wide = run("select event.begin#iteration#mainloop format table(column-width=0)", TRACE);
+    assert!(wide.starts_with("event.begin#iteration#mainloop \n"));
+}
+
+#[test]
+fn table_sorts_with_the_last_key_first() {
+    let q =
+        "select region,count(),sum(time.duration.ns) group by region order by sum#time.duration.ns desc format table";
+    let lines: Vec<String> =
+        run(q, TRACE).lines().skip(1).map(|l| l.split_whitespace().next().unwrap_or("").to_string()).collect();
+    assert_eq!(lines, ["main/foo", "1", "main", "main/init"].map(String::from));
+    let q = "select region,count() group by region order by region, count desc format table";
+    let first: Vec<String> = run(q, TRACE).lines().skip(1).map(|l| l.trim_end().to_string()).collect();
+    assert_eq!(first[0], "main         16", "count descending is the primary key");
+}
+
+#[test]
+fn table_prints_globals_first() {
+    let text = run("select region,count() group by region format table(print-globals)", TRACE);
+    assert!(text.starts_with("cali.caliper.version : 2.15.0-dev\n"), "{text}");
+    assert!(text.contains("cali.channel         : event-trace\n"), "{text}");
+    assert!(text.contains("\nregion    count \n"));
+}
+
+#[test]
+fn tree_arguments() {
+    let q = "select sum(sum#sum#time.duration) group by path format tree(column-width=4)";
+    let text = run(q, PROFILE);
+    assert!(text.starts_with("Path s~~n \n"), "{text}");
+    assert!(text.contains("    .. "), "labels deeper than the column become ..:\n{text}");
+    // ORDER BY sorts siblings: ascending by the smallest value below.
+    let q = "select sum(sum#sum#time.duration) group by path order by sum#sum#sum#time.duration format tree";
+    let order: Vec<String> =
+        run(q, PROFILE).lines().skip(1).map(|l| l.split_whitespace().next().unwrap().to_string()).collect();
+    assert_eq!(order, ["main", "init", "mainloop", "foo"]);
+    // Other path attributes: the loop alone.
+    let text = run("select count() group by path format tree(\"loop\")", TRACE);
+    assert_eq!(text.lines().nth(1).unwrap().split_whitespace().next(), Some("mainloop"));
+}
+
+#[test]
+fn json_layouts() {
+    let records = run("select region,count() group by region format json(split)", TRACE);
+    assert!(records.starts_with("{\"count\":1},\n{\"path\":\"main\",\"count\":16}"), "{records}");
+    let object = run("select region,count() group by region format json(object)", TRACE);
+    let v: serde_json::Value = serde_json::from_str(&object).expect("object layout is JSON");
+    assert_eq!(v["records"].as_array().unwrap().len(), 4);
+    assert_eq!(v["globals"]["cali.channel"], "event-trace");
+    assert_eq!(v["attributes"]["count"]["is_global"], false);
+    assert_eq!(v["attributes"]["count"]["cali.attribute.type"], "uint");
+    let pretty = run("select count() group by region format json(pretty)", TRACE);
+    let v: serde_json::Value = serde_json::from_str(&pretty).unwrap();
+    assert_eq!(v[1]["count"], 16);
+    assert!(pretty.contains("\n\t\"count\": 16\n"), "{pretty}");
+    let quoted = run("select region, count() group by region format json(quote-all)", TRACE);
+    assert!(quoted.contains("{\"count\":\"16\",\"path\":\"main\"}"), "{quoted}");
+    let separate = run("select * where region=foo format json(separate-nested)", TRACE);
+    assert!(separate.contains("\"region\":\"main/foo\""), "{separate}");
+    assert!(!separate.contains("\"path\""));
+}
+
+#[test]
+fn user_format_and_title() {
+    let text = run(
+        r#"select * where event.end#region format format("%[10]region%|%time.duration.ns%", "Region    |ns")"#,
+        TRACE,
+    );
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "Region    |ns");
+    assert_eq!(lines[1], "main/init |3134");
+}
+
+#[test]
+fn expand_with_selection_and_aliases() {
+    let text = run("select region as R, time.duration.ns where event.end#region=foo format expand", TRACE);
+    assert_eq!(text.lines().next(), Some("R=main/foo,time.duration.ns=185085"));
+}
+
+#[test]
+fn cali_output_reads_back() {
+    let text = run("select region,count() group by region", TRACE);
+    let mut db = MetadataDb::new();
+    let records = caliper_data::cali::read_records(&mut db, "out", text.as_bytes()).unwrap();
+    assert_eq!(records.iter().filter(|r| r.kind == caliper_data::RecordKind::Ctx).count(), 4);
+    assert!(text.ends_with("\n") && text.contains("__rec=globals"));
+}
+
+#[test]
+fn let_and_where_in_the_pipeline() {
+    let q = "let us=scale(time.duration.ns,0.001) select region, sum(us) where region group by region format expand";
+    let text = run(q, TRACE);
+    assert!(text.contains("region=main/foo,sum#us=702.375"), "{text}");
+}
