@@ -154,3 +154,21 @@ fn unknown_attributes_give_empty_columns() {
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.starts_with("region    nosuchattribute \n"), "{text}");
 }
+
+#[test]
+fn continue_past_a_bad_file_but_say_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.cali");
+    fs::write(&bad, "__rec=node,id=12,attr=10,data=276,parent=3\n__rec=ctx,ref=77\n").unwrap();
+    let good = fixture("c-example.event-trace.cali");
+    let out = cali_query(&["--continue", "-e", bad.to_str().unwrap(), good.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!("{}:2:15: unknown node id 77 (skipping the rest of this input)", bad.display())),
+        "{err}"
+    );
+    assert!(err.contains("1 input(s) could not be read completely"), "{err}");
+    // The good file's records are all there.
+    assert_eq!(String::from_utf8(out.stdout).unwrap().lines().count(), 22);
+}

@@ -93,6 +93,12 @@ const OPTIONS: &[OptSpec] = &[
         help: "Write the output to FILE instead of standard output",
     },
     OptSpec {
+        long: "continue",
+        short: None,
+        takes: Takes::Nothing,
+        help: "On a bad input, report it and go on with the next one (exit status 1)",
+    },
+    OptSpec {
         long: "verbose",
         short: Some('v'),
         takes: Takes::Nothing,
@@ -263,17 +269,27 @@ fn run(argv: &[String]) -> Result<(), Failure> {
         QueryProcessor::new(&spec, Formatter::Cali, dest).map_err(|e| Failure::BadQuery(e.to_string()))?;
     // With -G or --list-attributes the snapshots are read but not output.
     let list_only = parsed.is_set("list-globals") || parsed.is_set("list-attributes");
+    // With --continue a bad input is reported and skipped (after the
+    // records read before the problem); the exit status still says so.
+    let keep_going = parsed.is_set("continue");
+    let mut bad_inputs = Vec::new();
     for input in &inputs {
-        let (name, reader) = open_input(Path::new(input)).map_err(|e| Failure::Fatal(e.to_string()))?;
-        if parsed.is_set("verbose") {
-            eprintln!("cali-query: Reading {name}");
+        let result = open_input(Path::new(input)).map_err(StreamError::Read).and_then(|(name, reader)| {
+            if parsed.is_set("verbose") {
+                eprintln!("cali-query: Reading {name}");
+            }
+            CaliReader::new(&mut db, name)
+                .try_read_parallel(reader, |db, record| if list_only { Ok(()) } else { processor.process(db, record) })
+        });
+        match result {
+            Ok(_) => {}
+            Err(StreamError::Read(e)) if keep_going => {
+                eprintln!("cali-query: error: {e} (skipping the rest of this input)");
+                bad_inputs.push(input.clone());
+            }
+            Err(StreamError::Read(e)) => return Err(Failure::Fatal(e.to_string())),
+            Err(StreamError::Sink(e)) => return Err(write_failed(e)),
         }
-        CaliReader::new(&mut db, name)
-            .try_read_parallel(reader, |db, record| if list_only { Ok(()) } else { processor.process(db, record) })
-            .map_err(|e| match e {
-                StreamError::Read(e) => Failure::Fatal(e.to_string()),
-                StreamError::Sink(e) => write_failed(e),
-            })?;
     }
     if parsed.is_set("list-attributes") {
         for record in attribute_records(&mut db) {
@@ -285,7 +301,11 @@ fn run(argv: &[String]) -> Result<(), Failure> {
         globals.kind = caliper_data::RecordKind::Ctx;
         processor.process(&mut db, &globals).map_err(write_failed)?;
     }
-    processor.finish(&mut db).map_err(write_failed)
+    processor.finish(&mut db).map_err(write_failed)?;
+    match bad_inputs.len() {
+        0 => Ok(()),
+        n => Err(Failure::Fatal(format!("{n} input(s) could not be read completely: {}", bad_inputs.join(", ")))),
+    }
 }
 
 /// One record per attribute read from the inputs: `attribute.id`, then the
