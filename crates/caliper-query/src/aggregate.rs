@@ -132,6 +132,10 @@ pub struct Aggregator {
     groups: Vec<Group>,
     index: FxHashMap<GroupKey, usize>,
     node_keys: FxHashMap<Id, NodeKey>,
+    /// The group of records whose only key part is one reference node.
+    by_node: FxHashMap<Id, usize>,
+    /// Whether any kernel is inclusive.
+    inclusive: bool,
     /// Exclusive grand totals, for the percent-of-total kernels.
     totals: Vec<f64>,
     /// Alias and unit metadata for result attributes, from the query.
@@ -439,11 +443,13 @@ impl Aggregator {
         };
         Ok(Aggregator {
             totals: vec![0.0; ops.len()],
+            inclusive: ops.iter().any(|o| o.op.kernel.is_inclusive()),
             ops,
             key,
             groups: Vec::new(),
             index: FxHashMap::default(),
             node_keys: FxHashMap::default(),
+            by_node: FxHashMap::default(),
             aliases: spec.aliases.clone(),
             units: spec.units.clone(),
         })
@@ -458,17 +464,16 @@ impl Aggregator {
     /// Adds a record to its group (and, for inclusive kernels, to the groups
     /// of its path's ancestors).
     pub fn add(&mut self, db: &mut MetadataDb, record: &Record) {
-        let key = self.group_key(db, record);
-        let path = key.path;
-        let g = self.group_index(key.clone());
+        let g = self.group_of(db, record);
         for (i, op) in self.ops.iter_mut().enumerate() {
             let total = op.update(db, &mut self.groups[g].states[i], record);
             self.totals[i] += total;
         }
-        if !self.ops.iter().any(|o| o.op.kernel.is_inclusive()) {
+        if !self.inclusive {
             return;
         }
-        let mut ancestor = path.and_then(|p| db.node(p)).and_then(|n| n.parent);
+        let key = self.groups[g].key.clone();
+        let mut ancestor = key.path.and_then(|p| db.node(p)).and_then(|n| n.parent);
         while let Some(p) = ancestor {
             let g = self.group_index(GroupKey { path: Some(p), ..key.clone() });
             for (i, op) in self.ops.iter_mut().enumerate() {
@@ -478,6 +483,31 @@ impl Aggregator {
             }
             ancestor = db.node(p).and_then(|n| n.parent);
         }
+    }
+
+    /// The group of a record. Most records have a single reference entry
+    /// and no immediate key values; their group is cached per node.
+    fn group_of(&mut self, db: &mut MetadataDb, record: &Record) -> usize {
+        let mut refs = record.refs();
+        let single = match (refs.next(), refs.next()) {
+            (Some(node), None) => Some(node),
+            _ => None,
+        };
+        let plain = single.filter(|_| {
+            self.key.names.is_empty() || {
+                let named = self.key.named_ids(db);
+                !record.immediates().any(|(a, _)| named.contains(&a))
+            }
+        });
+        if let Some(&g) = plain.and_then(|node| self.by_node.get(&node)) {
+            return g;
+        }
+        let key = self.group_key(db, record);
+        let g = self.group_index(key);
+        if let Some(node) = plain {
+            self.by_node.insert(node, g);
+        }
+        g
     }
 
     fn group_index(&mut self, key: GroupKey) -> usize {
