@@ -415,7 +415,7 @@ impl<'a> Emission<'a> {
 /// [`CaliReader::try_read_parallel`].
 const BATCH_BYTES: usize = 256 * 1024;
 /// Batches that may wait for the consumer.
-const BATCHES_IN_FLIGHT: usize = 4;
+const BATCHES_IN_FLIGHT: usize = 2;
 
 /// A run of split lines: their text, and per line its kind and fields.
 /// Batches go back to the splitter to be refilled, so in the steady state
