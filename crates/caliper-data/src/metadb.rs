@@ -239,6 +239,54 @@ impl MetadataDb {
         Ok(id)
     }
 
+    /// Imports node `id` of another node store (say the runtime's context
+    /// tree) with its attribute and parent chain, merging equal nodes, and
+    /// returns its id here. `ids` remembers what was imported from that
+    /// store, so each node is imported once.
+    pub fn import_from(&mut self, ids: &mut IdMap, store: &impl NodeStore, id: Id) -> Result<Id, ImportError> {
+        // Iterative: attribute first, then parent, then the node itself.
+        let mut stack = vec![(id, false)];
+        while let Some((n, ready)) = stack.pop() {
+            if ids.get(n).is_some() {
+                continue;
+            }
+            let node = store.node(n).ok_or(ImportError::UnknownNode(n))?;
+            let deps = [Some(node.attribute), node.parent];
+            if !ready {
+                stack.push((n, true));
+                stack
+                    .extend(deps.into_iter().flatten().filter(|&d| d != n && ids.get(d).is_none()).map(|d| (d, false)));
+                continue;
+            }
+            let attr = ids.get(node.attribute).ok_or(ImportError::UnknownAttribute(node.attribute))?;
+            self.attribute_type(attr).ok_or(ImportError::NotAnAttribute(node.attribute))?;
+            let parent = match node.parent {
+                Some(p) => Some(ids.get(p).ok_or(ImportError::UnknownNode(p))?),
+                None => None,
+            };
+            let merged = self.merge_node(Some(n), attr, node.value.clone(), parent)?;
+            ids.insert(n, merged);
+        }
+        ids.get(id).ok_or(ImportError::UnknownNode(id))
+    }
+
+    /// Imports a record of another node store (see [`Self::import_from`]).
+    pub fn import_record(
+        &mut self,
+        ids: &mut IdMap,
+        store: &impl NodeStore,
+        record: &Record,
+    ) -> Result<Record, ImportError> {
+        let mut out = Record { kind: record.kind, entries: Vec::with_capacity(record.entries.len()) };
+        for entry in &record.entries {
+            out.entries.push(match entry {
+                Entry::Reference(n) => Entry::Reference(self.import_from(ids, store, *n)?),
+                Entry::Immediate(a, v) => Entry::Immediate(self.import_from(ids, store, *a)?, v.clone()),
+            });
+        }
+        Ok(out)
+    }
+
     /// Translates a stream's node id.
     #[inline]
     pub fn map_node(&self, ids: &IdMap, stream_id: u64) -> Result<Id, ImportError> {
@@ -503,6 +551,31 @@ mod tests {
         assert!(matches!(db.import_node(&mut ids, 21, 8, "orphan", None), Err(ImportError::BadAttribute(_))));
         assert_eq!(db.id_bound(), before, "the rejected node is gone");
         assert!(db.attribute_by_name("orphan").is_none());
+    }
+
+    #[test]
+    fn imports_records_of_another_store() {
+        let mut source = MetadataDb::keeping_stream_ids();
+        let region = region_attr(&mut source);
+        let count = source.create_attribute("count", AttrType::Uint, Properties::ASVALUE, &[]);
+        let main = source.get_or_create_node(region, Variant::string("main"), None);
+        let foo = source.get_or_create_node(region, Variant::string("foo"), Some(main));
+        let mut r = Record::ctx();
+        r.push_ref(foo);
+        r.push_imm(count, Variant::Uint(2));
+        let mut db = MetadataDb::new();
+        let mut ids = IdMap::new();
+        let imported = db.import_record(&mut ids, &source, &r).unwrap();
+        assert_eq!(
+            db.expand(&imported),
+            source.expand(&r).into_iter().map(|(a, v)| (ids.get(a).unwrap(), v)).collect::<Vec<_>>()
+        );
+        assert_eq!(db.attribute_by_name("region").unwrap().properties().bits(), 276);
+        // A second import reuses the nodes.
+        let before = db.id_bound();
+        db.import_record(&mut ids, &source, &r).unwrap();
+        assert_eq!(db.id_bound(), before);
+        assert_eq!(db.import_from(&mut ids, &source, 999), Err(ImportError::UnknownNode(999)));
     }
 
     #[test]

@@ -24,7 +24,7 @@ impl RecordKind {
 }
 
 /// One entry of a record.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Entry {
     /// A context-tree node: stands for every `attribute=value` pair on the
     /// path from the node up to the root.

@@ -1,0 +1,202 @@
+//! The attribute registry: attributes by name and id, created by the rules
+//! of the reference (first creation wins, presets replace properties,
+//! globals are process-scoped, a default scope is added).
+
+use crate::tree::ContextTree;
+use caliper_data::hash::FxHashMap;
+use caliper_data::node::{Id, NAME_ATTR_ID, PROP_ATTR_ID};
+use caliper_data::{AttrType, Properties, Text, Variant};
+use std::sync::RwLock;
+
+/// An attribute: a typed key with properties. Cheap to copy; the hot path
+/// reads everything it needs from the handle itself.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Attribute {
+    id: Id,
+    ty: AttrType,
+    props: Properties,
+}
+
+impl Attribute {
+    /// The attribute's id (its context-tree node).
+    pub fn id(self) -> Id {
+        self.id
+    }
+    /// The value type.
+    pub fn attr_type(self) -> AttrType {
+        self.ty
+    }
+    /// The properties, as in effect (presets and default scope applied).
+    pub fn properties(self) -> Properties {
+        self.props
+    }
+    /// Whether values are stored directly in snapshots.
+    pub fn is_asvalue(self) -> bool {
+        self.props.is_asvalue()
+    }
+    /// Whether the attribute nests with the region stack.
+    pub fn is_nested(self) -> bool {
+        self.props.is_nested()
+    }
+}
+
+/// What the registry knows about an attribute.
+#[derive(Clone, Debug)]
+pub struct AttributeInfo {
+    /// The handle.
+    pub attr: Attribute,
+    /// The name.
+    pub name: Text,
+    /// Metadata entries (meta-attribute, value), outermost first.
+    pub metadata: Vec<(Id, Variant)>,
+}
+
+/// All attributes of the process.
+#[derive(Default)]
+pub struct Registry {
+    by_name: RwLock<FxHashMap<Text, Attribute>>,
+    by_id: RwLock<FxHashMap<Id, AttributeInfo>>,
+    presets: FxHashMap<String, Properties>,
+    default_scope: Properties,
+    /// Meta-attribute whose `true` value makes an attribute aggregatable.
+    aggregatable_class: Option<Id>,
+}
+
+impl Registry {
+    /// A registry with the bootstrap attributes, property presets
+    /// (`attr=prop:prop,...`) and the default scope (thread or process).
+    pub fn new(tree: &ContextTree, presets: &str, default_scope: Properties) -> Registry {
+        let mut reg = Registry { default_scope, ..Registry::default() };
+        for item in crate::config::parse_list(presets, &[',']) {
+            if let Some((name, props)) = item.split_once('=') {
+                reg.presets.insert(name.trim().to_string(), Properties::parse(props));
+            }
+        }
+        for (id, ty) in [(8, AttrType::String), (9, AttrType::Type), (10, AttrType::Int)] {
+            let name = match &tree.get(id).expect("bootstrap node").value {
+                Variant::Str(s) => s.clone(),
+                _ => unreachable!("bootstrap attribute names are strings"),
+            };
+            let attr = Attribute { id, ty, props: Properties::DEFAULT };
+            reg.by_name.get_mut().expect("fresh lock").insert(name.clone(), attr);
+            reg.by_id.get_mut().expect("fresh lock").insert(id, AttributeInfo { attr, name, metadata: Vec::new() });
+        }
+        reg
+    }
+
+    /// Sets the meta-attribute `class.aggregatable`.
+    pub fn set_aggregatable_class(&mut self, id: Id) {
+        self.aggregatable_class = Some(id);
+    }
+
+    /// The attribute `name`, if it exists.
+    pub fn find(&self, name: &str) -> Option<Attribute> {
+        self.by_name.read().unwrap_or_else(|e| e.into_inner()).get(name).copied()
+    }
+
+    /// What the registry knows about attribute `id`.
+    pub fn info(&self, id: Id) -> Option<AttributeInfo> {
+        self.by_id.read().unwrap_or_else(|e| e.into_inner()).get(&id).cloned()
+    }
+
+    /// Every attribute.
+    pub fn all(&self) -> Vec<AttributeInfo> {
+        let mut all: Vec<AttributeInfo> =
+            self.by_id.read().unwrap_or_else(|e| e.into_inner()).values().cloned().collect();
+        all.sort_by_key(|a| a.attr.id);
+        all
+    }
+
+    /// Creates attribute `name` or returns the existing one. The flag says
+    /// whether it was new (channels must then hear of it).
+    pub fn create(
+        &self,
+        tree: &ContextTree,
+        name: &str,
+        ty: AttrType,
+        props: Properties,
+        metadata: &[(Id, Variant)],
+    ) -> (Attribute, bool) {
+        if let Some(a) = self.find(name) {
+            return (a, false);
+        }
+        let mut by_name = self.by_name.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(a) = by_name.get(name) {
+            return (*a, false);
+        }
+        let mut props = self.presets.get(name).copied().unwrap_or(props);
+        if props.is_global() {
+            props = props.with_scope(Properties::SCOPE_PROCESS) | Properties::UNALIGNED;
+        }
+        if props.bits() & Properties::SCOPE_MASK == 0 {
+            props |= self.default_scope;
+        }
+        if let Some(class) = self.aggregatable_class
+            && metadata.iter().any(|(m, v)| *m == class && v.to_bool() == Some(true))
+        {
+            props |= Properties::AGGREGATABLE;
+        }
+        let mut parent = ty.bootstrap_node();
+        for (meta, value) in metadata {
+            parent = Some(tree.get_child(*meta, value.clone(), parent));
+        }
+        let prop_node = tree.get_child(PROP_ATTR_ID, Variant::Int(i64::from(props.bits())), parent);
+        let id = tree.get_child(NAME_ATTR_ID, Variant::string(name), Some(prop_node));
+        let attr = Attribute { id, ty, props };
+        let text = Text::new(name);
+        by_name.insert(text.clone(), attr);
+        drop(by_name);
+        self.by_id
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id, AttributeInfo { attr, name: text, metadata: metadata.to_vec() });
+        (attr, true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn registry(presets: &str, scope: Properties) -> (ContextTree, Registry) {
+        let tree = ContextTree::new();
+        let reg = Registry::new(&tree, presets, scope);
+        (tree, reg)
+    }
+
+    #[test]
+    fn creation_rules() {
+        let (tree, reg) = registry("", Properties::SCOPE_THREAD);
+        let (plain, new) = reg.create(&tree, "plain", AttrType::Int, Properties::DEFAULT, &[]);
+        assert!(new);
+        assert_eq!(plain.properties().bits(), 20, "default scope thread");
+        let (v, _) = reg.create(&tree, "v", AttrType::Int, Properties::ASVALUE, &[]);
+        assert_eq!(v.properties().bits(), 21);
+        let (g, _) = reg.create(&tree, "g", AttrType::String, Properties::GLOBAL, &[]);
+        assert_eq!(g.properties().bits(), 512 | 12 | 1024);
+        let (again, new) = reg.create(&tree, "plain", AttrType::String, Properties::NESTED, &[]);
+        assert!(!new);
+        assert_eq!(again, plain, "the first creation wins");
+        assert_eq!(reg.find("plain"), Some(plain));
+        assert_eq!(&*reg.info(plain.id()).unwrap().name, "plain");
+    }
+
+    #[test]
+    fn presets_and_process_scope() {
+        let (tree, reg) = registry("region=process_scope", Properties::SCOPE_PROCESS);
+        let (r, _) = reg.create(&tree, "region", AttrType::String, Properties::NESTED, &[]);
+        assert_eq!(r.properties().bits(), 12, "the preset replaces the properties");
+        let (x, _) = reg.create(&tree, "x", AttrType::Int, Properties::ASVALUE, &[]);
+        assert_eq!(x.properties().bits(), 13);
+    }
+
+    #[test]
+    fn aggregatable_class() {
+        let (tree, mut reg) = registry("", Properties::SCOPE_THREAD);
+        let (class, _) = reg.create(&tree, "class.aggregatable", AttrType::Bool, Properties::SKIP_EVENTS, &[]);
+        reg.set_aggregatable_class(class.id());
+        let (m, _) =
+            reg.create(&tree, "m", AttrType::Double, Properties::ASVALUE, &[(class.id(), Variant::Bool(true))]);
+        assert!(m.properties().is_aggregatable());
+    }
+}

@@ -1,0 +1,290 @@
+//! Blackboards: the current context of a thread (or of the process).
+//!
+//! All non-as-value, aligned attributes share one region stack (they must
+//! nest properly relative to each other); unaligned ones share a second
+//! stack that allows ending out of order; as-value attributes have a slot
+//! each. Stack entries turn into context-tree nodes only when a snapshot
+//! needs them, so begin and end are a push and a pop.
+
+use crate::attributes::Attribute;
+use crate::tree::ContextTree;
+use crate::value::ValueKey;
+use caliper_data::hash::FxHashMap;
+use caliper_data::node::{INV_ID, Id};
+
+/// Child lookups a thread has made: (parent, attribute, value) → node.
+#[derive(Default)]
+pub struct ChildCache {
+    map: FxHashMap<(Id, Id, ValueKey), Id>,
+}
+
+impl ChildCache {
+    /// The node `attr = value` under `parent`, from the cache or the tree.
+    #[inline]
+    pub fn child(&mut self, tree: &ContextTree, parent: Option<Id>, attr: Id, value: ValueKey) -> Id {
+        let key = (parent.unwrap_or(INV_ID), attr, value);
+        if let Some(&id) = self.map.get(&key) {
+            return id;
+        }
+        let id = tree.get_child(attr, value.to_variant(), parent);
+        self.map.insert(key, id);
+        id
+    }
+}
+
+/// One open value on a stack.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct StackEntry {
+    /// The attribute.
+    pub attr: Attribute,
+    /// The value.
+    pub value: ValueKey,
+}
+
+/// A stack of open values and, for a prefix of it, their tree nodes.
+#[derive(Default, Clone, Debug)]
+pub struct Stack {
+    entries: Vec<StackEntry>,
+    nodes: Vec<Id>,
+}
+
+impl Stack {
+    /// The entries, outermost first.
+    pub fn entries(&self) -> &[StackEntry] {
+        &self.entries
+    }
+
+    /// Whether nothing is open.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    fn push(&mut self, entry: StackEntry) {
+        self.entries.push(entry);
+    }
+
+    fn truncate(&mut self, len: usize) {
+        self.entries.truncate(len);
+        self.nodes.truncate(len);
+    }
+
+    fn remove(&mut self, index: usize) {
+        self.entries.remove(index);
+        self.nodes.truncate(index);
+    }
+
+    /// The innermost entry of `attr`.
+    fn innermost(&self, attr: Attribute) -> Option<usize> {
+        self.entries.iter().rposition(|e| e.attr.id() == attr.id())
+    }
+
+    /// The tree node of the whole stack (`None` if empty), creating nodes
+    /// for the entries that have none yet.
+    #[inline]
+    pub fn node(&mut self, tree: &ContextTree, cache: &mut ChildCache) -> Option<Id> {
+        while self.nodes.len() < self.entries.len() {
+            let e = self.entries[self.nodes.len()];
+            let parent = self.nodes.last().copied();
+            self.nodes.push(cache.child(tree, parent, e.attr.id(), e.value));
+        }
+        self.nodes.last().copied()
+    }
+}
+
+/// Why an end could not be applied.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EndError {
+    /// The stack holds nothing of this kind.
+    Empty,
+    /// The innermost region is of another attribute.
+    OtherRegion(StackEntry),
+    /// The innermost value of the attribute is not the one being ended.
+    OtherValue(StackEntry),
+}
+
+/// A thread's or the process's current context.
+#[derive(Default, Clone, Debug)]
+pub struct Blackboard {
+    /// The region stack of aligned, non-as-value attributes.
+    pub regions: Stack,
+    /// The stack of unaligned attributes.
+    pub unaligned: Stack,
+    /// As-value attributes and their values.
+    pub values: Vec<(Attribute, ValueKey)>,
+    /// Counts updates, so caches of this blackboard know when to refresh.
+    pub version: u64,
+}
+
+impl Blackboard {
+    fn stack_mut(&mut self, attr: Attribute) -> &mut Stack {
+        if attr.properties().is_unaligned() { &mut self.unaligned } else { &mut self.regions }
+    }
+
+    /// Begins `attr = value`: pushes it on its stack, or sets the slot of an
+    /// as-value attribute.
+    pub fn begin(&mut self, attr: Attribute, value: ValueKey) {
+        self.version += 1;
+        if attr.is_asvalue() {
+            self.set_value(attr, value);
+        } else {
+            self.stack_mut(attr).push(StackEntry { attr, value });
+        }
+    }
+
+    /// Sets `attr = value`: replaces the innermost value of `attr` (which
+    /// moves to the top of its stack), or sets the as-value slot.
+    pub fn set(&mut self, attr: Attribute, value: ValueKey) {
+        self.version += 1;
+        if attr.is_asvalue() {
+            self.set_value(attr, value);
+            return;
+        }
+        let stack = self.stack_mut(attr);
+        if let Some(i) = stack.innermost(attr) {
+            stack.remove(i);
+        }
+        stack.push(StackEntry { attr, value });
+    }
+
+    fn set_value(&mut self, attr: Attribute, value: ValueKey) {
+        match self.values.iter_mut().find(|(a, _)| a.id() == attr.id()) {
+            Some(slot) => slot.1 = value,
+            None => self.values.push((attr, value)),
+        }
+    }
+
+    /// What ending the innermost value of `attr` would end (with `expect`:
+    /// only if it is that value), without changing anything.
+    pub fn check_end(&self, attr: Attribute, expect: Option<ValueKey>) -> Result<ValueKey, EndError> {
+        let current = if attr.is_asvalue() {
+            let value = self.values.iter().find(|(a, _)| a.id() == attr.id()).ok_or(EndError::Empty)?.1;
+            StackEntry { attr, value }
+        } else if attr.properties().is_unaligned() {
+            self.unaligned.entries[self.unaligned.innermost(attr).ok_or(EndError::Empty)?]
+        } else {
+            let top = *self.regions.entries.last().ok_or(EndError::Empty)?;
+            if top.attr.id() != attr.id() {
+                return Err(EndError::OtherRegion(top));
+            }
+            top
+        };
+        match expect {
+            Some(v) if v != current.value => Err(EndError::OtherValue(current)),
+            _ => Ok(current.value),
+        }
+    }
+
+    /// Ends the innermost value of `attr`; with `expect`, only if that
+    /// value is `expect`. Returns the ended value.
+    pub fn end(&mut self, attr: Attribute, expect: Option<ValueKey>) -> Result<ValueKey, EndError> {
+        let value = self.check_end(attr, expect)?;
+        self.version += 1;
+        if attr.is_asvalue() {
+            self.values.retain(|(a, _)| a.id() != attr.id());
+        } else if attr.properties().is_unaligned() {
+            let i = self.unaligned.innermost(attr).expect("checked");
+            self.unaligned.remove(i);
+        } else {
+            let len = self.regions.entries.len() - 1;
+            self.regions.truncate(len);
+        }
+        Ok(value)
+    }
+
+    /// The innermost value of `attr`, if any.
+    pub fn get(&self, attr: Attribute) -> Option<ValueKey> {
+        if attr.is_asvalue() {
+            return self.values.iter().find(|(a, _)| a.id() == attr.id()).map(|(_, v)| *v);
+        }
+        let stack = if attr.properties().is_unaligned() { &self.unaligned } else { &self.regions };
+        stack.innermost(attr).map(|i| stack.entries[i].value)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::attributes::Registry;
+    use caliper_data::{AttrType, Properties};
+
+    struct Env {
+        tree: ContextTree,
+        reg: Registry,
+    }
+
+    fn env() -> Env {
+        let tree = ContextTree::new();
+        let reg = Registry::new(&tree, "", Properties::SCOPE_THREAD);
+        Env { tree, reg }
+    }
+
+    impl Env {
+        fn attr(&self, name: &str, props: Properties) -> Attribute {
+            self.reg.create(&self.tree, name, AttrType::String, props, &[]).0
+        }
+    }
+
+    #[test]
+    fn region_stack_nests() {
+        let e = env();
+        let region = e.attr("region", Properties::NESTED);
+        let phase = e.attr("phase", Properties::NESTED);
+        let mut bb = Blackboard::default();
+        let mut cache = ChildCache::default();
+        bb.begin(region, ValueKey::string("main"));
+        bb.begin(phase, ValueKey::string("p"));
+        bb.begin(region, ValueKey::string("foo"));
+        let node = bb.regions.node(&e.tree, &mut cache).unwrap();
+        let mut path = Vec::new();
+        e.tree.path_to(node, &mut path);
+        assert_eq!(path.len(), 3);
+        // Ending phase while region=foo is on top is a stack error.
+        assert_eq!(
+            bb.end(phase, None),
+            Err(EndError::OtherRegion(StackEntry { attr: region, value: ValueKey::string("foo") }))
+        );
+        assert_eq!(
+            bb.end(region, Some(ValueKey::string("bar"))),
+            Err(EndError::OtherValue(StackEntry { attr: region, value: ValueKey::string("foo") }))
+        );
+        assert_eq!(bb.end(region, Some(ValueKey::string("foo"))), Ok(ValueKey::string("foo")));
+        assert_eq!(bb.end(phase, None), Ok(ValueKey::string("p")));
+        // The cached node of the shorter stack is the parent of the old one.
+        let main = bb.regions.node(&e.tree, &mut cache).unwrap();
+        assert_eq!(main, path[0]);
+        assert_eq!(bb.end(region, None), Ok(ValueKey::string("main")));
+        assert_eq!(bb.end(region, None), Err(EndError::Empty));
+    }
+
+    #[test]
+    fn set_replaces_the_innermost_value() {
+        let e = env();
+        let a = e.attr("a", Properties::DEFAULT);
+        let b = e.attr("b", Properties::DEFAULT);
+        let mut bb = Blackboard::default();
+        bb.begin(a, ValueKey::string("1"));
+        bb.begin(b, ValueKey::string("x"));
+        bb.set(a, ValueKey::string("2"));
+        let entries: Vec<_> = bb.regions.entries().iter().map(|e| e.value.to_variant().to_string()).collect();
+        assert_eq!(entries, ["x", "2"]);
+        assert_eq!(bb.get(a), Some(ValueKey::string("2")));
+    }
+
+    #[test]
+    fn unaligned_and_asvalue() {
+        let e = env();
+        let u = e.attr("u", Properties::UNALIGNED);
+        let w = e.attr("w", Properties::UNALIGNED);
+        let v = e.reg.create(&e.tree, "v", AttrType::Int, Properties::ASVALUE, &[]).0;
+        let mut bb = Blackboard::default();
+        bb.begin(u, ValueKey::string("1"));
+        bb.begin(w, ValueKey::string("2"));
+        assert_eq!(bb.end(u, None), Ok(ValueKey::string("1")), "unaligned ends out of order");
+        bb.begin(v, ValueKey::int(1));
+        bb.begin(v, ValueKey::int(2));
+        assert_eq!(bb.get(v), Some(ValueKey::int(2)), "as-value begin overwrites");
+        assert_eq!(bb.end(v, None), Ok(ValueKey::int(2)));
+        assert_eq!(bb.get(v), None);
+        assert!(bb.regions.is_empty());
+    }
+}

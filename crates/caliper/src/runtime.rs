@@ -1,0 +1,597 @@
+//! The runtime: the process-wide state (context tree, attributes, process
+//! blackboard, channels, threads), initialised on first use and flushed
+//! when the program ends.
+
+use crate::attributes::{Attribute, AttributeInfo, Registry};
+use crate::blackboard::{Blackboard, ChildCache, EndError};
+use crate::channel::{Channel, EventConfig, EventKind};
+use crate::config::RuntimeConfig;
+use crate::log;
+use crate::services;
+use crate::sync::{self, StopUpdates};
+use crate::thread::{ThreadData, ThreadHandle, ThreadSlot};
+use crate::tree::ContextTree;
+use crate::value::ValueKey;
+use caliper_data::node::Id;
+use caliper_data::{AttrType, Entry, Properties, Record, RecordKind, Scope, Variant};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
+
+/// The version this runtime reports as `cali.caliper.version`.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Attributes every program has.
+pub struct Builtins {
+    /// `region`: code regions.
+    pub region: Attribute,
+    /// `phase`: coarse program phases (level 4).
+    pub phase: Attribute,
+    /// `comm.region`: communication regions (level 1).
+    pub comm_region: Attribute,
+    /// `loop`: loops.
+    pub loop_attr: Attribute,
+    /// `class.iteration`: marks loop iteration attributes.
+    pub class_iteration: Attribute,
+    /// `cali.channel`: a channel's name (global).
+    pub channel: Attribute,
+    /// `starttime.sec` / `starttime.nsec`: when a channel started (global).
+    pub starttime_sec: Attribute,
+    /// See `starttime_sec`.
+    pub starttime_nsec: Attribute,
+}
+
+/// The process context: its blackboard and the snapshot entries made of it.
+struct ProcessContext {
+    blackboard: Blackboard,
+    cache: ChildCache,
+    entries: Arc<Vec<Entry>>,
+}
+
+/// The process-wide runtime state.
+pub struct Caliper {
+    pub(crate) tree: ContextTree,
+    pub(crate) registry: Registry,
+    builtins: Builtins,
+    config: RuntimeConfig,
+    channels: RwLock<Vec<Arc<Channel>>>,
+    channels_version: AtomicU64,
+    process: Mutex<ProcessContext>,
+    process_version: AtomicU64,
+    threads: Mutex<Vec<Arc<ThreadSlot>>>,
+    pid: u32,
+    finished: AtomicBool,
+}
+
+static CALIPER: OnceLock<Caliper> = OnceLock::new();
+static INIT_STARTED: AtomicBool = AtomicBool::new(false);
+
+thread_local! {
+    static THREAD: Option<ThreadHandle> = Caliper::instance().map(|c| c.register_thread());
+}
+
+extern "C" fn finish_at_exit() {
+    if let Some(c) = CALIPER.get() {
+        // Never let a panic cross into the C runtime's exit path.
+        let _ = std::panic::catch_unwind(|| c.finish());
+    }
+}
+
+extern "C" fn after_fork_in_child() {
+    if let Some(c) = CALIPER.get() {
+        // The other threads do not exist in the child; their flags must not
+        // hold up a flush.
+        for slot in c.thread_slots() {
+            slot.busy.reset();
+        }
+    }
+}
+
+impl Caliper {
+    /// The runtime, initialised on first use; `None` after it has finished
+    /// (at program exit) or while it initialises (a re-entrant call).
+    #[inline]
+    pub fn instance() -> Option<&'static Caliper> {
+        if let Some(c) = CALIPER.get() {
+            return (!c.finished.load(Ordering::Relaxed)).then_some(c);
+        }
+        if INIT_STARTED.swap(true, Ordering::AcqRel) {
+            // Another thread initialises (it will be ready soon), or this
+            // thread re-entered during initialisation.
+            return CALIPER.get();
+        }
+        let c = CALIPER.get_or_init(Caliper::new);
+        c.post_init();
+        Some(c)
+    }
+
+    /// Whether the runtime has been initialised.
+    pub fn is_initialized() -> bool {
+        CALIPER.get().is_some()
+    }
+
+    fn new() -> Caliper {
+        let config = RuntimeConfig::with_env();
+        log::set_verbosity(config.get_number("CALI_LOG_VERBOSITY", 0u32));
+        if let Some(dest) = config.get("CALI_LOG_LOGFILE") {
+            log::set_destination(&dest);
+        }
+        let default_scope = match config.get_or("CALI_CALIPER_ATTRIBUTE_DEFAULT_SCOPE", "thread").as_str() {
+            "process" => Properties::SCOPE_PROCESS,
+            "thread" => Properties::SCOPE_THREAD,
+            other => {
+                log::error(&format!("Invalid value \"{other}\" for CALI_CALIPER_ATTRIBUTE_DEFAULT_SCOPE"));
+                Properties::SCOPE_THREAD
+            }
+        };
+        let tree = ContextTree::new();
+        let mut registry = Registry::new(&tree, &config.get_or("CALI_CALIPER_ATTRIBUTE_PROPERTIES", ""), default_scope);
+        let class = |registry: &Registry, name: &str| {
+            registry.create(&tree, name, AttrType::Bool, Properties::SKIP_EVENTS, &[]).0
+        };
+        let aggregatable = class(&registry, "class.aggregatable");
+        registry.set_aggregatable_class(aggregatable.id());
+        for name in ["class.symboladdress", "class.memoryaddress"] {
+            class(&registry, name);
+        }
+        let class_iteration = class(&registry, "class.iteration");
+        class(&registry, "subscription_event");
+        let create = |name: &str, ty, props| registry.create(&tree, name, ty, props, &[]).0;
+        let global = Properties::GLOBAL | Properties::SKIP_EVENTS;
+        let builtins = Builtins {
+            region: create("region", AttrType::String, Properties::NESTED),
+            phase: create("phase", AttrType::String, Properties::NESTED.with_level(4)),
+            comm_region: create("comm.region", AttrType::String, Properties::NESTED.with_level(1)),
+            loop_attr: create("loop", AttrType::String, Properties::NESTED),
+            class_iteration,
+            channel: create("cali.channel", AttrType::String, global),
+            starttime_sec: create("starttime.sec", AttrType::Uint, global),
+            starttime_nsec: create("starttime.nsec", AttrType::Uint, global),
+        };
+        let version = create("cali.caliper.version", AttrType::String, global);
+        let mut process =
+            ProcessContext { blackboard: Blackboard::default(), cache: ChildCache::default(), entries: Arc::default() };
+        process.blackboard.set(version, ValueKey::string(VERSION));
+        sync::init();
+        Caliper {
+            tree,
+            registry,
+            builtins,
+            config,
+            channels: RwLock::new(Vec::new()),
+            channels_version: AtomicU64::new(0),
+            process: Mutex::new(process),
+            process_version: AtomicU64::new(1),
+            threads: Mutex::new(Vec::new()),
+            pid: std::process::id(),
+            finished: AtomicBool::new(false),
+        }
+    }
+
+    /// Work that needs the runtime in place: the process context's entries,
+    /// exit and fork handlers, the default channel.
+    fn post_init(&'static self) {
+        {
+            let mut p = self.lock_process();
+            self.rebuild_process_entries(&mut p);
+        }
+        // SAFETY: registering plain extern "C" functions.
+        unsafe {
+            libc::atexit(finish_at_exit);
+            libc::pthread_atfork(None, None, Some(after_fork_in_child));
+        }
+        if !self.config.get_list("CALI_SERVICES_ENABLE", true).is_empty() {
+            let channel = self.create_channel("default", self.config.clone());
+            channel.set_active(true);
+        }
+        log::info("Initialized");
+    }
+
+    /// The attributes every program has.
+    pub fn builtins(&self) -> &Builtins {
+        &self.builtins
+    }
+
+    /// The process's default configuration.
+    pub fn config(&self) -> &RuntimeConfig {
+        &self.config
+    }
+
+    /// The context tree.
+    pub fn tree(&self) -> &ContextTree {
+        &self.tree
+    }
+
+    fn register_thread(&self) -> ThreadHandle {
+        let mut threads = self.threads.lock().unwrap_or_else(|e| e.into_inner());
+        let slot = Arc::new(ThreadSlot::new());
+        threads.push(slot.clone());
+        ThreadHandle { slot }
+    }
+
+    /// Every thread that has used the runtime, live or exited.
+    pub(crate) fn thread_slots(&self) -> Vec<Arc<ThreadSlot>> {
+        self.threads.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn lock_process(&self) -> std::sync::MutexGuard<'_, ProcessContext> {
+        self.process.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    // ----- attributes -----
+
+    /// Creates attribute `name` (or returns the existing one) and tells
+    /// every channel about a new one.
+    pub fn create_attribute(
+        &self,
+        name: &str,
+        ty: AttrType,
+        props: Properties,
+        metadata: &[(Id, Variant)],
+    ) -> Attribute {
+        let (attr, created) = self.registry.create(&self.tree, name, ty, props, metadata);
+        if created {
+            for channel in self.all_channels() {
+                channel.mark_attribute(self, attr, name);
+            }
+        }
+        attr
+    }
+
+    /// The attribute `name`.
+    pub fn find_attribute(&self, name: &str) -> Option<Attribute> {
+        self.registry.find(name)
+    }
+
+    /// What the runtime knows about attribute `id`.
+    pub fn attribute_info(&self, id: Id) -> Option<AttributeInfo> {
+        self.registry.info(id)
+    }
+
+    /// The attribute `iteration#<loop>` for a loop's iterations.
+    pub fn iteration_attribute(&self, loop_name: &str) -> Attribute {
+        self.create_attribute(
+            &format!("iteration#{loop_name}"),
+            AttrType::Int,
+            Properties::ASVALUE,
+            &[(self.builtins.class_iteration.id(), Variant::Bool(true))],
+        )
+    }
+
+    // ----- updates -----
+
+    /// Runs `f` with the calling thread's data, if the thread may update it.
+    #[inline]
+    fn with_thread<R>(&self, f: impl FnOnce(&mut ThreadData) -> R) -> Option<R> {
+        THREAD.try_with(|h| h.as_ref().and_then(|h| h.slot.update(f))).ok().flatten()
+    }
+
+    /// Refreshes a thread's list of active channels if it changed.
+    #[inline]
+    fn refresh_active(&self, t: &mut ThreadData) {
+        let version = self.channels_version.load(Ordering::Acquire);
+        if t.channels_version != version {
+            t.active = self.all_channels().into_iter().filter(|c| c.is_active()).collect();
+            t.channels_version = version;
+        }
+    }
+
+    fn notify(&self, t: &mut ThreadData, kind: EventKind, attr: Attribute, value: ValueKey) {
+        if attr.properties().skips_events() {
+            return;
+        }
+        self.refresh_active(t);
+        if t.active.is_empty() {
+            return;
+        }
+        let active = std::mem::take(&mut t.active);
+        for channel in &active {
+            channel.on_update(self, t, kind, attr, value);
+        }
+        t.active = active;
+    }
+
+    /// Begins `attr = value` on the calling thread (or the process, for a
+    /// process-scope attribute).
+    #[inline]
+    pub fn begin(&self, attr: Attribute, value: ValueKey) {
+        self.with_thread(|t| {
+            if !t.tracking {
+                return;
+            }
+            self.notify(t, EventKind::Begin, attr, value);
+            if attr.properties().scope() == Scope::Process {
+                self.update_process(|bb| bb.begin(attr, value));
+            } else {
+                t.blackboard.begin(attr, value);
+            }
+        });
+    }
+
+    /// Sets `attr = value`.
+    pub fn set(&self, attr: Attribute, value: ValueKey) {
+        self.with_thread(|t| {
+            if !t.tracking {
+                return;
+            }
+            self.notify(t, EventKind::Set, attr, value);
+            if attr.properties().scope() == Scope::Process {
+                self.update_process(|bb| bb.set(attr, value));
+            } else {
+                t.blackboard.set(attr, value);
+            }
+        });
+    }
+
+    /// Ends the innermost value of `attr`; with `expect`, only if it is
+    /// that value. A mismatch is logged and stops tracking on the thread.
+    #[inline]
+    pub fn end(&self, attr: Attribute, expect: Option<ValueKey>) {
+        self.with_thread(|t| {
+            if !t.tracking {
+                return;
+            }
+            let process = attr.properties().scope() == Scope::Process;
+            let check = if process {
+                self.lock_process().blackboard.check_end(attr, expect)
+            } else {
+                t.blackboard.check_end(attr, expect)
+            };
+            match check {
+                Ok(value) => {
+                    self.notify(t, EventKind::End, attr, value);
+                    if process {
+                        let _ = self.update_process(|bb| bb.end(attr, expect));
+                    } else {
+                        let _ = t.blackboard.end(attr, expect);
+                    }
+                }
+                Err(e) => self.stack_error(t, attr, expect, e),
+            }
+        });
+    }
+
+    fn stack_error(&self, t: &mut ThreadData, attr: Attribute, expect: Option<ValueKey>, error: EndError) {
+        let name = |a: Attribute| self.registry.info(a.id()).map(|i| i.name.to_string()).unwrap_or_default();
+        let message = match (&error, expect) {
+            (EndError::Empty, None) => {
+                format!("Region stack mismatch: Trying to end \"{}\" but region stack is empty!", name(attr))
+            }
+            (EndError::Empty, Some(v)) => {
+                format!("Stack value mismatch: Trying to end {}={} but stack is empty", name(attr), v.to_variant())
+            }
+            (EndError::OtherRegion(top), _) => format!(
+                "Region stack mismatch: Trying to end \"{}\" but current region is \"{}\".",
+                name(attr),
+                top.value.to_variant()
+            ),
+            (EndError::OtherValue(top), v) => format!(
+                "Stack value mismatch: Trying to end {}={} but current value is {}={}",
+                name(attr),
+                v.map(|v| v.to_variant().to_string()).unwrap_or_default(),
+                name(top.attr),
+                top.value.to_variant()
+            ),
+        };
+        log::error(&message);
+        if matches!(error, EndError::OtherRegion(_)) || attr.properties().scope() != Scope::Process {
+            log::error("Ceasing region tracking!");
+            t.tracking = false;
+        }
+    }
+
+    /// Updates the process blackboard and republishes its snapshot entries.
+    fn update_process<R>(&self, f: impl FnOnce(&mut Blackboard) -> R) -> R {
+        let mut p = self.lock_process();
+        let r = f(&mut p.blackboard);
+        self.rebuild_process_entries(&mut p);
+        r
+    }
+
+    fn rebuild_process_entries(&self, p: &mut ProcessContext) {
+        let ProcessContext { blackboard, cache, entries } = p;
+        let mut list = Vec::new();
+        if let Some(n) = blackboard.regions.node(&self.tree, cache) {
+            list.push(Entry::Reference(n));
+        }
+        if let Some(n) = blackboard.unaligned.node(&self.tree, cache) {
+            list.push(Entry::Reference(n));
+        }
+        for (a, v) in &blackboard.values {
+            if !a.properties().is_hidden() {
+                list.push(Entry::Immediate(a.id(), v.to_variant()));
+            }
+        }
+        *entries = Arc::new(list);
+        self.process_version.fetch_add(1, Ordering::Release);
+    }
+
+    /// Refreshes a thread's copy of the process context's entries.
+    #[inline]
+    pub(crate) fn refresh_process_entries(&self, cache: &mut Arc<Vec<Entry>>, version: &mut u64) {
+        let current = self.process_version.load(Ordering::Acquire);
+        if *version != current {
+            *cache = self.lock_process().entries.clone();
+            *version = current;
+        }
+    }
+
+    /// Takes an explicit snapshot on every active channel, with `trigger`
+    /// entries added.
+    pub fn push_snapshot(&self, trigger: &[Entry]) {
+        self.with_thread(|t| {
+            self.refresh_active(t);
+            let active = std::mem::take(&mut t.active);
+            for channel in &active {
+                channel.push_snapshot(self, t, trigger);
+            }
+            t.active = active;
+        });
+    }
+
+    /// The innermost value of `attr` on the calling thread (or process).
+    pub fn get(&self, attr: Attribute) -> Option<Variant> {
+        if attr.properties().scope() == Scope::Process {
+            return self.lock_process().blackboard.get(attr).map(|v| v.to_variant());
+        }
+        self.with_thread(|t| t.blackboard.get(attr).map(|v| v.to_variant())).flatten()
+    }
+
+    // ----- channels -----
+
+    /// Every channel, in creation order.
+    pub fn all_channels(&self) -> Vec<Arc<Channel>> {
+        self.channels.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Creates a channel with `config`; it starts inactive.
+    pub fn create_channel(&self, name: &str, config: RuntimeConfig) -> Arc<Channel> {
+        let names = config.get_list("CALI_SERVICES_ENABLE", true);
+        let mut list = Vec::new();
+        let mut events = None;
+        for service in &names {
+            if service == "event" {
+                events = Some(EventConfig {
+                    snapshot_info: config.get_bool("CALI_EVENT_ENABLE_SNAPSHOT_INFO", true),
+                    level: event_level(&config),
+                    triggers: config.get_list("CALI_EVENT_TRIGGER", true),
+                });
+                continue;
+            }
+            match services::create(service, self, name, &config) {
+                Some(s) => list.push(s),
+                None => log::error(&format!("Service \"{service}\" not found!")),
+            }
+        }
+        if config.get_bool("CALI_CHANNEL_CONFIG_CHECK", true) {
+            services::check_pipeline(name, &names);
+        }
+        let id = self.channels.read().unwrap_or_else(|e| e.into_inner()).len();
+        let channel = Arc::new(Channel::new(self, id, name, config, list, events));
+        {
+            let mut bb = channel.blackboard().lock().unwrap_or_else(|e| e.into_inner());
+            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+            bb.set(self.builtins.channel, ValueKey::string(name));
+            bb.set(self.builtins.starttime_sec, ValueKey::from_variant(&Variant::Uint(now.as_secs())));
+            bb.set(self.builtins.starttime_nsec, ValueKey::from_variant(&Variant::Uint(u64::from(now.subsec_nanos()))));
+        }
+        for info in self.registry.all() {
+            channel.mark_attribute(self, info.attr, &info.name);
+        }
+        self.channels.write().unwrap_or_else(|e| e.into_inner()).push(channel.clone());
+        self.channels_version.fetch_add(1, Ordering::Release);
+        for s in channel.services() {
+            log::info(&format!("{name}: Registered {} service", s.name()));
+        }
+        channel
+    }
+
+    /// Activates or deactivates a channel.
+    pub fn set_channel_active(&self, channel: &Channel, active: bool) {
+        channel.set_active(active);
+        self.channels_version.fetch_add(1, Ordering::Release);
+    }
+
+    /// The run metadata of a channel: the process's and the channel's
+    /// global entries.
+    pub fn globals(&self, channel: &Channel) -> Record {
+        let mut record = Record::globals();
+        {
+            let mut p = self.lock_process();
+            let ProcessContext { blackboard, cache, .. } = &mut *p;
+            if let Some(n) = blackboard.unaligned.node(&self.tree, cache) {
+                record.push_ref(n);
+            }
+            for (a, v) in &blackboard.values {
+                if a.properties().is_global() {
+                    record.push_imm(a.id(), v.to_variant());
+                }
+            }
+        }
+        let mut bb = channel.blackboard().lock().unwrap_or_else(|e| e.into_inner());
+        let mut cache = ChildCache::default();
+        if let Some(n) = bb.unaligned.node(&self.tree, &mut cache) {
+            record.push_ref(n);
+        }
+        record.kind = RecordKind::Globals;
+        record
+    }
+
+    /// Sets a global attribute of a channel (its run metadata), e.g. an
+    /// `opts:` entry.
+    pub fn set_channel_global(&self, channel: &Channel, attr: Attribute, value: &Variant) {
+        channel.blackboard().lock().unwrap_or_else(|e| e.into_inner()).set(attr, ValueKey::from_variant(value));
+    }
+
+    /// Hands every record the channel gathered to `emit` (records refer to
+    /// the context tree).
+    pub fn flush(&self, channel: &Channel, emit: &mut dyn FnMut(&Record)) {
+        let guard = StopUpdates::new(self.thread_slots().iter().map(|s| &s.busy));
+        channel.flush(self, emit);
+        drop(guard);
+    }
+
+    /// Flushes a channel and writes its outputs (reports, files).
+    pub fn flush_and_write(&self, channel: &Channel) {
+        log::info(&format!("{}: Flushing Caliper data", channel.name()));
+        let slots = self.thread_slots();
+        let guard = StopUpdates::new(slots.iter().map(|s| &s.busy));
+        for service in channel.services() {
+            if service.writes_output() {
+                service.write_output(self, channel);
+            }
+        }
+        drop(guard);
+    }
+
+    /// Records gathered by a channel's processing services, for output
+    /// services; updates must be stopped (they are during
+    /// `flush_and_write`).
+    pub(crate) fn flush_stopped(&self, channel: &Channel, emit: &mut dyn FnMut(&Record)) {
+        channel.flush(self, emit);
+    }
+
+    /// Drops what a channel gathered.
+    pub fn clear(&self, channel: &Channel) {
+        let guard = StopUpdates::new(self.thread_slots().iter().map(|s| &s.busy));
+        channel.clear(self);
+        drop(guard);
+    }
+
+    /// The end of the program: flush the channels that flush on exit, in
+    /// creation order. A forked child does not write its parent's data.
+    fn finish(&self) {
+        if self.finished.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        if std::process::id() != self.pid {
+            log::info("Forked child process: not writing the parent's data");
+            return;
+        }
+        let slots = self.thread_slots();
+        StopUpdates::new(slots.iter().map(|s| &s.busy)).forever();
+        for channel in self.all_channels() {
+            if channel.flush_on_exit() {
+                self.flush_and_write(&channel);
+            }
+            for service in channel.services() {
+                service.finish(self, &channel);
+            }
+        }
+        log::info("Finished");
+    }
+}
+
+/// `CALI_EVENT_REGION_LEVEL`: a level 0–7 or `phase` (4).
+fn event_level(config: &RuntimeConfig) -> u32 {
+    match config.get("CALI_EVENT_REGION_LEVEL") {
+        None => 0,
+        Some(v) if v.trim() == "phase" => 4,
+        Some(v) => match v.trim().parse::<u32>() {
+            Ok(l) if l <= 7 => l,
+            _ => {
+                log::error(&format!("Invalid region level \"{v}\""));
+                0
+            }
+        },
+    }
+}

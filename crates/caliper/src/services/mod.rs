@@ -1,0 +1,80 @@
+//! The services a channel can enable, one module each, and the table that
+//! creates them by name.
+
+mod aggregate;
+mod output;
+mod recorder;
+mod report;
+mod timer;
+mod trace;
+
+use crate::channel::Service;
+use crate::config::RuntimeConfig;
+use crate::log;
+use crate::runtime::Caliper;
+use std::sync::Arc;
+
+/// Every service name this runtime knows, with a one-line description
+/// (`event` is part of the channel itself).
+pub const SERVICES: &[(&str, &str)] = &[
+    ("aggregate", "Aggregate snapshots by context in place: min, max, sum and count of each metric"),
+    ("event", "Take snapshots when annotated attributes begin, change or end"),
+    ("recorder", "Write flushed records to a .cali file"),
+    ("report", "Run a CalQL query over the flushed records and print the result"),
+    ("timer", "Add time offsets and durations to snapshots"),
+    ("timestamp", "Alias of timer"),
+    ("trace", "Keep every snapshot in per-thread trace buffers"),
+];
+
+/// Creates the service `name` for a channel, or `None` if there is none.
+pub(crate) fn create(name: &str, cali: &Caliper, channel: &str, config: &RuntimeConfig) -> Option<Arc<dyn Service>> {
+    Some(match name {
+        "timer" | "timestamp" => Arc::new(timer::Timer::new(cali, config)),
+        "aggregate" => Arc::new(aggregate::Aggregate::new(cali, config)),
+        "trace" => Arc::new(trace::Trace::new(channel, config)),
+        "recorder" => Arc::new(recorder::Recorder::new(config)),
+        "report" => Arc::new(report::Report::new(channel, config)?),
+        _ => return None,
+    })
+}
+
+/// The pipeline stages, for the configuration check.
+const TRIGGERS: &[&str] = &["event", "loop_monitor", "region_monitor", "sampler", "alloc"];
+const BUFFERS: &[&str] = &["aggregate", "trace"];
+const OUTPUTS: &[&str] = &["recorder", "report", "mpireport"];
+
+/// Warns when a channel's services cannot produce output: a trigger
+/// without a buffer, a buffer without a trigger or an output, an output
+/// without a buffer.
+pub(crate) fn check_pipeline(channel: &str, names: &[String]) {
+    if names.is_empty() {
+        log::info(&format!("{channel}: No services enabled, {channel} channel will not record data."));
+        return;
+    }
+    if names.iter().any(|n| n == "debug" || n == "validator") {
+        return;
+    }
+    let has = |group: &[&str]| names.iter().any(|n| group.contains(&n.as_str()));
+    let rules: [(&str, &[&str], &str, &[&str]); 4] = [
+        ("snapshot trigger", TRIGGERS, "snapshot processing", BUFFERS),
+        ("snapshot processing", BUFFERS, "snapshot trigger", TRIGGERS),
+        ("snapshot buffer", BUFFERS, "offline output", OUTPUTS),
+        ("offline output", OUTPUTS, "snapshot buffer", BUFFERS),
+    ];
+    for (group_a, a, group_b, b) in rules {
+        if has(b) {
+            continue;
+        }
+        if let Some(service) = names.iter().find(|n| a.contains(&n.as_str())) {
+            log::error(&format!(
+                "Config check: Warning: {group_a} service \"{service}\" requires {group_b} services, but none are active."
+            ));
+            let options: Vec<String> = b.iter().map(|s| format!("\"{s}\"")).collect();
+            let (last, rest) = options.split_last().expect("non-empty");
+            log::error(&format!(
+                "Add {} or {last} to CALI_SERVICES_ENABLE to generate Caliper output.",
+                rest.join(", ")
+            ));
+        }
+    }
+}

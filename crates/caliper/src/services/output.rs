@@ -1,0 +1,113 @@
+//! Where output services write: standard output or error, or a file whose
+//! name may hold `%attribute%` fields filled from the run's context.
+
+use crate::log;
+use crate::runtime::Caliper;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::path::Path;
+
+/// Opens an output stream: `stdout`, `stderr`, or a file (parent
+/// directories are created; `append` keeps existing content). A stream
+/// that cannot be opened is logged and `None` is returned.
+pub fn open(name: &str, append: bool) -> Option<Box<dyn Write>> {
+    match name {
+        "stdout" => Some(Box::new(io::stdout())),
+        "stderr" => Some(Box::new(io::stderr())),
+        path => {
+            if let Some(dir) = Path::new(path).parent().filter(|d| !d.as_os_str().is_empty()) {
+                let _ = std::fs::create_dir_all(dir);
+            }
+            let file =
+                if append { OpenOptions::new().create(true).append(true).open(path) } else { File::create(path) };
+            match file {
+                Ok(f) => Some(Box::new(io::BufWriter::new(f))),
+                Err(e) => {
+                    log::error(&format!("Could not open output stream {path}: {e}"));
+                    None
+                }
+            }
+        }
+    }
+}
+
+/// Replaces `%attr%` and `%[width]attr%` fields with the attribute's value
+/// on the calling thread or the process (empty if unset; numbers padded on
+/// the left to `width`).
+pub fn substitute(cali: &Caliper, pattern: &str) -> String {
+    let mut out = String::new();
+    for (i, part) in pattern.split('%').enumerate() {
+        if i % 2 == 0 {
+            out.push_str(part);
+            continue;
+        }
+        let (width, name) = match part.strip_prefix('[').and_then(|r| r.split_once(']')) {
+            Some((w, n)) => (w.parse().unwrap_or(0), n),
+            None => (0, part),
+        };
+        let value = cali.find_attribute(name).and_then(|a| cali.get(a)).map(|v| v.to_string()).unwrap_or_default();
+        out.push_str(&format!("{value:>width$}"));
+    }
+    out
+}
+
+/// An automatic file name: `YYMMDD-HHMMSS_<pid>_<12 random characters>.cali`
+/// (UTC).
+pub fn auto_name() -> String {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let secs = now.as_secs();
+    let (days, rem) = (secs / 86400, secs % 86400);
+    let (y, m, d) = civil_from_days(days as i64);
+    const ALPHABET: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+    let mut seed = now.as_nanos() as u64 ^ (u64::from(std::process::id()) << 32);
+    let random: String = (0..12)
+        .map(|_| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            ALPHABET[(seed % ALPHABET.len() as u64) as usize] as char
+        })
+        .collect();
+    format!(
+        "{:02}{:02}{:02}-{:02}{:02}{:02}_{}_{random}.cali",
+        y % 100,
+        m,
+        d,
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60,
+        std::process::id()
+    )
+}
+
+/// The calendar date of a day number since 1970-01-01.
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719468;
+    let era = z.div_euclid(146097);
+    let doe = z.rem_euclid(146097);
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn calendar() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(20778), (2026, 11, 21));
+        assert_eq!(civil_from_days(11016), (2000, 2, 29));
+    }
+
+    #[test]
+    fn auto_names_look_right() {
+        let name = auto_name();
+        assert!(name.ends_with(".cali"));
+        assert_eq!(name.len(), "261121-192500_".len() + std::process::id().to_string().len() + 1 + 12 + 5);
+    }
+}

@@ -1,0 +1,66 @@
+//! `recorder`: writes the flushed records to a `.cali` file
+//! (`CALI_RECORDER_FILENAME`, with `%attr%` fields; an automatic name if
+//! unset; `stdout`/`stderr`; in `CALI_RECORDER_DIRECTORY` if set).
+
+use super::output;
+use crate::channel::{Channel, Service};
+use crate::config::RuntimeConfig;
+use crate::log;
+use crate::runtime::Caliper;
+use caliper_data::cali::CaliWriter;
+
+pub struct Recorder {
+    filename: Option<String>,
+    directory: Option<String>,
+}
+
+impl Recorder {
+    pub fn new(config: &RuntimeConfig) -> Recorder {
+        Recorder {
+            filename: config.get("CALI_RECORDER_FILENAME").filter(|f| !f.is_empty()),
+            directory: config.get("CALI_RECORDER_DIRECTORY").filter(|d| !d.is_empty()),
+        }
+    }
+}
+
+impl Service for Recorder {
+    fn name(&self) -> &'static str {
+        "recorder"
+    }
+
+    fn writes_output(&self) -> bool {
+        true
+    }
+
+    fn write_output(&self, cali: &Caliper, channel: &Channel) {
+        let mut name = match &self.filename {
+            Some(pattern) => output::substitute(cali, pattern),
+            None => output::auto_name(),
+        };
+        if let Some(dir) = &self.directory
+            && name != "stdout"
+            && name != "stderr"
+        {
+            name = format!("{dir}/{name}");
+        }
+        let Some(out) = output::open(&name, false) else { return };
+        let mut writer = CaliWriter::new(out);
+        let mut failed = None;
+        cali.flush_stopped(channel, &mut |record| {
+            if failed.is_none()
+                && let Err(e) = writer.write_record(cali.tree(), record)
+            {
+                failed = Some(e);
+            }
+        });
+        let result = match failed {
+            Some(e) => Err(e),
+            None => writer.write_record(cali.tree(), &cali.globals(channel)).map(|()| writer.lines_written()),
+        };
+        let lines = writer.lines_written();
+        match result.and_then(|_| writer.finish().and_then(|mut w| w.flush())) {
+            Ok(()) => log::info(&format!("{}: Recorder: Wrote {lines} records.", channel.name())),
+            Err(e) => log::error(&format!("{}: Recorder: could not write {name}: {e}", channel.name())),
+        }
+    }
+}

@@ -1,0 +1,90 @@
+//! `report`: runs a CalQL query (`CALI_REPORT_CONFIG`) over the flushed
+//! records and writes the result (`CALI_REPORT_FILENAME`, standard output
+//! by default; `CALI_REPORT_APPEND`). Without a FORMAT clause the report is
+//! a table.
+
+use super::output;
+use crate::channel::{Channel, Service};
+use crate::config::RuntimeConfig;
+use crate::log;
+use crate::runtime::Caliper;
+use caliper_data::MetadataDb;
+use caliper_data::idmap::IdMap;
+use caliper_query::spec::Formatter;
+use caliper_query::{QueryProcessor, QuerySpec, parse_query};
+
+pub struct Report {
+    query: QuerySpec,
+    filename: String,
+    append: bool,
+}
+
+impl Report {
+    /// The service, or `None` (logged) if the query does not parse.
+    pub fn new(channel: &str, config: &RuntimeConfig) -> Option<Report> {
+        let text = config.get_or("CALI_REPORT_CONFIG", "select * format table");
+        match parse_query(&text) {
+            Ok(query) => Some(Report {
+                query,
+                filename: config.get_or("CALI_REPORT_FILENAME", "stdout"),
+                append: config.get_bool("CALI_REPORT_APPEND", false),
+            }),
+            Err(e) => {
+                log::error(&format!("{channel}: Report: config parse error: {e}"));
+                None
+            }
+        }
+    }
+}
+
+/// Runs `query` over a channel's records (imported into a fresh metadata
+/// database, with the channel's globals) and writes the result to `out`.
+pub fn write_query(
+    cali: &Caliper,
+    channel: &Channel,
+    query: &QuerySpec,
+    out: Box<dyn std::io::Write>,
+) -> std::io::Result<()> {
+    let mut db = MetadataDb::new();
+    let mut ids = IdMap::new();
+    let mut processor = match QueryProcessor::new(query, Formatter::Table, out) {
+        Ok(p) => p,
+        Err(e) => {
+            log::error(&format!("{}: Report: {e}", channel.name()));
+            return Ok(());
+        }
+    };
+    let mut result = Ok(());
+    cali.flush_stopped(channel, &mut |record| {
+        if result.is_err() {
+            return;
+        }
+        match db.import_record(&mut ids, cali.tree(), record) {
+            Ok(imported) => result = processor.process(&mut db, &imported),
+            Err(e) => log::error(&format!("{}: Report: {e}", channel.name())),
+        }
+    });
+    result?;
+    if let Ok(globals) = db.import_record(&mut ids, cali.tree(), &cali.globals(channel)) {
+        db.import_globals(&globals);
+    }
+    processor.finish(&mut db)
+}
+
+impl Service for Report {
+    fn name(&self) -> &'static str {
+        "report"
+    }
+
+    fn writes_output(&self) -> bool {
+        true
+    }
+
+    fn write_output(&self, cali: &Caliper, channel: &Channel) {
+        let name = output::substitute(cali, &self.filename);
+        let Some(out) = output::open(&name, self.append) else { return };
+        if let Err(e) = write_query(cali, channel, &self.query, out) {
+            log::error(&format!("{}: Report: could not write {name}: {e}", channel.name()));
+        }
+    }
+}

@@ -1,0 +1,82 @@
+//! `timer` (alias `timestamp`): time offsets and durations.
+//!
+//! `time.offset.ns`: nanoseconds since the service started;
+//! `time.duration.ns`: since the thread's previous snapshot in the channel
+//! (the first one: since the service started); with
+//! `CALI_TIMER_INCLUSIVE_DURATION`, `time.inclusive.duration.ns` on end
+//! events: since the matching begin.
+
+use crate::attributes::Attribute;
+use crate::channel::{EventKind, Service, ServiceState, Trigger};
+use crate::config::RuntimeConfig;
+use crate::runtime::Caliper;
+use caliper_data::node::Id;
+use caliper_data::{AttrType, Properties, Record, Variant};
+use std::time::Instant;
+
+pub struct Timer {
+    start: Instant,
+    offset: Attribute,
+    duration: Attribute,
+    inclusive: Option<Attribute>,
+}
+
+#[derive(Default)]
+struct TimerThread {
+    last: u64,
+    /// Begin times of open regions: (attribute, ns).
+    open: Vec<(Id, u64)>,
+}
+
+impl Timer {
+    pub fn new(cali: &Caliper, config: &RuntimeConfig) -> Timer {
+        let unit = cali.create_attribute("time.unit", AttrType::String, Properties::SKIP_EVENTS, &[]);
+        let meta = [(unit.id(), Variant::string("nsec"))];
+        let value = Properties::ASVALUE | Properties::SKIP_EVENTS;
+        let metric = value | Properties::AGGREGATABLE;
+        Timer {
+            start: Instant::now(),
+            offset: cali.create_attribute("time.offset.ns", AttrType::Uint, value, &meta),
+            duration: cali.create_attribute("time.duration.ns", AttrType::Uint, metric, &meta),
+            inclusive: config
+                .get_bool("CALI_TIMER_INCLUSIVE_DURATION", false)
+                .then(|| cali.create_attribute("time.inclusive.duration.ns", AttrType::Uint, metric, &meta)),
+        }
+    }
+}
+
+impl Service for Timer {
+    fn name(&self) -> &'static str {
+        "timer"
+    }
+
+    fn measures(&self) -> bool {
+        true
+    }
+
+    fn thread_state(&self) -> ServiceState {
+        Box::new(TimerThread::default())
+    }
+
+    #[inline]
+    fn measure(&self, state: &mut ServiceState, snapshot: &mut Record, trigger: &Trigger) {
+        let Some(t) = state.downcast_mut::<TimerThread>() else { return };
+        let now = self.start.elapsed().as_nanos() as u64;
+        let duration = now.saturating_sub(t.last);
+        t.last = now;
+        snapshot.push_imm(self.offset.id(), Variant::Uint(now));
+        snapshot.push_imm(self.duration.id(), Variant::Uint(duration));
+        if let (Some(inclusive), Some(attr)) = (self.inclusive, trigger.attr) {
+            match trigger.kind {
+                EventKind::Begin => t.open.push((attr.id(), now)),
+                EventKind::End => {
+                    if let Some(i) = t.open.iter().rposition(|(a, _)| *a == attr.id()) {
+                        let (_, begin) = t.open.remove(i);
+                        snapshot.push_imm(inclusive.id(), Variant::Uint(now - begin));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+}

@@ -1,0 +1,116 @@
+//! Per-thread state: the thread's blackboard, its caches, and its part of
+//! every channel's measurement data.
+
+use crate::blackboard::{Blackboard, ChildCache};
+use crate::channel::{Channel, ChannelThread};
+use crate::sync::BusyFlag;
+use caliper_data::{Entry, Record};
+use std::cell::UnsafeCell;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Everything a thread owns.
+pub struct ThreadData {
+    /// The thread's current context.
+    pub blackboard: Blackboard,
+    /// The thread's child lookups in the context tree.
+    pub cache: ChildCache,
+    /// False after a region stack error: the thread stops tracking.
+    pub tracking: bool,
+    /// The thread's state in each channel, by channel id.
+    pub channels: Vec<Option<ChannelThread>>,
+    /// The active channels, as of `channels_version`.
+    pub active: Vec<Arc<Channel>>,
+    /// The runtime's channel-list version `active` was taken at.
+    pub channels_version: u64,
+    /// The process context's snapshot entries, as of `process_version`.
+    pub process_entries: Arc<Vec<Entry>>,
+    /// The process context version `process_entries` was taken at.
+    pub process_version: u64,
+    /// A reusable snapshot record.
+    pub snapshot: Record,
+}
+
+impl ThreadData {
+    fn new() -> ThreadData {
+        ThreadData {
+            blackboard: Blackboard::default(),
+            cache: ChildCache::default(),
+            tracking: true,
+            channels: Vec::new(),
+            active: Vec::new(),
+            channels_version: u64::MAX,
+            process_entries: Arc::new(Vec::new()),
+            process_version: u64::MAX,
+            snapshot: Record::ctx(),
+        }
+    }
+}
+
+/// A thread's data as the runtime's thread list holds it: it outlives the
+/// thread, so a flush can still read what an exited thread measured.
+pub struct ThreadSlot {
+    /// Set while the owner updates `data`.
+    pub busy: BusyFlag,
+    data: UnsafeCell<ThreadData>,
+    /// Set when the thread has exited.
+    pub exited: AtomicBool,
+}
+
+// SAFETY: `data` is accessed by the owning thread inside `busy.enter()` /
+// `busy.leave()`, and by a flush only while `StopUpdates` guarantees that
+// no owner is inside; see `sync`.
+unsafe impl Sync for ThreadSlot {}
+
+impl ThreadSlot {
+    /// A slot for a new thread.
+    pub fn new() -> ThreadSlot {
+        ThreadSlot {
+            busy: BusyFlag::default(),
+            data: UnsafeCell::new(ThreadData::new()),
+            exited: AtomicBool::new(false),
+        }
+    }
+
+    /// The data, for a flush.
+    ///
+    /// # Safety
+    /// Updates must be stopped (`sync::StopUpdates`) for as long as the
+    /// reference lives, and no other reference to this slot's data exists.
+    #[allow(clippy::mut_from_ref)] // exclusivity comes from the flush protocol
+    pub unsafe fn data_for_flush(&self) -> &mut ThreadData {
+        // SAFETY: guaranteed by the caller.
+        unsafe { &mut *self.data.get() }
+    }
+
+    /// Runs `f` on the data if the thread may update it now (no flush
+    /// running, not re-entered from a signal handler).
+    #[inline]
+    pub fn update<R>(&self, f: impl FnOnce(&mut ThreadData) -> R) -> Option<R> {
+        if !self.busy.enter() {
+            return None;
+        }
+        struct Leave<'a>(&'a BusyFlag);
+        impl Drop for Leave<'_> {
+            fn drop(&mut self) {
+                self.0.leave();
+            }
+        }
+        let _leave = Leave(&self.busy);
+        // SAFETY: the busy flag is set: no flush reads the data, and a
+        // re-entrant call was refused above.
+        Some(f(unsafe { &mut *self.data.get() }))
+    }
+}
+
+/// The calling thread's handle to its slot.
+pub struct ThreadHandle {
+    /// The slot, shared with the runtime's thread list.
+    pub slot: Arc<ThreadSlot>,
+}
+
+impl Drop for ThreadHandle {
+    fn drop(&mut self) {
+        self.slot.exited.store(true, Ordering::Release);
+    }
+}

@@ -1,0 +1,174 @@
+//! The context tree: the append-only tree of `attribute=value` nodes that
+//! every thread shares. Region paths, attributes and event information are
+//! all nodes of it.
+//!
+//! Reading a node takes no lock: nodes live in fixed chunks that are never
+//! moved or freed, and a node is published (the length advanced with
+//! release ordering) only after it is written. Creating a node takes a lock;
+//! threads keep their own caches of child lookups, so in the steady state
+//! they never ask the tree.
+
+use caliper_data::hash::FxHashMap;
+use caliper_data::node::{INV_ID, Id, bootstrap_nodes};
+use caliper_data::{Node, NodeRef, NodeStore, Variant};
+use std::mem::MaybeUninit;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+
+/// Nodes per chunk.
+const CHUNK_BITS: u32 = 12;
+const CHUNK: usize = 1 << CHUNK_BITS;
+/// Chunks at most: 16 million nodes.
+const MAX_CHUNKS: usize = 4096;
+
+/// The shared context tree.
+pub struct ContextTree {
+    chunks: Box<[AtomicPtr<MaybeUninit<Node>>]>,
+    len: AtomicU64,
+    index: Mutex<FxHashMap<(Id, Id, Variant), Id>>,
+}
+
+impl Default for ContextTree {
+    fn default() -> ContextTree {
+        ContextTree::new()
+    }
+}
+
+impl ContextTree {
+    /// A tree holding the bootstrap nodes 0 to 11.
+    pub fn new() -> ContextTree {
+        let chunks = (0..MAX_CHUNKS).map(|_| AtomicPtr::new(std::ptr::null_mut())).collect();
+        let tree = ContextTree { chunks, len: AtomicU64::new(0), index: Mutex::new(FxHashMap::default()) };
+        {
+            let mut index = tree.index.lock().expect("fresh lock");
+            for node in bootstrap_nodes() {
+                tree.append(&mut index, node);
+            }
+        }
+        tree
+    }
+
+    /// The number of nodes.
+    pub fn len(&self) -> u64 {
+        self.len.load(Ordering::Acquire)
+    }
+
+    /// Whether the tree has no nodes (never: it has the bootstrap nodes).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The node with this id.
+    #[inline]
+    pub fn get(&self, id: Id) -> Option<&Node> {
+        if id >= self.len.load(Ordering::Acquire) {
+            return None;
+        }
+        let chunk = self.chunks[(id >> CHUNK_BITS) as usize].load(Ordering::Acquire);
+        // SAFETY: ids below `len` were written before `len` was advanced
+        // (release), their chunk pointer was published before that, and
+        // chunks are never freed or moved.
+        Some(unsafe { (*chunk.add(id as usize & (CHUNK - 1))).assume_init_ref() })
+    }
+
+    /// The child `attribute = value` of `parent` (`None`: the root),
+    /// created if it does not exist yet.
+    pub fn get_child(&self, attribute: Id, value: Variant, parent: Option<Id>) -> Id {
+        let mut index = self.index.lock().unwrap_or_else(|e| e.into_inner());
+        let key = (parent.unwrap_or(INV_ID), attribute, value);
+        if let Some(&id) = index.get(&key) {
+            return id;
+        }
+        let (_, _, value) = key;
+        self.append(&mut index, Node { attribute, value, parent })
+    }
+
+    /// The node for a list of (attribute, value) pairs, each the child of
+    /// the previous one, under `parent`.
+    pub fn get_path(&self, pairs: &[(Id, Variant)], mut parent: Option<Id>) -> Option<Id> {
+        for (attr, value) in pairs {
+            parent = Some(self.get_child(*attr, value.clone(), parent));
+        }
+        parent
+    }
+
+    fn append(&self, index: &mut FxHashMap<(Id, Id, Variant), Id>, node: Node) -> Id {
+        let id = self.len.load(Ordering::Relaxed);
+        let chunk_no = (id >> CHUNK_BITS) as usize;
+        assert!(chunk_no < MAX_CHUNKS, "context tree full");
+        let mut chunk = self.chunks[chunk_no].load(Ordering::Relaxed);
+        if chunk.is_null() {
+            let storage: Box<[MaybeUninit<Node>]> = (0..CHUNK).map(|_| MaybeUninit::uninit()).collect();
+            chunk = Box::leak(storage).as_mut_ptr();
+            self.chunks[chunk_no].store(chunk, Ordering::Release);
+        }
+        let key = (node.parent.unwrap_or(INV_ID), node.attribute, node.value.clone());
+        // SAFETY: the slot is past `len`, so no reader looks at it, and the
+        // index lock keeps other writers out.
+        unsafe { (*chunk.add(id as usize & (CHUNK - 1))).write(node) };
+        self.len.store(id + 1, Ordering::Release);
+        index.insert(key, id);
+        id
+    }
+
+    /// Appends the nodes from the root down to `node`.
+    pub fn path_to(&self, node: Id, out: &mut Vec<Id>) {
+        let start = out.len();
+        let mut next = Some(node);
+        while let Some(id) = next {
+            let Some(n) = self.get(id) else { break };
+            out.push(id);
+            next = n.parent;
+        }
+        out[start..].reverse();
+    }
+}
+
+impl NodeStore for ContextTree {
+    fn node(&self, id: Id) -> Option<NodeRef<'_>> {
+        self.get(id).map(NodeRef::from)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use caliper_data::node::NAME_ATTR_ID;
+
+    #[test]
+    fn bootstrap_nodes_and_children() {
+        let tree = ContextTree::new();
+        assert_eq!(tree.len(), 12);
+        assert_eq!(tree.get(8).unwrap().value, Variant::string("cali.attribute.name"));
+        let a = tree.get_child(NAME_ATTR_ID, Variant::string("x"), Some(3));
+        assert_eq!(a, 12);
+        assert_eq!(tree.get_child(NAME_ATTR_ID, Variant::string("x"), Some(3)), a);
+        let b = tree.get_child(a, Variant::Int(1), None);
+        assert_eq!(tree.get(b).unwrap().parent, None);
+        assert!(tree.get(10_000).is_none());
+    }
+
+    #[test]
+    fn concurrent_creation_and_reading() {
+        let tree = ContextTree::new();
+        std::thread::scope(|s| {
+            for t in 0..4 {
+                let tree = &tree;
+                s.spawn(move || {
+                    let mut parent = None;
+                    for i in 0..5000 {
+                        let id = tree.get_child(NAME_ATTR_ID, Variant::Int((i % 100) as i64), parent);
+                        assert_eq!(tree.get(id).unwrap().value, Variant::Int((i % 100) as i64));
+                        parent = if i % 10 == 9 { None } else { Some(id) };
+                    }
+                    t
+                });
+            }
+        });
+        // Every thread built the same nodes; they were merged.
+        let mut path = Vec::new();
+        tree.path_to(tree.len() - 1, &mut path);
+        assert!(path.len() <= 10);
+        assert!(tree.len() < 12 + 4 * 5000);
+    }
+}

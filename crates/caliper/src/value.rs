@@ -1,0 +1,181 @@
+//! Values on the hot path: [`ValueKey`], a copyable stand-in for a
+//! [`Variant`] whose strings are interned, so that begin/end never touch a
+//! shared reference count.
+
+use caliper_data::hash::FxHashMap;
+use caliper_data::{AttrType, Text, Variant};
+use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+/// A value as the blackboard keeps it: the type and 64 bits of payload;
+/// strings and blobs are interned and the payload is their symbol.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ValueKey {
+    ty: AttrType,
+    bits: u64,
+}
+
+impl ValueKey {
+    /// The key of a string value (interned on first use).
+    pub fn string(s: &str) -> ValueKey {
+        ValueKey { ty: AttrType::String, bits: u64::from(interner().intern_str(s)) }
+    }
+
+    /// The key of an already interned string.
+    pub fn from_symbol(sym: Symbol) -> ValueKey {
+        ValueKey { ty: AttrType::String, bits: u64::from(sym.0) }
+    }
+
+    /// The key of any value.
+    pub fn from_variant(v: &Variant) -> ValueKey {
+        let (ty, bits) = match *v {
+            Variant::Empty => (AttrType::Inv, 0),
+            Variant::Int(i) => (AttrType::Int, i as u64),
+            Variant::Uint(u) => (AttrType::Uint, u),
+            Variant::Addr(a) => (AttrType::Addr, a),
+            Variant::Ptr(p) => (AttrType::Ptr, p),
+            Variant::Double(d) => (AttrType::Double, d.to_bits()),
+            Variant::Bool(b) => (AttrType::Bool, u64::from(b)),
+            Variant::Type(t) => (AttrType::Type, u64::from(t as u8)),
+            Variant::Str(ref s) => (AttrType::String, u64::from(interner().intern(Variant::Str(s.clone())))),
+            Variant::Usr(ref b) => (AttrType::Usr, u64::from(interner().intern(Variant::Usr(b.clone())))),
+        };
+        ValueKey { ty, bits }
+    }
+
+    /// An integer value.
+    pub fn int(i: i64) -> ValueKey {
+        ValueKey { ty: AttrType::Int, bits: i as u64 }
+    }
+
+    /// The value's type.
+    pub fn attr_type(self) -> AttrType {
+        self.ty
+    }
+
+    /// The value as a [`Variant`].
+    pub fn to_variant(self) -> Variant {
+        match self.ty {
+            AttrType::Inv => Variant::Empty,
+            AttrType::Int => Variant::Int(self.bits as i64),
+            AttrType::Uint => Variant::Uint(self.bits),
+            AttrType::Addr => Variant::Addr(self.bits),
+            AttrType::Ptr => Variant::Ptr(self.bits),
+            AttrType::Double => Variant::Double(f64::from_bits(self.bits)),
+            AttrType::Bool => Variant::Bool(self.bits != 0),
+            AttrType::Type => AttrType::from_code(self.bits as u8).map_or(Variant::Empty, Variant::Type),
+            AttrType::String | AttrType::Usr => interner().get(self.bits as u32),
+        }
+    }
+}
+
+/// The symbol of an interned string or blob key (for compact encodings).
+pub(crate) fn symbol_of(key: ValueKey) -> u64 {
+    key.bits
+}
+
+/// The interned value of a symbol read back from a compact encoding.
+pub(crate) fn from_symbol_bits(ty: AttrType, bits: u64) -> Variant {
+    ValueKey { ty, bits }.to_variant()
+}
+
+/// An interned string, cheap to copy and compare.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Symbol(u32);
+
+impl Symbol {
+    /// Interns `s`.
+    pub fn new(s: &str) -> Symbol {
+        Symbol(interner().intern_str(s))
+    }
+
+    /// The string.
+    pub fn text(self) -> Text {
+        match interner().get(self.0) {
+            Variant::Str(t) => t,
+            _ => Text::new(""),
+        }
+    }
+}
+
+const CHUNK_BITS: u32 = 10;
+const CHUNK: usize = 1 << CHUNK_BITS;
+const MAX_CHUNKS: usize = 1 << 14;
+
+/// Interned strings and blobs: appended under a lock, read without one
+/// (chunks are never moved or freed, as in the context tree).
+struct Interner {
+    chunks: Box<[AtomicPtr<Variant>]>,
+    len: AtomicU32,
+    index: Mutex<FxHashMap<Variant, u32>>,
+}
+
+fn interner() -> &'static Interner {
+    static INTERNER: OnceLock<Interner> = OnceLock::new();
+    INTERNER.get_or_init(|| Interner {
+        chunks: (0..MAX_CHUNKS).map(|_| AtomicPtr::new(std::ptr::null_mut())).collect(),
+        len: AtomicU32::new(0),
+        index: Mutex::new(FxHashMap::default()),
+    })
+}
+
+impl Interner {
+    fn intern_str(&self, s: &str) -> u32 {
+        self.intern(Variant::string(s))
+    }
+
+    fn intern(&self, value: Variant) -> u32 {
+        let mut index = self.index.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(&sym) = index.get(&value) {
+            return sym;
+        }
+        let sym = self.len.load(Ordering::Relaxed);
+        let chunk_no = (sym >> CHUNK_BITS) as usize;
+        assert!(chunk_no < MAX_CHUNKS, "too many distinct strings");
+        let mut chunk = self.chunks[chunk_no].load(Ordering::Relaxed);
+        if chunk.is_null() {
+            let storage: Box<[Variant]> = (0..CHUNK).map(|_| Variant::Empty).collect();
+            chunk = Box::leak(storage).as_mut_ptr();
+            self.chunks[chunk_no].store(chunk, Ordering::Release);
+        }
+        // SAFETY: the slot is past `len`: no reader looks at it yet, and the
+        // index lock keeps other writers out.
+        unsafe { *chunk.add(sym as usize & (CHUNK - 1)) = value.clone() };
+        self.len.store(sym + 1, Ordering::Release);
+        index.insert(value, sym);
+        sym
+    }
+
+    fn get(&self, sym: u32) -> Variant {
+        if sym >= self.len.load(Ordering::Acquire) {
+            return Variant::Empty;
+        }
+        let chunk = self.chunks[(sym >> CHUNK_BITS) as usize].load(Ordering::Acquire);
+        // SAFETY: published before `len` was advanced; never freed.
+        unsafe { (*chunk.add(sym as usize & (CHUNK - 1))).clone() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_round_trip() {
+        for v in [
+            Variant::Int(-5),
+            Variant::Uint(7),
+            Variant::Double(0.25),
+            Variant::Bool(true),
+            Variant::string("région"),
+            Variant::Type(AttrType::Double),
+            Variant::Addr(0xff),
+            Variant::Empty,
+        ] {
+            assert_eq!(ValueKey::from_variant(&v).to_variant(), v);
+        }
+        assert_eq!(ValueKey::string("main"), ValueKey::string("main"));
+        assert_ne!(ValueKey::string("main"), ValueKey::string("foo"));
+        assert_eq!(Symbol::new("x").text(), "x");
+    }
+}
