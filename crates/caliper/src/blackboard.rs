@@ -59,10 +59,12 @@ impl Stack {
         self.entries.is_empty()
     }
 
+    #[inline]
     fn push(&mut self, entry: StackEntry) {
         self.entries.push(entry);
     }
 
+    #[inline]
     fn truncate(&mut self, len: usize) {
         self.entries.truncate(len);
         self.nodes.truncate(len);
@@ -111,8 +113,6 @@ pub struct Blackboard {
     pub unaligned: Stack,
     /// As-value attributes and their values.
     pub values: Vec<(Attribute, ValueKey)>,
-    /// Counts updates, so caches of this blackboard know when to refresh.
-    pub version: u64,
 }
 
 impl Blackboard {
@@ -122,8 +122,8 @@ impl Blackboard {
 
     /// Begins `attr = value`: pushes it on its stack, or sets the slot of an
     /// as-value attribute.
+    #[inline]
     pub fn begin(&mut self, attr: Attribute, value: ValueKey) {
-        self.version += 1;
         if attr.is_asvalue() {
             self.set_value(attr, value);
         } else {
@@ -134,7 +134,6 @@ impl Blackboard {
     /// Sets `attr = value`: replaces the innermost value of `attr` (which
     /// moves to the top of its stack), or sets the as-value slot.
     pub fn set(&mut self, attr: Attribute, value: ValueKey) {
-        self.version += 1;
         if attr.is_asvalue() {
             self.set_value(attr, value);
             return;
@@ -176,17 +175,27 @@ impl Blackboard {
 
     /// Ends the innermost value of `attr`; with `expect`, only if that
     /// value is `expect`. Returns the ended value.
+    #[inline]
     pub fn end(&mut self, attr: Attribute, expect: Option<ValueKey>) -> Result<ValueKey, EndError> {
-        let value = self.check_end(attr, expect)?;
-        self.version += 1;
-        if attr.is_asvalue() {
-            self.values.retain(|(a, _)| a.id() != attr.id());
-        } else if attr.properties().is_unaligned() {
-            let i = self.unaligned.innermost(attr).expect("checked");
-            self.unaligned.remove(i);
-        } else {
+        if !attr.is_asvalue() && !attr.properties().is_unaligned() {
+            // The common case, a region: check and pop the top in one go.
+            let top = *self.regions.entries.last().ok_or(EndError::Empty)?;
+            if top.attr.id() != attr.id() {
+                return Err(EndError::OtherRegion(top));
+            }
+            if expect.is_some_and(|v| v != top.value) {
+                return Err(EndError::OtherValue(top));
+            }
             let len = self.regions.entries.len() - 1;
             self.regions.truncate(len);
+            return Ok(top.value);
+        }
+        let value = self.check_end(attr, expect)?;
+        if attr.is_asvalue() {
+            self.values.retain(|(a, _)| a.id() != attr.id());
+        } else {
+            let i = self.unaligned.innermost(attr).expect("checked");
+            self.unaligned.remove(i);
         }
         Ok(value)
     }

@@ -176,6 +176,8 @@ impl Channel {
     pub fn is_active(&self) -> bool {
         self.active.load(Ordering::Acquire)
     }
+    /// Use `Caliper::set_channel_active`, which keeps the count of active
+    /// channels.
     pub(crate) fn set_active(&self, active: bool) {
         self.active.store(active, Ordering::Release);
     }

@@ -14,7 +14,8 @@ use crate::tree::ContextTree;
 use crate::value::ValueKey;
 use caliper_data::node::Id;
 use caliper_data::{AttrType, Entry, Properties, Record, RecordKind, Scope, Variant};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 /// The version this runtime reports as `cali.caliper.version`.
@@ -55,6 +56,9 @@ pub struct Caliper {
     config: RuntimeConfig,
     channels: RwLock<Vec<Arc<Channel>>>,
     channels_version: AtomicU64,
+    /// How many channels are active: with none, updates skip the event
+    /// machinery altogether.
+    active_channels: AtomicUsize,
     process: Mutex<ProcessContext>,
     process_version: AtomicU64,
     threads: Mutex<Vec<Arc<ThreadSlot>>>,
@@ -66,7 +70,26 @@ static CALIPER: OnceLock<Caliper> = OnceLock::new();
 static INIT_STARTED: AtomicBool = AtomicBool::new(false);
 
 thread_local! {
+    /// The calling thread's slot, registered on first use.
     static THREAD: Option<ThreadHandle> = Caliper::instance().map(|c| c.register_thread());
+    /// A plain pointer to the same slot, for the hot path: reading a
+    /// `const`-initialised thread local needs no initialisation check.
+    static SLOT: Cell<*const ThreadSlot> = const { Cell::new(std::ptr::null()) };
+}
+
+/// The calling thread's slot; `None` while the thread is being torn down.
+#[inline]
+fn current_slot() -> Option<&'static ThreadSlot> {
+    let p = SLOT.with(|s| s.get());
+    if !p.is_null() {
+        // SAFETY: the pointer comes from the `Arc` that the runtime's thread
+        // list keeps for the life of the process.
+        return Some(unsafe { &*p });
+    }
+    let slot = THREAD.try_with(|h| h.as_ref().map(|h| Arc::as_ptr(&h.slot))).ok().flatten()?;
+    SLOT.with(|s| s.set(slot));
+    // SAFETY: as above.
+    Some(unsafe { &*slot })
 }
 
 extern "C" fn finish_at_exit() {
@@ -159,6 +182,7 @@ impl Caliper {
             config,
             channels: RwLock::new(Vec::new()),
             channels_version: AtomicU64::new(0),
+            active_channels: AtomicUsize::new(0),
             process: Mutex::new(process),
             process_version: AtomicU64::new(1),
             threads: Mutex::new(Vec::new()),
@@ -181,7 +205,7 @@ impl Caliper {
         }
         if !self.config.get_list("CALI_SERVICES_ENABLE", true).is_empty() {
             let channel = self.create_channel("default", self.config.clone());
-            channel.set_active(true);
+            self.set_channel_active(&channel, true);
         }
         log::info("Initialized");
     }
@@ -262,7 +286,7 @@ impl Caliper {
     /// Runs `f` with the calling thread's data, if the thread may update it.
     #[inline]
     fn with_thread<R>(&self, f: impl FnOnce(&mut ThreadData) -> R) -> Option<R> {
-        THREAD.try_with(|h| h.as_ref().and_then(|h| h.slot.update(f))).ok().flatten()
+        current_slot()?.update(f)
     }
 
     /// Refreshes a thread's list of active channels if it changed.
@@ -275,8 +299,9 @@ impl Caliper {
         }
     }
 
+    #[inline]
     fn notify(&self, t: &mut ThreadData, kind: EventKind, attr: Attribute, value: ValueKey) {
-        if attr.properties().skips_events() {
+        if attr.properties().skips_events() || self.active_channels.load(Ordering::Relaxed) == 0 {
             return;
         }
         self.refresh_active(t);
@@ -330,20 +355,28 @@ impl Caliper {
             if !t.tracking {
                 return;
             }
-            let process = attr.properties().scope() == Scope::Process;
-            let check = if process {
-                self.lock_process().blackboard.check_end(attr, expect)
-            } else {
-                t.blackboard.check_end(attr, expect)
-            };
-            match check {
+            if attr.properties().scope() == Scope::Process {
+                let check = self.lock_process().blackboard.check_end(attr, expect);
+                match check {
+                    Ok(value) => {
+                        self.notify(t, EventKind::End, attr, value);
+                        let _ = self.update_process(|bb| bb.end(attr, expect));
+                    }
+                    Err(e) => self.stack_error(t, attr, expect, e),
+                }
+                return;
+            }
+            if self.active_channels.load(Ordering::Relaxed) == 0 || attr.properties().skips_events() {
+                // No snapshot to take before the update: end in one step.
+                if let Err(e) = t.blackboard.end(attr, expect) {
+                    self.stack_error(t, attr, expect, e);
+                }
+                return;
+            }
+            match t.blackboard.check_end(attr, expect) {
                 Ok(value) => {
                     self.notify(t, EventKind::End, attr, value);
-                    if process {
-                        let _ = self.update_process(|bb| bb.end(attr, expect));
-                    } else {
-                        let _ = t.blackboard.end(attr, expect);
-                    }
+                    let _ = t.blackboard.end(attr, expect);
                 }
                 Err(e) => self.stack_error(t, attr, expect, e),
             }
@@ -487,7 +520,14 @@ impl Caliper {
 
     /// Activates or deactivates a channel.
     pub fn set_channel_active(&self, channel: &Channel, active: bool) {
-        channel.set_active(active);
+        if channel.is_active() != active {
+            channel.set_active(active);
+            if active {
+                self.active_channels.fetch_add(1, Ordering::AcqRel);
+            } else {
+                self.active_channels.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
         self.channels_version.fetch_add(1, Ordering::Release);
     }
 

@@ -75,7 +75,7 @@ impl BusyFlag {
     }
 
     /// Ends the update: the data written in it is visible to a flush.
-    #[inline]
+    #[inline(always)]
     pub fn leave(&self) {
         self.0.store(false, Ordering::Release);
     }

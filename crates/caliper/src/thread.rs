@@ -92,6 +92,7 @@ impl ThreadSlot {
         }
         struct Leave<'a>(&'a BusyFlag);
         impl Drop for Leave<'_> {
+            #[inline(always)]
             fn drop(&mut self) {
                 self.0.leave();
             }
