@@ -134,6 +134,13 @@ fn help_topics() {
     assert!(String::from_utf8(out.stdout).unwrap().contains("  sum(attribute) -> sum#attribute\n"));
     let out = cali_query(&["--help", "calql"]);
     assert!(String::from_utf8(out.stdout).unwrap().starts_with("CalQL, the Caliper query language"));
+    let out = cali_query(&["--help=services"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    for service in ["aggregate", "event", "recorder", "report", "timestamp", "trace"] {
+        assert!(text.lines().any(|l| l.starts_with(service)), "{service} in\n{text}");
+    }
+    let out = cali_query(&["--help=trace"]);
+    assert!(String::from_utf8(out.stdout).unwrap().starts_with("trace service:\n"));
     let out = cali_query(&["--help=nonsense"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("Unknown help option \"nonsense\". Available options: calql, select"));

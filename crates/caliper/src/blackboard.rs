@@ -13,21 +13,45 @@ use caliper_data::hash::FxHashMap;
 use caliper_data::node::{INV_ID, Id};
 
 /// Child lookups a thread has made: (parent, attribute, value) → node.
-#[derive(Default)]
+/// A small direct-mapped table in front of a hash map answers the lookups
+/// a program repeats (the same regions in a loop) without hashing into
+/// the map.
 pub struct ChildCache {
+    recent: Box<[(Id, Id, ValueKey, Id)]>,
     map: FxHashMap<(Id, Id, ValueKey), Id>,
+}
+
+const RECENT_BITS: u32 = 10;
+
+impl Default for ChildCache {
+    fn default() -> ChildCache {
+        let empty = (INV_ID, INV_ID, ValueKey::int(0), INV_ID);
+        ChildCache { recent: vec![empty; 1 << RECENT_BITS].into_boxed_slice(), map: FxHashMap::default() }
+    }
 }
 
 impl ChildCache {
     /// The node `attr = value` under `parent`, from the cache or the tree.
     #[inline]
     pub fn child(&mut self, tree: &ContextTree, parent: Option<Id>, attr: Id, value: ValueKey) -> Id {
-        let key = (parent.unwrap_or(INV_ID), attr, value);
-        if let Some(&id) = self.map.get(&key) {
-            return id;
+        let parent = parent.unwrap_or(INV_ID);
+        let h = parent.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            ^ attr.wrapping_mul(0xC2B2_AE3D_27D4_EB4F)
+            ^ value.hash_bits().wrapping_mul(0x1656_67B1_9E37_79F9);
+        let slot = &mut self.recent[(h >> (64 - RECENT_BITS)) as usize];
+        if slot.0 == parent && slot.1 == attr && slot.2 == value {
+            return slot.3;
         }
-        let id = tree.get_child(attr, value.to_variant(), parent);
-        self.map.insert(key, id);
+        let key = (parent, attr, value);
+        let id = match self.map.get(&key) {
+            Some(&id) => id,
+            None => {
+                let id = tree.get_child(attr, value.to_variant(), (parent != INV_ID).then_some(parent));
+                self.map.insert(key, id);
+                id
+            }
+        };
+        *slot = (parent, attr, value, id);
         id
     }
 }

@@ -23,6 +23,7 @@ pub mod api;
 pub mod attributes;
 pub mod blackboard;
 pub mod channel;
+mod clock;
 pub mod config;
 pub mod log;
 pub mod runtime;

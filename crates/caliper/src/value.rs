@@ -48,6 +48,12 @@ impl ValueKey {
         ValueKey { ty: AttrType::Int, bits: i as u64 }
     }
 
+    /// The payload mixed with the type, for cheap hashing.
+    #[inline]
+    pub fn hash_bits(self) -> u64 {
+        self.bits ^ (u64::from(self.ty as u8) << 56)
+    }
+
     /// The value's type.
     pub fn attr_type(self) -> AttrType {
         self.ty

@@ -21,7 +21,12 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 const OPTIONS: &[OptSpec] = &[
-    OptSpec { long: "width", short: Some('w'), takes: Takes::Value("WIDTH"), help: "Region names per level (default 20)" },
+    OptSpec {
+        long: "width",
+        short: Some('w'),
+        takes: Takes::Value("WIDTH"),
+        help: "Region names per level (default 20)",
+    },
     OptSpec { long: "depth", short: Some('d'), takes: Takes::Value("DEPTH"), help: "Nesting depth (default 10)" },
     OptSpec {
         long: "iterations",
@@ -30,14 +35,24 @@ const OPTIONS: &[OptSpec] = &[
         help: "Iterations per thread (default 100000)",
     },
     OptSpec { long: "threads", short: Some('t'), takes: Takes::Value("THREADS"), help: "Threads (default 1)" },
-    OptSpec { long: "channels", short: Some('x'), takes: Takes::Value("CHANNELS"), help: "Measuring channels (default 1)" },
+    OptSpec {
+        long: "channels",
+        short: Some('x'),
+        takes: Takes::Value("CHANNELS"),
+        help: "Measuring channels (default 1)",
+    },
     OptSpec {
         long: "services",
         short: Some('P'),
         takes: Takes::Value("SERVICES"),
         help: "Services of the measuring channels, e.g. aggregate,event,timer",
     },
-    OptSpec { long: "csv", short: Some('c'), takes: Takes::Nothing, help: "Print channels,depth,width,updates,threads,seconds" },
+    OptSpec {
+        long: "csv",
+        short: Some('c'),
+        takes: Takes::Nothing,
+        help: "Print channels,depth,width,updates,threads,seconds",
+    },
     OptSpec { long: "quiet", short: Some('q'), takes: Takes::Nothing, help: "Print nothing but the CSV line" },
     OptSpec { long: "help", short: Some('h'), takes: Takes::Nothing, help: "Print this help" },
 ];
@@ -85,7 +100,10 @@ fn main() -> ExitCode {
     let services = parsed.value("services").unwrap_or("");
     let measuring = if services.is_empty() { 0 } else { channels };
     for i in 0..measuring {
-        let config = RuntimeConfig::from_pairs([("CALI_SERVICES_ENABLE", services), ("CALI_CHANNEL_FLUSH_ON_EXIT", "false")], false);
+        let config = RuntimeConfig::from_pairs(
+            [("CALI_SERVICES_ENABLE", services), ("CALI_CHANNEL_FLUSH_ON_EXIT", "false")],
+            false,
+        );
         let channel = cali.create_channel(&format!("perftest.{i}"), config);
         cali.set_channel_active(&channel, true);
     }

@@ -127,7 +127,8 @@ fn usage() -> String {
          merged globals. Options override the matching parts of the query.\n\
          \n\
          Help on the query language: --help=calql, and --help=TOPIC for\n\
-         the topics select, let, where, groupby and format.\n\
+         the topics select, let, where, groupby and format; on measurement\n\
+         services: --help=services and --help=<service>.\n\
          \n\
          Examples:\n  cali-query run-0.cali run-1.cali -o merged.cali\n  \
          cali-query -q \"select region,count(),sum(time.duration.ns) group by region format table\" trace.cali\n  \
@@ -148,13 +149,23 @@ fn help(topic: &str) -> Result<(), Failure> {
         print!("{}", usage());
         return Ok(());
     }
+    if topic == "services" {
+        for (name, description) in caliper::services::SERVICES {
+            println!("{name:<12} {description}");
+        }
+        return Ok(());
+    }
+    if let Some((name, description)) = caliper::services::SERVICES.iter().find(|(n, _)| *n == topic) {
+        println!("{name} service:\n  {description}");
+        return Ok(());
+    }
     match caliper_query::help::help(topic) {
         Some(text) => {
             print!("{text}");
             Ok(())
         }
         None => Err(Failure::Fatal(format!(
-            "Unknown help option \"{topic}\". Available options: {}",
+            "Unknown help option \"{topic}\". Available options: {}, services, <service name>",
             caliper_query::help::TOPICS.join(", ")
         ))),
     }

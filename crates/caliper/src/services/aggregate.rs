@@ -21,14 +21,54 @@ pub struct Aggregate {
     slot: Attribute,
 }
 
-/// The running statistics of one attribute in one entry.
+/// The running statistics of one attribute in one entry, native for the
+/// common unsigned metrics (times, counts).
 #[derive(Clone, Debug)]
 struct Stat {
     attr: Id,
-    min: Variant,
-    max: Variant,
-    sum: Variant,
+    acc: Acc,
     n: u64,
+}
+
+#[derive(Clone, Debug)]
+enum Acc {
+    Uint { min: u64, max: u64, sum: u64 },
+    Other { min: Variant, max: Variant, sum: Variant },
+}
+
+impl Acc {
+    fn new(value: &Variant) -> Acc {
+        match *value {
+            Variant::Uint(u) => Acc::Uint { min: u, max: u, sum: u },
+            ref v => Acc::Other { min: v.clone(), max: v.clone(), sum: v.clone() },
+        }
+    }
+
+    #[inline]
+    fn add(&mut self, value: &Variant) {
+        match (self, value) {
+            (Acc::Uint { min, max, sum }, Variant::Uint(u)) => {
+                *min = (*min).min(*u);
+                *max = (*max).max(*u);
+                *sum = sum.wrapping_add(*u);
+            }
+            (acc, v) => {
+                let (mut min, mut max, mut sum) = acc.variants();
+                sum.add_assign(v);
+                min = min.min_with(v);
+                max = max.max_with(v);
+                *acc = Acc::Other { min, max, sum };
+            }
+        }
+    }
+
+    /// min, max, sum.
+    fn variants(&self) -> (Variant, Variant, Variant) {
+        match self {
+            Acc::Uint { min, max, sum } => (Variant::Uint(*min), Variant::Uint(*max), Variant::Uint(*sum)),
+            Acc::Other { min, max, sum } => (min.clone(), max.clone(), sum.clone()),
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -42,6 +82,8 @@ struct AggEntry {
 struct AggThread {
     /// Entry index + 1 of the records keyed by exactly one node, by node id.
     by_node: Vec<u32>,
+    /// Entries of records keyed by exactly two nodes.
+    by_pair: FxHashMap<(Id, Id), u32>,
     /// Entries of other keys.
     by_key: FxHashMap<Vec<Entry>, u32>,
     entries: Vec<AggEntry>,
@@ -91,23 +133,36 @@ impl Aggregate {
     }
 
     fn entry(&self, cali: &Caliper, t: &mut AggThread, snapshot: &Record) -> usize {
-        let mut refs = snapshot.refs();
-        let single = match (refs.next(), refs.next()) {
-            (Some(n), None) => Some(n),
-            _ => None,
-        };
         let has_key_imms =
             !self.key_names.is_empty() && snapshot.immediates().any(|(a, _)| self.kind_of(cali, t, a) == KEY);
-        if let (Some(node), false) = (single, has_key_imms) {
-            let i = node as usize;
-            if t.by_node.len() <= i {
-                t.by_node.resize(i + 1, 0);
+        if !has_key_imms {
+            let mut refs = snapshot.refs();
+            match (refs.next(), refs.next(), refs.next()) {
+                (Some(node), None, _) => {
+                    let i = node as usize;
+                    if t.by_node.len() <= i {
+                        t.by_node.resize(i + 1, 0);
+                    }
+                    if t.by_node[i] == 0 {
+                        t.entries.push(AggEntry { key: vec![Entry::Reference(node)], count: 0, stats: Vec::new() });
+                        t.by_node[i] = t.entries.len() as u32;
+                    }
+                    return t.by_node[i] as usize - 1;
+                }
+                (Some(a), Some(b), None) => {
+                    let entries = &mut t.entries;
+                    let e = *t.by_pair.entry((a, b)).or_insert_with(|| {
+                        entries.push(AggEntry {
+                            key: vec![Entry::Reference(a), Entry::Reference(b)],
+                            count: 0,
+                            stats: Vec::new(),
+                        });
+                        entries.len() as u32 - 1
+                    });
+                    return e as usize;
+                }
+                _ => {}
             }
-            if t.by_node[i] == 0 {
-                t.entries.push(AggEntry { key: vec![Entry::Reference(node)], count: 0, stats: Vec::new() });
-                t.by_node[i] = t.entries.len() as u32;
-            }
-            return t.by_node[i] as usize - 1;
         }
         let mut key: Vec<Entry> = snapshot.refs().map(Entry::Reference).collect();
         let mut imms: Vec<Entry> = snapshot
@@ -161,14 +216,10 @@ impl Service for Aggregate {
             let entry = &mut t.entries[e];
             match entry.stats.iter_mut().find(|s| s.attr == attr) {
                 Some(s) => {
-                    s.sum.add_assign(value);
-                    s.min = s.min.min_with(value);
-                    s.max = s.max.max_with(value);
+                    s.acc.add(value);
                     s.n += 1;
                 }
-                None => {
-                    entry.stats.push(Stat { attr, min: value.clone(), max: value.clone(), sum: value.clone(), n: 1 })
-                }
+                None => entry.stats.push(Stat { attr, acc: Acc::new(value), n: 1 }),
             }
         }
         t.entries[e].count += 1;
@@ -183,13 +234,10 @@ impl Service for Aggregate {
                 record.clear();
                 record.entries.extend(entry.key.iter().cloned());
                 for s in &entry.stats {
-                    let ty = s.sum.attr_type();
-                    for (prefix, value) in [
-                        ("min", s.min.clone()),
-                        ("max", s.max.clone()),
-                        ("sum", s.sum.clone()),
-                        ("avg", s.sum.div(s.n)),
-                    ] {
+                    let (min, max, sum) = s.acc.variants();
+                    let ty = sum.attr_type();
+                    let avg = sum.div(s.n);
+                    for (prefix, value) in [("min", min), ("max", max), ("sum", sum), ("avg", avg)] {
                         if let Some(a) = self.result(cali, prefix, s.attr, ty) {
                             record.push_imm(a.id(), value);
                         }

@@ -12,10 +12,10 @@ use crate::config::RuntimeConfig;
 use crate::runtime::Caliper;
 use caliper_data::node::Id;
 use caliper_data::{AttrType, Properties, Record, Variant};
-use std::time::Instant;
 
 pub struct Timer {
-    start: Instant,
+    /// The clock reading when the service started.
+    start: u64,
     offset: Attribute,
     duration: Attribute,
     inclusive: Option<Attribute>,
@@ -35,7 +35,7 @@ impl Timer {
         let value = Properties::ASVALUE | Properties::SKIP_EVENTS;
         let metric = value | Properties::AGGREGATABLE;
         Timer {
-            start: Instant::now(),
+            start: crate::clock::clock().now_ns(),
             offset: cali.create_attribute("time.offset.ns", AttrType::Uint, value, &meta),
             duration: cali.create_attribute("time.duration.ns", AttrType::Uint, metric, &meta),
             inclusive: config
@@ -61,7 +61,7 @@ impl Service for Timer {
     #[inline]
     fn measure(&self, state: &mut ServiceState, snapshot: &mut Record, trigger: &Trigger) {
         let Some(t) = state.downcast_mut::<TimerThread>() else { return };
-        let now = self.start.elapsed().as_nanos() as u64;
+        let now = crate::clock::clock().now_ns().saturating_sub(self.start);
         let duration = now.saturating_sub(t.last);
         t.last = now;
         snapshot.push_imm(self.offset.id(), Variant::Uint(now));
