@@ -16,7 +16,7 @@ use caliper_data::node::Id;
 use caliper_data::{AttrType, Entry, Properties, Record, RecordKind, Scope, Variant};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::sync::{Arc, Mutex, Once, OnceLock, RwLock};
 
 /// The version this runtime reports as `cali.caliper.version`.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -64,12 +64,18 @@ pub struct Caliper {
     threads: Mutex<Vec<Arc<ThreadSlot>>>,
     pid: u32,
     finished: AtomicBool,
+    /// Mismatched ends so far.
+    stack_errors: AtomicU64,
 }
 
 static CALIPER: OnceLock<Caliper> = OnceLock::new();
-static INIT_STARTED: AtomicBool = AtomicBool::new(false);
+static POST_INIT: Once = Once::new();
+/// Set once the runtime is fully initialised.
+static READY: AtomicBool = AtomicBool::new(false);
 
 thread_local! {
+    /// Set on the thread that initialises the runtime, while it does.
+    static INITIALIZING: Cell<bool> = const { Cell::new(false) };
     /// The calling thread's slot, registered on first use.
     static THREAD: Option<ThreadHandle> = Caliper::instance().map(|c| c.register_thread());
     /// A plain pointer to the same slot, for the hot path: reading a
@@ -111,20 +117,29 @@ extern "C" fn after_fork_in_child() {
 
 impl Caliper {
     /// The runtime, initialised on first use; `None` after it has finished
-    /// (at program exit) or while it initialises (a re-entrant call).
+    /// (at program exit), or when called again from inside the
+    /// initialisation. Threads that arrive while another thread initialises
+    /// wait for it.
     #[inline]
     pub fn instance() -> Option<&'static Caliper> {
-        if let Some(c) = CALIPER.get() {
+        if READY.load(Ordering::Acquire) {
+            let c = CALIPER.get()?;
             return (!c.finished.load(Ordering::Relaxed)).then_some(c);
         }
-        if INIT_STARTED.swap(true, Ordering::AcqRel) {
-            // Another thread initialises (it will be ready soon), or this
-            // thread re-entered during initialisation.
-            return CALIPER.get();
+        Caliper::init()
+    }
+
+    #[cold]
+    fn init() -> Option<&'static Caliper> {
+        if INITIALIZING.with(Cell::get) {
+            return None;
         }
+        INITIALIZING.with(|i| i.set(true));
         let c = CALIPER.get_or_init(Caliper::new);
-        c.post_init();
-        Some(c)
+        POST_INIT.call_once(|| c.post_init());
+        INITIALIZING.with(|i| i.set(false));
+        READY.store(true, Ordering::Release);
+        (!c.finished.load(Ordering::Relaxed)).then_some(c)
     }
 
     /// Whether the runtime has been initialised.
@@ -188,6 +203,7 @@ impl Caliper {
             threads: Mutex::new(Vec::new()),
             pid: std::process::id(),
             finished: AtomicBool::new(false),
+            stack_errors: AtomicU64::new(0),
         }
     }
 
@@ -406,6 +422,7 @@ impl Caliper {
             ),
         };
         log::error(&message);
+        self.stack_errors.fetch_add(1, Ordering::Relaxed);
         if matches!(error, EndError::OtherRegion(_)) || attr.properties().scope() != Scope::Process {
             log::error("Ceasing region tracking!");
             t.tracking = false;
@@ -595,6 +612,29 @@ impl Caliper {
         let guard = StopUpdates::new(self.thread_slots().iter().map(|s| &s.busy));
         channel.clear(self);
         drop(guard);
+    }
+
+    /// The number of mismatched ends so far.
+    pub fn stack_errors(&self) -> u64 {
+        self.stack_errors.load(Ordering::Relaxed)
+    }
+
+    /// The regions each thread has open, as `attr=value/...` paths
+    /// (outermost first). Updates must be stopped.
+    pub(crate) fn open_regions(&self) -> Vec<String> {
+        let name = |a: Attribute| self.registry.info(a.id()).map(|i| i.name.to_string()).unwrap_or_default();
+        let mut out = Vec::new();
+        for slot in self.thread_slots() {
+            // SAFETY: called with updates stopped (at finish).
+            let data = unsafe { slot.data_for_flush() };
+            let entries = data.blackboard.regions.entries();
+            if !entries.is_empty() {
+                let path: Vec<String> =
+                    entries.iter().map(|e| format!("{}={}", name(e.attr), e.value.to_variant())).collect();
+                out.push(path.join("/"));
+            }
+        }
+        out
     }
 
     /// The end of the program: flush the channels that flush on exit, in

@@ -109,8 +109,11 @@ impl RecordFormatter for TableFormatter {
             .iter()
             .map(|k| {
                 let attr = db.attribute_by_name(&k.attribute)?;
-                let id = attr.id();
-                crate::access::first_value(db, record, id).cloned()
+                if attr.attr_type().is_numeric() {
+                    return crate::access::first_value(db, record, attr.id()).cloned();
+                }
+                // Text sorts by what the cell shows: a whole path, root first.
+                values.iter().find(|f| f.attr == attr.id()).map(|f| caliper_data::Variant::string(&f.text))
             })
             .collect();
         self.rows.push(Row { cells, keys });

@@ -7,6 +7,7 @@ mod recorder;
 mod report;
 mod timer;
 mod trace;
+mod validator;
 
 use crate::channel::Service;
 use crate::config::RuntimeConfig;
@@ -24,6 +25,7 @@ pub const SERVICES: &[(&str, &str)] = &[
     ("timer", "Add time offsets and durations to snapshots"),
     ("timestamp", "Alias of timer"),
     ("trace", "Keep every snapshot in per-thread trace buffers"),
+    ("validator", "Check annotation nesting; report regions left open at the end of the program"),
 ];
 
 /// Creates the service `name` for a channel, or `None` if there is none.
@@ -34,6 +36,7 @@ pub(crate) fn create(name: &str, cali: &Caliper, channel: &str, config: &Runtime
         "trace" => Arc::new(trace::Trace::new(channel, config)),
         "recorder" => Arc::new(recorder::Recorder::new(config)),
         "report" => Arc::new(report::Report::new(channel, config)?),
+        "validator" => Arc::new(validator::Validator),
         _ => return None,
     })
 }

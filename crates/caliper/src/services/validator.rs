@@ -1,0 +1,28 @@
+//! `validator`: checks annotation nesting. Mismatched ends are reported
+//! when they happen (by the runtime); at the end of the program the
+//! validator lists the regions each thread left open and says whether any
+//! nesting error was found.
+
+use crate::channel::{Channel, Service};
+use crate::log;
+use crate::runtime::Caliper;
+
+pub struct Validator;
+
+impl Service for Validator {
+    fn name(&self) -> &'static str {
+        "validator"
+    }
+
+    fn finish(&self, cali: &Caliper, _channel: &Channel) {
+        let open = cali.open_regions();
+        for path in &open {
+            log::error(&format!("validator: Regions not closed: {path}"));
+        }
+        if cali.stack_errors() > 0 || !open.is_empty() {
+            log::error("validator: Annotation nesting errors found");
+        } else {
+            log::info("validator: No annotation nesting errors found");
+        }
+    }
+}

@@ -1,0 +1,295 @@
+//! Runtime semantics, end to end. Each scenario runs in a child process
+//! (this test binary re-run with `CALIPER_TEST_SCENARIO` set), because the
+//! runtime is process-wide and reads its configuration from the
+//! environment once.
+
+use caliper_data::MetadataDb;
+use caliper_data::cali::read_records;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// Runs when this binary is re-run as a scenario; a no-op otherwise.
+#[test]
+fn scenario_child() {
+    let Ok(name) = std::env::var("CALIPER_TEST_SCENARIO") else { return };
+    match name.as_str() {
+        "nested" => nested(),
+        "mismatch" => mismatch(),
+        "unbalanced" => {
+            let _a = caliper::region!("left");
+            caliper::begin_region("open");
+            std::mem::forget(caliper::region!("forgotten"));
+        }
+        "threads" => threads(),
+        "fork" => fork(),
+        "flush_twice" => {
+            nested();
+            caliper::flush();
+        }
+        other => panic!("unknown scenario {other}"),
+    }
+}
+
+fn nested() {
+    caliper::set_global("iterations", 4);
+    let _main = caliper::region!("main");
+    {
+        let _init = caliper::region!("init");
+    }
+    let lp = caliper::Loop::new("mainloop");
+    for i in 0..4 {
+        let _it = lp.iteration(i);
+        let _foo = caliper::region!("foo");
+    }
+}
+
+fn mismatch() {
+    caliper::begin_region("a");
+    caliper::begin_region("b");
+    caliper::end_region("a");
+    // Tracking has stopped on this thread: nothing below is recorded.
+    caliper::end_region("b");
+    caliper::begin_region("after");
+    println!("still running");
+}
+
+fn threads() {
+    let handles: Vec<_> = (0..4)
+        .map(|t| {
+            std::thread::spawn(move || {
+                for _ in 0..100 {
+                    let _w = caliper::region!("work");
+                    caliper::set_by_name("thread", t as i64);
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    // The threads have exited; their data is flushed at exit.
+}
+
+fn fork() {
+    nested();
+    // SAFETY: the child only annotates and exits.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        let _child = caliper::region!("child");
+        std::process::exit(0);
+    }
+    let mut status = 0;
+    // SAFETY: waiting for our own child.
+    unsafe { libc::waitpid(pid, &mut status, 0) };
+}
+
+fn run(scenario: &str, env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args(["--exact", "scenario_child", "--nocapture", "--test-threads=1"]);
+    cmd.env("CALIPER_TEST_SCENARIO", scenario);
+    for key in ["CALI_SERVICES_ENABLE", "CALI_CONFIG", "CALI_CONFIG_PROFILE", "CALI_LOG_VERBOSITY"] {
+        cmd.env_remove(key);
+    }
+    cmd.envs(env.iter().copied());
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "scenario {scenario} failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The records of a `.cali` file as `cali-query -e` lines without times.
+fn expand(path: &Path) -> Vec<String> {
+    let mut db = MetadataDb::new();
+    let data = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let records = read_records(&mut db, "out", &data).unwrap();
+    records
+        .iter()
+        .filter(|r| r.kind == caliper_data::RecordKind::Ctx)
+        .map(|r| {
+            let mut pairs: Vec<String> = db
+                .expand_paths(r)
+                .into_iter()
+                .map(|(a, v)| {
+                    let name = db.attribute(a).unwrap().name().to_string();
+                    let vals: Vec<String> = v.iter().map(|x| x.to_string()).collect();
+                    format!("{name}={}", vals.join("/"))
+                })
+                .filter(|p| !p.starts_with("time.") && !p.starts_with("cali.caliper.version"))
+                .collect();
+            pairs.sort();
+            pairs.join(",")
+        })
+        .collect()
+}
+
+fn trace_env(file: &Path) -> Vec<(&'static str, String)> {
+    vec![
+        ("CALI_SERVICES_ENABLE", "event,trace,timer,recorder".into()),
+        ("CALI_RECORDER_FILENAME", file.display().to_string()),
+    ]
+}
+
+fn run_with(scenario: &str, env: &[(&'static str, String)]) -> Output {
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    run(scenario, &env)
+}
+
+#[test]
+fn trace_has_the_reference_structure() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("trace.cali");
+    run_with("nested", &trace_env(&file));
+    let ours = expand(&file);
+    // The reference example's trace, with its globals and times removed.
+    let reference = expand(&caliper_testutil::fixture("cxx-example.services-trace.cali"));
+    let strip = |v: Vec<String>| -> Vec<String> {
+        v.into_iter()
+            .map(|l| l.split(',').filter(|p| !p.starts_with("caliper.config")).collect::<Vec<_>>().join(","))
+            .collect()
+    };
+    assert_eq!(strip(ours), strip(reference));
+}
+
+#[test]
+fn mismatched_end_stops_tracking_on_the_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("trace.cali");
+    let out = run_with("mismatch", &trace_env(&file));
+    let err = stderr(&out);
+    assert!(
+        err.contains("== CALIPER: Stack value mismatch: Trying to end region=a but current value is region=b"),
+        "{err}"
+    );
+    assert!(err.contains("== CALIPER: Ceasing region tracking!"), "{err}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("still running"));
+    let records = expand(&file);
+    assert_eq!(records.len(), 2, "only the two begins were recorded: {records:?}");
+    assert!(records.iter().all(|r| !r.contains("after")));
+}
+
+#[test]
+fn unknown_service_and_unwritable_output_are_logged_not_fatal() {
+    let out = run(
+        "nested",
+        &[
+            ("CALI_SERVICES_ENABLE", "event,bogus,trace,timer,recorder"),
+            ("CALI_RECORDER_FILENAME", "/proc/no/such/dir/x.cali"),
+        ],
+    );
+    let err = stderr(&out);
+    assert!(err.contains("== CALIPER: Service \"bogus\" not found!"), "{err}");
+    assert!(err.contains("== CALIPER: Could not open output stream /proc/no/such/dir/x.cali"), "{err}");
+}
+
+#[test]
+fn config_check_warns_about_missing_stages() {
+    let out = run("nested", &[("CALI_SERVICES_ENABLE", "event,timer,trace")]);
+    let err = stderr(&out);
+    assert!(
+        err.contains("Config check: Warning: snapshot buffer service \"trace\" requires offline output services, but none are active."),
+        "{err}"
+    );
+}
+
+#[test]
+fn validator_reports_open_regions() {
+    let out = run("unbalanced", &[("CALI_SERVICES_ENABLE", "validator")]);
+    let err = stderr(&out);
+    assert!(err.contains("validator: Regions not closed: region=left/region=open/region=forgotten"), "{err}");
+    assert!(err.contains("validator: Annotation nesting errors found"), "{err}");
+}
+
+#[test]
+fn threads_that_exit_early_keep_their_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("agg.cali");
+    run(
+        "threads",
+        &[
+            ("CALI_SERVICES_ENABLE", "aggregate,event,timer,recorder"),
+            ("CALI_RECORDER_FILENAME", file.to_str().unwrap()),
+        ],
+    );
+    let mut db = MetadataDb::new();
+    let records = read_records(&mut db, "agg", &std::fs::read(&file).unwrap()).unwrap();
+    let count = db.attribute_by_name("count").unwrap().id();
+    let total: u64 = records
+        .iter()
+        .flat_map(|r| r.immediates())
+        .filter(|(a, _)| *a == count)
+        .map(|(_, v)| v.to_u64().unwrap())
+        .sum();
+    // 4 threads x 100 iterations x (begin work, set thread, end work).
+    assert_eq!(total, 1200);
+}
+
+#[test]
+fn a_forked_child_does_not_write_the_parents_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("trace.cali");
+    run_with("fork", &trace_env(&file));
+    let records = expand(&file);
+    assert_eq!(records.len(), 22, "the parent's records, written once");
+    assert!(records.iter().all(|r| !r.contains("child")));
+}
+
+#[test]
+fn flush_does_not_clear() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("trace.cali");
+    let out = run_with("flush_twice", &[trace_env(&file), vec![("CALI_LOG_VERBOSITY", "1".to_string())]].concat());
+    let err = stderr(&out);
+    assert_eq!(err.matches("trace: Flushed 22 snapshots.").count(), 2, "{err}");
+}
+
+#[test]
+fn aggregate_report_prints_a_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let file: PathBuf = dir.path().join("report.txt");
+    run(
+        "nested",
+        &[
+            ("CALI_SERVICES_ENABLE", "aggregate,event,report,timer"),
+            ("CALI_REPORT_FILENAME", file.to_str().unwrap()),
+            ("CALI_REPORT_CONFIG", "select region,sum(count) group by region order by region format table"),
+        ],
+    );
+    let text = std::fs::read_to_string(&file).unwrap();
+    let lines: Vec<Vec<&str>> = text.lines().map(|l| l.split_whitespace().collect()).collect();
+    // Snapshots are taken before each update: a begin counts for the
+    // enclosing region, an end for the region that ends.
+    assert_eq!(
+        lines,
+        [vec!["region", "sum#count"], vec!["1"], vec!["main", "16"], vec!["main/foo", "4"], vec!["main/init", "1"]]
+    );
+}
+
+/// The reference's Python reader sees the same records, attributes and
+/// nesting in our trace as in the reference example's (times aside).
+#[test]
+fn caliper_reader_reads_our_trace_like_the_reference() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("trace.cali");
+    run_with("nested", &trace_env(&file));
+    let reference = caliper_testutil::fixture("cxx-example.services-trace.cali");
+    let got = caliper_testutil::read_with_caliper_reader(&[&file, &reference]);
+    let records = |i: usize| -> Vec<serde_json::Value> {
+        got[i]["records"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                let mut r = r.as_object().unwrap().clone();
+                r.retain(|k, _| !k.starts_with("time.") && k != "cali.caliper.version" && k != "caliper.config");
+                serde_json::Value::Object(r)
+            })
+            .collect()
+    };
+    assert_eq!(records(0), records(1));
+    assert_eq!(records(0).len(), 22);
+    assert_eq!(got[0]["globals"]["cali.channel"], "default");
+    assert_eq!(got[0]["globals"]["iterations"], "4");
+}
