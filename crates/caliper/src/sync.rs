@@ -135,9 +135,17 @@ mod tests {
     use std::sync::Arc;
     use std::sync::atomic::AtomicU64;
 
+    /// One test, not two: both depend on the process-wide flush flag.
     #[test]
-    fn a_flush_sees_consistent_data() {
+    fn reentry_is_refused_and_a_flush_sees_consistent_data() {
         init();
+        let flag = BusyFlag::default();
+        assert!(flag.enter());
+        assert!(!flag.enter(), "a nested update (signal handler) is skipped");
+        flag.leave();
+        assert!(flag.enter());
+        flag.leave();
+
         // Each update writes two counters that must stay equal; a flush
         // checks them while updates run.
         struct Slot {
@@ -174,15 +182,5 @@ mod tests {
             }
             stop.store(true, Ordering::Relaxed);
         });
-    }
-
-    #[test]
-    fn reentry_is_refused() {
-        let flag = BusyFlag::default();
-        assert!(flag.enter());
-        assert!(!flag.enter(), "a nested update (signal handler) is skipped");
-        flag.leave();
-        assert!(flag.enter());
-        flag.leave();
     }
 }
