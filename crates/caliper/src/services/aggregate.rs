@@ -82,8 +82,10 @@ struct AggEntry {
 struct AggThread {
     /// Entry index + 1 of the records keyed by exactly one node, by node id.
     by_node: Vec<u32>,
-    /// Entries of records keyed by exactly two nodes.
-    by_pair: FxHashMap<(Id, Id), u32>,
+    /// Entries of records keyed by exactly two nodes, by the second node:
+    /// (first node, entry index). The first node is nearly always the same
+    /// (the process context), so the lists are short.
+    by_pair: Vec<Vec<(Id, u32)>>,
     /// Entries of other keys.
     by_key: FxHashMap<Vec<Entry>, u32>,
     entries: Vec<AggEntry>,
@@ -107,7 +109,19 @@ impl Aggregate {
         }
     }
 
+    #[inline]
     fn kind_of(&self, cali: &Caliper, t: &mut AggThread, attr: Id) -> u8 {
+        let i = attr as usize;
+        if let Some(&k) = t.kind.get(i)
+            && k != UNKNOWN
+        {
+            return k;
+        }
+        self.look_up_kind(cali, t, attr)
+    }
+
+    #[cold]
+    fn look_up_kind(&self, cali: &Caliper, t: &mut AggThread, attr: Id) -> u8 {
         let i = attr as usize;
         if t.kind.len() <= i {
             t.kind.resize(i + 1, UNKNOWN);
@@ -150,15 +164,20 @@ impl Aggregate {
                     return t.by_node[i] as usize - 1;
                 }
                 (Some(a), Some(b), None) => {
-                    let entries = &mut t.entries;
-                    let e = *t.by_pair.entry((a, b)).or_insert_with(|| {
-                        entries.push(AggEntry {
-                            key: vec![Entry::Reference(a), Entry::Reference(b)],
-                            count: 0,
-                            stats: Vec::new(),
-                        });
-                        entries.len() as u32 - 1
+                    let i = b as usize;
+                    if t.by_pair.len() <= i {
+                        t.by_pair.resize_with(i + 1, Vec::new);
+                    }
+                    if let Some(&(_, e)) = t.by_pair[i].iter().find(|(first, _)| *first == a) {
+                        return e as usize;
+                    }
+                    t.entries.push(AggEntry {
+                        key: vec![Entry::Reference(a), Entry::Reference(b)],
+                        count: 0,
+                        stats: Vec::new(),
                     });
+                    let e = t.entries.len() as u32 - 1;
+                    t.by_pair[i].push((a, e));
                     return e as usize;
                 }
                 _ => {}
