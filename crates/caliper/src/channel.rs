@@ -50,6 +50,12 @@ pub type ServiceState = Box<dyn Any + Send>;
 pub trait Service: Send + Sync {
     /// The service's name.
     fn name(&self) -> &'static str;
+    /// Whether the service wants to see every update ([`Service::observe`]).
+    fn observes(&self) -> bool {
+        false
+    }
+    /// Sees an update before it happens.
+    fn observe(&self, _cali: &Caliper, _kind: EventKind, _attr: Attribute, _value: ValueKey) {}
     /// Whether the service adds measurements to snapshots.
     fn measures(&self) -> bool {
         false
@@ -62,6 +68,8 @@ pub trait Service: Send + Sync {
     fn writes_output(&self) -> bool {
         false
     }
+    /// Sets up a thread's context the first time it meets the channel.
+    fn on_new_thread(&self, _cali: &Caliper, _blackboard: &mut Blackboard) {}
     /// A new thread's state for this service.
     fn thread_state(&self) -> ServiceState {
         Box::new(())
@@ -113,6 +121,7 @@ pub struct Channel {
     active: AtomicBool,
     config: RuntimeConfig,
     services: Vec<Arc<dyn Service>>,
+    observe: Vec<usize>,
     measure: Vec<usize>,
     process: Vec<usize>,
     events: Option<EventConfig>,
@@ -136,7 +145,7 @@ impl Channel {
         let pick = |f: fn(&dyn Service) -> bool| -> Vec<usize> {
             services.iter().enumerate().filter(|(_, s)| f(s.as_ref())).map(|(i, _)| i).collect()
         };
-        let (measure, process) = (pick(|s| s.measures()), pick(|s| s.processes()));
+        let (observe, measure, process) = (pick(|s| s.observes()), pick(|s| s.measures()), pick(|s| s.processes()));
         let flush_on_exit = config.get_bool("CALI_CHANNEL_FLUSH_ON_EXIT", true);
         let region_count = cali.create_attribute(
             "region.count",
@@ -150,6 +159,7 @@ impl Channel {
             active: AtomicBool::new(false),
             config,
             services,
+            observe,
             measure,
             process,
             events,
@@ -232,13 +242,22 @@ impl Channel {
     }
 
     /// The calling thread's state in this channel, created on first use.
-    fn thread_state<'a>(&self, channels: &'a mut Vec<Option<ChannelThread>>) -> &'a mut ChannelThread {
+    /// On the first use on a thread, services may set up the thread's
+    /// context (e.g. thread ids).
+    fn thread_state<'a>(
+        &self,
+        cali: &Caliper,
+        channels: &'a mut Vec<Option<ChannelThread>>,
+        blackboard: &mut Blackboard,
+    ) -> &'a mut ChannelThread {
         if channels.len() <= self.id {
             channels.resize_with(self.id + 1, || None);
         }
-        channels[self.id].get_or_insert_with(|| ChannelThread {
-            states: self.services.iter().map(|s| s.thread_state()).collect(),
-            marks: Vec::new(),
+        channels[self.id].get_or_insert_with(|| {
+            for service in &self.services {
+                service.on_new_thread(cali, blackboard);
+            }
+            ChannelThread { states: self.services.iter().map(|s| s.thread_state()).collect(), marks: Vec::new() }
         })
     }
 
@@ -252,8 +271,11 @@ impl Channel {
         attr: Attribute,
         value: ValueKey,
     ) {
+        for &i in &self.observe {
+            self.services[i].observe(cali, kind, attr, value);
+        }
         let Some(events) = &self.events else { return };
-        let ct = self.thread_state(&mut t.channels);
+        let ct = self.thread_state(cali, &mut t.channels, &mut t.blackboard);
         let id = attr.id() as usize;
         if ct.marks.len() <= id {
             ct.marks.resize(id + 1, None);
@@ -318,7 +340,7 @@ impl Channel {
 
     /// Takes an explicit snapshot with extra trigger entries.
     pub(crate) fn push_snapshot(&self, cali: &Caliper, t: &mut ThreadData, trigger: &[Entry]) {
-        let ct = self.thread_state(&mut t.channels);
+        let ct = self.thread_state(cali, &mut t.channels, &mut t.blackboard);
         let snapshot = &mut t.snapshot;
         snapshot.clear();
         let bb = &mut t.blackboard;

@@ -293,3 +293,48 @@ fn caliper_reader_reads_our_trace_like_the_reference() {
     assert_eq!(got[0]["globals"]["cali.channel"], "default");
     assert_eq!(got[0]["globals"]["iterations"], "4");
 }
+
+#[test]
+fn pthread_service_marks_records_with_their_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("threads.cali");
+    // In a trace every record has the ids; an aggregation keeps them when
+    // they are part of the key.
+    for (services, key) in
+        [("event,pthread,timer,trace,recorder", ""), ("aggregate,event,pthread,timer,recorder", "pthread.id")]
+    {
+        run(
+            "threads",
+            &[
+                ("CALI_SERVICES_ENABLE", services),
+                ("CALI_AGGREGATE_KEY", key),
+                ("CALI_RECORDER_FILENAME", file.to_str().unwrap()),
+            ],
+        );
+        let mut db = MetadataDb::new();
+        let records = read_records(&mut db, "t", &std::fs::read(&file).unwrap()).unwrap();
+        let id = db.attribute_by_name("pthread.id").unwrap().id();
+        let ids: std::collections::BTreeSet<u64> = records
+            .iter()
+            .flat_map(|r| r.immediates())
+            .filter(|(a, _)| *a == id)
+            .map(|(_, v)| v.to_u64().unwrap())
+            .collect();
+        assert_eq!(ids.len(), 4, "four worker threads with {services}: {ids:?}");
+        if key.is_empty() {
+            let master = db.attribute_by_name("pthread.is_master").unwrap().id();
+            assert!(
+                records.iter().flat_map(|r| r.immediates()).any(|(a, v)| a == master && v.to_bool() == Some(false))
+            );
+        }
+    }
+}
+
+#[test]
+fn debug_service_logs_updates() {
+    let out = run("nested", &[("CALI_SERVICES_ENABLE", "debug"), ("CALI_LOG_VERBOSITY", "1")]);
+    let err = stderr(&out);
+    assert!(err.contains("== CALIPER: Event: pre_begin (region=main)"), "{err}");
+    assert!(err.contains("== CALIPER: Event: pre_end (region=foo)"), "{err}");
+    assert!(err.contains("== CALIPER: Event: pre_begin (iteration#mainloop=3)"), "{err}");
+}

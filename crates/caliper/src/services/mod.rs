@@ -2,9 +2,11 @@
 //! creates them by name.
 
 mod aggregate;
+mod debug;
 mod output;
 mod recorder;
 mod report;
+mod thread_id;
 mod timer;
 mod trace;
 mod validator;
@@ -19,7 +21,9 @@ use std::sync::Arc;
 /// (`event` is part of the channel itself).
 pub const SERVICES: &[(&str, &str)] = &[
     ("aggregate", "Aggregate snapshots by context in place: min, max, sum and count of each metric"),
+    ("debug", "Log every annotation update (verbosity 1)"),
     ("event", "Take snapshots when annotated attributes begin, change or end"),
+    ("pthread", "Mark snapshots with the thread id (pthread.id) and whether it is the main thread"),
     ("recorder", "Write flushed records to a .cali file"),
     ("report", "Run a CalQL query over the flushed records and print the result"),
     ("timer", "Add time offsets and durations to snapshots"),
@@ -37,6 +41,8 @@ pub(crate) fn create(name: &str, cali: &Caliper, channel: &str, config: &Runtime
         "recorder" => Arc::new(recorder::Recorder::new(config)),
         "report" => Arc::new(report::Report::new(channel, config)?),
         "validator" => Arc::new(validator::Validator),
+        "debug" => Arc::new(debug::Debug),
+        "pthread" => Arc::new(thread_id::ThreadId::new(cali)),
         _ => return None,
     })
 }
