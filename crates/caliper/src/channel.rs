@@ -370,40 +370,32 @@ impl Channel {
         }
     }
 
-    /// Hands the records of every processing service (over all threads) to
-    /// `emit`. Updates must be stopped.
-    pub(crate) fn flush(&self, cali: &Caliper, emit: &mut dyn FnMut(&Record)) {
+    /// Runs `f` for every processing service with its state on every
+    /// thread. Updates must be stopped (the caller holds `StopUpdates`).
+    fn with_process_states(&self, cali: &Caliper, mut f: impl FnMut(&dyn Service, &mut [&mut ServiceState])) {
         let slots = cali.thread_slots();
         for &i in &self.process {
             let mut states: Vec<&mut ServiceState> = Vec::new();
             for slot in &slots {
-                // SAFETY: updates are stopped by the caller (flush_and_write).
+                // SAFETY: updates are stopped, and each slot's data is
+                // borrowed once, for this loop only.
                 let data = unsafe { slot.data_for_flush() };
                 if let Some(Some(ct)) = data.channels.get_mut(self.id) {
-                    // SAFETY: each slot's data is borrowed once; the
-                    // references live only for this loop.
-                    let state: *mut ServiceState = &mut ct.states[i];
-                    states.push(unsafe { &mut *state });
+                    states.push(&mut ct.states[i]);
                 }
             }
-            self.services[i].flush(cali, &mut states, emit);
+            f(self.services[i].as_ref(), &mut states);
         }
+    }
+
+    /// Hands the records of every processing service (over all threads) to
+    /// `emit`. Updates must be stopped.
+    pub(crate) fn flush(&self, cali: &Caliper, emit: &mut dyn FnMut(&Record)) {
+        self.with_process_states(cali, |service, states| service.flush(cali, states, emit));
     }
 
     /// Drops the gathered data of every processing service.
     pub(crate) fn clear(&self, cali: &Caliper) {
-        let slots = cali.thread_slots();
-        for &i in &self.process {
-            let mut states: Vec<&mut ServiceState> = Vec::new();
-            for slot in &slots {
-                // SAFETY: as in `flush`.
-                let data = unsafe { slot.data_for_flush() };
-                if let Some(Some(ct)) = data.channels.get_mut(self.id) {
-                    let state: *mut ServiceState = &mut ct.states[i];
-                    states.push(unsafe { &mut *state });
-                }
-            }
-            self.services[i].clear(&mut states);
-        }
+        self.with_process_states(cali, |service, states| service.clear(states));
     }
 }

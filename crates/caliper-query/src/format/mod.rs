@@ -96,6 +96,21 @@ pub(crate) fn display_name<'a>(spec: &'a QuerySpec, name: &'a str) -> &'a str {
     spec.alias(name).unwrap_or(name)
 }
 
+/// Appends a table cell: `cell` shortened to `width`, padded (numbers on
+/// the left, text on the right), and one space.
+pub(crate) fn push_cell(text: &mut String, cell: &str, width: usize, numeric: bool) {
+    let cell = clamp(cell, width);
+    let pad = width.saturating_sub(cell.chars().count());
+    if numeric {
+        text.extend(std::iter::repeat_n(' ', pad));
+        text.push_str(&cell);
+    } else {
+        text.push_str(&cell);
+        text.extend(std::iter::repeat_n(' ', pad));
+    }
+    text.push(' ');
+}
+
 /// Shortens `text` to `width` characters as `head~~tail`.
 pub(crate) fn clamp(text: &str, width: usize) -> String {
     let len = text.chars().count();

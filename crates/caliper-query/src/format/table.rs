@@ -1,6 +1,6 @@
 //! `table`: records as an aligned text table.
 
-use super::{FormatError, RecordFormatter, clamp, display_name, fields, parse_width, print_globals};
+use super::{FormatError, RecordFormatter, display_name, fields, parse_width, print_globals, push_cell};
 use crate::spec::{FormatSpec, QuerySpec, Selection, SortOrder};
 use caliper_data::attribute::ALIAS_ATTR_NAME;
 use caliper_data::{MetadataDb, Record, RecordKind, Variant};
@@ -148,16 +148,7 @@ impl RecordFormatter for TableFormatter {
         let mut text = if self.print_globals { print_globals(db) } else { String::new() };
         let mut line = |cells: &mut dyn Iterator<Item = String>| {
             for ((cell, width), col) in cells.zip(&widths).zip(&self.columns) {
-                let cell = clamp(&cell, *width);
-                let pad = width.saturating_sub(cell.chars().count());
-                if col.numeric {
-                    text.extend(std::iter::repeat_n(' ', pad));
-                    text.push_str(&cell);
-                } else {
-                    text.push_str(&cell);
-                    text.extend(std::iter::repeat_n(' ', pad));
-                }
-                text.push(' ');
+                push_cell(&mut text, &cell, *width, col.numeric);
             }
             text.push('\n');
         };

@@ -1,6 +1,6 @@
 //! `tree`: records arranged by their region path, as an indented table.
 
-use super::{FormatError, RecordFormatter, clamp, display_name, fields, parse_width, print_globals};
+use super::{FormatError, RecordFormatter, clamp, display_name, fields, parse_width, print_globals, push_cell};
 use crate::spec::{FormatSpec, QuerySpec, Selection, SortOrder};
 use caliper_data::node::Id;
 use caliper_data::{Entry, MetadataDb, Record, RecordKind, Variant};
@@ -283,16 +283,7 @@ impl RecordFormatter for TreeFormatter {
             text.extend(std::iter::repeat_n(' ', path_width.saturating_sub(path.chars().count())));
             text.push(' ');
             for ((cell, width), (_, _, numeric)) in cells.iter().zip(&widths).zip(&columns) {
-                let cell = clamp(cell, *width);
-                let pad = width.saturating_sub(cell.chars().count());
-                if *numeric {
-                    text.extend(std::iter::repeat_n(' ', pad));
-                    text.push_str(&cell);
-                } else {
-                    text.push_str(&cell);
-                    text.extend(std::iter::repeat_n(' ', pad));
-                }
-                text.push(' ');
+                push_cell(&mut text, cell, *width, *numeric);
             }
             text.push('\n');
         };
