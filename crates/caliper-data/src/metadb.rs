@@ -163,6 +163,13 @@ impl MetadataDb {
         self.names.get(name).and_then(|id| self.attributes.get(id))
     }
 
+    /// The value of `attr`'s metadata entry whose meta-attribute is named
+    /// `meta` (e.g. `attribute.alias`). By name, not id: streams may define
+    /// the meta-attribute with other properties, as separate attributes.
+    pub fn metadata_by_name<'a>(&self, attr: &'a Attribute, meta: &str) -> Option<&'a Variant> {
+        attr.metadata().iter().find(|(m, _)| self.attribute(*m).is_some_and(|a| a.name() == meta)).map(|(_, v)| v)
+    }
+
     /// Every attribute, in id order.
     pub fn attributes(&self) -> Vec<&Attribute> {
         let mut all: Vec<&Attribute> = self.attributes.values().collect();

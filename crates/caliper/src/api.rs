@@ -166,6 +166,7 @@ pub fn end_region(name: &str) {
 pub struct Annotation {
     name: String,
     props: Properties,
+    metadata: Vec<(String, Variant)>,
     attr: OnceLock<Attribute>,
 }
 
@@ -177,11 +178,36 @@ impl Annotation {
 
     /// An annotation with properties (e.g. `Properties::ASVALUE`).
     pub fn with_properties(name: &str, props: Properties) -> Annotation {
-        Annotation { name: name.to_string(), props, attr: OnceLock::new() }
+        Annotation { name: name.to_string(), props, metadata: Vec::new(), attr: OnceLock::new() }
+    }
+
+    /// Adds a metadata entry to the attribute (e.g. `("attribute.unit",
+    /// "sec")`); the meta-attribute is created with the value's type.
+    /// Metadata applies when the attribute is created, on first use.
+    ///
+    /// ```
+    /// use caliper::{Annotation, Properties};
+    /// let bytes = Annotation::with_properties("io.bytes", Properties::ASVALUE | Properties::AGGREGATABLE)
+    ///     .metadata("attribute.unit", "B");
+    /// bytes.set(4096);
+    /// ```
+    pub fn metadata(mut self, name: &str, value: impl Into<Variant>) -> Annotation {
+        self.metadata.push((name.to_string(), value.into()));
+        self
     }
 
     fn attribute(&self, cali: &Caliper, ty: AttrType) -> Attribute {
-        *self.attr.get_or_init(|| cali.create_attribute(&self.name, ty, self.props, &[]))
+        *self.attr.get_or_init(|| {
+            let metadata: Vec<(caliper_data::Id, Variant)> = self
+                .metadata
+                .iter()
+                .map(|(name, value)| {
+                    let meta = cali.create_attribute(name, value.attr_type(), Properties::DEFAULT, &[]);
+                    (meta.id(), value.clone())
+                })
+                .collect();
+            cali.create_attribute(&self.name, ty, self.props, &metadata)
+        })
     }
 
     /// Converts `value` to the attribute's type as the reference does (an

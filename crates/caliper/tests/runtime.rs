@@ -22,6 +22,15 @@ fn scenario_child() {
         }
         "threads" => threads(),
         "fork" => fork(),
+        "metadata" => {
+            let bytes = caliper::Annotation::with_properties(
+                "io.bytes",
+                caliper::Properties::ASVALUE | caliper::Properties::AGGREGATABLE,
+            )
+            .metadata("attribute.unit", "B");
+            let _r = caliper::region!("io");
+            bytes.set(4096u64);
+        }
         "flush_twice" => {
             nested();
             caliper::flush();
@@ -337,4 +346,16 @@ fn debug_service_logs_updates() {
     assert!(err.contains("== CALIPER: Event: pre_begin (region=main)"), "{err}");
     assert!(err.contains("== CALIPER: Event: pre_end (region=foo)"), "{err}");
     assert!(err.contains("== CALIPER: Event: pre_begin (iteration#mainloop=3)"), "{err}");
+}
+
+#[test]
+fn annotation_metadata_reaches_the_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("meta.cali");
+    run_with("metadata", &trace_env(&file));
+    let mut db = MetadataDb::new();
+    read_records(&mut db, "m", &std::fs::read(&file).unwrap()).unwrap();
+    let bytes = db.attribute_by_name("io.bytes").unwrap();
+    assert_eq!(db.metadata_by_name(bytes, "attribute.unit").and_then(|v| v.as_str()), Some("B"));
+    assert!(bytes.properties().is_aggregatable() && bytes.is_asvalue());
 }

@@ -115,13 +115,12 @@ impl JsonSplitFormatter {
                 }
             }
         }
-        let alias_attr = db.attribute_by_name(ALIAS_ATTR_NAME).map(|a| a.id());
         let mut columns: Vec<Column> = attrs
             .into_iter()
             .filter_map(|id| db.attribute(id))
             .filter(|a| !a.is_nested())
             .map(|a| {
-                let meta_alias = alias_attr.and_then(|alias| a.metadata_value(alias)).map(|v| v.to_string());
+                let meta_alias = db.metadata_by_name(a, ALIAS_ATTR_NAME).map(|v| v.to_string());
                 let title =
                     self.spec.alias(a.name()).map(str::to_string).or(meta_alias).unwrap_or(a.name().to_string());
                 Column { attr: Some(a.id()), title, is_value: a.is_asvalue() }

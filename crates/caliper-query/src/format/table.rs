@@ -82,10 +82,7 @@ impl RecordFormatter for TableFormatter {
                 && let Some(a) = db.attribute_by_name(&col.name)
             {
                 col.numeric = a.attr_type().is_numeric();
-                let meta_alias = db
-                    .attribute_by_name(ALIAS_ATTR_NAME)
-                    .and_then(|alias| a.metadata_value(alias.id()))
-                    .map(|v| v.to_string());
+                let meta_alias = db.metadata_by_name(a, ALIAS_ATTR_NAME).map(|v| v.to_string());
                 col.header = Some(match self.spec.alias(&col.name) {
                     Some(alias) => alias.to_string(),
                     None => meta_alias.unwrap_or_else(|| col.name.clone()),
