@@ -131,6 +131,30 @@ pub struct Channel {
     region_count: Attribute,
 }
 
+/// The parts of a thread's data that make a snapshot's context (borrowed
+/// apart from the thread's channel states, which the pipeline uses).
+struct Context<'a> {
+    snapshot: &'a mut Record,
+    blackboard: &'a mut Blackboard,
+    cache: &'a mut crate::blackboard::ChildCache,
+    process_entries: &'a mut std::sync::Arc<Vec<Entry>>,
+    process_version: &'a mut u64,
+}
+
+/// Borrows a thread's context fields apart from its `channels`, which the
+/// caller holds as the channel's thread state.
+macro_rules! context_of {
+    ($t:expr) => {
+        Context {
+            snapshot: &mut $t.snapshot,
+            blackboard: &mut $t.blackboard,
+            cache: &mut $t.cache,
+            process_entries: &mut $t.process_entries,
+            process_version: &mut $t.process_version,
+        }
+    };
+}
+
 impl Channel {
     /// A channel with the given services (already instantiated from its
     /// configuration) and event configuration.
@@ -289,8 +313,7 @@ impl Channel {
             }
         };
         let Some(event_attrs) = mark else { return };
-        let snapshot = &mut t.snapshot;
-        snapshot.clear();
+        t.snapshot.clear();
         let process_scope = attr.properties().scope() == caliper_data::Scope::Process;
         // The slot the event node replaces: the updated attribute's stack.
         let replaced = if events.snapshot_info && !attr.is_asvalue() && !process_scope {
@@ -298,26 +321,8 @@ impl Channel {
         } else {
             None
         };
-        let bb = &mut t.blackboard;
-        let region = bb.regions.node(&cali.tree, &mut t.cache);
-        let unaligned = bb.unaligned.node(&cali.tree, &mut t.cache);
-        if replaced != Some(false)
-            && let Some(n) = region
-        {
-            snapshot.push_ref(n);
-        }
-        if replaced != Some(true)
-            && let Some(n) = unaligned
-        {
-            snapshot.push_ref(n);
-        }
-        for (a, v) in &bb.values {
-            if !a.properties().is_hidden() {
-                snapshot.push_imm(a.id(), v.to_variant());
-            }
-        }
-        cali.refresh_process_entries(&mut t.process_entries, &mut t.process_version);
-        snapshot.entries.extend(t.process_entries.iter().cloned());
+        let (region, unaligned) = context_entries(cali, context_of!(t), replaced);
+        let snapshot = &mut t.snapshot;
         if events.snapshot_info {
             let info = match kind {
                 EventKind::Begin => event_attrs.begin,
@@ -341,22 +346,9 @@ impl Channel {
     /// Takes an explicit snapshot with extra trigger entries.
     pub(crate) fn push_snapshot(&self, cali: &Caliper, t: &mut ThreadData, trigger: &[Entry]) {
         let ct = self.thread_state(cali, &mut t.channels, &mut t.blackboard);
+        t.snapshot.clear();
+        context_entries(cali, context_of!(t), None);
         let snapshot = &mut t.snapshot;
-        snapshot.clear();
-        let bb = &mut t.blackboard;
-        if let Some(n) = bb.regions.node(&cali.tree, &mut t.cache) {
-            snapshot.push_ref(n);
-        }
-        if let Some(n) = bb.unaligned.node(&cali.tree, &mut t.cache) {
-            snapshot.push_ref(n);
-        }
-        for (a, v) in &bb.values {
-            if !a.properties().is_hidden() {
-                snapshot.push_imm(a.id(), v.to_variant());
-            }
-        }
-        cali.refresh_process_entries(&mut t.process_entries, &mut t.process_version);
-        snapshot.entries.extend(t.process_entries.iter().cloned());
         snapshot.entries.extend(trigger.iter().cloned());
         self.run_pipeline(cali, ct, snapshot, &Trigger { kind: EventKind::Explicit, attr: None });
     }
@@ -398,4 +390,28 @@ impl Channel {
     pub(crate) fn clear(&self, cali: &Caliper) {
         self.with_process_states(cali, |service, states| service.clear(states));
     }
+}
+
+/// Adds the thread's and the process's context to the thread's snapshot:
+/// the region and unaligned nodes (but for the stack `replaced` names:
+/// `Some(true)` the unaligned one, `Some(false)` the region one), the
+/// visible as-value entries, and the process entries. Returns the region
+/// and unaligned nodes.
+fn context_entries(cali: &Caliper, c: Context<'_>, replaced: Option<bool>) -> (Option<Id>, Option<Id>) {
+    let region = c.blackboard.regions.node(&cali.tree, c.cache);
+    let unaligned = c.blackboard.unaligned.node(&cali.tree, c.cache);
+    if let (Some(n), false) = (region, replaced == Some(false)) {
+        c.snapshot.push_ref(n);
+    }
+    if let (Some(n), false) = (unaligned, replaced == Some(true)) {
+        c.snapshot.push_ref(n);
+    }
+    for (a, v) in &c.blackboard.values {
+        if !a.properties().is_hidden() {
+            c.snapshot.push_imm(a.id(), v.to_variant());
+        }
+    }
+    cali.refresh_process_entries(c.process_entries, c.process_version);
+    c.snapshot.entries.extend(c.process_entries.iter().cloned());
+    (region, unaligned)
 }
