@@ -45,11 +45,17 @@ impl QueryProcessor {
     /// A processor for `spec` writing to `out`; `default` is the formatter
     /// when the query has no FORMAT clause.
     pub fn new(spec: &QuerySpec, default: Formatter, out: Box<dyn Write>) -> Result<QueryProcessor, QueryError> {
+        QueryProcessor::with_formatter(spec, make_formatter(spec, default, out)?)
+    }
+
+    /// A processor for `spec` handing its results to `formatter` (which
+    /// may be the caller's own, e.g. to run a second query over them).
+    pub fn with_formatter(spec: &QuerySpec, formatter: Box<dyn RecordFormatter>) -> Result<QueryProcessor, QueryError> {
         Ok(QueryProcessor {
             preprocess: Preprocessor::new(&spec.let_defs)?,
             filter: RecordFilter::new(&spec.filter),
             aggregator: if spec.aggregate.is_empty() { None } else { Some(Aggregator::new(spec)?) },
-            formatter: make_formatter(spec, default, out)?,
+            formatter,
             scratch: Record::default(),
         })
     }

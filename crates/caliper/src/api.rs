@@ -387,6 +387,50 @@ pub fn flush() {
     }
 }
 
+/// A timed asynchronous event: `begin` emits `async.begin=<message>`,
+/// [`TimedAsyncEvent::end`] emits `async.end=<message>` with
+/// `event.duration.ns`, the time in between. Channels with the
+/// `async_event` service (e.g. `event-trace`) take a snapshot of each.
+///
+/// ```
+/// let ev = caliper::TimedAsyncEvent::begin("request");
+/// // ... the event happens, possibly elsewhere ...
+/// ev.end();
+/// ```
+#[must_use = "end() emits the event"]
+pub struct TimedAsyncEvent {
+    message: String,
+    start_ns: u64,
+}
+
+impl TimedAsyncEvent {
+    /// Emits `async.begin=<message>` and starts timing.
+    pub fn begin(message: &str) -> TimedAsyncEvent {
+        emit_async_event("async.begin", message, None);
+        TimedAsyncEvent { message: message.to_string(), start_ns: crate::clock::clock().now_ns() }
+    }
+
+    /// Emits `async.end=<message>` and `event.duration.ns`.
+    pub fn end(self) {
+        let elapsed = crate::clock::clock().now_ns().saturating_sub(self.start_ns);
+        emit_async_event("async.end", &self.message, Some(elapsed));
+    }
+}
+
+/// Sends an async event to the channels: `attr=message` as a node of its
+/// own (it does not join the region path), and the duration if given.
+fn emit_async_event(attr: &str, message: &str, duration_ns: Option<u64>) {
+    let Some(cali) = Caliper::instance() else { return };
+    let attr = cali.create_attribute(attr, AttrType::String, Properties::SKIP_EVENTS, &[]);
+    let mut info = vec![Entry::Reference(cali.tree().get_child(attr.id(), Variant::string(message), None))];
+    if let Some(ns) = duration_ns {
+        let props = Properties::ASVALUE | Properties::AGGREGATABLE | Properties::SKIP_EVENTS;
+        let duration = cali.create_attribute("event.duration.ns", AttrType::Uint, props, &[]);
+        info.push(Entry::Immediate(duration.id(), Variant::Uint(ns)));
+    }
+    cali.async_event(&info);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

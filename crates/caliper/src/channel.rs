@@ -68,6 +68,11 @@ pub trait Service: Send + Sync {
     fn writes_output(&self) -> bool {
         false
     }
+    /// Whether the channel takes snapshots of asynchronous events because
+    /// of this service.
+    fn takes_async_events(&self) -> bool {
+        false
+    }
     /// Sets up a thread's context the first time it meets the channel.
     fn on_new_thread(&self, _cali: &Caliper, _blackboard: &mut Blackboard) {}
     /// A new thread's state for this service.
@@ -222,6 +227,10 @@ impl Channel {
     /// The channel's services.
     pub fn services(&self) -> &[Arc<dyn Service>] {
         &self.services
+    }
+    /// Whether the channel takes snapshots of asynchronous events.
+    pub fn takes_async_events(&self) -> bool {
+        self.services.iter().any(|s| s.takes_async_events())
     }
     /// The channel's own blackboard (its run metadata).
     pub(crate) fn blackboard(&self) -> &Mutex<Blackboard> {

@@ -25,6 +25,7 @@ pub mod blackboard;
 pub mod channel;
 mod clock;
 pub mod config;
+pub mod configmgr;
 pub mod log;
 pub mod runtime;
 pub mod services;
@@ -34,10 +35,11 @@ pub mod tree;
 pub mod value;
 
 pub use api::{
-    Annotation, Loop, begin_by_name, begin_region, end_by_name, end_region, flush, push_snapshot, set_by_name,
-    set_global,
+    Annotation, Loop, TimedAsyncEvent, begin_by_name, begin_region, end_by_name, end_region, flush, push_snapshot,
+    set_by_name, set_global,
 };
 pub use attributes::Attribute;
 pub use caliper_data::{AttrType, Properties, Variant};
 pub use config::RuntimeConfig;
+pub use configmgr::ConfigManager;
 pub use runtime::Caliper;

@@ -4,7 +4,7 @@
 
 use crate::attributes::{Attribute, AttributeInfo, Registry};
 use crate::blackboard::{Blackboard, ChildCache, EndError};
-use crate::channel::{Channel, EventConfig, EventKind};
+use crate::channel::{Channel, EventConfig, EventKind, Service};
 use crate::config::RuntimeConfig;
 use crate::log;
 use crate::services;
@@ -222,6 +222,9 @@ impl Caliper {
         if !self.config.get_list("CALI_SERVICES_ENABLE", true).is_empty() {
             let channel = self.create_channel("default", self.config.clone());
             self.set_channel_active(&channel, true);
+        }
+        if let Some(config_string) = self.config.get("CALI_CONFIG") {
+            crate::configmgr::start_from_env(self, &config_string);
         }
         log::info("Initialized");
     }
@@ -468,10 +471,20 @@ impl Caliper {
     /// Takes an explicit snapshot on every active channel, with `trigger`
     /// entries added.
     pub fn push_snapshot(&self, trigger: &[Entry]) {
+        self.snapshot_on(|_| true, trigger);
+    }
+
+    /// Takes a snapshot of an asynchronous event (with `info` as trigger
+    /// entries) on every active channel that takes them.
+    pub fn async_event(&self, info: &[Entry]) {
+        self.snapshot_on(Channel::takes_async_events, info);
+    }
+
+    fn snapshot_on(&self, takes: impl Fn(&Channel) -> bool, trigger: &[Entry]) {
         self.with_thread(|t| {
             self.refresh_active(t);
             let active = std::mem::take(&mut t.active);
-            for channel in &active {
+            for channel in active.iter().filter(|c| takes(c)) {
                 channel.push_snapshot(self, t, trigger);
             }
             t.active = active;
@@ -495,6 +508,17 @@ impl Caliper {
 
     /// Creates a channel with `config`; it starts inactive.
     pub fn create_channel(&self, name: &str, config: RuntimeConfig) -> Arc<Channel> {
+        self.create_channel_with(name, config, Vec::new())
+    }
+
+    /// Creates a channel with `config` and, besides the services it
+    /// enables, the given service objects; it starts inactive.
+    pub(crate) fn create_channel_with(
+        &self,
+        name: &str,
+        config: RuntimeConfig,
+        extra: Vec<Arc<dyn Service>>,
+    ) -> Arc<Channel> {
         let names = config.get_list("CALI_SERVICES_ENABLE", true);
         let mut list = Vec::new();
         let mut events = None;
@@ -515,6 +539,7 @@ impl Caliper {
         if config.get_bool("CALI_CHANNEL_CONFIG_CHECK", true) {
             services::check_pipeline(name, &names);
         }
+        list.extend(extra);
         let id = self.channels.read().unwrap_or_else(|e| e.into_inner()).len();
         let channel = Arc::new(Channel::new(self, id, name, config, list, events));
         {
@@ -590,14 +615,23 @@ impl Caliper {
     /// Flushes a channel and writes its outputs (reports, files).
     pub fn flush_and_write(&self, channel: &Channel) {
         log::info(&format!("{}: Flushing Caliper data", channel.name()));
+        self.with_updates_stopped(|| {
+            for service in channel.services() {
+                if service.writes_output() {
+                    service.write_output(self, channel);
+                }
+            }
+        });
+    }
+
+    /// Runs `f` while no thread updates its data, so that `f` can read
+    /// every thread's measurements.
+    pub(crate) fn with_updates_stopped<R>(&self, f: impl FnOnce() -> R) -> R {
         let slots = self.thread_slots();
         let guard = StopUpdates::new(slots.iter().map(|s| &s.busy));
-        for service in channel.services() {
-            if service.writes_output() {
-                service.write_output(self, channel);
-            }
-        }
+        let result = f();
         drop(guard);
+        result
     }
 
     /// Records gathered by a channel's processing services, for output

@@ -3,10 +3,12 @@
 //! runtime is process-wide and reads its configuration from the
 //! environment once.
 
+mod common;
+
 use caliper_data::MetadataDb;
 use caliper_data::cali::read_records;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use common::{expand, nested, run, run_with, stderr, trace_env};
+use std::path::PathBuf;
 
 /// Runs when this binary is re-run as a scenario; a no-op otherwise.
 #[test]
@@ -36,19 +38,6 @@ fn scenario_child() {
             caliper::flush();
         }
         other => panic!("unknown scenario {other}"),
-    }
-}
-
-fn nested() {
-    caliper::set_global("iterations", 4);
-    let _main = caliper::region!("main");
-    {
-        let _init = caliper::region!("init");
-    }
-    let lp = caliper::Loop::new("mainloop");
-    for i in 0..4 {
-        let _it = lp.iteration(i);
-        let _foo = caliper::region!("foo");
     }
 }
 
@@ -90,60 +79,6 @@ fn fork() {
     let mut status = 0;
     // SAFETY: waiting for our own child.
     unsafe { libc::waitpid(pid, &mut status, 0) };
-}
-
-fn run(scenario: &str, env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args(["--exact", "scenario_child", "--nocapture", "--test-threads=1"]);
-    cmd.env("CALIPER_TEST_SCENARIO", scenario);
-    for key in ["CALI_SERVICES_ENABLE", "CALI_CONFIG", "CALI_CONFIG_PROFILE", "CALI_LOG_VERBOSITY"] {
-        cmd.env_remove(key);
-    }
-    cmd.envs(env.iter().copied());
-    let out = cmd.output().unwrap();
-    assert!(out.status.success(), "scenario {scenario} failed:\n{}", String::from_utf8_lossy(&out.stderr));
-    out
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-/// The records of a `.cali` file as `cali-query -e` lines without times.
-fn expand(path: &Path) -> Vec<String> {
-    let mut db = MetadataDb::new();
-    let data = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let records = read_records(&mut db, "out", &data).unwrap();
-    records
-        .iter()
-        .filter(|r| r.kind == caliper_data::RecordKind::Ctx)
-        .map(|r| {
-            let mut pairs: Vec<String> = db
-                .expand_paths(r)
-                .into_iter()
-                .map(|(a, v)| {
-                    let name = db.attribute(a).unwrap().name().to_string();
-                    let vals: Vec<String> = v.iter().map(|x| x.to_string()).collect();
-                    format!("{name}={}", vals.join("/"))
-                })
-                .filter(|p| !p.starts_with("time.") && !p.starts_with("cali.caliper.version"))
-                .collect();
-            pairs.sort();
-            pairs.join(",")
-        })
-        .collect()
-}
-
-fn trace_env(file: &Path) -> Vec<(&'static str, String)> {
-    vec![
-        ("CALI_SERVICES_ENABLE", "event,trace,timer,recorder".into()),
-        ("CALI_RECORDER_FILENAME", file.display().to_string()),
-    ]
-}
-
-fn run_with(scenario: &str, env: &[(&'static str, String)]) -> Output {
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    run(scenario, &env)
 }
 
 #[test]

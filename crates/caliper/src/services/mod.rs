@@ -2,10 +2,11 @@
 //! creates them by name.
 
 mod aggregate;
+mod async_event;
 mod debug;
-mod output;
+pub(crate) mod output;
 mod recorder;
-mod report;
+pub(crate) mod report;
 mod thread_id;
 mod timer;
 mod trace;
@@ -21,6 +22,7 @@ use std::sync::Arc;
 /// (`event` is part of the channel itself).
 pub const SERVICES: &[(&str, &str)] = &[
     ("aggregate", "Aggregate snapshots by context in place: min, max, sum and count of each metric"),
+    ("async_event", "Take snapshots of asynchronous events (async.begin, async.end, event.duration.ns)"),
     ("debug", "Log every annotation update (verbosity 1)"),
     ("event", "Take snapshots when annotated attributes begin, change or end"),
     ("pthread", "Mark snapshots with the thread id (pthread.id) and whether it is the main thread"),
@@ -37,6 +39,7 @@ pub(crate) fn create(name: &str, cali: &Caliper, channel: &str, config: &Runtime
     Some(match name {
         "timer" | "timestamp" => Arc::new(timer::Timer::new(cali, config)),
         "aggregate" => Arc::new(aggregate::Aggregate::new(cali, config)),
+        "async_event" => Arc::new(async_event::AsyncEvent),
         "trace" => Arc::new(trace::Trace::new(channel, config)),
         "recorder" => Arc::new(recorder::Recorder::new(config)),
         "report" => Arc::new(report::Report::new(channel, config)?),
@@ -48,7 +51,7 @@ pub(crate) fn create(name: &str, cali: &Caliper, channel: &str, config: &Runtime
 }
 
 /// The pipeline stages, for the configuration check.
-const TRIGGERS: &[&str] = &["event", "loop_monitor", "region_monitor", "sampler", "alloc"];
+const TRIGGERS: &[&str] = &["event", "async_event", "loop_monitor", "region_monitor", "sampler", "alloc"];
 const BUFFERS: &[&str] = &["aggregate", "trace"];
 const OUTPUTS: &[&str] = &["recorder", "report", "mpireport"];
 

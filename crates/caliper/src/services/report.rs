@@ -45,8 +45,6 @@ pub fn write_query(
     query: &QuerySpec,
     out: Box<dyn std::io::Write>,
 ) -> std::io::Result<()> {
-    let mut db = MetadataDb::new();
-    let mut ids = IdMap::new();
     let mut processor = match QueryProcessor::new(query, Formatter::Table, out) {
         Ok(p) => p,
         Err(e) => {
@@ -54,13 +52,27 @@ pub fn write_query(
             return Ok(());
         }
     };
+    let mut db = MetadataDb::new();
+    process_channel(cali, channel, &mut processor, &mut db)?;
+    processor.finish(&mut db)
+}
+
+/// Hands a channel's flushed records to `processor`, imported into `db`,
+/// and adds the channel's globals to `db`. Updates must be stopped.
+pub fn process_channel(
+    cali: &Caliper,
+    channel: &Channel,
+    processor: &mut QueryProcessor,
+    db: &mut MetadataDb,
+) -> std::io::Result<()> {
+    let mut ids = IdMap::new();
     let mut result = Ok(());
     cali.flush_stopped(channel, &mut |record| {
         if result.is_err() {
             return;
         }
         match db.import_record(&mut ids, cali.tree(), record) {
-            Ok(imported) => result = processor.process(&mut db, &imported),
+            Ok(imported) => result = processor.process(db, &imported),
             Err(e) => log::error(&format!("{}: Report: {e}", channel.name())),
         }
     });
@@ -68,7 +80,7 @@ pub fn write_query(
     if let Ok(globals) = db.import_record(&mut ids, cali.tree(), &cali.globals(channel)) {
         db.import_globals(&globals);
     }
-    processor.finish(&mut db)
+    Ok(())
 }
 
 impl Service for Report {

@@ -1,0 +1,141 @@
+//! The controllers of the built-in configs: how each turns its options
+//! into channel settings, queries and output. Configs loaded from spec
+//! files get the basic controller.
+
+use super::controller::{ChannelController, Output};
+use super::options::{Options, get_setting, set_setting};
+use super::spec::{ConfigSpec, QueryLevel};
+use super::spot::SpotOutput;
+
+/// The settings every config starts from: the spec's `config`, its
+/// services, and no flush at exit (the manager flushes).
+fn initial_config(spec: &ConfigSpec) -> Vec<(String, String)> {
+    let mut config = spec.config.clone();
+    set_setting(&mut config, "CALI_CHANNEL_FLUSH_ON_EXIT", "false");
+    add_services(&mut config, &spec.services.iter().map(String::as_str).collect::<Vec<_>>());
+    config
+}
+
+fn add_services(config: &mut Vec<(String, String)>, services: &[&str]) {
+    let mut list = get_setting(config, "CALI_SERVICES_ENABLE").to_string();
+    for service in services {
+        if !list.is_empty() {
+            list.push(',');
+        }
+        list.push_str(service);
+    }
+    set_setting(config, "CALI_SERVICES_ENABLE", &list);
+}
+
+/// Checks a config's own rules on its options (beyond types and
+/// services), with the reference's messages.
+pub(crate) fn check_args(spec: &ConfigSpec, options: &Options) -> Result<(), String> {
+    match spec.name.as_str() {
+        "runtime-profile" => profile_format(options).map(|_| ()),
+        "spot" if !options.is_enabled("timeseries") => {
+            match [
+                "timeseries.maxrows",
+                "timeseries.iteration_interval",
+                "timeseries.time_interval",
+                "timeseries.target_loops",
+                "timeseries.metrics",
+            ]
+            .into_iter()
+            .find(|o| options.is_set(o))
+            {
+                Some(o) => Err(format!("{o} is set but the timeseries option is not enabled")),
+                None => Ok(()),
+            }
+        }
+        "spot" => Err("spot: the timeseries option needs the loop_monitor service, which is not available".to_string()),
+        _ => Ok(()),
+    }
+}
+
+/// The controller of a config instance.
+pub(crate) fn controller(spec: &ConfigSpec, options: &Options) -> ChannelController {
+    let mut config = initial_config(spec);
+    let output = match spec.name.as_str() {
+        "runtime-report" => {
+            runtime_report(options, &mut config);
+            Output::Channel
+        }
+        "runtime-profile" => {
+            runtime_profile(options, &mut config);
+            Output::Channel
+        }
+        "spot" => {
+            options.update_channel_config(&mut config);
+            Output::Spot(SpotOutput::new(options))
+        }
+        _ => {
+            if let Some(output) = options.get("output") {
+                for key in ["CALI_RECORDER_FILENAME", "CALI_REPORT_FILENAME", "CALI_MPIREPORT_FILENAME"] {
+                    set_setting(&mut config, key, output);
+                }
+            }
+            options.update_channel_config(&mut config);
+            Output::Channel
+        }
+    };
+    ChannelController::new(&spec.name, config, options.channel_metadata(), output)
+}
+
+/// The tree format of report configs: `tree(column-width=N,print-globals)`.
+pub(crate) fn tree_format(options: &Options) -> String {
+    let mut args = Vec::new();
+    if let Some(width) = options.get("max_column_width") {
+        args.push(format!("column-width={width}"));
+    }
+    if options.is_enabled("print.metadata") {
+        args.push("print-globals".to_string());
+    }
+    format!("tree({})", args.join(","))
+}
+
+fn runtime_report(options: &Options, config: &mut Vec<(String, String)>) {
+    options.update_channel_config(config);
+    add_services(config, &["report"]);
+    set_setting(config, "CALI_REPORT_FILENAME", options.get_or("output", "stderr"));
+    set_setting(config, "CALI_REPORT_APPEND", options.get_or("output.append", "false"));
+    let base = format!(
+        "let report.t=scale(sum#time.duration.ns,1e-9),report.l=leaf() where report.l group by path \
+         select sum(report.t) as \"Time (E)\",inclusive_sum(report.t) as \"Time (I)\",\
+         percent_total(report.t) as \"Time % (E)\",inclusive_percent_total(report.t) as \"Time % (I)\" format {}",
+        tree_format(options)
+    );
+    set_setting(config, "CALI_REPORT_CONFIG", &options.build_query(QueryLevel::Local, &base));
+}
+
+/// The CalQL formatter and file extension of `runtime-profile`'s
+/// `output.format`.
+fn profile_format(options: &Options) -> Result<(&'static str, &'static str), String> {
+    match options.get_or("output.format", "cali") {
+        "cali" | "hatchet" => Ok(("cali", ".cali")),
+        "json" => Ok(("json", ".json")),
+        "json-split" => Ok(("json-split", ".json")),
+        other => Err(format!("runtime-profile: Invalid output format \"{other}\"")),
+    }
+}
+
+/// An output file name with `extension` added unless it has it already
+/// (or is `stdout`/`stderr`).
+pub(crate) fn with_extension(name: &str, extension: &str) -> String {
+    if name == "stdout" || name == "stderr" || name.ends_with(extension) {
+        name.to_string()
+    } else {
+        format!("{name}{extension}")
+    }
+}
+
+fn runtime_profile(options: &Options, config: &mut Vec<(String, String)>) {
+    let (format, extension) = profile_format(options).unwrap_or(("cali", ".cali"));
+    options.update_channel_config(config);
+    add_services(config, &["report"]);
+    set_setting(config, "CALI_REPORT_FILENAME", &with_extension(options.get_or("output", "region_profile"), extension));
+    let base = format!(
+        "let sum#time.duration=scale(sum#time.duration.ns,1e-9) \
+         select *,sum(sum#time.duration) as time unit sec group by path,mpi.rank format {format}"
+    );
+    set_setting(config, "CALI_REPORT_CONFIG", &options.build_query(QueryLevel::Local, &base));
+}

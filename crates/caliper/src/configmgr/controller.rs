@@ -1,0 +1,108 @@
+//! Channel controllers: one per config instance. A controller holds the
+//! channel's settings and run metadata, creates the channel when first
+//! started, and writes the config's output when flushed.
+
+use super::spot::SpotOutput;
+use crate::channel::Channel;
+use crate::config::RuntimeConfig;
+use crate::log;
+use crate::runtime::Caliper;
+use caliper_data::{AttrType, Properties, Variant};
+use std::sync::{Arc, Mutex};
+
+/// How a controller writes its output when flushed.
+pub(crate) enum Output {
+    /// The channel's own output services (recorder, report).
+    Channel,
+    /// The Spot profile: a two-level query written as one `.cali` stream.
+    Spot(SpotOutput),
+}
+
+/// The controller of one config instance's channel.
+pub struct ChannelController {
+    name: String,
+    config: Vec<(String, String)>,
+    metadata: Vec<(String, String)>,
+    output: Output,
+    channel: Mutex<Option<Arc<Channel>>>,
+}
+
+impl ChannelController {
+    pub(crate) fn new(
+        name: &str,
+        config: Vec<(String, String)>,
+        metadata: Vec<(String, String)>,
+        output: Output,
+    ) -> ChannelController {
+        ChannelController { name: name.to_string(), config, metadata, output, channel: Mutex::new(None) }
+    }
+
+    /// The config's name (the channel's name).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The channel settings (`CALI_*` keys and values).
+    pub fn config(&self) -> &[(String, String)] {
+        &self.config
+    }
+
+    /// The run metadata set on the channel (`opts:*`, `metadata(...)`).
+    pub fn metadata(&self) -> &[(String, String)] {
+        &self.metadata
+    }
+
+    /// The channel, once started.
+    pub fn channel(&self) -> Option<Arc<Channel>> {
+        self.channel.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Whether the channel exists.
+    pub fn is_instantiated(&self) -> bool {
+        self.channel().is_some()
+    }
+
+    /// Whether the channel measures now.
+    pub fn is_active(&self) -> bool {
+        self.channel().is_some_and(|c| c.is_active())
+    }
+
+    /// Creates the channel (first time) and activates it.
+    pub(crate) fn start_with(&self, cali: &Caliper) {
+        let channel = {
+            let mut slot = self.channel.lock().unwrap_or_else(|e| e.into_inner());
+            slot.get_or_insert_with(|| self.create(cali)).clone()
+        };
+        cali.set_channel_active(&channel, true);
+    }
+
+    fn create(&self, cali: &Caliper) -> Arc<Channel> {
+        let config = RuntimeConfig::from_pairs(self.config.iter().map(|(k, v)| (k.as_str(), v.as_str())), false);
+        let channel = cali.create_channel(&self.name, config);
+        let props = Properties::GLOBAL | Properties::SKIP_EVENTS | Properties::UNALIGNED;
+        for (key, value) in &self.metadata {
+            let attr = cali.create_attribute(key, AttrType::String, props, &[]);
+            cali.set_channel_global(&channel, attr, &Variant::string(value));
+        }
+        channel
+    }
+
+    /// Deactivates the channel.
+    pub(crate) fn stop_with(&self, cali: &Caliper) {
+        if let Some(channel) = self.channel() {
+            cali.set_channel_active(&channel, false);
+        }
+    }
+
+    /// Writes the config's output from what the channel gathered.
+    pub(crate) fn flush_with(&self, cali: &Caliper) {
+        let Some(channel) = self.channel() else {
+            log::info(&format!("{}: not started, nothing to flush", self.name));
+            return;
+        };
+        match &self.output {
+            Output::Channel => cali.flush_and_write(&channel),
+            Output::Spot(spot) => cali.with_updates_stopped(|| spot.write(cali, &channel)),
+        }
+    }
+}

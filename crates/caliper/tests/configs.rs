@@ -1,0 +1,264 @@
+//! The built-in configs (`CALI_CONFIG`) against the reference's outputs
+//! of the same program: same layout, columns, attribute names, metadata
+//! and record structure; times aside.
+
+mod common;
+
+use caliper_testutil::fixture;
+use common::{expand_with, globals_with, nested, read, run, stderr};
+use std::path::Path;
+
+/// Runs when this binary is re-run as a scenario; a no-op otherwise.
+#[test]
+fn scenario_child() {
+    let Ok(name) = std::env::var("CALIPER_TEST_SCENARIO") else { return };
+    match name.as_str() {
+        "nested" => {
+            nested();
+            println!("program output");
+            // Exit here, so that the test harness prints nothing after the
+            // program's output and the report written at exit.
+            std::process::exit(0);
+        }
+        other => panic!("unknown scenario {other}"),
+    }
+}
+
+fn run_config(config: &str) -> std::process::Output {
+    run("nested", &[("CALI_CONFIG", config)])
+}
+
+/// What the program wrote to standard output (after the test harness's
+/// lines).
+fn stdout(out: &std::process::Output) -> String {
+    let text = String::from_utf8_lossy(&out.stdout);
+    let marker = "test scenario_child ... ";
+    text.find(marker).map(|i| text[i + marker.len()..].to_string()).unwrap_or_else(|| text.into_owned())
+}
+
+/// A tree report's header and, per row, the path label and the number of
+/// values.
+fn report_shape(text: &str) -> (String, Vec<(String, usize)>) {
+    let mut lines = text.lines().filter(|l| !l.is_empty() && *l != "program output");
+    let header = lines.next().expect("a header").to_string();
+    let label_width = header.find("Time (E)").expect("a Time (E) column");
+    let rows =
+        lines.map(|l| (l[..label_width].trim_end().to_string(), l[label_width..].split_whitespace().count())).collect();
+    (header, rows)
+}
+
+/// The values of the report's last column.
+fn last_column(text: &str) -> Vec<String> {
+    let rows = text.lines().filter(|l| !l.is_empty() && *l != "program output").skip(1);
+    rows.filter_map(|l| l.split_whitespace().last().map(str::to_string)).collect()
+}
+
+fn fixture_text(name: &str) -> String {
+    std::fs::read_to_string(fixture(name)).unwrap()
+}
+
+#[test]
+fn runtime_report_has_the_reference_layout() {
+    for (config, fixture_name) in [
+        ("runtime-report,output=stdout", "cxx-example.runtime-report.stdout.txt"),
+        ("runtime-report,calc.inclusive=true,output=stdout", "cxx-example.runtime-report-calc-inclusive.stdout.txt"),
+        (
+            "runtime-report,time.exclusive,region.count,output=stdout",
+            "cxx-example.runtime-report-excl-count.stdout.txt",
+        ),
+    ] {
+        let out = stdout(&run_config(config));
+        let reference = fixture_text(fixture_name);
+        assert_eq!(report_shape(&out), report_shape(&reference), "{config}:\n{out}");
+        // Every row is as wide as the header: columns are aligned.
+        let mut lines = out.lines().filter(|l| !l.is_empty() && *l != "program output");
+        let width = lines.next().unwrap().len();
+        assert!(lines.all(|l| l.len() == width), "{out}");
+    }
+    let out = stdout(&run_config("runtime-report,time.exclusive,region.count,output=stdout"));
+    assert_eq!(last_column(&out), last_column(&fixture_text("cxx-example.runtime-report-excl-count.stdout.txt")));
+}
+
+#[test]
+fn runtime_report_goes_to_stderr_by_default() {
+    let out = run_config("runtime-report");
+    assert!(stderr(&out).starts_with("Path "), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "program output\n");
+}
+
+/// The names of a file's globals (values differ between runs).
+fn global_names(path: &Path) -> Vec<String> {
+    let (db, _) = read(path);
+    let mut names: Vec<String> =
+        db.expand(&db.globals()).iter().map(|(a, _)| db.attribute(*a).unwrap().name().to_string()).collect();
+    names.retain(|n| n != "caliper.config");
+    names.sort();
+    names
+}
+
+/// Attributes whose values are times.
+fn is_time(name: &str) -> bool {
+    name.contains("time") || name.contains("avg.")
+}
+
+fn not_config(name: &str) -> bool {
+    name != "caliper.config" && name != "cali.caliper.version"
+}
+
+#[test]
+fn region_profiles_match_the_reference_files() {
+    let dir = tempfile::tempdir().unwrap();
+    for (config, fixture_name) in [
+        ("hatchet-region-profile", "cxx-example.hatchet-region-profile.cali"),
+        ("runtime-profile", "cxx-example.runtime-profile.cali"),
+    ] {
+        let file = dir.path().join(format!("{config}.cali"));
+        run_config(&format!("{config},output={}", file.display()));
+        let keep = |n: &str| !is_time(n) && not_config(n);
+        assert_eq!(expand_with(&file, &keep), expand_with(&fixture(fixture_name), &keep), "{config}");
+        let names = |p: &Path| -> Vec<String> {
+            let (db, records) = read(p);
+            records.iter().map(|r| common::expand_record(&db, r, &|_| true)).map(|l| names_of(&l)).collect()
+        };
+        assert_eq!(names(&file), names(&fixture(fixture_name)), "{config}: the same attributes");
+        assert_eq!(global_names(&file), global_names(&fixture(fixture_name)), "{config}");
+    }
+}
+
+/// The attribute names of an expanded record.
+fn names_of(line: &str) -> String {
+    let mut names: Vec<&str> = line.split(',').filter_map(|p| p.split_once('=').map(|(n, _)| n)).collect();
+    names.retain(|n| not_config(n));
+    names.join(",")
+}
+
+#[test]
+fn the_default_profile_file_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let out =
+        common::run_in(dir.path(), "nested", &[("CALI_CONFIG", "hatchet-region-profile,output.format=json-split")]);
+    assert!(out.status.success());
+    assert!(dir.path().join("region_profile.json").exists());
+}
+
+#[test]
+fn json_split_profile_matches_the_reference() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("p.json");
+    run_config(&format!("hatchet-region-profile,output.format=json-split,output={}", file.display()));
+    let ours: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    let reference: serde_json::Value =
+        serde_json::from_str(&fixture_text("cxx-example.hatchet-region-profile.json-split.json")).unwrap();
+    for key in ["columns", "column_metadata", "nodes"] {
+        assert_eq!(ours[key], reference[key], "{key}");
+    }
+    let shape = |v: &serde_json::Value| -> Vec<(serde_json::Value, serde_json::Value)> {
+        v["data"].as_array().unwrap().iter().map(|row| (row[0].clone(), row[2].clone())).collect()
+    };
+    assert_eq!(shape(&ours), shape(&reference), "node order and path of each row");
+    let keys = |v: &serde_json::Value| -> Vec<String> {
+        let mut k: Vec<String> = v.as_object().unwrap().keys().filter(|k| *k != "caliper.config").cloned().collect();
+        k.sort();
+        k
+    };
+    assert_eq!(keys(&ours), keys(&reference));
+}
+
+#[test]
+fn json_profile_matches_the_reference() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("p.json");
+    run_config(&format!("hatchet-region-profile,output.format=json,output={}", file.display()));
+    let text = std::fs::read_to_string(&file).unwrap();
+    let ours: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let reference: serde_json::Value =
+        serde_json::from_str(&fixture_text("cxx-example.hatchet-region-profile.json")).unwrap();
+    let rows = |v: &serde_json::Value| -> Vec<(Vec<String>, serde_json::Value, serde_json::Value)> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|r| (r.as_object().unwrap().keys().cloned().collect(), r["path"].clone(), r["Node order"].clone()))
+            .collect()
+    };
+    assert_eq!(rows(&ours), rows(&reference));
+    assert_eq!(
+        text.lines().count(),
+        fixture_text("cxx-example.hatchet-region-profile.json").lines().count(),
+        "one row per line"
+    );
+}
+
+#[test]
+fn event_traces_match_the_reference() {
+    let dir = tempfile::tempdir().unwrap();
+    for (options, fixture_name) in
+        [("", "cxx-example.event-trace.cali"), (",time.inclusive", "cxx-example.event-trace-incl.cali")]
+    {
+        let file = dir.path().join("t.cali");
+        run_config(&format!("event-trace{options},output={}", file.display()));
+        let keep = |n: &str| !n.starts_with("time.") && not_config(n);
+        assert_eq!(expand_with(&file, &keep), expand_with(&fixture(fixture_name), &keep), "{options}");
+        let with_times = |p: &Path| -> Vec<String> { expand_with(p, &|_| true).iter().map(|l| names_of(l)).collect() };
+        assert_eq!(with_times(&file), with_times(&fixture(fixture_name)), "{options}: the same time attributes");
+        assert_eq!(global_names(&file), global_names(&fixture(fixture_name)), "{options}");
+    }
+}
+
+#[test]
+fn spot_matches_the_reference() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("spot.cali");
+    run_config(&format!("spot,output={}", file.display()));
+    let reference = fixture("cxx-example.spot.cali");
+    let keep = |n: &str| !is_time(n) && not_config(n);
+    assert_eq!(expand_with(&file, &keep), expand_with(&reference, &keep));
+    let names = |p: &Path| -> Vec<String> { expand_with(p, &|_| true).iter().map(|l| names_of(l)).collect() };
+    assert_eq!(names(&file), names(&reference));
+    let spot = |n: &str| n.starts_with("spot.") || n.starts_with("opts:") && n != "opts:output";
+    assert_eq!(globals_with(&file, &spot), globals_with(&reference, &spot));
+    assert_eq!(global_names(&file), global_names(&reference));
+    // Derived attributes carry their alias and unit.
+    let (db, _) = read(&file);
+    let attr = db.attribute_by_name("avg#inclusive#sum#time.duration").unwrap();
+    assert_eq!(db.metadata_by_name(attr, "attribute.alias").map(|v| v.to_string()), Some("Avg time/rank".into()));
+    assert_eq!(db.metadata_by_name(attr, "attribute.unit").map(|v| v.to_string()), Some("sec".into()));
+}
+
+/// A bad config: one `== CALIPER: ` line, the program runs unprofiled.
+fn assert_rejected(config: &str, message: &str) {
+    let out = run_config(config);
+    let err = stderr(&out);
+    assert_eq!(err.trim_end(), format!("== CALIPER: CALI_CONFIG: error: {message}"), "{config}");
+    assert_eq!(stdout(&out), "program output\n", "{config}");
+}
+
+#[test]
+fn bad_configs_are_one_line_messages() {
+    assert_rejected("runtime-reprot", "Unknown config or parameter: runtime-reprot");
+    assert_rejected("runtime-report(region.count=maybe)", "Invalid value \"maybe\" for region.count");
+    assert_rejected("runtime-report(output.format=json)", "Unknown option: output.format");
+    assert_rejected(
+        "runtime-report,mem.highwatermark",
+        "allocstats service required for mem.highwatermark option is not available",
+    );
+    assert_rejected("hatchet-region-profile(output.format=xml)", "runtime-profile: Invalid output format \"xml\"");
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, "{ \"name\": \"x\",\n  \"services\" [ ] }").unwrap();
+    assert_rejected(
+        &format!("load({}),runtime-report", bad.display()),
+        &format!("{}:2:14: expected ':' after key \"services\"", bad.display()),
+    );
+}
+
+#[test]
+fn an_unwritable_output_is_a_message_not_a_failure() {
+    for config in ["runtime-report,output=/proc/no/such/dir/r.txt", "hatchet-region-profile,output=/proc/no/such/dir/p"]
+    {
+        let out = run_config(config);
+        let err = stderr(&out);
+        assert!(err.starts_with("== CALIPER: Could not open output stream /proc/no/such/dir/"), "{config}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert_eq!(stdout(&out), "program output\n");
+    }
+}
