@@ -141,6 +141,16 @@ fn help_topics() {
     }
     let out = cali_query(&["--help=trace"]);
     assert!(String::from_utf8(out.stdout).unwrap().starts_with("trace service:\n"));
+    let out = cali_query(&["--help=configs"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with("Available config recipes:\n"), "{text}");
+    for config in ["runtime-report", "runtime-profile", "event-trace", "spot"] {
+        assert!(text.lines().any(|l| l.starts_with(&format!(" {config} "))), "{config} in\n{text}");
+    }
+    let out = cali_query(&["--help=hatchet-region-profile"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with("runtime-profile\n Write a region time profile"), "{text}");
+    assert!(text.contains("\n   output.format "), "{text}");
     let out = cali_query(&["--help=nonsense"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("Unknown help option \"nonsense\". Available options: calql, select"));
@@ -178,4 +188,25 @@ fn continue_past_a_bad_file_but_say_so() {
     assert!(err.contains("1 input(s) could not be read completely"), "{err}");
     // The good file's records are all there.
     assert_eq!(String::from_utf8(out.stdout).unwrap().lines().count(), 22);
+}
+
+#[test]
+fn profile_option_profiles_the_tool_itself() {
+    let input = fixture("cxx-example.event-trace.cali");
+    let out = cali_query(&[
+        "-P",
+        "runtime-report,output=stdout",
+        "-q",
+        "select count() format table",
+        input.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let (query_output, report) = text.split_at(text.find("Path ").expect("a report"));
+    assert!(query_output.starts_with("count \n"), "the query's output first:\n{text}");
+    let report: Vec<&str> = report.lines().map(|l| l.split_whitespace().next().unwrap_or("")).collect();
+    assert_eq!(report, ["Path", "run", "read", "write"], "{text}");
+    let out = cali_query(&["-P", "runtime-reprot", input.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(255));
+    assert!(stderr(&out).starts_with("cali-query: error: profile config: Unknown config or parameter: runtime-reprot"));
 }

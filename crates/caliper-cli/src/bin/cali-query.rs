@@ -104,6 +104,12 @@ const OPTIONS: &[OptSpec] = &[
         takes: Takes::Nothing,
         help: "Print the name of each input as it is read",
     },
+    OptSpec {
+        long: "profile",
+        short: Some('P'),
+        takes: Takes::Value("CONFIG"),
+        help: "Profile cali-query itself with the measurement config CONFIG, e.g. runtime-report",
+    },
     OptSpec { long: "version", short: Some('V'), takes: Takes::Nothing, help: "Print the version and exit" },
     OptSpec { long: "help", short: Some('h'), takes: Takes::Optional("TOPIC"), help: "Print this help and exit" },
 ];
@@ -128,6 +134,7 @@ fn usage() -> String {
          \n\
          Help on the query language: --help=calql, and --help=TOPIC for\n\
          the topics select, let, where, groupby and format; on measurement\n\
+         configs: --help=configs and --help=<config>; on measurement\n\
          services: --help=services and --help=<service>.\n\
          \n\
          Examples:\n  cali-query run-0.cali run-1.cali -o merged.cali\n  \
@@ -149,6 +156,15 @@ fn help(topic: &str) -> Result<(), Failure> {
         print!("{}", usage());
         return Ok(());
     }
+    let configs = caliper::ConfigManager::new();
+    if topic == "configs" {
+        println!("{}", configs.configs_help());
+        return Ok(());
+    }
+    if configs.available_config_specs().iter().any(|c| c == topic) {
+        println!("{}", configs.documentation_for_spec(topic));
+        return Ok(());
+    }
     if topic == "services" {
         for (name, description) in caliper::services::SERVICES {
             println!("{name:<12} {description}");
@@ -165,7 +181,7 @@ fn help(topic: &str) -> Result<(), Failure> {
             Ok(())
         }
         None => Err(Failure::Fatal(format!(
-            "Unknown help option \"{topic}\". Available options: {}, services, <service name>",
+            "Unknown help option \"{topic}\". Available options: {}, configs, <config name>, services, <service name>",
             caliper_query::help::TOPICS.join(", ")
         ))),
     }
@@ -260,8 +276,30 @@ fn run(argv: &[String]) -> Result<(), Failure> {
         println!("cali-query {}", env!("CARGO_PKG_VERSION"));
         return Ok(());
     }
+    let profile = match parsed.value("profile") {
+        Some(config) => {
+            let mut mgr = caliper::ConfigManager::new();
+            if !mgr.add(config) {
+                return Err(Failure::Usage(format!("profile config: {}", mgr.error_msg())));
+            }
+            mgr.start();
+            Some(mgr)
+        }
+        None => None,
+    };
+    let result = {
+        let _main = caliper::function!();
+        query(&parsed)
+    };
+    if let Some(mgr) = profile {
+        mgr.flush();
+    }
+    result
+}
 
-    let spec = build_query(&parsed)?;
+/// Runs the query of the command line over its inputs.
+fn query(parsed: &ParsedArgs) -> Result<(), Failure> {
+    let spec = build_query(parsed)?;
     let (dest_name, dest): (String, Box<dyn Write>) = match parsed.value("output") {
         Some(path) if path != "-" => {
             let file = File::create(path).map_err(|e| Failure::Fatal(format!("cannot create {path}: {e}")))?;
@@ -285,6 +323,8 @@ fn run(argv: &[String]) -> Result<(), Failure> {
     let keep_going = parsed.is_set("continue");
     let mut bad_inputs = Vec::new();
     for input in &inputs {
+        let _read = caliper::region!("read");
+        caliper::set_by_name("cali-query.input", input.as_str());
         let result = open_input(Path::new(input)).map_err(StreamError::Read).and_then(|(name, reader)| {
             if parsed.is_set("verbose") {
                 eprintln!("cali-query: Reading {name}");
@@ -312,7 +352,10 @@ fn run(argv: &[String]) -> Result<(), Failure> {
         globals.kind = caliper_data::RecordKind::Ctx;
         processor.process(&mut db, &globals).map_err(write_failed)?;
     }
-    processor.finish(&mut db).map_err(write_failed)?;
+    {
+        let _write = caliper::region!("write");
+        processor.finish(&mut db).map_err(write_failed)?;
+    }
     match bad_inputs.len() {
         0 => Ok(()),
         n => Err(Failure::Fatal(format!("{n} input(s) could not be read completely: {}", bad_inputs.join(", ")))),

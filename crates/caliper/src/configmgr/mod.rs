@@ -65,6 +65,17 @@ fn is_available(spec: &ConfigSpec) -> bool {
     spec.services.iter().all(|s| service_exists(s))
 }
 
+/// Whether the services of an option, and of the options it inherits
+/// (among `options`), exist.
+fn option_runs(option: &OptionSpec, options: &[&OptionSpec], depth: usize) -> bool {
+    depth < 8
+        && option.services.iter().all(|s| service_exists(s))
+        && option
+            .inherit
+            .iter()
+            .all(|name| options.iter().find(|o| o.name == *name).is_none_or(|o| option_runs(o, options, depth + 1)))
+}
+
 /// Creates and controls the channels of measurement configs.
 #[derive(Clone)]
 pub struct ConfigManager {
@@ -355,12 +366,9 @@ impl ConfigManager {
     /// A config's documentation: description and options.
     pub fn documentation_for_spec(&self, name: &str) -> String {
         let Some(spec) = self.resolve(name) else { return format!("{name}: Not available") };
-        let options: Vec<&OptionSpec> = spec
-            .options
-            .iter()
-            .chain(self.options.iter().filter(|o| spec.categories.contains(&o.category)))
-            .filter(|o| o.services.iter().all(|s| service_exists(s)))
-            .collect();
+        let accepted: Vec<&OptionSpec> =
+            spec.options.iter().chain(self.options.iter().filter(|o| spec.categories.contains(&o.category))).collect();
+        let options: Vec<&OptionSpec> = accepted.iter().copied().filter(|o| option_runs(o, &accepted, 0)).collect();
         let width = options.iter().map(|o| o.name.len()).max().unwrap_or(0);
         let mut doc = format!("{}\n {}", spec.name, spec.description);
         if !spec.aliases.is_empty() {

@@ -175,6 +175,7 @@ fn documentation() {
     assert!(doc.starts_with("runtime-report\n Print a time profile for annotated regions\n  Options:\n"), "{doc}");
     assert!(doc.contains("\n   region.count "), "{doc}");
     assert!(!doc.contains("mem.highwatermark"), "unavailable options are not documented");
+    assert!(!doc.contains("io.bytes "), "nor options that inherit unavailable ones");
     assert_eq!(mgr.documentation_for_spec("nope"), "nope: Not available");
     assert!(mgr.configs_help().starts_with("Available config recipes:\n"));
 }
