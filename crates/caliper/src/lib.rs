@@ -27,6 +27,7 @@ mod clock;
 pub mod config;
 pub mod configmgr;
 pub mod log;
+pub mod region_filter;
 pub mod runtime;
 pub mod services;
 mod sync;
