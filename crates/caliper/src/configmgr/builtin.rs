@@ -3,6 +3,7 @@
 //! files get the basic controller.
 
 use super::controller::{ChannelController, Output};
+use super::loop_report::LoopReport;
 use super::options::{Options, get_setting, set_setting};
 use super::spec::{ConfigSpec, QueryLevel};
 use super::spot::SpotOutput;
@@ -67,6 +68,13 @@ pub(crate) fn controller(spec: &ConfigSpec, options: &Options) -> ChannelControl
         "spot" => {
             options.update_channel_config(&mut config);
             Output::Spot(SpotOutput::new(options))
+        }
+        "loop-report" => {
+            if !options.is_set("iteration_interval") && !options.is_set("time_interval") {
+                set_setting(&mut config, "CALI_LOOP_MONITOR_TIME_INTERVAL", "0.5");
+            }
+            options.update_channel_config(&mut config);
+            Output::LoopReport(LoopReport::new(options))
         }
         _ => {
             if let Some(output) = options.get("output") {

@@ -2,6 +2,7 @@
 //! channel's settings and run metadata, creates the channel when first
 //! started, and writes the config's output when flushed.
 
+use super::loop_report::LoopReport;
 use super::spot::SpotOutput;
 use crate::channel::Channel;
 use crate::config::RuntimeConfig;
@@ -16,6 +17,8 @@ pub(crate) enum Output {
     Channel,
     /// The Spot profile: a two-level query written as one `.cali` stream.
     Spot(SpotOutput),
+    /// The loop summary and time series.
+    LoopReport(LoopReport),
 }
 
 /// The controller of one config instance's channel.
@@ -103,6 +106,7 @@ impl ChannelController {
         match &self.output {
             Output::Channel => cali.flush_and_write(&channel),
             Output::Spot(spot) => cali.with_updates_stopped(|| spot.write(cali, &channel)),
+            Output::LoopReport(report) => cali.with_updates_stopped(|| report.write(cali, &channel)),
         }
     }
 }

@@ -24,8 +24,10 @@
 mod builtin;
 mod controller;
 pub mod json;
+mod loop_report;
 mod options;
 pub mod parse;
+mod queries;
 pub mod spec;
 mod spot;
 

@@ -5,6 +5,7 @@
 //! `spot.channel=regionprofile` and whose globals describe the metrics.
 
 use super::options::Options;
+use super::queries;
 use super::spec::QueryLevel;
 use crate::channel::Channel;
 use crate::log;
@@ -14,10 +15,7 @@ use caliper_data::node::Id;
 use caliper_data::{AttrType, MetadataDb, Properties, Record, RecordKind, Variant};
 use caliper_query::format::{RecordFormatter, make_formatter};
 use caliper_query::spec::Formatter;
-use caliper_query::{QueryProcessor, parse_query};
-use std::cell::RefCell;
 use std::io;
-use std::rc::Rc;
 
 /// The Spot output of one config instance.
 pub(crate) struct SpotOutput {
@@ -59,26 +57,22 @@ impl SpotOutput {
     }
 
     fn try_write(&self, cali: &Caliper, channel: &Channel, name: &str) -> io::Result<()> {
-        let parse = |text: &str| parse_query(text).map_err(|e| io::Error::other(format!("query \"{text}\": {e}")));
-        let (local, mut cross) = (parse(&self.local)?, parse(&self.cross)?);
+        let (local, mut cross) = (queries::parse(&self.local)?, queries::parse(&self.cross)?);
         let metrics: Vec<String> = cross.aggregate.iter().map(|op| op.result_name()).collect();
         cross.format = None;
 
         let mut db = MetadataDb::new();
-        let profile = Rc::new(RefCell::new(Vec::new()));
-        let mut local =
-            QueryProcessor::with_formatter(&local, Box::new(Collect(profile.clone()))).map_err(io::Error::other)?;
-        report::process_channel(cali, channel, &mut local, &mut db)?;
-        local.finish(&mut db)?;
+        let mut records = Vec::new();
+        report::import_channel(cali, channel, &mut db, |_, r| {
+            records.push(r.clone());
+            Ok(())
+        })?;
+        let profile = queries::collect(&mut db, &records, &local)?;
 
         let Some(out) = output::open(name, false) else { return Ok(()) };
         let attr = db.create_attribute("spot.channel", AttrType::String, Properties::SKIP_EVENTS, &[]);
         let tag = db.get_or_create_node(attr, Variant::string("regionprofile"), None);
         let writer = Tagged { tag, inner: make_formatter(&cross, Formatter::Cali, out).map_err(io::Error::other)? };
-        let mut cross = QueryProcessor::with_formatter(&cross, Box::new(writer)).map_err(io::Error::other)?;
-        for record in profile.take() {
-            cross.process(&mut db, &record)?;
-        }
         let globals = [
             ("spot.metrics", Variant::string(&metrics.join(","))),
             ("spot.timeseries.metrics", Variant::string("")),
@@ -94,21 +88,7 @@ impl SpotOutput {
         let mut record = Record::globals();
         record.push_ref(parent.expect("five globals"));
         db.import_globals(&record);
-        cross.finish(&mut db)
-    }
-}
-
-/// Keeps the records of the first aggregation level.
-struct Collect(Rc<RefCell<Vec<Record>>>);
-
-impl RecordFormatter for Collect {
-    fn process(&mut self, _db: &mut MetadataDb, record: &Record) -> io::Result<()> {
-        self.0.borrow_mut().push(record.clone());
-        Ok(())
-    }
-
-    fn finish(&mut self, _db: &mut MetadataDb) -> io::Result<()> {
-        Ok(())
+        queries::run(&mut db, &profile, &cross, Box::new(writer))
     }
 }
 

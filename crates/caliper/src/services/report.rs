@@ -8,8 +8,8 @@ use crate::channel::{Channel, Service};
 use crate::config::RuntimeConfig;
 use crate::log;
 use crate::runtime::Caliper;
-use caliper_data::MetadataDb;
 use caliper_data::idmap::IdMap;
+use caliper_data::{MetadataDb, Record};
 use caliper_query::spec::Formatter;
 use caliper_query::{QueryProcessor, QuerySpec, parse_query};
 
@@ -53,17 +53,17 @@ pub fn write_query(
         }
     };
     let mut db = MetadataDb::new();
-    process_channel(cali, channel, &mut processor, &mut db)?;
+    import_channel(cali, channel, &mut db, |db, record| processor.process(db, record))?;
     processor.finish(&mut db)
 }
 
-/// Hands a channel's flushed records to `processor`, imported into `db`,
-/// and adds the channel's globals to `db`. Updates must be stopped.
-pub fn process_channel(
+/// Hands a channel's flushed records, imported into `db`, to `sink`, and
+/// adds the channel's globals to `db`. Updates must be stopped.
+pub fn import_channel(
     cali: &Caliper,
     channel: &Channel,
-    processor: &mut QueryProcessor,
     db: &mut MetadataDb,
+    mut sink: impl FnMut(&mut MetadataDb, &Record) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
     let mut ids = IdMap::new();
     let mut result = Ok(());
@@ -72,7 +72,7 @@ pub fn process_channel(
             return;
         }
         match db.import_record(&mut ids, cali.tree(), record) {
-            Ok(imported) => result = processor.process(db, &imported),
+            Ok(imported) => result = sink(db, &imported),
             Err(e) => log::error(&format!("{}: Report: {e}", channel.name())),
         }
     });

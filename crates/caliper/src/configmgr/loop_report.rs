@@ -1,0 +1,124 @@
+//! The `loop-report` config's output: a summary of the instrumented
+//! loops (iterations, time, iterations per second), then per loop a time
+//! series of blocks of iterations. The `loop_monitor` service takes the
+//! snapshots (`loop.iterations`, `loop.start_iteration`); this runs the
+//! queries over them.
+
+use super::options::Options;
+use super::queries::{self, SharedWriter};
+use crate::channel::Channel;
+use crate::log;
+use crate::runtime::Caliper;
+use crate::services::{output, report};
+use caliper_data::{MetadataDb, Record};
+use caliper_query::format::make_formatter;
+use caliper_query::spec::Formatter;
+use std::io::{self, Write};
+
+const SUMMARY_LOCAL: &str = "let iter_per_sec=ratio(loop.iterations,time.duration.ns,1e-9) \
+    select loop,count(),sum(loop.iterations),scale(time.duration.ns,1e-9),\
+    min(iter_per_sec),max(iter_per_sec),avg(iter_per_sec) group by loop where loop";
+
+const SUMMARY_CROSS: &str = "select loop as Loop,max(sum#loop.iterations) as \"Iterations\",\
+    max(scale#time.duration.ns) as \"Time (s)\",min(min#iter_per_sec) as \"Iter/s (min)\",\
+    max(max#iter_per_sec) as \"Iter/s (max)\",ratio(sum#loop.iterations,scale#time.duration.ns) as \"Iter/s (avg)\" \
+    aggregate max(count) group by loop format table";
+
+/// The loop report of one config instance.
+pub(crate) struct LoopReport {
+    output: String,
+    summary: bool,
+    timeseries: bool,
+    /// Rows per time series (all if 0 or less).
+    max_rows: i64,
+}
+
+/// What the summary says about one loop.
+struct LoopInfo {
+    name: String,
+    iterations: i64,
+    records: i64,
+}
+
+impl LoopReport {
+    pub(crate) fn new(options: &Options) -> LoopReport {
+        LoopReport {
+            output: options.get_or("output", "stdout").to_string(),
+            summary: options.get_bool("summary", true),
+            timeseries: options.get_bool("timeseries", true),
+            max_rows: options.get_or("timeseries.maxrows", "20").trim().parse().unwrap_or(20),
+        }
+    }
+
+    /// Writes the report of what `channel` gathered. Updates must be
+    /// stopped.
+    pub(crate) fn write(&self, cali: &Caliper, channel: &Channel) {
+        let name = output::substitute(cali, &self.output);
+        if let Err(e) = self.try_write(cali, channel, &name) {
+            log::error(&format!("{}: could not write {name}: {e}", channel.name()));
+        }
+    }
+
+    fn try_write(&self, cali: &Caliper, channel: &Channel, name: &str) -> io::Result<()> {
+        let mut db = MetadataDb::new();
+        let mut records = Vec::new();
+        report::import_channel(cali, channel, &mut db, |_, r| {
+            records.push(r.clone());
+            Ok(())
+        })?;
+        let per_loop = queries::collect(&mut db, &records, &queries::parse(SUMMARY_LOCAL)?)?;
+        let loops = loop_infos(&db, &per_loop);
+        if loops.is_empty() {
+            log::info(&format!("{}: No instrumented loops found", channel.name()));
+            return Ok(());
+        }
+        let Some(out) = output::open(name, false) else { return Ok(()) };
+        let mut out = SharedWriter::new(out);
+        if self.summary {
+            write!(out, "\nLoop summary:\n------------\n\n")?;
+            self.table(&mut db, &per_loop, SUMMARY_CROSS, &out)?;
+        }
+        if self.timeseries {
+            for info in loops.iter().filter(|l| l.iterations > 0) {
+                let blocks = if self.max_rows > 0 { self.max_rows } else { info.records };
+                let block_size = if info.records > blocks { (info.iterations / blocks).max(1) } else { 1 };
+                let local = format!(
+                    "select Block,scale(time.duration.ns,1e-9),sum(loop.iterations),\
+                     ratio(loop.iterations,time.duration.ns,1e9) group by Block \
+                     let Block=truncate(loop.start_iteration,{block_size}) where loop=\"{}\"",
+                    info.name.replace('"', "\\\"")
+                );
+                let series = queries::collect(&mut db, &records, &queries::parse(&local)?)?;
+                write!(out, "\nIteration summary ({}):\n-----------------\n\n", info.name)?;
+                let cross = "select Block,max(sum#loop.iterations) as \"Iterations\",\
+                    max(scale#time.duration.ns) as \"Time (s)\",\
+                    avg(ratio#loop.iterations/time.duration.ns) as \"Iter/s\" group by Block format table order by Block";
+                self.table(&mut db, &series, cross, &out)?;
+            }
+        }
+        out.flush()
+    }
+
+    /// Runs `query` over `records` and writes its table to `out`.
+    fn table(&self, db: &mut MetadataDb, records: &[Record], query: &str, out: &SharedWriter) -> io::Result<()> {
+        let spec = queries::parse(query)?;
+        let formatter = make_formatter(&spec, Formatter::Table, Box::new(out.clone())).map_err(io::Error::other)?;
+        queries::run(db, records, &spec, formatter)
+    }
+}
+
+/// Per loop of the summary's records: its name, iterations and number of
+/// snapshots.
+fn loop_infos(db: &MetadataDb, per_loop: &[Record]) -> Vec<LoopInfo> {
+    let value_of = |record: &Record, name: &str| {
+        db.expand(record).into_iter().find(|(a, _)| db.attribute(*a).is_some_and(|a| a.name() == name)).map(|(_, v)| v)
+    };
+    per_loop
+        .iter()
+        .filter_map(|r| {
+            let name = value_of(r, "loop")?.to_string();
+            let number = |n: &str| value_of(r, n).and_then(|v| v.to_string().parse::<f64>().ok()).unwrap_or(0.0) as i64;
+            Some(LoopInfo { name, iterations: number("sum#loop.iterations"), records: number("count") })
+        })
+        .collect()
+}

@@ -1,0 +1,74 @@
+//! Running CalQL queries over records held in memory: the building blocks
+//! of configs whose output takes several queries (two aggregation levels,
+//! one table per loop).
+
+use caliper_data::{MetadataDb, Record};
+use caliper_query::format::RecordFormatter;
+use caliper_query::{QueryProcessor, QuerySpec, parse_query};
+use std::cell::RefCell;
+use std::io::{self, Write};
+use std::rc::Rc;
+
+/// Parses a query built by a config; an error names the query.
+pub(crate) fn parse(text: &str) -> io::Result<QuerySpec> {
+    parse_query(text).map_err(|e| io::Error::other(format!("query \"{text}\": {e}")))
+}
+
+/// Runs `spec` over `records` into `formatter`.
+pub(crate) fn run<'a>(
+    db: &mut MetadataDb,
+    records: impl IntoIterator<Item = &'a Record>,
+    spec: &QuerySpec,
+    formatter: Box<dyn RecordFormatter>,
+) -> io::Result<()> {
+    let mut processor = QueryProcessor::with_formatter(spec, formatter).map_err(io::Error::other)?;
+    for record in records {
+        processor.process(db, record)?;
+    }
+    processor.finish(db)
+}
+
+/// Runs `spec` over `records` and returns its result records.
+pub(crate) fn collect<'a>(
+    db: &mut MetadataDb,
+    records: impl IntoIterator<Item = &'a Record>,
+    spec: &QuerySpec,
+) -> io::Result<Vec<Record>> {
+    let results = Rc::new(RefCell::new(Vec::new()));
+    run(db, records, spec, Box::new(Collect(results.clone())))?;
+    Ok(results.take())
+}
+
+/// Keeps result records.
+struct Collect(Rc<RefCell<Vec<Record>>>);
+
+impl RecordFormatter for Collect {
+    fn process(&mut self, _db: &mut MetadataDb, record: &Record) -> io::Result<()> {
+        self.0.borrow_mut().push(record.clone());
+        Ok(())
+    }
+
+    fn finish(&mut self, _db: &mut MetadataDb) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// One output stream written by several formatters in turn.
+#[derive(Clone)]
+pub(crate) struct SharedWriter(Rc<RefCell<Box<dyn Write>>>);
+
+impl SharedWriter {
+    pub(crate) fn new(out: Box<dyn Write>) -> SharedWriter {
+        SharedWriter(Rc::new(RefCell::new(out)))
+    }
+}
+
+impl Write for SharedWriter {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.borrow_mut().write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.borrow_mut().flush()
+    }
+}
