@@ -214,6 +214,13 @@ impl Blackboard {
             self.regions.truncate(len);
             return Ok(top.value);
         }
+        self.end_other(attr, expect)
+    }
+
+    /// Ends an as-value or unaligned attribute: out of line, so that the
+    /// region case above inlines into the caller.
+    #[inline(never)]
+    fn end_other(&mut self, attr: Attribute, expect: Option<ValueKey>) -> Result<ValueKey, EndError> {
         let value = self.check_end(attr, expect)?;
         if attr.is_asvalue() {
             self.values.retain(|(a, _)| a.id() != attr.id());

@@ -315,11 +315,17 @@ impl Caliper {
         }
     }
 
-    #[inline]
+    /// Whether an update of `attr` may take snapshots. Checked inline by
+    /// the updates, so that with no active channel they make no call.
+    #[inline(always)]
+    fn notifies(&self, attr: Attribute) -> bool {
+        !attr.properties().skips_events() && self.active_channels.load(Ordering::Relaxed) != 0
+    }
+
+    /// Lets every active channel see an update before it happens (call
+    /// when [`Caliper::notifies`]).
+    #[inline(never)]
     fn notify(&self, t: &mut ThreadData, kind: EventKind, attr: Attribute, value: ValueKey) {
-        if attr.properties().skips_events() || self.active_channels.load(Ordering::Relaxed) == 0 {
-            return;
-        }
         self.refresh_active(t);
         if t.active.is_empty() {
             return;
@@ -339,7 +345,9 @@ impl Caliper {
             if !t.tracking {
                 return;
             }
-            self.notify(t, EventKind::Begin, attr, value);
+            if self.notifies(attr) {
+                self.notify(t, EventKind::Begin, attr, value);
+            }
             if attr.properties().scope() == Scope::Process {
                 self.update_process(|bb| bb.begin(attr, value));
             } else {
@@ -354,7 +362,9 @@ impl Caliper {
             if !t.tracking {
                 return;
             }
-            self.notify(t, EventKind::Set, attr, value);
+            if self.notifies(attr) {
+                self.notify(t, EventKind::Set, attr, value);
+            }
             if attr.properties().scope() == Scope::Process {
                 self.update_process(|bb| bb.set(attr, value));
             } else {
@@ -372,17 +382,10 @@ impl Caliper {
                 return;
             }
             if attr.properties().scope() == Scope::Process {
-                let check = self.lock_process().blackboard.check_end(attr, expect);
-                match check {
-                    Ok(value) => {
-                        self.notify(t, EventKind::End, attr, value);
-                        let _ = self.update_process(|bb| bb.end(attr, expect));
-                    }
-                    Err(e) => self.stack_error(t, attr, expect, e),
-                }
+                self.end_in_process(t, attr, expect);
                 return;
             }
-            if self.active_channels.load(Ordering::Relaxed) == 0 || attr.properties().skips_events() {
+            if !self.notifies(attr) {
                 // No snapshot to take before the update: end in one step.
                 if let Err(e) = t.blackboard.end(attr, expect) {
                     self.stack_error(t, attr, expect, e);
@@ -399,6 +402,22 @@ impl Caliper {
         });
     }
 
+    /// Ends a process-scope attribute (out of line: rare, and it locks).
+    #[inline(never)]
+    fn end_in_process(&self, t: &mut ThreadData, attr: Attribute, expect: Option<ValueKey>) {
+        let check = self.lock_process().blackboard.check_end(attr, expect);
+        match check {
+            Ok(value) => {
+                if self.notifies(attr) {
+                    self.notify(t, EventKind::End, attr, value);
+                }
+                let _ = self.update_process(|bb| bb.end(attr, expect));
+            }
+            Err(e) => self.stack_error(t, attr, expect, e),
+        }
+    }
+
+    #[cold]
     fn stack_error(&self, t: &mut ThreadData, attr: Attribute, expect: Option<ValueKey>, error: EndError) {
         let name = |a: Attribute| self.registry.info(a.id()).map(|i| i.name.to_string()).unwrap_or_default();
         let message = match (&error, expect) {
@@ -430,6 +449,7 @@ impl Caliper {
     }
 
     /// Updates the process blackboard and republishes its snapshot entries.
+    #[inline(never)]
     fn update_process<R>(&self, f: impl FnOnce(&mut Blackboard) -> R) -> R {
         let mut p = self.lock_process();
         let r = f(&mut p.blackboard);
