@@ -12,6 +12,7 @@ use crate::attributes::Attribute;
 use crate::blackboard::Blackboard;
 use crate::config::RuntimeConfig;
 use crate::runtime::Caliper;
+use crate::snapshot::{Snapshot, SnapshotEntry};
 use crate::thread::ThreadData;
 use crate::value::ValueKey;
 use caliper_data::hash::FxHashMap;
@@ -43,8 +44,28 @@ pub struct Trigger {
     pub attr: Option<Attribute>,
 }
 
+/// A service's part of one thread in one channel: its data and the
+/// per-snapshot hooks. The channel calls the hooks on the thread's own
+/// object, so a snapshot costs no lookup of the service's state.
+pub trait ThreadService: Any + Send {
+    /// Adds measurements to a snapshot.
+    fn measure(&mut self, _snapshot: &mut Snapshot, _trigger: &Trigger) {}
+    /// Consumes a snapshot.
+    fn process(&mut self, _cali: &Caliper, _snapshot: &Snapshot) {}
+}
+
+/// Services without per-thread data.
+impl ThreadService for () {}
+
 /// Per-thread state of one service in one channel.
-pub type ServiceState = Box<dyn Any + Send>;
+pub type ServiceState = Box<dyn ThreadService>;
+
+/// A thread state as its service's own type, for the service's flush and
+/// clear.
+pub fn state_mut<T: ThreadService>(state: &mut ServiceState) -> Option<&mut T> {
+    let any: &mut dyn Any = state.as_mut();
+    any.downcast_mut::<T>()
+}
 
 /// A service: a part of a channel's pipeline. Every hook is optional.
 pub trait Service: Send + Sync {
@@ -56,11 +77,13 @@ pub trait Service: Send + Sync {
     }
     /// Sees an update before it happens.
     fn observe(&self, _cali: &Caliper, _kind: EventKind, _attr: Attribute, _value: ValueKey) {}
-    /// Whether the service adds measurements to snapshots.
+    /// Whether the service adds measurements to snapshots
+    /// ([`ThreadService::measure`]).
     fn measures(&self) -> bool {
         false
     }
-    /// Whether the service consumes snapshots (and emits records at flush).
+    /// Whether the service consumes snapshots ([`ThreadService::process`])
+    /// and emits records at flush.
     fn processes(&self) -> bool {
         false
     }
@@ -70,14 +93,10 @@ pub trait Service: Send + Sync {
     }
     /// Sets up a thread's context the first time it meets the channel.
     fn on_new_thread(&self, _cali: &Caliper, _blackboard: &mut Blackboard) {}
-    /// A new thread's state for this service.
+    /// A new thread's part of this service.
     fn thread_state(&self) -> ServiceState {
         Box::new(())
     }
-    /// Adds measurements to a snapshot.
-    fn measure(&self, _state: &mut ServiceState, _snapshot: &mut Record, _trigger: &Trigger) {}
-    /// Consumes a snapshot.
-    fn process(&self, _cali: &Caliper, _state: &mut ServiceState, _snapshot: &Record) {}
     /// Emits the records gathered in the threads' states.
     fn flush(&self, _cali: &Caliper, _states: &mut [&mut ServiceState], _emit: &mut dyn FnMut(&Record)) {}
     /// Drops what the threads' states gathered.
@@ -134,10 +153,10 @@ pub struct Channel {
 /// The parts of a thread's data that make a snapshot's context (borrowed
 /// apart from the thread's channel states, which the pipeline uses).
 struct Context<'a> {
-    snapshot: &'a mut Record,
+    snapshot: &'a mut Snapshot,
     blackboard: &'a mut Blackboard,
     cache: &'a mut crate::blackboard::ChildCache,
-    process_entries: &'a mut std::sync::Arc<Vec<Entry>>,
+    process_entries: &'a mut Arc<Vec<SnapshotEntry>>,
     process_version: &'a mut u64,
 }
 
@@ -332,13 +351,13 @@ impl Channel {
             match replaced {
                 Some(unaligned_slot) => {
                     let parent = if unaligned_slot { unaligned } else { region };
-                    snapshot.push_ref(t.cache.child(&cali.tree, parent, info.id(), value));
+                    snapshot.push_node(t.cache.child(&cali.tree, parent, info.id(), value));
                 }
-                None => snapshot.push_imm(info.id(), value.to_variant()),
+                None => snapshot.push_value(info.id(), value),
             }
         }
         if kind == EventKind::End {
-            snapshot.push_imm(self.region_count.id(), Variant::Uint(1));
+            snapshot.push_value(self.region_count.id(), ValueKey::uint(1));
         }
         self.run_pipeline(cali, ct, snapshot, &Trigger { kind, attr: Some(attr) });
     }
@@ -349,16 +368,18 @@ impl Channel {
         t.snapshot.clear();
         context_entries(cali, context_of!(t), None);
         let snapshot = &mut t.snapshot;
-        snapshot.entries.extend(trigger.iter().cloned());
+        for entry in trigger {
+            snapshot.extend(&[SnapshotEntry::from_entry(entry)]);
+        }
         self.run_pipeline(cali, ct, snapshot, &Trigger { kind: EventKind::Explicit, attr: None });
     }
 
-    fn run_pipeline(&self, cali: &Caliper, ct: &mut ChannelThread, snapshot: &mut Record, trigger: &Trigger) {
+    fn run_pipeline(&self, cali: &Caliper, ct: &mut ChannelThread, snapshot: &mut Snapshot, trigger: &Trigger) {
         for &i in &self.measure {
-            self.services[i].measure(&mut ct.states[i], snapshot, trigger);
+            ct.states[i].measure(snapshot, trigger);
         }
         for &i in &self.process {
-            self.services[i].process(cali, &mut ct.states[i], snapshot);
+            ct.states[i].process(cali, snapshot);
         }
     }
 
@@ -401,17 +422,17 @@ fn context_entries(cali: &Caliper, c: Context<'_>, replaced: Option<bool>) -> (O
     let region = c.blackboard.regions.node(&cali.tree, c.cache);
     let unaligned = c.blackboard.unaligned.node(&cali.tree, c.cache);
     if let (Some(n), false) = (region, replaced == Some(false)) {
-        c.snapshot.push_ref(n);
+        c.snapshot.push_node(n);
     }
     if let (Some(n), false) = (unaligned, replaced == Some(true)) {
-        c.snapshot.push_ref(n);
+        c.snapshot.push_node(n);
     }
     for (a, v) in &c.blackboard.values {
         if !a.properties().is_hidden() {
-            c.snapshot.push_imm(a.id(), v.to_variant());
+            c.snapshot.push_value(a.id(), *v);
         }
     }
     cali.refresh_process_entries(c.process_entries, c.process_version);
-    c.snapshot.entries.extend(c.process_entries.iter().cloned());
+    c.snapshot.extend(c.process_entries);
     (region, unaligned)
 }

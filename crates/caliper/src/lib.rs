@@ -28,6 +28,7 @@ pub mod config;
 pub mod log;
 pub mod runtime;
 pub mod services;
+pub mod snapshot;
 mod sync;
 mod thread;
 pub mod tree;

@@ -8,6 +8,7 @@ use crate::channel::{Channel, EventConfig, EventKind};
 use crate::config::RuntimeConfig;
 use crate::log;
 use crate::services;
+use crate::snapshot::SnapshotEntry;
 use crate::sync::{self, StopUpdates};
 use crate::thread::{ThreadData, ThreadHandle, ThreadSlot};
 use crate::tree::ContextTree;
@@ -45,7 +46,7 @@ pub struct Builtins {
 struct ProcessContext {
     blackboard: Blackboard,
     cache: ChildCache,
-    entries: Arc<Vec<Entry>>,
+    entries: Arc<Vec<SnapshotEntry>>,
 }
 
 /// The process-wide runtime state.
@@ -461,14 +462,14 @@ impl Caliper {
         let ProcessContext { blackboard, cache, entries } = p;
         let mut list = Vec::new();
         if let Some(n) = blackboard.regions.node(&self.tree, cache) {
-            list.push(Entry::Reference(n));
+            list.push(SnapshotEntry::Node(n));
         }
         if let Some(n) = blackboard.unaligned.node(&self.tree, cache) {
-            list.push(Entry::Reference(n));
+            list.push(SnapshotEntry::Node(n));
         }
         for (a, v) in &blackboard.values {
             if !a.properties().is_hidden() {
-                list.push(Entry::Immediate(a.id(), v.to_variant()));
+                list.push(SnapshotEntry::Value(a.id(), *v));
             }
         }
         *entries = Arc::new(list);
@@ -477,7 +478,7 @@ impl Caliper {
 
     /// Refreshes a thread's copy of the process context's entries.
     #[inline]
-    pub(crate) fn refresh_process_entries(&self, cache: &mut Arc<Vec<Entry>>, version: &mut u64) {
+    pub(crate) fn refresh_process_entries(&self, cache: &mut Arc<Vec<SnapshotEntry>>, version: &mut u64) {
         let current = self.process_version.load(Ordering::Acquire);
         if *version != current {
             *cache = self.lock_process().entries.clone();

@@ -3,8 +3,8 @@
 
 use crate::blackboard::{Blackboard, ChildCache};
 use crate::channel::{Channel, ChannelThread};
+use crate::snapshot::{Snapshot, SnapshotEntry};
 use crate::sync::BusyFlag;
-use caliper_data::{Entry, Record};
 use std::cell::UnsafeCell;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -24,11 +24,11 @@ pub struct ThreadData {
     /// The runtime's channel-list version `active` was taken at.
     pub channels_version: u64,
     /// The process context's snapshot entries, as of `process_version`.
-    pub process_entries: Arc<Vec<Entry>>,
+    pub process_entries: Arc<Vec<SnapshotEntry>>,
     /// The process context version `process_entries` was taken at.
     pub process_version: u64,
-    /// A reusable snapshot record.
-    pub snapshot: Record,
+    /// A reusable snapshot.
+    pub snapshot: Snapshot,
 }
 
 impl ThreadData {
@@ -42,7 +42,7 @@ impl ThreadData {
             channels_version: u64::MAX,
             process_entries: Arc::new(Vec::new()),
             process_version: u64::MAX,
-            snapshot: Record::ctx(),
+            snapshot: Snapshot::default(),
         }
     }
 }
