@@ -9,11 +9,12 @@
 //! trace) consume it.
 
 use crate::attributes::Attribute;
-use crate::blackboard::Blackboard;
+use crate::blackboard::{Blackboard, ChildCache, Stack, StackEntry};
 use crate::config::RuntimeConfig;
 use crate::runtime::Caliper;
 use crate::snapshot::{Snapshot, SnapshotEntry};
 use crate::thread::ThreadData;
+use crate::tree::ContextTree;
 use crate::value::ValueKey;
 use caliper_data::hash::FxHashMap;
 use caliper_data::node::Id;
@@ -131,6 +132,62 @@ pub struct ChannelThread {
     states: Vec<ServiceState>,
     /// Per attribute id: `None` not looked up, `Some(None)` not marked.
     marks: Vec<Option<Option<EventAttributes>>>,
+    /// Per stack node (by id): the event nodes of beginning and of ending
+    /// its innermost entry, 0 if not looked up yet (node 0 is a bootstrap
+    /// attribute, never an event node). A program repeats its regions,
+    /// and this finds their event nodes without hashing. Node ids fit in
+    /// 32 bits (the context tree holds at most 2^24 nodes), which halves
+    /// the table.
+    event_nodes: Vec<[u32; 2]>,
+}
+
+impl ChannelThread {
+    /// The node of an update's event information `info = entry.value`
+    /// under the node of `stack`, the stack of `entry`'s attribute
+    /// (materialized by the snapshot). A begin also tells the stack the
+    /// node it is about to push.
+    #[inline]
+    fn event_node(
+        &mut self,
+        tree: &ContextTree,
+        cache: &mut ChildCache,
+        stack: &mut Stack,
+        kind: EventKind,
+        info: Attribute,
+        entry: StackEntry,
+    ) -> Id {
+        let parent = stack.node(tree, cache);
+        let look_up = |cache: &mut ChildCache| cache.child(tree, parent, info.id(), entry.value);
+        // The stack node whose memo holds the event node: that of the
+        // entry begun (the child of `parent`) or ended (`parent` itself,
+        // if the entry is innermost, as a region always is).
+        let (node, which) = match kind {
+            EventKind::Begin => {
+                let node = cache.child(tree, parent, entry.attr.id(), entry.value);
+                stack.expect_push(entry, node);
+                (node, 0)
+            }
+            EventKind::End => match parent {
+                Some(node) if stack.top() == Some(entry) => (node, 1),
+                _ => return look_up(cache),
+            },
+            EventKind::Set | EventKind::Explicit => return look_up(cache),
+        };
+        let i = node as usize;
+        if let Some(&memo) = self.event_nodes.get(i)
+            && memo[which] != 0
+        {
+            return Id::from(memo[which]);
+        }
+        let event = look_up(cache);
+        if let Ok(short) = u32::try_from(event) {
+            if self.event_nodes.len() <= i {
+                self.event_nodes.resize(i + 1, [0; 2]);
+            }
+            self.event_nodes[i][which] = short;
+        }
+        event
+    }
 }
 
 /// A channel.
@@ -155,7 +212,7 @@ pub struct Channel {
 struct Context<'a> {
     snapshot: &'a mut Snapshot,
     blackboard: &'a mut Blackboard,
-    cache: &'a mut crate::blackboard::ChildCache,
+    cache: &'a mut ChildCache,
     process_entries: &'a mut Arc<Vec<SnapshotEntry>>,
     process_version: &'a mut u64,
 }
@@ -300,7 +357,11 @@ impl Channel {
             for service in &self.services {
                 service.on_new_thread(cali, blackboard);
             }
-            ChannelThread { states: self.services.iter().map(|s| s.thread_state()).collect(), marks: Vec::new() }
+            ChannelThread {
+                states: self.services.iter().map(|s| s.thread_state()).collect(),
+                marks: Vec::new(),
+                event_nodes: Vec::new(),
+            }
         })
     }
 
@@ -340,7 +401,7 @@ impl Channel {
         } else {
             None
         };
-        let (region, unaligned) = context_entries(cali, context_of!(t), replaced);
+        context_entries(cali, context_of!(t), replaced);
         let snapshot = &mut t.snapshot;
         if events.snapshot_info {
             let info = match kind {
@@ -350,8 +411,9 @@ impl Channel {
             };
             match replaced {
                 Some(unaligned_slot) => {
-                    let parent = if unaligned_slot { unaligned } else { region };
-                    snapshot.push_node(t.cache.child(&cali.tree, parent, info.id(), value));
+                    let stack = if unaligned_slot { &mut t.blackboard.unaligned } else { &mut t.blackboard.regions };
+                    let entry = StackEntry { attr, value };
+                    snapshot.push_node(ct.event_node(&cali.tree, &mut t.cache, stack, kind, info, entry));
                 }
                 None => snapshot.push_value(info.id(), value),
             }
@@ -416,9 +478,9 @@ impl Channel {
 /// Adds the thread's and the process's context to the thread's snapshot:
 /// the region and unaligned nodes (but for the stack `replaced` names:
 /// `Some(true)` the unaligned one, `Some(false)` the region one), the
-/// visible as-value entries, and the process entries. Returns the region
-/// and unaligned nodes.
-fn context_entries(cali: &Caliper, c: Context<'_>, replaced: Option<bool>) -> (Option<Id>, Option<Id>) {
+/// visible as-value entries, and the process entries. Both stacks are
+/// materialized afterwards.
+fn context_entries(cali: &Caliper, c: Context<'_>, replaced: Option<bool>) {
     let region = c.blackboard.regions.node(&cali.tree, c.cache);
     let unaligned = c.blackboard.unaligned.node(&cali.tree, c.cache);
     if let (Some(n), false) = (region, replaced == Some(false)) {
@@ -434,5 +496,4 @@ fn context_entries(cali: &Caliper, c: Context<'_>, replaced: Option<bool>) -> (O
     }
     cali.refresh_process_entries(c.process_entries, c.process_version);
     c.snapshot.extend(c.process_entries);
-    (region, unaligned)
 }
