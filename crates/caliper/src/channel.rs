@@ -12,7 +12,7 @@ use crate::attributes::Attribute;
 use crate::blackboard::{Blackboard, ChildCache, Stack, StackEntry};
 use crate::config::RuntimeConfig;
 use crate::runtime::Caliper;
-use crate::snapshot::{Snapshot, SnapshotEntry};
+use crate::snapshot::Snapshot;
 use crate::thread::ThreadData;
 use crate::tree::ContextTree;
 use crate::value::ValueKey;
@@ -142,6 +142,31 @@ pub struct ChannelThread {
 }
 
 impl ChannelThread {
+    /// The event attribute of a `kind` update of `attr`
+    /// (`event.begin#attr`, ...), if `attr` triggers snapshots.
+    #[inline]
+    fn event_attribute(&mut self, channel: &Channel, attr: Id, kind: EventKind) -> Option<Attribute> {
+        let mark = match self.marks.get(attr as usize) {
+            Some(Some(mark)) => mark,
+            _ => self.look_up_mark(channel, attr),
+        };
+        let attrs = mark.as_ref()?;
+        Some(match kind {
+            EventKind::Begin => attrs.begin,
+            EventKind::Set => attrs.set,
+            EventKind::End | EventKind::Explicit => attrs.end,
+        })
+    }
+
+    #[cold]
+    fn look_up_mark(&mut self, channel: &Channel, attr: Id) -> &Option<EventAttributes> {
+        let i = attr as usize;
+        if self.marks.len() <= i {
+            self.marks.resize(i + 1, None);
+        }
+        self.marks[i].get_or_insert_with(|| channel.lookup_mark(attr))
+    }
+
     /// The node of an update's event information `info = entry.value`
     /// under the node of `stack`, the stack of `entry`'s attribute
     /// (materialized by the snapshot). A begin also tells the stack the
@@ -213,7 +238,7 @@ struct Context<'a> {
     snapshot: &'a mut Snapshot,
     blackboard: &'a mut Blackboard,
     cache: &'a mut ChildCache,
-    process_entries: &'a mut Arc<Vec<SnapshotEntry>>,
+    process_entries: &'a mut Arc<Snapshot>,
     process_version: &'a mut u64,
 }
 
@@ -353,16 +378,19 @@ impl Channel {
         if channels.len() <= self.id {
             channels.resize_with(self.id + 1, || None);
         }
-        channels[self.id].get_or_insert_with(|| {
-            for service in &self.services {
-                service.on_new_thread(cali, blackboard);
-            }
-            ChannelThread {
-                states: self.services.iter().map(|s| s.thread_state()).collect(),
-                marks: Vec::new(),
-                event_nodes: Vec::new(),
-            }
-        })
+        channels[self.id].get_or_insert_with(|| self.new_thread_state(cali, blackboard))
+    }
+
+    #[cold]
+    fn new_thread_state(&self, cali: &Caliper, blackboard: &mut Blackboard) -> ChannelThread {
+        for service in &self.services {
+            service.on_new_thread(cali, blackboard);
+        }
+        ChannelThread {
+            states: self.services.iter().map(|s| s.thread_state()).collect(),
+            marks: Vec::new(),
+            event_nodes: Vec::new(),
+        }
     }
 
     /// Handles an update of `attr` on a thread: takes a snapshot if the
@@ -380,19 +408,7 @@ impl Channel {
         }
         let Some(events) = &self.events else { return };
         let ct = self.thread_state(cali, &mut t.channels, &mut t.blackboard);
-        let id = attr.id() as usize;
-        if ct.marks.len() <= id {
-            ct.marks.resize(id + 1, None);
-        }
-        let mark = match ct.marks[id] {
-            Some(m) => m,
-            None => {
-                let m = self.lookup_mark(attr.id());
-                ct.marks[id] = Some(m);
-                m
-            }
-        };
-        let Some(event_attrs) = mark else { return };
+        let Some(info) = ct.event_attribute(self, attr.id(), kind) else { return };
         t.snapshot.clear();
         let process_scope = attr.properties().scope() == caliper_data::Scope::Process;
         // The slot the event node replaces: the updated attribute's stack.
@@ -404,11 +420,6 @@ impl Channel {
         context_entries(cali, context_of!(t), replaced);
         let snapshot = &mut t.snapshot;
         if events.snapshot_info {
-            let info = match kind {
-                EventKind::Begin => event_attrs.begin,
-                EventKind::Set => event_attrs.set,
-                EventKind::End | EventKind::Explicit => event_attrs.end,
-            };
             match replaced {
                 Some(unaligned_slot) => {
                     let stack = if unaligned_slot { &mut t.blackboard.unaligned } else { &mut t.blackboard.regions };
@@ -431,7 +442,7 @@ impl Channel {
         context_entries(cali, context_of!(t), None);
         let snapshot = &mut t.snapshot;
         for entry in trigger {
-            snapshot.extend(&[SnapshotEntry::from_entry(entry)]);
+            snapshot.push_entry(entry);
         }
         self.run_pipeline(cali, ct, snapshot, &Trigger { kind: EventKind::Explicit, attr: None });
     }
@@ -495,5 +506,5 @@ fn context_entries(cali: &Caliper, c: Context<'_>, replaced: Option<bool>) {
         }
     }
     cali.refresh_process_entries(c.process_entries, c.process_version);
-    c.snapshot.extend(c.process_entries);
+    c.snapshot.append(c.process_entries);
 }

@@ -8,7 +8,7 @@ use crate::channel::{Channel, EventConfig, EventKind};
 use crate::config::RuntimeConfig;
 use crate::log;
 use crate::services;
-use crate::snapshot::SnapshotEntry;
+use crate::snapshot::Snapshot;
 use crate::sync::{self, StopUpdates};
 use crate::thread::{ThreadData, ThreadHandle, ThreadSlot};
 use crate::tree::ContextTree;
@@ -46,7 +46,7 @@ pub struct Builtins {
 struct ProcessContext {
     blackboard: Blackboard,
     cache: ChildCache,
-    entries: Arc<Vec<SnapshotEntry>>,
+    entries: Arc<Snapshot>,
 }
 
 /// The process-wide runtime state.
@@ -460,16 +460,16 @@ impl Caliper {
 
     fn rebuild_process_entries(&self, p: &mut ProcessContext) {
         let ProcessContext { blackboard, cache, entries } = p;
-        let mut list = Vec::new();
+        let mut list = Snapshot::default();
         if let Some(n) = blackboard.regions.node(&self.tree, cache) {
-            list.push(SnapshotEntry::Node(n));
+            list.push_node(n);
         }
         if let Some(n) = blackboard.unaligned.node(&self.tree, cache) {
-            list.push(SnapshotEntry::Node(n));
+            list.push_node(n);
         }
         for (a, v) in &blackboard.values {
             if !a.properties().is_hidden() {
-                list.push(SnapshotEntry::Value(a.id(), *v));
+                list.push_value(a.id(), *v);
             }
         }
         *entries = Arc::new(list);
@@ -478,7 +478,7 @@ impl Caliper {
 
     /// Refreshes a thread's copy of the process context's entries.
     #[inline]
-    pub(crate) fn refresh_process_entries(&self, cache: &mut Arc<Vec<SnapshotEntry>>, version: &mut u64) {
+    pub(crate) fn refresh_process_entries(&self, cache: &mut Arc<Snapshot>, version: &mut u64) {
         let current = self.process_version.load(Ordering::Acquire);
         if *version != current {
             *cache = self.lock_process().entries.clone();

@@ -3,7 +3,7 @@
 
 use crate::blackboard::{Blackboard, ChildCache};
 use crate::channel::{Channel, ChannelThread};
-use crate::snapshot::{Snapshot, SnapshotEntry};
+use crate::snapshot::Snapshot;
 use crate::sync::BusyFlag;
 use std::cell::UnsafeCell;
 use std::sync::Arc;
@@ -24,7 +24,7 @@ pub struct ThreadData {
     /// The runtime's channel-list version `active` was taken at.
     pub channels_version: u64,
     /// The process context's snapshot entries, as of `process_version`.
-    pub process_entries: Arc<Vec<SnapshotEntry>>,
+    pub process_entries: Arc<Snapshot>,
     /// The process context version `process_entries` was taken at.
     pub process_version: u64,
     /// A reusable snapshot.
@@ -40,7 +40,7 @@ impl ThreadData {
             channels: Vec::new(),
             active: Vec::new(),
             channels_version: u64::MAX,
-            process_entries: Arc::new(Vec::new()),
+            process_entries: Arc::default(),
             process_version: u64::MAX,
             snapshot: Snapshot::default(),
         }

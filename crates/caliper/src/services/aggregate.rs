@@ -11,7 +11,7 @@ use crate::channel::{Service, ServiceState, ThreadService, state_mut};
 use crate::config::RuntimeConfig;
 use crate::log;
 use crate::runtime::Caliper;
-use crate::snapshot::{Snapshot, SnapshotEntry};
+use crate::snapshot::Snapshot;
 use crate::value::ValueKey;
 use caliper_data::hash::FxHashMap;
 use caliper_data::node::Id;
@@ -83,7 +83,8 @@ impl Acc {
 
 #[derive(Clone, Debug)]
 struct AggEntry {
-    key: Vec<SnapshotEntry>,
+    /// The key's nodes and key attribute values.
+    key: Snapshot,
     count: u64,
     /// By the thread's metric slot.
     stats: Vec<Stat>,
@@ -93,7 +94,7 @@ struct AggEntry {
 }
 
 impl AggEntry {
-    fn new(key: Vec<SnapshotEntry>) -> AggEntry {
+    fn new(key: Snapshot) -> AggEntry {
         AggEntry { key, count: 0, stats: Vec::new(), order: Vec::new() }
     }
 
@@ -125,7 +126,7 @@ struct AggThread {
     by_pair: Vec<(Id, u32)>,
     by_other_pair: FxHashMap<(Id, Id), u32>,
     /// Entries of other keys.
-    by_key: FxHashMap<Vec<SnapshotEntry>, u32>,
+    by_key: FxHashMap<Snapshot, u32>,
     entries: Vec<AggEntry>,
     /// Per attribute id: [`UNKNOWN`] not looked up, [`PLAIN`] not
     /// aggregated, [`KEY`] a key attribute, else [`METRIC`] + the metric's
@@ -223,29 +224,34 @@ impl AggThread {
     }
 
     /// The entry of a new key.
-    fn push_entry(&mut self, key: Vec<SnapshotEntry>) -> u32 {
+    fn push_entry(&mut self, key: Snapshot) -> u32 {
         self.entries.push(AggEntry::new(key));
         self.entries.len() as u32 - 1
+    }
+
+    /// The entry of a key of nodes only.
+    fn push_node_entry(&mut self, nodes: &[Id]) -> u32 {
+        self.push_entry(node_key(nodes))
     }
 
     /// The index of the snapshot's entry, created if new.
     #[inline]
     fn entry(&mut self, cali: &Caliper, snapshot: &Snapshot) -> usize {
-        let has_key_values = !self.key_names.is_empty() && snapshot.values().any(|(a, _)| self.kind_of(cali, a) == KEY);
+        let has_key_values =
+            !self.key_names.is_empty() && snapshot.values().iter().any(|&(a, _)| self.kind_of(cali, a) == KEY);
         if !has_key_values {
-            let mut nodes = snapshot.nodes();
-            match (nodes.next(), nodes.next(), nodes.next()) {
-                (Some(node), None, _) => {
+            match *snapshot.nodes() {
+                [node] => {
                     let i = node as usize;
                     if self.by_node.len() <= i {
                         self.by_node.resize(i + 1, 0);
                     }
                     if self.by_node[i] == 0 {
-                        self.by_node[i] = self.push_entry(vec![SnapshotEntry::Node(node)]) + 1;
+                        self.by_node[i] = self.push_node_entry(&[node]) + 1;
                     }
                     return self.by_node[i] as usize - 1;
                 }
-                (Some(a), Some(b), None) => return self.pair_entry(a, b),
+                [a, b] => return self.pair_entry(a, b),
                 _ => {}
             }
         }
@@ -261,7 +267,7 @@ impl AggThread {
         match self.by_pair[i] {
             (first, e) if e != 0 && first == a => e as usize - 1,
             (_, 0) => {
-                let e = self.push_entry(vec![SnapshotEntry::Node(a), SnapshotEntry::Node(b)]);
+                let e = self.push_node_entry(&[a, b]);
                 self.by_pair[i] = (a, e + 1);
                 e as usize
             }
@@ -274,7 +280,7 @@ impl AggThread {
         if let Some(&e) = self.by_other_pair.get(&(a, b)) {
             return e as usize;
         }
-        let e = self.push_entry(vec![SnapshotEntry::Node(a), SnapshotEntry::Node(b)]);
+        let e = self.push_node_entry(&[a, b]);
         self.by_other_pair.insert((a, b), e);
         e as usize
     }
@@ -282,11 +288,13 @@ impl AggThread {
     /// The entry of a key of the snapshot's nodes and key values (sorted by
     /// attribute).
     fn key_entry(&mut self, cali: &Caliper, snapshot: &Snapshot) -> usize {
-        let mut key: Vec<SnapshotEntry> = snapshot.nodes().map(SnapshotEntry::Node).collect();
         let mut values: Vec<(Id, ValueKey)> =
-            snapshot.values().filter(|(a, _)| self.kind_of(cali, *a) == KEY).collect();
-        values.sort_by_key(|(a, _)| *a);
-        key.extend(values.into_iter().map(|(a, v)| SnapshotEntry::Value(a, v)));
+            snapshot.values().iter().copied().filter(|&(a, _)| self.kind_of(cali, a) == KEY).collect();
+        values.sort_by_key(|&(a, _)| a);
+        let mut key = node_key(snapshot.nodes());
+        for (a, v) in values {
+            key.push_value(a, v);
+        }
         if let Some(&i) = self.by_key.get(&key) {
             return i as usize;
         }
@@ -294,6 +302,15 @@ impl AggThread {
         self.by_key.insert(key, i);
         i as usize
     }
+}
+
+/// A key of these nodes.
+fn node_key(nodes: &[Id]) -> Snapshot {
+    let mut key = Snapshot::default();
+    for &n in nodes {
+        key.push_node(n);
+    }
+    key
 }
 
 impl Service for Aggregate {
@@ -315,8 +332,7 @@ impl Service for Aggregate {
         for state in states.iter_mut() {
             let Some(t) = state_mut::<AggThread>(state) else { continue };
             for (slot, entry) in t.entries.iter().enumerate() {
-                record.clear();
-                record.entries.extend(entry.key.iter().map(|e| e.to_entry()));
+                entry.key.to_record(&mut record);
                 for &metric in &entry.order {
                     let s = &entry.stats[metric as usize];
                     let (min, max, sum) = s.acc.variants();
@@ -349,7 +365,7 @@ impl Service for Aggregate {
 impl ThreadService for AggThread {
     fn process(&mut self, cali: &Caliper, snapshot: &Snapshot) {
         let e = self.entry(cali, snapshot);
-        for (attr, value) in snapshot.values() {
+        for &(attr, value) in snapshot.values() {
             let kind = self.kind_of(cali, attr);
             if kind >= METRIC {
                 self.entries[e].add((kind - METRIC) as usize, value);

@@ -22,7 +22,7 @@ use crate::channel::{Service, ServiceState, ThreadService, state_mut};
 use crate::config::RuntimeConfig;
 use crate::log;
 use crate::runtime::Caliper;
-use crate::snapshot::{Snapshot, SnapshotEntry};
+use crate::snapshot::Snapshot;
 use crate::value::ValueKey;
 use caliper_data::node::{INV_ID, Id};
 use caliper_data::{AttrType, Record};
@@ -129,27 +129,27 @@ impl Deltas {
 
 #[inline]
 fn encode(snapshot: &Snapshot, deltas: &mut Deltas, out: &mut Vec<u8>) {
-    put_varint(out, snapshot.entries().len() as u64);
-    for entry in snapshot.entries() {
-        match *entry {
-            SnapshotEntry::Node(n) => put_varint(out, (n << 2) | TAG_NODE),
-            SnapshotEntry::Value(a, v) => match v.as_uint() {
-                Some(u) => {
-                    put_varint(out, (a << 2) | TAG_UINT);
-                    let slot = deltas.slot(a);
-                    put_varint(out, if slot.0 == a { zigzag(u.wrapping_sub(slot.1) as i64) } else { u });
-                    *slot = (a, u);
+    put_varint(out, (snapshot.nodes().len() + snapshot.values().len()) as u64);
+    for &n in snapshot.nodes() {
+        put_varint(out, (n << 2) | TAG_NODE);
+    }
+    for &(a, v) in snapshot.values() {
+        match v.as_uint() {
+            Some(u) => {
+                put_varint(out, (a << 2) | TAG_UINT);
+                let slot = deltas.slot(a);
+                put_varint(out, if slot.0 == a { zigzag(u.wrapping_sub(slot.1) as i64) } else { u });
+                *slot = (a, u);
+            }
+            None => {
+                put_varint(out, (a << 2) | TAG_OTHER);
+                out.push(v.attr_type() as u8);
+                match v.attr_type() {
+                    AttrType::Double => out.extend_from_slice(&v.bits().to_le_bytes()),
+                    AttrType::Int => put_varint(out, zigzag(v.bits() as i64)),
+                    _ => put_varint(out, v.bits()),
                 }
-                None => {
-                    put_varint(out, (a << 2) | TAG_OTHER);
-                    out.push(v.attr_type() as u8);
-                    match v.attr_type() {
-                        AttrType::Double => out.extend_from_slice(&v.bits().to_le_bytes()),
-                        AttrType::Int => put_varint(out, zigzag(v.bits() as i64)),
-                        _ => put_varint(out, v.bits()),
-                    }
-                }
-            },
+            }
         }
     }
 }
