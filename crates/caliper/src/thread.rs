@@ -49,6 +49,9 @@ impl ThreadData {
 
 /// A thread's data as the runtime's thread list holds it: it outlives the
 /// thread, so a flush can still read what an exited thread measured.
+/// Aligned to two cache lines (the unit the hardware prefetches), so that
+/// threads writing their own slots never share a line.
+#[repr(align(128))]
 pub struct ThreadSlot {
     /// Set while the owner updates `data`.
     pub busy: BusyFlag,
