@@ -38,8 +38,14 @@ impl Stat {
 
 #[derive(Clone, Debug)]
 enum Acc {
-    Uint { min: u64, max: u64, sum: u64 },
-    Other { min: Variant, max: Variant, sum: Variant },
+    Uint {
+        min: u64,
+        max: u64,
+        sum: u64,
+    },
+    /// min, max and sum of other values, boxed to keep the common case
+    /// small.
+    Other(Box<[Variant; 3]>),
 }
 
 impl Acc {
@@ -48,7 +54,7 @@ impl Acc {
             Some(u) => Acc::Uint { min: u, max: u, sum: u },
             None => {
                 let v = value.to_variant();
-                Acc::Other { min: v.clone(), max: v.clone(), sum: v }
+                Acc::Other(Box::new([v.clone(), v.clone(), v]))
             }
         }
     }
@@ -61,56 +67,30 @@ impl Acc {
                 *max = (*max).max(u);
                 *sum = sum.wrapping_add(u);
             }
-            (acc, _) => {
-                let v = value.to_variant();
-                let (mut min, mut max, mut sum) = acc.variants();
-                sum.add_assign(&v);
-                min = min.min_with(&v);
-                max = max.max_with(&v);
-                *acc = Acc::Other { min, max, sum };
-            }
+            (acc, _) => acc.add_other(value),
+        }
+    }
+
+    #[cold]
+    fn add_other(&mut self, value: ValueKey) {
+        if let Acc::Uint { .. } = self {
+            *self = Acc::Other(Box::new(self.variants()));
+        }
+        if let Acc::Other(stats) = self {
+            let v = value.to_variant();
+            let [min, max, sum] = &mut **stats;
+            sum.add_assign(&v);
+            *min = min.min_with(&v);
+            *max = max.max_with(&v);
         }
     }
 
     /// min, max, sum.
-    fn variants(&self) -> (Variant, Variant, Variant) {
+    fn variants(&self) -> [Variant; 3] {
         match self {
-            Acc::Uint { min, max, sum } => (Variant::Uint(*min), Variant::Uint(*max), Variant::Uint(*sum)),
-            Acc::Other { min, max, sum } => (min.clone(), max.clone(), sum.clone()),
+            Acc::Uint { min, max, sum } => [Variant::Uint(*min), Variant::Uint(*max), Variant::Uint(*sum)],
+            Acc::Other(stats) => (**stats).clone(),
         }
-    }
-}
-
-#[derive(Clone, Debug)]
-struct AggEntry {
-    /// The key's nodes and key attribute values.
-    key: Snapshot,
-    count: u64,
-    /// By the thread's metric slot.
-    stats: Vec<Stat>,
-    /// The slots in the order the entry first saw them: the order of the
-    /// flushed statistics.
-    order: Vec<u32>,
-}
-
-impl AggEntry {
-    fn new(key: Snapshot) -> AggEntry {
-        AggEntry { key, count: 0, stats: Vec::new(), order: Vec::new() }
-    }
-
-    #[inline]
-    fn add(&mut self, slot: usize, value: ValueKey) {
-        if self.stats.len() <= slot {
-            self.stats.resize(slot + 1, Stat::EMPTY);
-        }
-        let stat = &mut self.stats[slot];
-        if stat.n == 0 {
-            stat.acc = Acc::new(value);
-            self.order.push(slot as u32);
-        } else {
-            stat.acc.add(value);
-        }
-        stat.n += 1;
     }
 }
 
@@ -127,7 +107,17 @@ struct AggThread {
     by_other_pair: FxHashMap<(Id, Id), u32>,
     /// Entries of other keys.
     by_key: FxHashMap<Snapshot, u32>,
-    entries: Vec<AggEntry>,
+    /// Per entry: its key (nodes and key attribute values).
+    keys: Vec<Snapshot>,
+    /// Per entry: the number of snapshots.
+    counts: Vec<u64>,
+    /// Per entry: the metric slots in the order the entry first saw them,
+    /// the order of its flushed statistics.
+    orders: Vec<Vec<u32>>,
+    /// Per entry, `stride` statistics, by metric slot: one flat table, so
+    /// that an update finds its statistics without a pointer chase.
+    stats: Vec<Stat>,
+    stride: usize,
     /// Per attribute id: [`UNKNOWN`] not looked up, [`PLAIN`] not
     /// aggregated, [`KEY`] a key attribute, else [`METRIC`] + the metric's
     /// slot in the entries' statistics.
@@ -171,7 +161,11 @@ impl AggThread {
             by_pair: Vec::new(),
             by_other_pair: FxHashMap::default(),
             by_key: FxHashMap::default(),
-            entries: Vec::new(),
+            keys: Vec::new(),
+            counts: Vec::new(),
+            orders: Vec::new(),
+            stats: Vec::new(),
+            stride: 0,
             kind: Vec::new(),
             metrics: Vec::new(),
         }
@@ -183,7 +177,10 @@ impl AggThread {
         self.by_pair.clear();
         self.by_other_pair.clear();
         self.by_key.clear();
-        self.entries.clear();
+        self.keys.clear();
+        self.counts.clear();
+        self.orders.clear();
+        self.stats.clear();
     }
 
     #[inline]
@@ -204,6 +201,7 @@ impl AggThread {
             self.kind[i] = match cali.attribute_info(attr) {
                 Some(info) if info.attr.properties().is_aggregatable() => {
                     self.metrics.push(attr);
+                    self.widen();
                     METRIC + self.metrics.len() as u32 - 1
                 }
                 Some(info) if self.key_names.iter().any(|k| k.as_str() == &*info.name) => {
@@ -223,10 +221,38 @@ impl AggThread {
         self.kind[i]
     }
 
+    /// Makes room in every entry for a new metric slot.
+    fn widen(&mut self) {
+        let (old, stride) = (self.stride, self.metrics.len());
+        let mut stats = Vec::with_capacity(self.keys.len() * stride);
+        for e in 0..self.keys.len() {
+            stats.extend_from_slice(self.stats.get(e * old..(e + 1) * old).unwrap_or_default());
+            stats.resize((e + 1) * stride, Stat::EMPTY);
+        }
+        self.stats = stats;
+        self.stride = stride;
+    }
+
     /// The entry of a new key.
     fn push_entry(&mut self, key: Snapshot) -> u32 {
-        self.entries.push(AggEntry::new(key));
-        self.entries.len() as u32 - 1
+        self.keys.push(key);
+        self.counts.push(0);
+        self.orders.push(Vec::new());
+        self.stats.resize(self.keys.len() * self.stride, Stat::EMPTY);
+        self.keys.len() as u32 - 1
+    }
+
+    /// Adds `value` to the statistics of metric `slot` in entry `e`.
+    #[inline]
+    fn add(&mut self, e: usize, slot: usize, value: ValueKey) {
+        let Some(stat) = self.stats.get_mut(e * self.stride + slot) else { return };
+        if stat.n == 0 {
+            stat.acc = Acc::new(value);
+            self.orders[e].push(slot as u32);
+        } else {
+            stat.acc.add(value);
+        }
+        stat.n += 1;
     }
 
     /// The entry of a key of nodes only.
@@ -331,11 +357,11 @@ impl Service for Aggregate {
         let mut record = Record::ctx();
         for state in states.iter_mut() {
             let Some(t) = state_mut::<AggThread>(state) else { continue };
-            for (slot, entry) in t.entries.iter().enumerate() {
-                entry.key.to_record(&mut record);
-                for &metric in &entry.order {
-                    let s = &entry.stats[metric as usize];
-                    let (min, max, sum) = s.acc.variants();
+            for (slot, key) in t.keys.iter().enumerate() {
+                key.to_record(&mut record);
+                for &metric in &t.orders[slot] {
+                    let s = &t.stats[slot * t.stride + metric as usize];
+                    let [min, max, sum] = s.acc.variants();
                     let ty = sum.attr_type();
                     let avg = sum.div(s.n);
                     for (prefix, value) in [("min", min), ("max", max), ("sum", sum), ("avg", avg)] {
@@ -344,7 +370,7 @@ impl Service for Aggregate {
                         }
                     }
                 }
-                record.push_imm(self.count.id(), Variant::Uint(entry.count));
+                record.push_imm(self.count.id(), Variant::Uint(t.counts[slot]));
                 record.push_imm(self.slot.id(), Variant::Uint(slot as u64));
                 emit(&record);
                 flushed += 1;
@@ -368,9 +394,60 @@ impl ThreadService for AggThread {
         for &(attr, value) in snapshot.values() {
             let kind = self.kind_of(cali, attr);
             if kind >= METRIC {
-                self.entries[e].add((kind - METRIC) as usize, value);
+                self.add(e, (kind - METRIC) as usize, value);
             }
         }
-        self.entries[e].count += 1;
+        if let Some(count) = self.counts.get_mut(e) {
+            *count += 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statistics_follow_metrics_that_appear_late() {
+        let cali = Caliper::instance().expect("runtime");
+        let metric =
+            |name: &str, ty| cali.create_attribute(name, ty, Properties::ASVALUE | Properties::AGGREGATABLE, &[]).id();
+        let (u, i) = (metric("test.agg.u", AttrType::Uint), metric("test.agg.i", AttrType::Int));
+        let agg = Aggregate::new(cali, &RuntimeConfig::from_pairs([], false));
+        let mut state = agg.thread_state();
+        let mut snapshot = Snapshot::default();
+        let mut take = |nodes: &[Id], values: &[(Id, ValueKey)]| {
+            snapshot.clear();
+            nodes.iter().for_each(|&n| snapshot.push_node(n));
+            values.iter().for_each(|&(a, v)| snapshot.push_value(a, v));
+            state.process(cali, &snapshot);
+        };
+        take(&[100], &[(u, ValueKey::uint(5))]);
+        // A second metric after the entry exists; an integer, not native.
+        take(&[100], &[(i, ValueKey::int(-3)), (u, ValueKey::uint(7))]);
+        take(&[100, 200], &[(u, ValueKey::uint(1))]);
+        take(&[100], &[(i, ValueKey::int(4))]);
+        let mut lines = Vec::new();
+        agg.flush(cali, &mut [&mut state], &mut |r| {
+            let text: Vec<String> = r
+                .entries
+                .iter()
+                .map(|e| match e {
+                    caliper_data::Entry::Reference(n) => format!("@{n}"),
+                    caliper_data::Entry::Immediate(a, v) => {
+                        format!("{}={v}", cali.attribute_info(*a).map(|i| i.name.to_string()).unwrap_or_default())
+                    }
+                })
+                .collect();
+            lines.push(text.join(","));
+        });
+        assert_eq!(
+            lines,
+            [
+                "@100,min#test.agg.u=5,max#test.agg.u=7,sum#test.agg.u=12,avg#test.agg.u=6,\
+                 min#test.agg.i=-3,max#test.agg.i=4,sum#test.agg.i=1,avg#test.agg.i=0,count=3,aggregate.slot=0",
+                "@100,@200,min#test.agg.u=1,max#test.agg.u=1,sum#test.agg.u=1,avg#test.agg.u=1,count=1,aggregate.slot=1",
+            ]
+        );
     }
 }
