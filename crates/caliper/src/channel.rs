@@ -491,6 +491,7 @@ impl Channel {
 /// `Some(true)` the unaligned one, `Some(false)` the region one), the
 /// visible as-value entries, and the process entries. Both stacks are
 /// materialized afterwards.
+#[inline(always)]
 fn context_entries(cali: &Caliper, c: Context<'_>, replaced: Option<bool>) {
     let region = c.blackboard.regions.node(&cali.tree, c.cache);
     let unaligned = c.blackboard.unaligned.node(&cali.tree, c.cache);
