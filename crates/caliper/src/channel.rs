@@ -145,10 +145,10 @@ impl ChannelThread {
     /// The event attribute of a `kind` update of `attr`
     /// (`event.begin#attr`, ...), if `attr` triggers snapshots.
     #[inline]
-    fn event_attribute(&mut self, channel: &Channel, attr: Id, kind: EventKind) -> Option<Attribute> {
+    fn event_attribute(&mut self, cali: &Caliper, channel: &Channel, attr: Id, kind: EventKind) -> Option<Attribute> {
         let mark = match self.marks.get(attr as usize) {
             Some(Some(mark)) => mark,
-            _ => self.look_up_mark(channel, attr),
+            _ => self.look_up_mark(cali, channel, attr),
         };
         let attrs = mark.as_ref()?;
         Some(match kind {
@@ -158,13 +158,15 @@ impl ChannelThread {
         })
     }
 
+    /// The channel's decision for `attr`, remembered once it is made.
     #[cold]
-    fn look_up_mark(&mut self, channel: &Channel, attr: Id) -> &Option<EventAttributes> {
+    fn look_up_mark(&mut self, cali: &Caliper, channel: &Channel, attr: Id) -> &Option<EventAttributes> {
+        let Some(mark) = channel.decide_mark(cali, attr) else { return &None };
         let i = attr as usize;
         if self.marks.len() <= i {
             self.marks.resize(i + 1, None);
         }
-        self.marks[i].get_or_insert_with(|| channel.lookup_mark(attr))
+        self.marks[i].insert(mark)
     }
 
     /// The node of an update's event information `info = entry.value`
@@ -362,8 +364,23 @@ impl Channel {
         self.marks.write().unwrap_or_else(|e| e.into_inner()).insert(attr.id(), info);
     }
 
-    fn lookup_mark(&self, attr: Id) -> Option<EventAttributes> {
-        self.marks.read().unwrap_or_else(|e| e.into_inner()).get(&attr).copied().flatten()
+    /// Whether `attr` triggers snapshots (with its event attributes);
+    /// `None` if the channel has not decided yet.
+    fn lookup_mark(&self, attr: Id) -> Option<Option<EventAttributes>> {
+        self.marks.read().unwrap_or_else(|e| e.into_inner()).get(&attr).copied()
+    }
+
+    /// Whether `attr` triggers snapshots, deciding it now if the channel
+    /// has not yet: another thread may have created the attribute and not
+    /// marked it yet, or created it while the channel was being set up.
+    /// `None` if the attribute is not known (yet).
+    fn decide_mark(&self, cali: &Caliper, attr: Id) -> Option<Option<EventAttributes>> {
+        if let Some(mark) = self.lookup_mark(attr) {
+            return Some(mark);
+        }
+        let info = cali.attribute_info(attr)?;
+        self.mark_attribute(cali, info.attr, &info.name);
+        self.lookup_mark(attr)
     }
 
     /// The calling thread's state in this channel, created on first use.
@@ -408,7 +425,7 @@ impl Channel {
         }
         let Some(events) = &self.events else { return };
         let ct = self.thread_state(cali, &mut t.channels, &mut t.blackboard);
-        let Some(info) = ct.event_attribute(self, attr.id(), kind) else { return };
+        let Some(info) = ct.event_attribute(cali, self, attr.id(), kind) else { return };
         t.snapshot.clear();
         let process_scope = attr.properties().scope() == caliper_data::Scope::Process;
         // The slot the event node replaces: the updated attribute's stack.
@@ -508,4 +525,35 @@ fn context_entries(cali: &Caliper, c: Context<'_>, replaced: Option<bool>) {
     }
     cali.refresh_process_entries(c.process_entries, c.process_version);
     c.snapshot.append(c.process_entries);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_attribute_created_but_not_yet_marked_is_marked_on_first_update() {
+        let cali = Caliper::instance().expect("runtime");
+        let config = RuntimeConfig::from_pairs(
+            [("CALI_SERVICES_ENABLE", "aggregate,event"), ("CALI_CHANNEL_FLUSH_ON_EXIT", "false")],
+            false,
+        );
+        let channel = cali.create_channel("test.late-mark", config);
+        cali.set_channel_active(&channel, true);
+        // As if another thread had just created it and not marked it yet.
+        let (attr, _) = cali.registry.create(&cali.tree, "test.late", AttrType::String, Properties::NESTED, &[]);
+        cali.begin(attr, ValueKey::string("x"));
+        cali.end(attr, None);
+        cali.set_channel_active(&channel, false);
+        let end = cali.find_attribute("event.end#test.late").expect("marked").id();
+        let mut ends = 0;
+        cali.flush(&channel, &mut |record| {
+            for node in record.refs() {
+                let mut path = Vec::new();
+                cali.tree.path_to(node, &mut path);
+                ends += path.iter().filter(|&&n| cali.tree.get(n).is_some_and(|n| n.attribute == end)).count();
+            }
+        });
+        assert_eq!(ends, 1);
+    }
 }
