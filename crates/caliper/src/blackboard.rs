@@ -70,6 +70,9 @@ pub struct StackEntry {
 pub struct Stack {
     entries: Vec<StackEntry>,
     nodes: Vec<Id>,
+    /// The node the next push of this entry makes, if no other change
+    /// comes first (see [`Stack::expect_push`]).
+    pending: Option<(StackEntry, Id)>,
 }
 
 impl Stack {
@@ -83,18 +86,41 @@ impl Stack {
         self.entries.is_empty()
     }
 
+    /// The innermost entry.
+    #[inline]
+    pub fn top(&self) -> Option<StackEntry> {
+        self.entries.last().copied()
+    }
+
+    /// Tells the stack that pushing `entry` next makes `node`, the child
+    /// of its current node: a snapshot taken before a begin knows it, and
+    /// the push then keeps the whole stack materialized without a lookup.
+    /// Any other change forgets it.
+    #[inline]
+    pub fn expect_push(&mut self, entry: StackEntry, node: Id) {
+        self.pending = Some((entry, node));
+    }
+
     #[inline]
     fn push(&mut self, entry: StackEntry) {
+        if let Some((expected, node)) = self.pending.take()
+            && expected == entry
+            && self.nodes.len() == self.entries.len()
+        {
+            self.nodes.push(node);
+        }
         self.entries.push(entry);
     }
 
     #[inline]
     fn truncate(&mut self, len: usize) {
+        self.pending = None;
         self.entries.truncate(len);
         self.nodes.truncate(len);
     }
 
     fn remove(&mut self, index: usize) {
+        self.pending = None;
         self.entries.remove(index);
         self.nodes.truncate(index);
     }
@@ -214,6 +240,13 @@ impl Blackboard {
             self.regions.truncate(len);
             return Ok(top.value);
         }
+        self.end_other(attr, expect)
+    }
+
+    /// Ends an as-value or unaligned attribute: out of line, so that the
+    /// region case above inlines into the caller.
+    #[inline(never)]
+    fn end_other(&mut self, attr: Attribute, expect: Option<ValueKey>) -> Result<ValueKey, EndError> {
         let value = self.check_end(attr, expect)?;
         if attr.is_asvalue() {
             self.values.retain(|(a, _)| a.id() != attr.id());
@@ -287,6 +320,27 @@ mod tests {
         assert_eq!(main, path[0]);
         assert_eq!(bb.end(region, None), Ok(ValueKey::string("main")));
         assert_eq!(bb.end(region, None), Err(EndError::Empty));
+    }
+
+    #[test]
+    fn an_expected_push_keeps_the_stack_materialized() {
+        let e = env();
+        let region = e.attr("region", Properties::NESTED);
+        let (main, foo) = (ValueKey::string("main"), ValueKey::string("foo"));
+        let mut bb = Blackboard::default();
+        let mut cache = ChildCache::default();
+        bb.begin(region, main);
+        let parent = bb.regions.node(&e.tree, &mut cache);
+        let child = e.tree.get_child(region.id(), foo.to_variant(), parent);
+        bb.regions.expect_push(StackEntry { attr: region, value: foo }, child);
+        bb.begin(region, foo);
+        assert_eq!(bb.regions.nodes, [parent.unwrap(), child]);
+        // Another change in between forgets the expected node.
+        bb.regions.expect_push(StackEntry { attr: region, value: foo }, child);
+        assert_eq!(bb.end(region, None), Ok(foo));
+        bb.begin(region, foo);
+        assert_eq!(bb.regions.nodes, [parent.unwrap()]);
+        assert_eq!(bb.regions.node(&e.tree, &mut cache), Some(child));
     }
 
     #[test]

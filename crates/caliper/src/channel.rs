@@ -9,10 +9,12 @@
 //! trace) consume it.
 
 use crate::attributes::Attribute;
-use crate::blackboard::Blackboard;
+use crate::blackboard::{Blackboard, ChildCache, Stack, StackEntry};
 use crate::config::RuntimeConfig;
 use crate::runtime::Caliper;
+use crate::snapshot::Snapshot;
 use crate::thread::ThreadData;
+use crate::tree::ContextTree;
 use crate::value::ValueKey;
 use caliper_data::hash::FxHashMap;
 use caliper_data::node::Id;
@@ -43,8 +45,28 @@ pub struct Trigger {
     pub attr: Option<Attribute>,
 }
 
+/// A service's part of one thread in one channel: its data and the
+/// per-snapshot hooks. The channel calls the hooks on the thread's own
+/// object, so a snapshot costs no lookup of the service's state.
+pub trait ThreadService: Any + Send {
+    /// Adds measurements to a snapshot.
+    fn measure(&mut self, _snapshot: &mut Snapshot, _trigger: &Trigger) {}
+    /// Consumes a snapshot.
+    fn process(&mut self, _cali: &Caliper, _snapshot: &Snapshot) {}
+}
+
+/// Services without per-thread data.
+impl ThreadService for () {}
+
 /// Per-thread state of one service in one channel.
-pub type ServiceState = Box<dyn Any + Send>;
+pub type ServiceState = Box<dyn ThreadService>;
+
+/// A thread state as its service's own type, for the service's flush and
+/// clear.
+pub fn state_mut<T: ThreadService>(state: &mut ServiceState) -> Option<&mut T> {
+    let any: &mut dyn Any = state.as_mut();
+    any.downcast_mut::<T>()
+}
 
 /// A service: a part of a channel's pipeline. Every hook is optional.
 pub trait Service: Send + Sync {
@@ -56,11 +78,13 @@ pub trait Service: Send + Sync {
     }
     /// Sees an update before it happens.
     fn observe(&self, _cali: &Caliper, _kind: EventKind, _attr: Attribute, _value: ValueKey) {}
-    /// Whether the service adds measurements to snapshots.
+    /// Whether the service adds measurements to snapshots
+    /// ([`ThreadService::measure`]).
     fn measures(&self) -> bool {
         false
     }
-    /// Whether the service consumes snapshots (and emits records at flush).
+    /// Whether the service consumes snapshots ([`ThreadService::process`])
+    /// and emits records at flush.
     fn processes(&self) -> bool {
         false
     }
@@ -75,14 +99,10 @@ pub trait Service: Send + Sync {
     }
     /// Sets up a thread's context the first time it meets the channel.
     fn on_new_thread(&self, _cali: &Caliper, _blackboard: &mut Blackboard) {}
-    /// A new thread's state for this service.
+    /// A new thread's part of this service.
     fn thread_state(&self) -> ServiceState {
         Box::new(())
     }
-    /// Adds measurements to a snapshot.
-    fn measure(&self, _state: &mut ServiceState, _snapshot: &mut Record, _trigger: &Trigger) {}
-    /// Consumes a snapshot.
-    fn process(&self, _cali: &Caliper, _state: &mut ServiceState, _snapshot: &Record) {}
     /// Emits the records gathered in the threads' states.
     fn flush(&self, _cali: &Caliper, _states: &mut [&mut ServiceState], _emit: &mut dyn FnMut(&Record)) {}
     /// Drops what the threads' states gathered.
@@ -117,6 +137,89 @@ pub struct ChannelThread {
     states: Vec<ServiceState>,
     /// Per attribute id: `None` not looked up, `Some(None)` not marked.
     marks: Vec<Option<Option<EventAttributes>>>,
+    /// Per stack node (by id): the event nodes of beginning and of ending
+    /// its innermost entry, 0 if not looked up yet (node 0 is a bootstrap
+    /// attribute, never an event node). A program repeats its regions,
+    /// and this finds their event nodes without hashing. Node ids fit in
+    /// 32 bits (the context tree holds at most 2^24 nodes), which halves
+    /// the table.
+    event_nodes: Vec<[u32; 2]>,
+}
+
+impl ChannelThread {
+    /// The event attribute of a `kind` update of `attr`
+    /// (`event.begin#attr`, ...), if `attr` triggers snapshots.
+    #[inline]
+    fn event_attribute(&mut self, cali: &Caliper, channel: &Channel, attr: Id, kind: EventKind) -> Option<Attribute> {
+        let mark = match self.marks.get(attr as usize) {
+            Some(Some(mark)) => mark,
+            _ => self.look_up_mark(cali, channel, attr),
+        };
+        let attrs = mark.as_ref()?;
+        Some(match kind {
+            EventKind::Begin => attrs.begin,
+            EventKind::Set => attrs.set,
+            EventKind::End | EventKind::Explicit => attrs.end,
+        })
+    }
+
+    /// The channel's decision for `attr`, remembered once it is made.
+    #[cold]
+    fn look_up_mark(&mut self, cali: &Caliper, channel: &Channel, attr: Id) -> &Option<EventAttributes> {
+        let Some(mark) = channel.decide_mark(cali, attr) else { return &None };
+        let i = attr as usize;
+        if self.marks.len() <= i {
+            self.marks.resize(i + 1, None);
+        }
+        self.marks[i].insert(mark)
+    }
+
+    /// The node of an update's event information `info = entry.value`
+    /// under the node of `stack`, the stack of `entry`'s attribute
+    /// (materialized by the snapshot). A begin also tells the stack the
+    /// node it is about to push.
+    #[inline]
+    fn event_node(
+        &mut self,
+        tree: &ContextTree,
+        cache: &mut ChildCache,
+        stack: &mut Stack,
+        kind: EventKind,
+        info: Attribute,
+        entry: StackEntry,
+    ) -> Id {
+        let parent = stack.node(tree, cache);
+        let look_up = |cache: &mut ChildCache| cache.child(tree, parent, info.id(), entry.value);
+        // The stack node whose memo holds the event node: that of the
+        // entry begun (the child of `parent`) or ended (`parent` itself,
+        // if the entry is innermost, as a region always is).
+        let (node, which) = match kind {
+            EventKind::Begin => {
+                let node = cache.child(tree, parent, entry.attr.id(), entry.value);
+                stack.expect_push(entry, node);
+                (node, 0)
+            }
+            EventKind::End => match parent {
+                Some(node) if stack.top() == Some(entry) => (node, 1),
+                _ => return look_up(cache),
+            },
+            EventKind::Set | EventKind::Explicit => return look_up(cache),
+        };
+        let i = node as usize;
+        if let Some(&memo) = self.event_nodes.get(i)
+            && memo[which] != 0
+        {
+            return Id::from(memo[which]);
+        }
+        let event = look_up(cache);
+        if let Ok(short) = u32::try_from(event) {
+            if self.event_nodes.len() <= i {
+                self.event_nodes.resize(i + 1, [0; 2]);
+            }
+            self.event_nodes[i][which] = short;
+        }
+        event
+    }
 }
 
 /// A channel.
@@ -139,10 +242,10 @@ pub struct Channel {
 /// The parts of a thread's data that make a snapshot's context (borrowed
 /// apart from the thread's channel states, which the pipeline uses).
 struct Context<'a> {
-    snapshot: &'a mut Record,
+    snapshot: &'a mut Snapshot,
     blackboard: &'a mut Blackboard,
-    cache: &'a mut crate::blackboard::ChildCache,
-    process_entries: &'a mut std::sync::Arc<Vec<Entry>>,
+    cache: &'a mut ChildCache,
+    process_entries: &'a mut Arc<Snapshot>,
     process_version: &'a mut u64,
 }
 
@@ -270,8 +373,23 @@ impl Channel {
         self.marks.write().unwrap_or_else(|e| e.into_inner()).insert(attr.id(), info);
     }
 
-    fn lookup_mark(&self, attr: Id) -> Option<EventAttributes> {
-        self.marks.read().unwrap_or_else(|e| e.into_inner()).get(&attr).copied().flatten()
+    /// Whether `attr` triggers snapshots (with its event attributes);
+    /// `None` if the channel has not decided yet.
+    fn lookup_mark(&self, attr: Id) -> Option<Option<EventAttributes>> {
+        self.marks.read().unwrap_or_else(|e| e.into_inner()).get(&attr).copied()
+    }
+
+    /// Whether `attr` triggers snapshots, deciding it now if the channel
+    /// has not yet: another thread may have created the attribute and not
+    /// marked it yet, or created it while the channel was being set up.
+    /// `None` if the attribute is not known (yet).
+    fn decide_mark(&self, cali: &Caliper, attr: Id) -> Option<Option<EventAttributes>> {
+        if let Some(mark) = self.lookup_mark(attr) {
+            return Some(mark);
+        }
+        let info = cali.attribute_info(attr)?;
+        self.mark_attribute(cali, info.attr, &info.name);
+        self.lookup_mark(attr)
     }
 
     /// The calling thread's state in this channel, created on first use.
@@ -286,12 +404,19 @@ impl Channel {
         if channels.len() <= self.id {
             channels.resize_with(self.id + 1, || None);
         }
-        channels[self.id].get_or_insert_with(|| {
-            for service in &self.services {
-                service.on_new_thread(cali, blackboard);
-            }
-            ChannelThread { states: self.services.iter().map(|s| s.thread_state()).collect(), marks: Vec::new() }
-        })
+        channels[self.id].get_or_insert_with(|| self.new_thread_state(cali, blackboard))
+    }
+
+    #[cold]
+    fn new_thread_state(&self, cali: &Caliper, blackboard: &mut Blackboard) -> ChannelThread {
+        for service in &self.services {
+            service.on_new_thread(cali, blackboard);
+        }
+        ChannelThread {
+            states: self.services.iter().map(|s| s.thread_state()).collect(),
+            marks: Vec::new(),
+            event_nodes: Vec::new(),
+        }
     }
 
     /// Handles an update of `attr` on a thread: takes a snapshot if the
@@ -309,19 +434,7 @@ impl Channel {
         }
         let Some(events) = &self.events else { return };
         let ct = self.thread_state(cali, &mut t.channels, &mut t.blackboard);
-        let id = attr.id() as usize;
-        if ct.marks.len() <= id {
-            ct.marks.resize(id + 1, None);
-        }
-        let mark = match ct.marks[id] {
-            Some(m) => m,
-            None => {
-                let m = self.lookup_mark(attr.id());
-                ct.marks[id] = Some(m);
-                m
-            }
-        };
-        let Some(event_attrs) = mark else { return };
+        let Some(info) = ct.event_attribute(cali, self, attr.id(), kind) else { return };
         t.snapshot.clear();
         let process_scope = attr.properties().scope() == caliper_data::Scope::Process;
         // The slot the event node replaces: the updated attribute's stack.
@@ -330,24 +443,20 @@ impl Channel {
         } else {
             None
         };
-        let (region, unaligned) = context_entries(cali, context_of!(t), replaced);
+        context_entries(cali, context_of!(t), replaced);
         let snapshot = &mut t.snapshot;
         if events.snapshot_info {
-            let info = match kind {
-                EventKind::Begin => event_attrs.begin,
-                EventKind::Set => event_attrs.set,
-                EventKind::End | EventKind::Explicit => event_attrs.end,
-            };
             match replaced {
                 Some(unaligned_slot) => {
-                    let parent = if unaligned_slot { unaligned } else { region };
-                    snapshot.push_ref(t.cache.child(&cali.tree, parent, info.id(), value));
+                    let stack = if unaligned_slot { &mut t.blackboard.unaligned } else { &mut t.blackboard.regions };
+                    let entry = StackEntry { attr, value };
+                    snapshot.push_node(ct.event_node(&cali.tree, &mut t.cache, stack, kind, info, entry));
                 }
-                None => snapshot.push_imm(info.id(), value.to_variant()),
+                None => snapshot.push_value(info.id(), value),
             }
         }
         if kind == EventKind::End {
-            snapshot.push_imm(self.region_count.id(), Variant::Uint(1));
+            snapshot.push_value(self.region_count.id(), ValueKey::uint(1));
         }
         self.run_pipeline(cali, ct, snapshot, &Trigger { kind, attr: Some(attr) });
     }
@@ -358,16 +467,18 @@ impl Channel {
         t.snapshot.clear();
         context_entries(cali, context_of!(t), None);
         let snapshot = &mut t.snapshot;
-        snapshot.entries.extend(trigger.iter().cloned());
+        for entry in trigger {
+            snapshot.push_entry(entry);
+        }
         self.run_pipeline(cali, ct, snapshot, &Trigger { kind: EventKind::Explicit, attr: None });
     }
 
-    fn run_pipeline(&self, cali: &Caliper, ct: &mut ChannelThread, snapshot: &mut Record, trigger: &Trigger) {
+    fn run_pipeline(&self, cali: &Caliper, ct: &mut ChannelThread, snapshot: &mut Snapshot, trigger: &Trigger) {
         for &i in &self.measure {
-            self.services[i].measure(&mut ct.states[i], snapshot, trigger);
+            ct.states[i].measure(snapshot, trigger);
         }
         for &i in &self.process {
-            self.services[i].process(cali, &mut ct.states[i], snapshot);
+            ct.states[i].process(cali, snapshot);
         }
     }
 
@@ -404,23 +515,54 @@ impl Channel {
 /// Adds the thread's and the process's context to the thread's snapshot:
 /// the region and unaligned nodes (but for the stack `replaced` names:
 /// `Some(true)` the unaligned one, `Some(false)` the region one), the
-/// visible as-value entries, and the process entries. Returns the region
-/// and unaligned nodes.
-fn context_entries(cali: &Caliper, c: Context<'_>, replaced: Option<bool>) -> (Option<Id>, Option<Id>) {
+/// visible as-value entries, and the process entries. Both stacks are
+/// materialized afterwards.
+#[inline(always)]
+fn context_entries(cali: &Caliper, c: Context<'_>, replaced: Option<bool>) {
     let region = c.blackboard.regions.node(&cali.tree, c.cache);
     let unaligned = c.blackboard.unaligned.node(&cali.tree, c.cache);
     if let (Some(n), false) = (region, replaced == Some(false)) {
-        c.snapshot.push_ref(n);
+        c.snapshot.push_node(n);
     }
     if let (Some(n), false) = (unaligned, replaced == Some(true)) {
-        c.snapshot.push_ref(n);
+        c.snapshot.push_node(n);
     }
     for (a, v) in &c.blackboard.values {
         if !a.properties().is_hidden() {
-            c.snapshot.push_imm(a.id(), v.to_variant());
+            c.snapshot.push_value(a.id(), *v);
         }
     }
     cali.refresh_process_entries(c.process_entries, c.process_version);
-    c.snapshot.entries.extend(c.process_entries.iter().cloned());
-    (region, unaligned)
+    c.snapshot.append(c.process_entries);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_attribute_created_but_not_yet_marked_is_marked_on_first_update() {
+        let cali = Caliper::instance().expect("runtime");
+        let config = RuntimeConfig::from_pairs(
+            [("CALI_SERVICES_ENABLE", "aggregate,event"), ("CALI_CHANNEL_FLUSH_ON_EXIT", "false")],
+            false,
+        );
+        let channel = cali.create_channel("test.late-mark", config);
+        cali.set_channel_active(&channel, true);
+        // As if another thread had just created it and not marked it yet.
+        let (attr, _) = cali.registry.create(&cali.tree, "test.late", AttrType::String, Properties::NESTED, &[]);
+        cali.begin(attr, ValueKey::string("x"));
+        cali.end(attr, None);
+        cali.set_channel_active(&channel, false);
+        let end = cali.find_attribute("event.end#test.late").expect("marked").id();
+        let mut ends = 0;
+        cali.flush(&channel, &mut |record| {
+            for node in record.refs() {
+                let mut path = Vec::new();
+                cali.tree.path_to(node, &mut path);
+                ends += path.iter().filter(|&&n| cali.tree.get(n).is_some_and(|n| n.attribute == end)).count();
+            }
+        });
+        assert_eq!(ends, 1);
+    }
 }

@@ -30,6 +30,7 @@ pub mod log;
 pub mod region_filter;
 pub mod runtime;
 pub mod services;
+pub mod snapshot;
 mod sync;
 mod thread;
 pub mod tree;

@@ -8,6 +8,7 @@ use crate::channel::{Channel, EventConfig, EventKind, Service};
 use crate::config::RuntimeConfig;
 use crate::log;
 use crate::services;
+use crate::snapshot::Snapshot;
 use crate::sync::{self, StopUpdates};
 use crate::thread::{ThreadData, ThreadHandle, ThreadSlot};
 use crate::tree::ContextTree;
@@ -45,7 +46,7 @@ pub struct Builtins {
 struct ProcessContext {
     blackboard: Blackboard,
     cache: ChildCache,
-    entries: Arc<Vec<Entry>>,
+    entries: Arc<Snapshot>,
 }
 
 /// The process-wide runtime state.
@@ -318,11 +319,17 @@ impl Caliper {
         }
     }
 
-    #[inline]
+    /// Whether an update of `attr` may take snapshots. Checked inline by
+    /// the updates, so that with no active channel they make no call.
+    #[inline(always)]
+    fn notifies(&self, attr: Attribute) -> bool {
+        !attr.properties().skips_events() && self.active_channels.load(Ordering::Relaxed) != 0
+    }
+
+    /// Lets every active channel see an update before it happens (call
+    /// when [`Caliper::notifies`]).
+    #[inline(never)]
     fn notify(&self, t: &mut ThreadData, kind: EventKind, attr: Attribute, value: ValueKey) {
-        if attr.properties().skips_events() || self.active_channels.load(Ordering::Relaxed) == 0 {
-            return;
-        }
         self.refresh_active(t);
         if t.active.is_empty() {
             return;
@@ -342,7 +349,9 @@ impl Caliper {
             if !t.tracking {
                 return;
             }
-            self.notify(t, EventKind::Begin, attr, value);
+            if self.notifies(attr) {
+                self.notify(t, EventKind::Begin, attr, value);
+            }
             if attr.properties().scope() == Scope::Process {
                 self.update_process(|bb| bb.begin(attr, value));
             } else {
@@ -357,7 +366,9 @@ impl Caliper {
             if !t.tracking {
                 return;
             }
-            self.notify(t, EventKind::Set, attr, value);
+            if self.notifies(attr) {
+                self.notify(t, EventKind::Set, attr, value);
+            }
             if attr.properties().scope() == Scope::Process {
                 self.update_process(|bb| bb.set(attr, value));
             } else {
@@ -375,17 +386,10 @@ impl Caliper {
                 return;
             }
             if attr.properties().scope() == Scope::Process {
-                let check = self.lock_process().blackboard.check_end(attr, expect);
-                match check {
-                    Ok(value) => {
-                        self.notify(t, EventKind::End, attr, value);
-                        let _ = self.update_process(|bb| bb.end(attr, expect));
-                    }
-                    Err(e) => self.stack_error(t, attr, expect, e),
-                }
+                self.end_in_process(t, attr, expect);
                 return;
             }
-            if self.active_channels.load(Ordering::Relaxed) == 0 || attr.properties().skips_events() {
+            if !self.notifies(attr) {
                 // No snapshot to take before the update: end in one step.
                 if let Err(e) = t.blackboard.end(attr, expect) {
                     self.stack_error(t, attr, expect, e);
@@ -402,6 +406,22 @@ impl Caliper {
         });
     }
 
+    /// Ends a process-scope attribute (out of line: rare, and it locks).
+    #[inline(never)]
+    fn end_in_process(&self, t: &mut ThreadData, attr: Attribute, expect: Option<ValueKey>) {
+        let check = self.lock_process().blackboard.check_end(attr, expect);
+        match check {
+            Ok(value) => {
+                if self.notifies(attr) {
+                    self.notify(t, EventKind::End, attr, value);
+                }
+                let _ = self.update_process(|bb| bb.end(attr, expect));
+            }
+            Err(e) => self.stack_error(t, attr, expect, e),
+        }
+    }
+
+    #[cold]
     fn stack_error(&self, t: &mut ThreadData, attr: Attribute, expect: Option<ValueKey>, error: EndError) {
         let name = |a: Attribute| self.registry.info(a.id()).map(|i| i.name.to_string()).unwrap_or_default();
         let message = match (&error, expect) {
@@ -433,6 +453,7 @@ impl Caliper {
     }
 
     /// Updates the process blackboard and republishes its snapshot entries.
+    #[inline(never)]
     fn update_process<R>(&self, f: impl FnOnce(&mut Blackboard) -> R) -> R {
         let mut p = self.lock_process();
         let r = f(&mut p.blackboard);
@@ -442,16 +463,16 @@ impl Caliper {
 
     fn rebuild_process_entries(&self, p: &mut ProcessContext) {
         let ProcessContext { blackboard, cache, entries } = p;
-        let mut list = Vec::new();
+        let mut list = Snapshot::default();
         if let Some(n) = blackboard.regions.node(&self.tree, cache) {
-            list.push(Entry::Reference(n));
+            list.push_node(n);
         }
         if let Some(n) = blackboard.unaligned.node(&self.tree, cache) {
-            list.push(Entry::Reference(n));
+            list.push_node(n);
         }
         for (a, v) in &blackboard.values {
             if !a.properties().is_hidden() {
-                list.push(Entry::Immediate(a.id(), v.to_variant()));
+                list.push_value(a.id(), *v);
             }
         }
         *entries = Arc::new(list);
@@ -460,7 +481,7 @@ impl Caliper {
 
     /// Refreshes a thread's copy of the process context's entries.
     #[inline]
-    pub(crate) fn refresh_process_entries(&self, cache: &mut Arc<Vec<Entry>>, version: &mut u64) {
+    pub(crate) fn refresh_process_entries(&self, cache: &mut Arc<Snapshot>, version: &mut u64) {
         let current = self.process_version.load(Ordering::Acquire);
         if *version != current {
             *cache = self.lock_process().entries.clone();

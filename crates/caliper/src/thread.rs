@@ -3,8 +3,8 @@
 
 use crate::blackboard::{Blackboard, ChildCache};
 use crate::channel::{Channel, ChannelThread};
+use crate::snapshot::Snapshot;
 use crate::sync::BusyFlag;
-use caliper_data::{Entry, Record};
 use std::cell::UnsafeCell;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -24,11 +24,11 @@ pub struct ThreadData {
     /// The runtime's channel-list version `active` was taken at.
     pub channels_version: u64,
     /// The process context's snapshot entries, as of `process_version`.
-    pub process_entries: Arc<Vec<Entry>>,
+    pub process_entries: Arc<Snapshot>,
     /// The process context version `process_entries` was taken at.
     pub process_version: u64,
-    /// A reusable snapshot record.
-    pub snapshot: Record,
+    /// A reusable snapshot.
+    pub snapshot: Snapshot,
 }
 
 impl ThreadData {
@@ -40,15 +40,18 @@ impl ThreadData {
             channels: Vec::new(),
             active: Vec::new(),
             channels_version: u64::MAX,
-            process_entries: Arc::new(Vec::new()),
+            process_entries: Arc::default(),
             process_version: u64::MAX,
-            snapshot: Record::ctx(),
+            snapshot: Snapshot::default(),
         }
     }
 }
 
 /// A thread's data as the runtime's thread list holds it: it outlives the
 /// thread, so a flush can still read what an exited thread measured.
+/// Aligned to two cache lines (the unit the hardware prefetches), so that
+/// threads writing their own slots never share a line.
+#[repr(align(128))]
 pub struct ThreadSlot {
     /// Set while the owner updates `data`.
     pub busy: BusyFlag,

@@ -48,6 +48,32 @@ impl ValueKey {
         ValueKey { ty: AttrType::Int, bits: i as u64 }
     }
 
+    /// An unsigned integer value.
+    #[inline]
+    pub fn uint(u: u64) -> ValueKey {
+        ValueKey { ty: AttrType::Uint, bits: u }
+    }
+
+    /// The value, if it is an unsigned integer.
+    #[inline]
+    pub fn as_uint(self) -> Option<u64> {
+        (self.ty == AttrType::Uint).then_some(self.bits)
+    }
+
+    /// The payload: the value's bits, or the symbol of an interned string
+    /// or blob (for compact encodings).
+    #[inline]
+    pub(crate) fn bits(self) -> u64 {
+        self.bits
+    }
+
+    /// The key of a type and payload read back from a compact encoding (an
+    /// unknown symbol reads as an empty value).
+    #[inline]
+    pub(crate) fn from_bits(ty: AttrType, bits: u64) -> ValueKey {
+        ValueKey { ty, bits }
+    }
+
     /// The payload mixed with the type, for cheap hashing.
     #[inline]
     pub fn hash_bits(self) -> u64 {
@@ -55,6 +81,7 @@ impl ValueKey {
     }
 
     /// The value's type.
+    #[inline]
     pub fn attr_type(self) -> AttrType {
         self.ty
     }
@@ -73,16 +100,6 @@ impl ValueKey {
             AttrType::String | AttrType::Usr => interner().get(self.bits as u32),
         }
     }
-}
-
-/// The symbol of an interned string or blob key (for compact encodings).
-pub(crate) fn symbol_of(key: ValueKey) -> u64 {
-    key.bits
-}
-
-/// The interned value of a symbol read back from a compact encoding.
-pub(crate) fn from_symbol_bits(ty: AttrType, bits: u64) -> Variant {
-    ValueKey { ty, bits }.to_variant()
 }
 
 /// An interned string, cheap to copy and compare.

@@ -7,197 +7,138 @@
 //! `aggregate.slot` (the entry's creation order in its thread).
 
 use crate::attributes::Attribute;
-use crate::channel::{Service, ServiceState};
+use crate::channel::{Service, ServiceState, ThreadService, state_mut};
 use crate::config::RuntimeConfig;
 use crate::log;
 use crate::runtime::Caliper;
+use crate::snapshot::Snapshot;
+use crate::value::ValueKey;
 use caliper_data::hash::FxHashMap;
 use caliper_data::node::Id;
-use caliper_data::{AttrType, Entry, Properties, Record, Variant};
+use caliper_data::{AttrType, Properties, Record, Variant};
+use std::sync::Arc;
 
 pub struct Aggregate {
-    key_names: Vec<String>,
+    key_names: Arc<[String]>,
     count: Attribute,
     slot: Attribute,
 }
 
 /// The running statistics of one attribute in one entry, native for the
-/// common unsigned metrics (times, counts).
+/// common unsigned metrics (times, counts). `n == 0`: no value yet.
 #[derive(Clone, Debug)]
 struct Stat {
-    attr: Id,
     acc: Acc,
     n: u64,
 }
 
+impl Stat {
+    const EMPTY: Stat = Stat { acc: Acc::Uint { min: 0, max: 0, sum: 0 }, n: 0 };
+}
+
 #[derive(Clone, Debug)]
 enum Acc {
-    Uint { min: u64, max: u64, sum: u64 },
-    Other { min: Variant, max: Variant, sum: Variant },
+    Uint {
+        min: u64,
+        max: u64,
+        sum: u64,
+    },
+    /// min, max and sum of other values, boxed to keep the common case
+    /// small.
+    Other(Box<[Variant; 3]>),
 }
 
 impl Acc {
-    fn new(value: &Variant) -> Acc {
-        match *value {
-            Variant::Uint(u) => Acc::Uint { min: u, max: u, sum: u },
-            ref v => Acc::Other { min: v.clone(), max: v.clone(), sum: v.clone() },
+    fn new(value: ValueKey) -> Acc {
+        match value.as_uint() {
+            Some(u) => Acc::Uint { min: u, max: u, sum: u },
+            None => {
+                let v = value.to_variant();
+                Acc::Other(Box::new([v.clone(), v.clone(), v]))
+            }
         }
     }
 
     #[inline]
-    fn add(&mut self, value: &Variant) {
-        match (self, value) {
-            (Acc::Uint { min, max, sum }, Variant::Uint(u)) => {
-                *min = (*min).min(*u);
-                *max = (*max).max(*u);
-                *sum = sum.wrapping_add(*u);
+    fn add(&mut self, value: ValueKey) {
+        match (self, value.as_uint()) {
+            (Acc::Uint { min, max, sum }, Some(u)) => {
+                *min = (*min).min(u);
+                *max = (*max).max(u);
+                *sum = sum.wrapping_add(u);
             }
-            (acc, v) => {
-                let (mut min, mut max, mut sum) = acc.variants();
-                sum.add_assign(v);
-                min = min.min_with(v);
-                max = max.max_with(v);
-                *acc = Acc::Other { min, max, sum };
-            }
+            (acc, _) => acc.add_other(value),
+        }
+    }
+
+    #[cold]
+    fn add_other(&mut self, value: ValueKey) {
+        if let Acc::Uint { .. } = self {
+            *self = Acc::Other(Box::new(self.variants()));
+        }
+        if let Acc::Other(stats) = self {
+            let v = value.to_variant();
+            let [min, max, sum] = &mut **stats;
+            sum.add_assign(&v);
+            *min = min.min_with(&v);
+            *max = max.max_with(&v);
         }
     }
 
     /// min, max, sum.
-    fn variants(&self) -> (Variant, Variant, Variant) {
+    fn variants(&self) -> [Variant; 3] {
         match self {
-            Acc::Uint { min, max, sum } => (Variant::Uint(*min), Variant::Uint(*max), Variant::Uint(*sum)),
-            Acc::Other { min, max, sum } => (min.clone(), max.clone(), sum.clone()),
+            Acc::Uint { min, max, sum } => [Variant::Uint(*min), Variant::Uint(*max), Variant::Uint(*sum)],
+            Acc::Other(stats) => (**stats).clone(),
         }
     }
 }
 
-#[derive(Clone, Debug)]
-struct AggEntry {
-    key: Vec<Entry>,
-    count: u64,
-    stats: Vec<Stat>,
-}
-
-#[derive(Default)]
+/// A thread's aggregation.
 struct AggThread {
+    key_names: Arc<[String]>,
     /// Entry index + 1 of the records keyed by exactly one node, by node id.
     by_node: Vec<u32>,
     /// Entries of records keyed by exactly two nodes, by the second node:
-    /// (first node, entry index). The first node is nearly always the same
-    /// (the process context), so the lists are short.
-    by_pair: Vec<Vec<(Id, u32)>>,
+    /// the first node and entry index + 1 of the first such key seen. The
+    /// first node is nearly always the same (the process context); keys
+    /// with another one are in `by_other_pair`.
+    by_pair: Vec<(Id, u32)>,
+    by_other_pair: FxHashMap<(Id, Id), u32>,
     /// Entries of other keys.
-    by_key: FxHashMap<Vec<Entry>, u32>,
-    entries: Vec<AggEntry>,
-    /// Per attribute id: 0 not looked up, 1 not aggregated, 2 aggregated,
-    /// 3 a key attribute.
-    kind: Vec<u8>,
+    by_key: FxHashMap<Snapshot, u32>,
+    /// Per entry: its key (nodes and key attribute values).
+    keys: Vec<Snapshot>,
+    /// Per entry: the number of snapshots.
+    counts: Vec<u64>,
+    /// Per entry: the metric slots in the order the entry first saw them,
+    /// the order of its flushed statistics.
+    orders: Vec<Vec<u32>>,
+    /// Per entry, `stride` statistics, by metric slot: one flat table, so
+    /// that an update finds its statistics without a pointer chase.
+    stats: Vec<Stat>,
+    stride: usize,
+    /// Per attribute id: [`UNKNOWN`] not looked up, [`PLAIN`] not
+    /// aggregated, [`KEY`] a key attribute, else [`METRIC`] + the metric's
+    /// slot in the entries' statistics.
+    kind: Vec<u32>,
+    /// The attribute of each metric slot.
+    metrics: Vec<Id>,
 }
 
-const UNKNOWN: u8 = 0;
-const PLAIN: u8 = 1;
-const METRIC: u8 = 2;
-const KEY: u8 = 3;
+const UNKNOWN: u32 = 0;
+const PLAIN: u32 = 1;
+const KEY: u32 = 2;
+const METRIC: u32 = 3;
 
 impl Aggregate {
     pub fn new(cali: &Caliper, config: &RuntimeConfig) -> Aggregate {
         let props = Properties::ASVALUE | Properties::SKIP_EVENTS;
         Aggregate {
-            key_names: config.get_list("CALI_AGGREGATE_KEY", false),
+            key_names: config.get_list("CALI_AGGREGATE_KEY", false).into(),
             count: cali.create_attribute("count", AttrType::Uint, props | Properties::AGGREGATABLE, &[]),
             slot: cali.create_attribute("aggregate.slot", AttrType::Uint, props, &[]),
         }
-    }
-
-    #[inline]
-    fn kind_of(&self, cali: &Caliper, t: &mut AggThread, attr: Id) -> u8 {
-        let i = attr as usize;
-        if let Some(&k) = t.kind.get(i)
-            && k != UNKNOWN
-        {
-            return k;
-        }
-        self.look_up_kind(cali, t, attr)
-    }
-
-    #[cold]
-    fn look_up_kind(&self, cali: &Caliper, t: &mut AggThread, attr: Id) -> u8 {
-        let i = attr as usize;
-        if t.kind.len() <= i {
-            t.kind.resize(i + 1, UNKNOWN);
-        }
-        if t.kind[i] == UNKNOWN {
-            t.kind[i] = match cali.attribute_info(attr) {
-                Some(info) if info.attr.properties().is_aggregatable() => METRIC,
-                Some(info) if self.key_names.iter().any(|k| k.as_str() == &*info.name) => {
-                    if info.attr.is_asvalue() {
-                        KEY
-                    } else {
-                        log::error(&format!(
-                            "Reference attributes are no longer supported in CALI_AGGREGATE_KEY, ignoring {}",
-                            info.name
-                        ));
-                        PLAIN
-                    }
-                }
-                _ => PLAIN,
-            };
-        }
-        t.kind[i]
-    }
-
-    fn entry(&self, cali: &Caliper, t: &mut AggThread, snapshot: &Record) -> usize {
-        let has_key_imms =
-            !self.key_names.is_empty() && snapshot.immediates().any(|(a, _)| self.kind_of(cali, t, a) == KEY);
-        if !has_key_imms {
-            let mut refs = snapshot.refs();
-            match (refs.next(), refs.next(), refs.next()) {
-                (Some(node), None, _) => {
-                    let i = node as usize;
-                    if t.by_node.len() <= i {
-                        t.by_node.resize(i + 1, 0);
-                    }
-                    if t.by_node[i] == 0 {
-                        t.entries.push(AggEntry { key: vec![Entry::Reference(node)], count: 0, stats: Vec::new() });
-                        t.by_node[i] = t.entries.len() as u32;
-                    }
-                    return t.by_node[i] as usize - 1;
-                }
-                (Some(a), Some(b), None) => {
-                    let i = b as usize;
-                    if t.by_pair.len() <= i {
-                        t.by_pair.resize_with(i + 1, Vec::new);
-                    }
-                    if let Some(&(_, e)) = t.by_pair[i].iter().find(|(first, _)| *first == a) {
-                        return e as usize;
-                    }
-                    t.entries.push(AggEntry {
-                        key: vec![Entry::Reference(a), Entry::Reference(b)],
-                        count: 0,
-                        stats: Vec::new(),
-                    });
-                    let e = t.entries.len() as u32 - 1;
-                    t.by_pair[i].push((a, e));
-                    return e as usize;
-                }
-                _ => {}
-            }
-        }
-        let mut key: Vec<Entry> = snapshot.refs().map(Entry::Reference).collect();
-        let mut imms: Vec<Entry> = snapshot
-            .immediates()
-            .filter(|(a, _)| self.kind_of(cali, t, *a) == KEY)
-            .map(|(a, v)| Entry::Immediate(a, v.clone()))
-            .collect();
-        imms.sort_by_key(Entry::node);
-        key.extend(imms);
-        if let Some(&i) = t.by_key.get(&key) {
-            return i as usize;
-        }
-        t.entries.push(AggEntry { key: key.clone(), count: 0, stats: Vec::new() });
-        let i = t.entries.len() - 1;
-        t.by_key.insert(key, i as u32);
-        i
     }
 
     /// The result attribute `<prefix>#<name>` of the same type as `attr`.
@@ -212,6 +153,192 @@ impl Aggregate {
     }
 }
 
+impl AggThread {
+    fn new(key_names: Arc<[String]>) -> AggThread {
+        AggThread {
+            key_names,
+            by_node: Vec::new(),
+            by_pair: Vec::new(),
+            by_other_pair: FxHashMap::default(),
+            by_key: FxHashMap::default(),
+            keys: Vec::new(),
+            counts: Vec::new(),
+            orders: Vec::new(),
+            stats: Vec::new(),
+            stride: 0,
+            kind: Vec::new(),
+            metrics: Vec::new(),
+        }
+    }
+
+    /// Drops the entries; attribute kinds and metric slots stay valid.
+    fn clear(&mut self) {
+        self.by_node.clear();
+        self.by_pair.clear();
+        self.by_other_pair.clear();
+        self.by_key.clear();
+        self.keys.clear();
+        self.counts.clear();
+        self.orders.clear();
+        self.stats.clear();
+    }
+
+    #[inline]
+    fn kind_of(&mut self, cali: &Caliper, attr: Id) -> u32 {
+        match self.kind.get(attr as usize) {
+            Some(&k) if k != UNKNOWN => k,
+            _ => self.look_up_kind(cali, attr),
+        }
+    }
+
+    #[cold]
+    fn look_up_kind(&mut self, cali: &Caliper, attr: Id) -> u32 {
+        let i = attr as usize;
+        if self.kind.len() <= i {
+            self.kind.resize(i + 1, UNKNOWN);
+        }
+        if self.kind[i] == UNKNOWN {
+            self.kind[i] = match cali.attribute_info(attr) {
+                Some(info) if info.attr.properties().is_aggregatable() => {
+                    self.metrics.push(attr);
+                    self.widen();
+                    METRIC + self.metrics.len() as u32 - 1
+                }
+                Some(info) if self.key_names.iter().any(|k| k.as_str() == &*info.name) => {
+                    if info.attr.is_asvalue() {
+                        KEY
+                    } else {
+                        log::error(&format!(
+                            "Reference attributes are no longer supported in CALI_AGGREGATE_KEY, ignoring {}",
+                            info.name
+                        ));
+                        PLAIN
+                    }
+                }
+                _ => PLAIN,
+            };
+        }
+        self.kind[i]
+    }
+
+    /// Makes room in every entry for a new metric slot.
+    fn widen(&mut self) {
+        let (old, stride) = (self.stride, self.metrics.len());
+        let mut stats = Vec::with_capacity(self.keys.len() * stride);
+        for e in 0..self.keys.len() {
+            stats.extend_from_slice(self.stats.get(e * old..(e + 1) * old).unwrap_or_default());
+            stats.resize((e + 1) * stride, Stat::EMPTY);
+        }
+        self.stats = stats;
+        self.stride = stride;
+    }
+
+    /// The entry of a new key.
+    fn push_entry(&mut self, key: Snapshot) -> u32 {
+        self.keys.push(key);
+        self.counts.push(0);
+        self.orders.push(Vec::new());
+        self.stats.resize(self.keys.len() * self.stride, Stat::EMPTY);
+        self.keys.len() as u32 - 1
+    }
+
+    /// Adds `value` to the statistics of metric `slot` in entry `e`.
+    #[inline]
+    fn add(&mut self, e: usize, slot: usize, value: ValueKey) {
+        let Some(stat) = self.stats.get_mut(e * self.stride + slot) else { return };
+        if stat.n == 0 {
+            stat.acc = Acc::new(value);
+            self.orders[e].push(slot as u32);
+        } else {
+            stat.acc.add(value);
+        }
+        stat.n += 1;
+    }
+
+    /// The entry of a key of nodes only.
+    fn push_node_entry(&mut self, nodes: &[Id]) -> u32 {
+        self.push_entry(node_key(nodes))
+    }
+
+    /// The index of the snapshot's entry, created if new.
+    #[inline]
+    fn entry(&mut self, cali: &Caliper, snapshot: &Snapshot) -> usize {
+        let has_key_values =
+            !self.key_names.is_empty() && snapshot.values().iter().any(|&(a, _)| self.kind_of(cali, a) == KEY);
+        if !has_key_values {
+            match *snapshot.nodes() {
+                [node] => {
+                    let i = node as usize;
+                    if self.by_node.len() <= i {
+                        self.by_node.resize(i + 1, 0);
+                    }
+                    if self.by_node[i] == 0 {
+                        self.by_node[i] = self.push_node_entry(&[node]) + 1;
+                    }
+                    return self.by_node[i] as usize - 1;
+                }
+                [a, b] => return self.pair_entry(a, b),
+                _ => {}
+            }
+        }
+        self.key_entry(cali, snapshot)
+    }
+
+    #[inline]
+    fn pair_entry(&mut self, a: Id, b: Id) -> usize {
+        let i = b as usize;
+        if self.by_pair.len() <= i {
+            self.by_pair.resize(i + 1, (0, 0));
+        }
+        match self.by_pair[i] {
+            (first, e) if e != 0 && first == a => e as usize - 1,
+            (_, 0) => {
+                let e = self.push_node_entry(&[a, b]);
+                self.by_pair[i] = (a, e + 1);
+                e as usize
+            }
+            _ => self.other_pair_entry(a, b),
+        }
+    }
+
+    #[cold]
+    fn other_pair_entry(&mut self, a: Id, b: Id) -> usize {
+        if let Some(&e) = self.by_other_pair.get(&(a, b)) {
+            return e as usize;
+        }
+        let e = self.push_node_entry(&[a, b]);
+        self.by_other_pair.insert((a, b), e);
+        e as usize
+    }
+
+    /// The entry of a key of the snapshot's nodes and key values (sorted by
+    /// attribute).
+    fn key_entry(&mut self, cali: &Caliper, snapshot: &Snapshot) -> usize {
+        let mut values: Vec<(Id, ValueKey)> =
+            snapshot.values().iter().copied().filter(|&(a, _)| self.kind_of(cali, a) == KEY).collect();
+        values.sort_by_key(|&(a, _)| a);
+        let mut key = node_key(snapshot.nodes());
+        for (a, v) in values {
+            key.push_value(a, v);
+        }
+        if let Some(&i) = self.by_key.get(&key) {
+            return i as usize;
+        }
+        let i = self.push_entry(key.clone());
+        self.by_key.insert(key, i);
+        i as usize
+    }
+}
+
+/// A key of these nodes.
+fn node_key(nodes: &[Id]) -> Snapshot {
+    let mut key = Snapshot::default();
+    for &n in nodes {
+        key.push_node(n);
+    }
+    key
+}
+
 impl Service for Aggregate {
     fn name(&self) -> &'static str {
         "aggregate"
@@ -222,47 +349,28 @@ impl Service for Aggregate {
     }
 
     fn thread_state(&self) -> ServiceState {
-        Box::new(AggThread::default())
-    }
-
-    fn process(&self, cali: &Caliper, state: &mut ServiceState, snapshot: &Record) {
-        let Some(t) = state.downcast_mut::<AggThread>() else { return };
-        let e = self.entry(cali, t, snapshot);
-        for (attr, value) in snapshot.immediates() {
-            if self.kind_of(cali, t, attr) != METRIC {
-                continue;
-            }
-            let entry = &mut t.entries[e];
-            match entry.stats.iter_mut().find(|s| s.attr == attr) {
-                Some(s) => {
-                    s.acc.add(value);
-                    s.n += 1;
-                }
-                None => entry.stats.push(Stat { attr, acc: Acc::new(value), n: 1 }),
-            }
-        }
-        t.entries[e].count += 1;
+        Box::new(AggThread::new(self.key_names.clone()))
     }
 
     fn flush(&self, cali: &Caliper, states: &mut [&mut ServiceState], emit: &mut dyn FnMut(&Record)) {
         let mut flushed = 0;
         let mut record = Record::ctx();
         for state in states.iter_mut() {
-            let Some(t) = state.downcast_mut::<AggThread>() else { continue };
-            for (slot, entry) in t.entries.iter().enumerate() {
-                record.clear();
-                record.entries.extend(entry.key.iter().cloned());
-                for s in &entry.stats {
-                    let (min, max, sum) = s.acc.variants();
+            let Some(t) = state_mut::<AggThread>(state) else { continue };
+            for (slot, key) in t.keys.iter().enumerate() {
+                key.to_record(&mut record);
+                for &metric in &t.orders[slot] {
+                    let s = &t.stats[slot * t.stride + metric as usize];
+                    let [min, max, sum] = s.acc.variants();
                     let ty = sum.attr_type();
                     let avg = sum.div(s.n);
                     for (prefix, value) in [("min", min), ("max", max), ("sum", sum), ("avg", avg)] {
-                        if let Some(a) = self.result(cali, prefix, s.attr, ty) {
+                        if let Some(a) = self.result(cali, prefix, t.metrics[metric as usize], ty) {
                             record.push_imm(a.id(), value);
                         }
                     }
                 }
-                record.push_imm(self.count.id(), Variant::Uint(entry.count));
+                record.push_imm(self.count.id(), Variant::Uint(t.counts[slot]));
                 record.push_imm(self.slot.id(), Variant::Uint(slot as u64));
                 emit(&record);
                 flushed += 1;
@@ -273,10 +381,73 @@ impl Service for Aggregate {
 
     fn clear(&self, states: &mut [&mut ServiceState]) {
         for state in states.iter_mut() {
-            if let Some(t) = state.downcast_mut::<AggThread>() {
-                let kind = std::mem::take(&mut t.kind);
-                *t = AggThread { kind, ..AggThread::default() };
+            if let Some(t) = state_mut::<AggThread>(state) {
+                t.clear();
             }
         }
+    }
+}
+
+impl ThreadService for AggThread {
+    fn process(&mut self, cali: &Caliper, snapshot: &Snapshot) {
+        let e = self.entry(cali, snapshot);
+        for &(attr, value) in snapshot.values() {
+            let kind = self.kind_of(cali, attr);
+            if kind >= METRIC {
+                self.add(e, (kind - METRIC) as usize, value);
+            }
+        }
+        if let Some(count) = self.counts.get_mut(e) {
+            *count += 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statistics_follow_metrics_that_appear_late() {
+        let cali = Caliper::instance().expect("runtime");
+        let metric =
+            |name: &str, ty| cali.create_attribute(name, ty, Properties::ASVALUE | Properties::AGGREGATABLE, &[]).id();
+        let (u, i) = (metric("test.agg.u", AttrType::Uint), metric("test.agg.i", AttrType::Int));
+        let agg = Aggregate::new(cali, &RuntimeConfig::from_pairs([], false));
+        let mut state = agg.thread_state();
+        let mut snapshot = Snapshot::default();
+        let mut take = |nodes: &[Id], values: &[(Id, ValueKey)]| {
+            snapshot.clear();
+            nodes.iter().for_each(|&n| snapshot.push_node(n));
+            values.iter().for_each(|&(a, v)| snapshot.push_value(a, v));
+            state.process(cali, &snapshot);
+        };
+        take(&[100], &[(u, ValueKey::uint(5))]);
+        // A second metric after the entry exists; an integer, not native.
+        take(&[100], &[(i, ValueKey::int(-3)), (u, ValueKey::uint(7))]);
+        take(&[100, 200], &[(u, ValueKey::uint(1))]);
+        take(&[100], &[(i, ValueKey::int(4))]);
+        let mut lines = Vec::new();
+        agg.flush(cali, &mut [&mut state], &mut |r| {
+            let text: Vec<String> = r
+                .entries
+                .iter()
+                .map(|e| match e {
+                    caliper_data::Entry::Reference(n) => format!("@{n}"),
+                    caliper_data::Entry::Immediate(a, v) => {
+                        format!("{}={v}", cali.attribute_info(*a).map(|i| i.name.to_string()).unwrap_or_default())
+                    }
+                })
+                .collect();
+            lines.push(text.join(","));
+        });
+        assert_eq!(
+            lines,
+            [
+                "@100,min#test.agg.u=5,max#test.agg.u=7,sum#test.agg.u=12,avg#test.agg.u=6,\
+                 min#test.agg.i=-3,max#test.agg.i=4,sum#test.agg.i=1,avg#test.agg.i=0,count=3,aggregate.slot=0",
+                "@100,@200,min#test.agg.u=1,max#test.agg.u=1,sum#test.agg.u=1,avg#test.agg.u=1,count=1,aggregate.slot=1",
+            ]
+        );
     }
 }

@@ -7,11 +7,14 @@
 //! events: since the matching begin.
 
 use crate::attributes::Attribute;
-use crate::channel::{EventKind, Service, ServiceState, Trigger};
+use crate::channel::{EventKind, Service, ServiceState, ThreadService, Trigger};
+use crate::clock::Clock;
 use crate::config::RuntimeConfig;
 use crate::runtime::Caliper;
+use crate::snapshot::Snapshot;
+use crate::value::ValueKey;
 use caliper_data::node::Id;
-use caliper_data::{AttrType, Properties, Record, Variant};
+use caliper_data::{AttrType, Properties, Variant};
 
 pub struct Timer {
     /// The clock reading when the service started.
@@ -21,8 +24,13 @@ pub struct Timer {
     inclusive: Option<Attribute>,
 }
 
-#[derive(Default)]
+/// A thread's timer: the service's settings and the thread's times.
 struct TimerThread {
+    clock: &'static Clock,
+    start: u64,
+    offset: Id,
+    duration: Id,
+    inclusive: Option<Id>,
     last: u64,
     /// Begin times of open regions: (attribute, ns).
     open: Vec<(Id, u64)>,
@@ -55,24 +63,33 @@ impl Service for Timer {
     }
 
     fn thread_state(&self) -> ServiceState {
-        Box::new(TimerThread::default())
+        Box::new(TimerThread {
+            clock: crate::clock::clock(),
+            start: self.start,
+            offset: self.offset.id(),
+            duration: self.duration.id(),
+            inclusive: self.inclusive.map(Attribute::id),
+            last: 0,
+            open: Vec::new(),
+        })
     }
+}
 
+impl ThreadService for TimerThread {
     #[inline]
-    fn measure(&self, state: &mut ServiceState, snapshot: &mut Record, trigger: &Trigger) {
-        let Some(t) = state.downcast_mut::<TimerThread>() else { return };
-        let now = crate::clock::clock().now_ns().saturating_sub(self.start);
-        let duration = now.saturating_sub(t.last);
-        t.last = now;
-        snapshot.push_imm(self.offset.id(), Variant::Uint(now));
-        snapshot.push_imm(self.duration.id(), Variant::Uint(duration));
+    fn measure(&mut self, snapshot: &mut Snapshot, trigger: &Trigger) {
+        let now = self.clock.now_ns().saturating_sub(self.start);
+        let duration = now.saturating_sub(self.last);
+        self.last = now;
+        snapshot.push_value(self.offset, ValueKey::uint(now));
+        snapshot.push_value(self.duration, ValueKey::uint(duration));
         if let (Some(inclusive), Some(attr)) = (self.inclusive, trigger.attr) {
             match trigger.kind {
-                EventKind::Begin => t.open.push((attr.id(), now)),
+                EventKind::Begin => self.open.push((attr.id(), now)),
                 EventKind::End => {
-                    if let Some(i) = t.open.iter().rposition(|(a, _)| *a == attr.id()) {
-                        let (_, begin) = t.open.remove(i);
-                        snapshot.push_imm(inclusive.id(), Variant::Uint(now - begin));
+                    if let Some(i) = self.open.iter().rposition(|(a, _)| *a == attr.id()) {
+                        let (_, begin) = self.open.remove(i);
+                        snapshot.push_value(inclusive, ValueKey::uint(now.saturating_sub(begin)));
                     }
                 }
                 _ => {}
