@@ -11,6 +11,7 @@
 use crate::attributes::Attribute;
 use crate::blackboard::{Blackboard, ChildCache, Stack, StackEntry};
 use crate::config::RuntimeConfig;
+use crate::region_filter::{NameFilter, RegionFilter};
 use crate::runtime::Caliper;
 use crate::snapshot::Snapshot;
 use crate::thread::ThreadData;
@@ -53,6 +54,31 @@ pub trait ThreadService: Any + Send {
     fn measure(&mut self, _snapshot: &mut Snapshot, _trigger: &Trigger) {}
     /// Consumes a snapshot.
     fn process(&mut self, _cali: &Caliper, _snapshot: &Snapshot) {}
+    /// Sees an update before it happens (if the service
+    /// [observes](Service::observes)) and says whether the channel takes a
+    /// snapshot for it, with the entries added to `trigger`.
+    fn observe(
+        &mut self,
+        _cali: &Caliper,
+        _kind: EventKind,
+        _attr: Attribute,
+        _value: ValueKey,
+        _trigger: &mut Vec<Entry>,
+    ) -> Observation {
+        Observation::Ignore
+    }
+}
+
+/// What an observing service asks of the channel after an update.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Observation {
+    /// Nothing.
+    Ignore,
+    /// Run the measuring services only (e.g. to restart the timer's
+    /// duration), keeping no snapshot.
+    Measure,
+    /// Take a snapshot with the trigger entries.
+    Snapshot,
 }
 
 /// Services without per-thread data.
@@ -72,12 +98,11 @@ pub fn state_mut<T: ThreadService>(state: &mut ServiceState) -> Option<&mut T> {
 pub trait Service: Send + Sync {
     /// The service's name.
     fn name(&self) -> &'static str;
-    /// Whether the service wants to see every update ([`Service::observe`]).
+    /// Whether the service's thread objects see every update
+    /// ([`ThreadService::observe`]).
     fn observes(&self) -> bool {
         false
     }
-    /// Sees an update before it happens.
-    fn observe(&self, _cali: &Caliper, _kind: EventKind, _attr: Attribute, _value: ValueKey) {}
     /// Whether the service adds measurements to snapshots
     /// ([`ThreadService::measure`]).
     fn measures(&self) -> bool {
@@ -130,6 +155,10 @@ pub struct EventConfig {
     pub level: u32,
     /// Only these attributes trigger (all if empty).
     pub triggers: Vec<String>,
+    /// Which string values trigger (`include_regions`, `exclude_regions`).
+    pub filter: RegionFilter,
+    /// Snapshots only inside regions these match (`include_branches`).
+    pub branches: NameFilter,
 }
 
 /// A thread's state in one channel.
@@ -144,9 +173,42 @@ pub struct ChannelThread {
     /// 32 bits (the context tree holds at most 2^24 nodes), which halves
     /// the table.
     event_nodes: Vec<[u32; 2]>,
+    /// Per string value seen by the region filters: whether it passes the
+    /// include/exclude lists (bit 0) and starts a branch (bit 1).
+    filtered: FxHashMap<ValueKey, u8>,
+    /// The open regions that started an included branch.
+    branches: Vec<ValueKey>,
+    /// Trigger entries of observing services (kept to reuse the buffer).
+    observed: Vec<Entry>,
 }
 
 impl ChannelThread {
+    /// Whether an update passes the channel's region and branch filters
+    /// (which look at string values only); keeps the branch stack.
+    fn passes_filters(&mut self, events: &EventConfig, kind: EventKind, attr: Attribute, value: ValueKey) -> bool {
+        let bits = if attr.attr_type() == AttrType::String {
+            *self.filtered.entry(value).or_insert_with(|| {
+                let v = value.to_variant();
+                let name = v.as_str().unwrap_or_default();
+                u8::from(events.filter.pass(name)) | (u8::from(events.branches.matches(name)) << 1)
+            })
+        } else {
+            1
+        };
+        let mut pass = bits & 1 != 0;
+        if !events.branches.is_empty() {
+            let starts_branch = bits & 2 != 0;
+            if starts_branch && matches!(kind, EventKind::Begin | EventKind::Set) {
+                self.branches.push(value);
+            }
+            pass &= !self.branches.is_empty();
+            if starts_branch && kind == EventKind::End && self.branches.last() == Some(&value) {
+                self.branches.pop();
+            }
+        }
+        pass
+    }
+
     /// The event attribute of a `kind` update of `attr`
     /// (`event.begin#attr`, ...), if `attr` triggers snapshots.
     #[inline]
@@ -221,6 +283,9 @@ impl ChannelThread {
         event
     }
 }
+
+/// The trigger of snapshots that are not taken for an update.
+const EXPLICIT: Trigger = Trigger { kind: EventKind::Explicit, attr: None };
 
 /// A channel.
 pub struct Channel {
@@ -416,6 +481,9 @@ impl Channel {
             states: self.services.iter().map(|s| s.thread_state()).collect(),
             marks: Vec::new(),
             event_nodes: Vec::new(),
+            filtered: FxHashMap::default(),
+            branches: Vec::new(),
+            observed: Vec::new(),
         }
     }
 
@@ -429,12 +497,15 @@ impl Channel {
         attr: Attribute,
         value: ValueKey,
     ) {
-        for &i in &self.observe {
-            self.services[i].observe(cali, kind, attr, value);
+        if !self.observe.is_empty() {
+            self.observe_update(cali, t, kind, attr, value);
         }
         let Some(events) = &self.events else { return };
         let ct = self.thread_state(cali, &mut t.channels, &mut t.blackboard);
         let Some(info) = ct.event_attribute(cali, self, attr.id(), kind) else { return };
+        if (!events.filter.is_empty() || !events.branches.is_empty()) && !ct.passes_filters(events, kind, attr, value) {
+            return;
+        }
         t.snapshot.clear();
         let process_scope = attr.properties().scope() == caliper_data::Scope::Process;
         // The slot the event node replaces: the updated attribute's stack.
@@ -461,22 +532,48 @@ impl Channel {
         self.run_pipeline(cali, ct, snapshot, &Trigger { kind, attr: Some(attr) });
     }
 
+    /// Lets the observing services see an update and takes the snapshots
+    /// they ask for.
+    fn observe_update(&self, cali: &Caliper, t: &mut ThreadData, kind: EventKind, attr: Attribute, value: ValueKey) {
+        let ct = self.thread_state(cali, &mut t.channels, &mut t.blackboard);
+        let mut trigger = std::mem::take(&mut ct.observed);
+        for &i in &self.observe {
+            trigger.clear();
+            match ct.states[i].observe(cali, kind, attr, value, &mut trigger) {
+                Observation::Ignore => {}
+                Observation::Measure => {
+                    t.snapshot.clear();
+                    self.run_measure(ct, &mut t.snapshot, &EXPLICIT);
+                }
+                Observation::Snapshot => self.explicit_snapshot(cali, ct, context_of!(t), &trigger),
+            }
+        }
+        ct.observed = trigger;
+    }
+
     /// Takes an explicit snapshot with extra trigger entries.
     pub(crate) fn push_snapshot(&self, cali: &Caliper, t: &mut ThreadData, trigger: &[Entry]) {
         let ct = self.thread_state(cali, &mut t.channels, &mut t.blackboard);
-        t.snapshot.clear();
-        context_entries(cali, context_of!(t), None);
-        let snapshot = &mut t.snapshot;
+        self.explicit_snapshot(cali, ct, context_of!(t), trigger);
+    }
+
+    fn explicit_snapshot(&self, cali: &Caliper, ct: &mut ChannelThread, c: Context<'_>, trigger: &[Entry]) {
+        c.snapshot.clear();
+        let snapshot = context_entries(cali, c, None);
         for entry in trigger {
             snapshot.push_entry(entry);
         }
-        self.run_pipeline(cali, ct, snapshot, &Trigger { kind: EventKind::Explicit, attr: None });
+        self.run_pipeline(cali, ct, snapshot, &EXPLICIT);
     }
 
-    fn run_pipeline(&self, cali: &Caliper, ct: &mut ChannelThread, snapshot: &mut Snapshot, trigger: &Trigger) {
+    fn run_measure(&self, ct: &mut ChannelThread, snapshot: &mut Snapshot, trigger: &Trigger) {
         for &i in &self.measure {
             ct.states[i].measure(snapshot, trigger);
         }
+    }
+
+    fn run_pipeline(&self, cali: &Caliper, ct: &mut ChannelThread, snapshot: &mut Snapshot, trigger: &Trigger) {
+        self.run_measure(ct, snapshot, trigger);
         for &i in &self.process {
             ct.states[i].process(cali, snapshot);
         }
@@ -517,8 +614,9 @@ impl Channel {
 /// `Some(true)` the unaligned one, `Some(false)` the region one), the
 /// visible as-value entries, and the process entries. Both stacks are
 /// materialized afterwards.
+/// Returns the snapshot.
 #[inline(always)]
-fn context_entries(cali: &Caliper, c: Context<'_>, replaced: Option<bool>) {
+fn context_entries<'a>(cali: &Caliper, c: Context<'a>, replaced: Option<bool>) -> &'a mut Snapshot {
     let region = c.blackboard.regions.node(&cali.tree, c.cache);
     let unaligned = c.blackboard.unaligned.node(&cali.tree, c.cache);
     if let (Some(n), false) = (region, replaced == Some(false)) {
@@ -534,6 +632,7 @@ fn context_entries(cali: &Caliper, c: Context<'_>, replaced: Option<bool>) {
     }
     cali.refresh_process_entries(c.process_entries, c.process_version);
     c.snapshot.append(c.process_entries);
+    c.snapshot
 }
 
 #[cfg(test)]

@@ -118,7 +118,12 @@ pub struct RegionFilter {
 impl RegionFilter {
     /// A filter from `include_regions` and `exclude_regions` texts.
     pub fn new(include: &str, exclude: &str) -> Result<RegionFilter, String> {
-        Ok(RegionFilter { include: NameFilter::parse(include)?, exclude: NameFilter::parse(exclude)? })
+        Ok(RegionFilter::from_lists(NameFilter::parse(include)?, NameFilter::parse(exclude)?))
+    }
+
+    /// A filter from parsed include and exclude lists.
+    pub fn from_lists(include: NameFilter, exclude: NameFilter) -> RegionFilter {
+        RegionFilter { include, exclude }
     }
 
     /// Whether the filter lets every name pass.

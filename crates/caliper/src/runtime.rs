@@ -7,6 +7,7 @@ use crate::blackboard::{Blackboard, ChildCache, EndError};
 use crate::channel::{Channel, EventConfig, EventKind, Service};
 use crate::config::RuntimeConfig;
 use crate::log;
+use crate::region_filter::{NameFilter, RegionFilter};
 use crate::services;
 use crate::snapshot::Snapshot;
 use crate::sync::{self, StopUpdates};
@@ -549,6 +550,8 @@ impl Caliper {
                     snapshot_info: config.get_bool("CALI_EVENT_ENABLE_SNAPSHOT_INFO", true),
                     level: event_level(&config),
                     triggers: config.get_list("CALI_EVENT_TRIGGER", true),
+                    filter: region_filter(&config),
+                    branches: name_filter(&config, "CALI_EVENT_INCLUDE_BRANCHES"),
                 });
                 continue;
             }
@@ -729,4 +732,20 @@ fn event_level(config: &RuntimeConfig) -> u32 {
             }
         },
     }
+}
+
+/// A region filter setting (logged and ignored if malformed).
+fn name_filter(config: &RuntimeConfig, key: &str) -> NameFilter {
+    NameFilter::parse(&config.get_or(key, "")).unwrap_or_else(|e| {
+        log::error(&format!("{key}: {e}"));
+        NameFilter::default()
+    })
+}
+
+/// `CALI_EVENT_INCLUDE_REGIONS` and `CALI_EVENT_EXCLUDE_REGIONS`.
+fn region_filter(config: &RuntimeConfig) -> RegionFilter {
+    RegionFilter::from_lists(
+        name_filter(config, "CALI_EVENT_INCLUDE_REGIONS"),
+        name_filter(config, "CALI_EVENT_EXCLUDE_REGIONS"),
+    )
 }

@@ -262,3 +262,78 @@ fn an_unwritable_output_is_a_message_not_a_failure() {
         assert_eq!(stdout(&out), "program output\n");
     }
 }
+
+/// The first column of a report's rows (after the header), trimmed.
+fn report_paths(out: &str) -> Vec<String> {
+    let rows = out.lines().filter(|l| !l.is_empty() && *l != "program output").skip(1);
+    let width = out.lines().find(|l| l.starts_with("Path")).and_then(|h| h.find("Time (E)")).unwrap_or(0);
+    rows.map(|l| l[..width].trim_end().to_string()).collect()
+}
+
+#[test]
+fn region_filters_choose_what_triggers_snapshots() {
+    let paths = |options: &str| report_paths(&stdout(&run_config(&format!("runtime-report,output=stdout,{options}"))));
+    assert_eq!(paths("exclude_regions=init"), ["main", "  mainloop", "    foo"]);
+    assert_eq!(paths("include_regions=\"startswith(main)\""), ["main", "  mainloop"]);
+    // main itself does not trigger, but the begin of mainloop is measured
+    // in its context.
+    assert_eq!(paths("include_regions=\"regex(ma.*p|foo)\""), ["main", "  mainloop", "    foo"]);
+    assert_eq!(paths("include_regions=\"regex(.*oo.*)\""), ["main", "  mainloop", "    foo"]);
+    // Filters look at string values only: the (integer) iterations of
+    // mainloop still trigger.
+    assert_eq!(paths("include_regions=\"regex(in.*)\""), ["main", "  init", "  mainloop"]);
+    assert_eq!(paths("include_branches=mainloop"), ["main", "  mainloop", "    foo"]);
+    assert_eq!(paths("include_branches=init"), ["main", "  init"]);
+    assert_eq!(paths("level=phase"), Vec::<String>::new(), "no phase regions: nothing but the header");
+    let out = run_config("runtime-report,output=stdout,include_regions=\"match(a\"");
+    assert!(stderr(&out).contains("CALI_EVENT_INCLUDE_REGIONS: in match(): missing ')'"), "{}", stderr(&out));
+}
+
+#[test]
+fn loop_report_prints_a_summary_and_time_series() {
+    let out = stdout(&run_config("loop-report,output=stdout,iteration_interval=2"));
+    let lines: Vec<&str> = out.lines().collect();
+    let at = |text: &str| lines.iter().position(|l| *l == text).unwrap_or_else(|| panic!("{text:?} in\n{out}"));
+    let summary = at("Loop summary:");
+    assert_eq!(
+        lines[summary + 3].split_whitespace().collect::<Vec<_>>().join(" "),
+        "Loop Iterations Time (s) Iter/s (min) Iter/s (max) Iter/s (avg)"
+    );
+    let row: Vec<&str> = lines[summary + 4].split_whitespace().collect();
+    assert_eq!(row[..2], ["mainloop", "4"]);
+    // Max and avg are iterations per second (not 1e18 off); the min is the
+    // block after the last iteration, which has none.
+    let rates: Vec<f64> = row[3..].iter().map(|v| v.parse().unwrap()).collect();
+    assert!(rates[1] > 1.0 && rates[2] > 1.0 && rates[0] <= rates[2], "{row:?}");
+    let series = at("Iteration summary (mainloop):");
+    assert_eq!(
+        lines[series + 3].split_whitespace().collect::<Vec<_>>(),
+        ["Block", "Iterations", "Time", "(s)", "Iter/s"]
+    );
+    let blocks: Vec<Vec<&str>> = lines[series + 4..].iter().map(|l| l.split_whitespace().collect()).collect();
+    assert!(blocks.iter().any(|b| b[..2] == ["0", "2"]) && blocks.iter().any(|b| b[..2] == ["2", "2"]), "{out}");
+}
+
+#[test]
+fn spot_time_series() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("spot.cali");
+    run_config(&format!("spot,timeseries,timeseries.iteration_interval=1,output={}", file.display()));
+    let series = expand_with(&file, &|n| ["spot.channel", "loop", "block", "max#sum#loop.iterations"].contains(&n));
+    let series: Vec<&String> = series.iter().filter(|l| l.contains("timeseries")).collect();
+    assert_eq!(
+        series,
+        (0..4)
+            .map(|b| format!("block={b},loop=mainloop,max#sum#loop.iterations=1,spot.channel=timeseries"))
+            .collect::<Vec<_>>()
+            .iter()
+            .collect::<Vec<_>>()
+    );
+    let globals = globals_with(&file, &|n| n == "spot.channels" || n == "spot.timeseries.metrics");
+    assert_eq!(
+        globals,
+        "spot.channels=regionprofile,timeseries,spot.timeseries.metrics=max#sum#loop.iterations,max#scale#time.duration.ns,avg#ratio#loop.iterations/time.duration.ns"
+    );
+    let out = run_config("spot(timeseries,timeseries.metrics=blagarbl)");
+    assert_eq!(stderr(&out).trim_end(), "== CALIPER: CALI_CONFIG: error: Unknown option: blagarbl");
+}

@@ -294,3 +294,23 @@ fn annotation_metadata_reaches_the_output() {
     assert_eq!(db.metadata_by_name(bytes, "attribute.unit").and_then(|v| v.as_str()), Some("B"));
     assert!(bytes.properties().is_aggregatable() && bytes.is_asvalue());
 }
+
+#[test]
+fn region_monitor_measures_long_region_instances_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("monitor.cali");
+    let out = run_with(
+        "nested",
+        &[
+            ("CALI_SERVICES_ENABLE", "region_monitor,timer,trace,recorder".into()),
+            ("CALI_RECORDER_FILENAME", file.display().to_string()),
+            // Every instance is long: each is measured from its second visit.
+            ("CALI_REGION_MONITOR_TIME_INTERVAL", "0".into()),
+            ("CALI_LOG_VERBOSITY", "1".into()),
+        ],
+    );
+    let records = expand(&file);
+    assert_eq!(records.len(), 3, "the 2nd to 4th foo: {records:?}");
+    assert!(records.iter().all(|r| r.contains("region=main/foo")), "{records:?}");
+    assert!(stderr(&out).contains("region_monitor: 4 regions marked, 3 instances measured."), "{}", stderr(&out));
+}

@@ -48,7 +48,7 @@ pub(crate) fn check_args(spec: &ConfigSpec, options: &Options) -> Result<(), Str
                 None => Ok(()),
             }
         }
-        "spot" => Err("spot: the timeseries option needs the loop_monitor service, which is not available".to_string()),
+        "spot" => super::spot::timeseries_controller(options).map(|_| ()),
         _ => Ok(()),
     }
 }

@@ -77,6 +77,17 @@ impl ChannelController {
             slot.get_or_insert_with(|| self.create(cali)).clone()
         };
         cali.set_channel_active(&channel, true);
+        for sub in self.sub_controllers() {
+            sub.start_with(cali);
+        }
+    }
+
+    /// Controllers of sub-configs whose output is part of this one's.
+    fn sub_controllers(&self) -> Vec<&ChannelController> {
+        match &self.output {
+            Output::Spot(spot) => spot.sub_controllers().collect(),
+            Output::Channel | Output::LoopReport(_) => Vec::new(),
+        }
     }
 
     fn create(&self, cali: &Caliper) -> Arc<Channel> {
@@ -94,6 +105,9 @@ impl ChannelController {
     pub(crate) fn stop_with(&self, cali: &Caliper) {
         if let Some(channel) = self.channel() {
             cali.set_channel_active(&channel, false);
+        }
+        for sub in self.sub_controllers() {
+            sub.stop_with(cali);
         }
     }
 

@@ -15,7 +15,10 @@ use caliper_query::format::make_formatter;
 use caliper_query::spec::Formatter;
 use std::io::{self, Write};
 
-const SUMMARY_LOCAL: &str = "let iter_per_sec=ratio(loop.iterations,time.duration.ns,1e-9) \
+/// Per loop: snapshots, iterations, time and iterations per second (the
+/// reference scales the rate by 1e-9 instead of 1e9, which makes its
+/// minimum and maximum 1e18 too small; this does not).
+const SUMMARY_LOCAL: &str = "let iter_per_sec=ratio(loop.iterations,time.duration.ns,1e9) \
     select loop,count(),sum(loop.iterations),scale(time.duration.ns,1e-9),\
     min(iter_per_sec),max(iter_per_sec),avg(iter_per_sec) group by loop where loop";
 
@@ -34,10 +37,26 @@ pub(crate) struct LoopReport {
 }
 
 /// What the summary says about one loop.
-struct LoopInfo {
-    name: String,
-    iterations: i64,
+pub(crate) struct LoopInfo {
+    pub(crate) name: String,
+    pub(crate) iterations: i64,
     records: i64,
+}
+
+impl LoopInfo {
+    /// Iterations per time-series row, for at most `max_rows` rows (all
+    /// snapshots if 0 or less).
+    pub(crate) fn block_size(&self, max_rows: i64) -> i64 {
+        let blocks = if max_rows > 0 { max_rows } else { self.records };
+        if self.records > blocks { (self.iterations / blocks).max(1) } else { 1 }
+    }
+}
+
+/// The loops in `records` (loop monitor snapshots) with their iterations
+/// and snapshots.
+pub(crate) fn loops(db: &mut MetadataDb, records: &[Record]) -> io::Result<Vec<LoopInfo>> {
+    let per_loop = queries::collect(db, records, &queries::parse(SUMMARY_LOCAL)?)?;
+    Ok(loop_infos(db, &per_loop))
 }
 
 impl LoopReport {
@@ -61,11 +80,8 @@ impl LoopReport {
 
     fn try_write(&self, cali: &Caliper, channel: &Channel, name: &str) -> io::Result<()> {
         let mut db = MetadataDb::new();
-        let mut records = Vec::new();
-        report::import_channel(cali, channel, &mut db, |_, r| {
-            records.push(r.clone());
-            Ok(())
-        })?;
+        let records = report::channel_records(cali, channel, &mut db)?;
+        report::import_globals(cali, channel, &mut db);
         let per_loop = queries::collect(&mut db, &records, &queries::parse(SUMMARY_LOCAL)?)?;
         let loops = loop_infos(&db, &per_loop);
         if loops.is_empty() {
@@ -80,8 +96,7 @@ impl LoopReport {
         }
         if self.timeseries {
             for info in loops.iter().filter(|l| l.iterations > 0) {
-                let blocks = if self.max_rows > 0 { self.max_rows } else { info.records };
-                let block_size = if info.records > blocks { (info.iterations / blocks).max(1) } else { 1 };
+                let block_size = info.block_size(self.max_rows);
                 let local = format!(
                     "select Block,scale(time.duration.ns,1e-9),sum(loop.iterations),\
                      ratio(loop.iterations,time.duration.ns,1e9) group by Block \

@@ -2,10 +2,11 @@
 //! `Event: pre_begin (region=main)`.
 
 use crate::attributes::Attribute;
-use crate::channel::{EventKind, Service};
+use crate::channel::{EventKind, Observation, Service, ServiceState, ThreadService};
 use crate::log;
 use crate::runtime::Caliper;
 use crate::value::ValueKey;
+use caliper_data::Entry;
 
 pub struct Debug;
 
@@ -18,7 +19,22 @@ impl Service for Debug {
         true
     }
 
-    fn observe(&self, cali: &Caliper, kind: EventKind, attr: Attribute, value: ValueKey) {
+    fn thread_state(&self) -> ServiceState {
+        Box::new(DebugThread)
+    }
+}
+
+struct DebugThread;
+
+impl ThreadService for DebugThread {
+    fn observe(
+        &mut self,
+        cali: &Caliper,
+        kind: EventKind,
+        attr: Attribute,
+        value: ValueKey,
+        _trigger: &mut Vec<Entry>,
+    ) -> Observation {
         let event = match kind {
             EventKind::Begin => "pre_begin",
             EventKind::Set => "pre_set",
@@ -27,5 +43,6 @@ impl Service for Debug {
         };
         let name = cali.attribute_info(attr.id()).map(|i| i.name.to_string()).unwrap_or_default();
         log::info(&format!("Event: {event} ({name}={})", value.to_variant()));
+        Observation::Ignore
     }
 }

@@ -4,8 +4,10 @@
 mod aggregate;
 mod async_event;
 mod debug;
+mod loop_monitor;
 pub(crate) mod output;
 mod recorder;
+mod region_monitor;
 pub(crate) mod report;
 mod thread_id;
 mod timer;
@@ -25,8 +27,10 @@ pub const SERVICES: &[(&str, &str)] = &[
     ("async_event", "Take snapshots of asynchronous events (async.begin, async.end, event.duration.ns)"),
     ("debug", "Log every annotation update (verbosity 1)"),
     ("event", "Take snapshots when annotated attributes begin, change or end"),
+    ("loop_monitor", "Take snapshots every N iterations or T seconds inside a loop (loop.iterations)"),
     ("pthread", "Mark snapshots with the thread id (pthread.id) and whether it is the main thread"),
     ("recorder", "Write flushed records to a .cali file"),
+    ("region_monitor", "Take snapshots only of region instances that took longer than a time interval before"),
     ("report", "Run a CalQL query over the flushed records and print the result"),
     ("timer", "Add time offsets and durations to snapshots"),
     ("timestamp", "Alias of timer"),
@@ -45,6 +49,8 @@ pub(crate) fn create(name: &str, cali: &Caliper, channel: &str, config: &Runtime
         "report" => Arc::new(report::Report::new(channel, config)?),
         "validator" => Arc::new(validator::Validator),
         "debug" => Arc::new(debug::Debug),
+        "loop_monitor" => Arc::new(loop_monitor::LoopMonitor::new(cali, config)),
+        "region_monitor" => Arc::new(region_monitor::RegionMonitor::new(config)),
         "pthread" => Arc::new(thread_id::ThreadId::new(cali)),
         _ => return None,
     })

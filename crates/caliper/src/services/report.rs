@@ -54,11 +54,12 @@ pub fn write_query(
     };
     let mut db = MetadataDb::new();
     import_channel(cali, channel, &mut db, |db, record| processor.process(db, record))?;
+    import_globals(cali, channel, &mut db);
     processor.finish(&mut db)
 }
 
-/// Hands a channel's flushed records, imported into `db`, to `sink`, and
-/// adds the channel's globals to `db`. Updates must be stopped.
+/// Hands a channel's flushed records, imported into `db`, to `sink`.
+/// Updates must be stopped.
 pub fn import_channel(
     cali: &Caliper,
     channel: &Channel,
@@ -76,11 +77,25 @@ pub fn import_channel(
             Err(e) => log::error(&format!("{}: Report: {e}", channel.name())),
         }
     });
-    result?;
-    if let Ok(globals) = db.import_record(&mut ids, cali.tree(), &cali.globals(channel)) {
+    result
+}
+
+/// Adds a channel's globals (run metadata) to `db`.
+pub fn import_globals(cali: &Caliper, channel: &Channel, db: &mut MetadataDb) {
+    if let Ok(globals) = db.import_record(&mut IdMap::new(), cali.tree(), &cali.globals(channel)) {
         db.import_globals(&globals);
     }
-    Ok(())
+}
+
+/// A channel's flushed records, imported into `db`. Updates must be
+/// stopped.
+pub fn channel_records(cali: &Caliper, channel: &Channel, db: &mut MetadataDb) -> std::io::Result<Vec<Record>> {
+    let mut records = Vec::new();
+    import_channel(cali, channel, db, |_, r| {
+        records.push(r.clone());
+        Ok(())
+    })?;
+    Ok(records)
 }
 
 impl Service for Report {

@@ -1,0 +1,196 @@
+//! `loop_monitor`: snapshots inside a target loop, every N iterations or
+//! every T seconds, with the iterations done since the previous one.
+//!
+//! The first loop entered (or the first whose name starts with one of
+//! `CALI_LOOP_MONITOR_TARGET_LOOPS`) becomes the thread's target. A
+//! snapshot is taken when it begins (closing the time before it), after an
+//! iteration ends when `CALI_LOOP_MONITOR_ITERATION_INTERVAL` iterations
+//! or `CALI_LOOP_MONITOR_TIME_INTERVAL` seconds have passed, and when it
+//! ends. Iterations are begins of `class.iteration` attributes (e.g.
+//! `iteration#mainloop`) in the target loop. Snapshots carry
+//! `loop.iterations` and `loop.start_iteration` (the first iteration of
+//! the block).
+
+use crate::attributes::Attribute;
+use crate::channel::{Channel, EventKind, Observation, Service, ServiceState, ThreadService};
+use crate::config::RuntimeConfig;
+use crate::log;
+use crate::runtime::Caliper;
+use crate::value::ValueKey;
+use caliper_data::node::Id;
+use caliper_data::{AttrType, Entry, Properties, Variant};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The service's settings, shared with its thread objects.
+struct Settings {
+    loop_attr: Id,
+    class_iteration: Id,
+    iterations: Id,
+    start_iteration: Id,
+    iteration_interval: u64,
+    time_interval_ns: u64,
+    targets: Vec<String>,
+    snapshots: AtomicU64,
+}
+
+pub struct LoopMonitor {
+    settings: Arc<Settings>,
+}
+
+impl LoopMonitor {
+    pub fn new(cali: &Caliper, config: &RuntimeConfig) -> LoopMonitor {
+        let props = Properties::ASVALUE | Properties::SKIP_EVENTS;
+        let b = cali.builtins();
+        let seconds: f64 = config.get_number("CALI_LOOP_MONITOR_TIME_INTERVAL", 0.0);
+        LoopMonitor {
+            settings: Arc::new(Settings {
+                loop_attr: b.loop_attr.id(),
+                class_iteration: b.class_iteration.id(),
+                iterations: cali
+                    .create_attribute("loop.iterations", AttrType::Int, props | Properties::AGGREGATABLE, &[])
+                    .id(),
+                start_iteration: cali.create_attribute("loop.start_iteration", AttrType::Int, props, &[]).id(),
+                iteration_interval: config.get_number("CALI_LOOP_MONITOR_ITERATION_INTERVAL", 0u64),
+                time_interval_ns: (seconds.max(0.0) * 1e9) as u64,
+                targets: config.get_list("CALI_LOOP_MONITOR_TARGET_LOOPS", false),
+                snapshots: AtomicU64::new(0),
+            }),
+        }
+    }
+}
+
+impl Service for LoopMonitor {
+    fn name(&self) -> &'static str {
+        "loop_monitor"
+    }
+
+    fn observes(&self) -> bool {
+        true
+    }
+
+    fn thread_state(&self) -> ServiceState {
+        Box::new(LoopThread {
+            settings: self.settings.clone(),
+            depth: 0,
+            target_depth: None,
+            iterations: 0,
+            start_iteration: None,
+            last_snapshot_ns: 0,
+            is_iteration: Vec::new(),
+        })
+    }
+
+    fn finish(&self, _cali: &Caliper, _channel: &Channel) {
+        log::info(&format!("loop_monitor: Triggered {} snapshots.", self.settings.snapshots.load(Ordering::Relaxed)));
+    }
+}
+
+struct LoopThread {
+    settings: Arc<Settings>,
+    /// Loops open on the thread.
+    depth: usize,
+    /// The loop depth of the target loop, while it runs.
+    target_depth: Option<usize>,
+    /// Iterations since the last snapshot.
+    iterations: i64,
+    /// The first iteration since the last snapshot.
+    start_iteration: Option<i64>,
+    last_snapshot_ns: u64,
+    /// Per attribute id: 0 not looked up, 1 an iteration attribute, 2 not.
+    is_iteration: Vec<u8>,
+}
+
+impl LoopThread {
+    fn is_iteration(&mut self, cali: &Caliper, attr: Id) -> bool {
+        let i = attr as usize;
+        if self.is_iteration.len() <= i {
+            self.is_iteration.resize(i + 1, 0);
+        }
+        if self.is_iteration[i] == 0 {
+            let class = self.settings.class_iteration;
+            let yes = cali
+                .attribute_info(attr)
+                .is_some_and(|info| info.metadata.iter().any(|(m, v)| *m == class && matches!(v, Variant::Bool(true))));
+            self.is_iteration[i] = if yes { 1 } else { 2 };
+        }
+        self.is_iteration[i] == 1
+    }
+
+    fn is_target(&self, name: &str) -> bool {
+        self.settings.targets.is_empty() || self.settings.targets.iter().any(|t| name.starts_with(t.as_str()))
+    }
+
+    /// Takes the block's snapshot: its iterations and first iteration.
+    fn snapshot(&mut self, now: u64, trigger: &mut Vec<Entry>) -> Observation {
+        let s = &self.settings;
+        trigger.push(Entry::Immediate(s.iterations, Variant::Int(self.iterations)));
+        if let Some(first) = self.start_iteration {
+            trigger.push(Entry::Immediate(s.start_iteration, Variant::Int(first)));
+        }
+        self.iterations = 0;
+        self.start_iteration = None;
+        self.last_snapshot_ns = now;
+        s.snapshots.fetch_add(1, Ordering::Relaxed);
+        Observation::Snapshot
+    }
+}
+
+impl ThreadService for LoopThread {
+    fn observe(
+        &mut self,
+        cali: &Caliper,
+        kind: EventKind,
+        attr: Attribute,
+        value: ValueKey,
+        trigger: &mut Vec<Entry>,
+    ) -> Observation {
+        let now = crate::clock::clock().now_ns();
+        let in_target = self.target_depth == Some(self.depth);
+        if attr.id() == self.settings.loop_attr {
+            match kind {
+                EventKind::Begin => {
+                    self.depth += 1;
+                    let name = value.to_variant();
+                    if self.target_depth.is_none() && self.is_target(name.as_str().unwrap_or_default()) {
+                        self.target_depth = Some(self.depth);
+                        self.iterations = 0;
+                        self.start_iteration = None;
+                        self.last_snapshot_ns = now;
+                        // Close the time before the loop; it has no loop entry.
+                        self.settings.snapshots.fetch_add(1, Ordering::Relaxed);
+                        return Observation::Snapshot;
+                    }
+                }
+                EventKind::End => {
+                    self.depth = self.depth.saturating_sub(1);
+                    if in_target {
+                        self.target_depth = None;
+                        return self.snapshot(now, trigger);
+                    }
+                }
+                EventKind::Set | EventKind::Explicit => {}
+            }
+            return Observation::Ignore;
+        }
+        if !in_target || !self.is_iteration(cali, attr.id()) {
+            return Observation::Ignore;
+        }
+        match kind {
+            EventKind::Begin => {
+                if self.start_iteration.is_none() {
+                    self.start_iteration = value.to_variant().to_i64();
+                }
+                Observation::Ignore
+            }
+            EventKind::End => {
+                self.iterations += 1;
+                let s = &self.settings;
+                let by_count = s.iteration_interval > 0 && (self.iterations as u64).is_multiple_of(s.iteration_interval);
+                let by_time = s.time_interval_ns > 0 && now.saturating_sub(self.last_snapshot_ns) > s.time_interval_ns;
+                if by_count || by_time { self.snapshot(now, trigger) } else { Observation::Ignore }
+            }
+            EventKind::Set | EventKind::Explicit => Observation::Ignore,
+        }
+    }
+}

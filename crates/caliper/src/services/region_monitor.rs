@@ -1,0 +1,142 @@
+//! `region_monitor`: measures only the region instances worth measuring.
+//!
+//! A region instance (a nested region at a place in the region tree) that
+//! ran longer than `CALI_REGION_MONITOR_TIME_INTERVAL` seconds (0.01) is
+//! remembered. When that place is entered again and its time was mostly
+//! its own (inclusive time more than twice its children's), the instance
+//! is measured: the measuring services restart at its begin and a
+//! snapshot is taken at its end, so snapshots land on long regions at
+//! the finest level where time is spent, whatever the program's shape.
+
+use crate::attributes::Attribute;
+use crate::channel::{Channel, EventKind, Observation, Service, ServiceState, ThreadService};
+use crate::config::RuntimeConfig;
+use crate::log;
+use crate::runtime::Caliper;
+use crate::value::ValueKey;
+use caliper_data::Entry;
+use caliper_data::hash::FxHashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+struct Counters {
+    marked: AtomicU64,
+    measured: AtomicU64,
+}
+
+pub struct RegionMonitor {
+    interval_ns: u64,
+    counters: Arc<Counters>,
+}
+
+impl RegionMonitor {
+    pub fn new(config: &RuntimeConfig) -> RegionMonitor {
+        let seconds: f64 = config.get_number("CALI_REGION_MONITOR_TIME_INTERVAL", 0.01);
+        RegionMonitor {
+            interval_ns: (seconds.max(0.0) * 1e9) as u64,
+            counters: Arc::new(Counters { marked: AtomicU64::new(0), measured: AtomicU64::new(0) }),
+        }
+    }
+}
+
+impl Service for RegionMonitor {
+    fn name(&self) -> &'static str {
+        "region_monitor"
+    }
+
+    fn observes(&self) -> bool {
+        true
+    }
+
+    fn thread_state(&self) -> ServiceState {
+        Box::new(MonitorThread {
+            interval_ns: self.interval_ns,
+            counters: self.counters.clone(),
+            open: Vec::new(),
+            marked: FxHashMap::default(),
+        })
+    }
+
+    fn finish(&self, _cali: &Caliper, channel: &Channel) {
+        log::info(&format!(
+            "{}: region_monitor: {} regions marked, {} instances measured.",
+            channel.name(),
+            self.counters.marked.load(Ordering::Relaxed),
+            self.counters.measured.load(Ordering::Relaxed)
+        ));
+    }
+}
+
+/// An open region instance.
+struct Frame {
+    /// Identifies the instance's place: its path of (attribute, value).
+    place: u64,
+    begin_ns: u64,
+    children_ns: u64,
+    measured: bool,
+}
+
+/// The times of a remembered place's last long instance.
+#[derive(Copy, Clone)]
+struct Times {
+    inclusive_ns: u64,
+    children_ns: u64,
+}
+
+struct MonitorThread {
+    interval_ns: u64,
+    counters: Arc<Counters>,
+    open: Vec<Frame>,
+    marked: FxHashMap<u64, Times>,
+}
+
+/// The place of a child region: a hash of the parent's place and the
+/// child's attribute and value.
+fn child_place(parent: u64, attr: Attribute, value: ValueKey) -> u64 {
+    (parent.rotate_left(5) ^ attr.id().wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ value.hash_bits())
+        .wrapping_mul(0xC2B2_AE3D_27D4_EB4F)
+}
+
+impl ThreadService for MonitorThread {
+    fn observe(
+        &mut self,
+        _cali: &Caliper,
+        kind: EventKind,
+        attr: Attribute,
+        value: ValueKey,
+        _trigger: &mut Vec<Entry>,
+    ) -> Observation {
+        if !attr.properties().is_nested() {
+            return Observation::Ignore;
+        }
+        let now = crate::clock::clock().now_ns();
+        match kind {
+            EventKind::Begin => {
+                let place = child_place(self.open.last().map_or(0, |f| f.place), attr, value);
+                let measured = self.marked.get(&place).is_some_and(|t| t.inclusive_ns > 2 * t.children_ns);
+                self.open.push(Frame { place, begin_ns: now, children_ns: 0, measured });
+                if measured { Observation::Measure } else { Observation::Ignore }
+            }
+            EventKind::End => {
+                let Some(frame) = self.open.pop() else { return Observation::Ignore };
+                let inclusive_ns = now.saturating_sub(frame.begin_ns);
+                if let Some(parent) = self.open.last_mut() {
+                    parent.children_ns += inclusive_ns;
+                }
+                if inclusive_ns > self.interval_ns {
+                    let times = Times { inclusive_ns, children_ns: frame.children_ns };
+                    if self.marked.insert(frame.place, times).is_none() {
+                        self.counters.marked.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+                if frame.measured {
+                    self.counters.measured.fetch_add(1, Ordering::Relaxed);
+                    Observation::Snapshot
+                } else {
+                    Observation::Ignore
+                }
+            }
+            EventKind::Set | EventKind::Explicit => Observation::Ignore,
+        }
+    }
+}
