@@ -21,6 +21,8 @@ use std::any::Any;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
+mod pull;
+
 /// What triggered a snapshot.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum EventKind {
