@@ -158,6 +158,28 @@ pub unsafe extern "C" fn cali_set(attr: cali_id_t, value: *const c_void, size: u
     })
 }
 
+/// Begins any value on attribute `attr` (an extension the header-only
+/// C++ `cali::Annotation` uses for values the typed calls cannot carry,
+/// such as 64-bit and unsigned integers).
+///
+/// # Safety
+/// A string or blob `value` points to its data.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cali_begin_variant(attr: cali_id_t, value: cali_variant_t) {
+    // SAFETY: per the caller.
+    update("cali_begin_variant", attr, Op::Begin, || Some(ValueKey::from_variant(&unsafe { to_variant(&value) })))
+}
+
+/// Sets any value on attribute `attr` (see [`cali_begin_variant`]).
+///
+/// # Safety
+/// A string or blob `value` points to its data.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cali_set_variant(attr: cali_id_t, value: cali_variant_t) {
+    // SAFETY: per the caller.
+    update("cali_set_variant", attr, Op::Set, || Some(ValueKey::from_variant(&unsafe { to_variant(&value) })))
+}
+
 /// Ends the innermost value of attribute `attr` (no value check).
 #[unsafe(no_mangle)]
 pub extern "C" fn cali_end(attr: cali_id_t) {
