@@ -2,6 +2,7 @@
 //! begin/set/end by attribute id and by attribute name; globals; and the
 //! blackboard queries.
 
+use crate::channels::channel;
 use crate::entry::{attribute, cali, cali_id_t, guard, static_cstr, text};
 use crate::names::key_of;
 use crate::variant::{cali_variant_t, from_raw, from_variant, to_variant};
@@ -269,6 +270,18 @@ pub extern "C" fn cali_get(attr: cali_id_t) -> cali_variant_t {
     guard("cali_get", cali_variant_t::default(), || {
         let Some(c) = cali() else { return cali_variant_t::default() };
         let value = attribute("cali_get", c, attr).and_then(|a| c.get(a));
+        value.map(|v| from_variant(&v)).unwrap_or_default()
+    })
+}
+
+/// The value of attribute `attr` on channel `chn`'s own blackboard (its
+/// name, start time, run metadata), or an empty variant.
+#[unsafe(no_mangle)]
+pub extern "C" fn cali_channel_get(chn: cali_id_t, attr: cali_id_t) -> cali_variant_t {
+    const ENTRY: &str = "cali_channel_get";
+    guard(ENTRY, cali_variant_t::default(), || {
+        let Some((c, channel)) = channel(ENTRY, chn) else { return cali_variant_t::default() };
+        let value = attribute(ENTRY, c, attr).and_then(|a| c.channel_get(&channel, a));
         value.map(|v| from_variant(&v)).unwrap_or_default()
     })
 }

@@ -1,25 +1,29 @@
 //! C strings as interned values, without hashing them on every call.
 //!
 //! `CALI_MARK_BEGIN("solve")` passes the same pointer every time, so each
-//! thread keeps a small direct-mapped table keyed by the pointer. A hit is
-//! verified by comparing the bytes with the copy taken when the entry was
-//! made (the program may have reused the buffer for another name), which
-//! for a short name costs a few cycles; only a miss interns the string.
+//! thread keeps a table keyed by the pointer. A hit is verified by
+//! comparing the bytes with the copy taken when the entry was made (the
+//! program may have reused the buffer for another name), which for a short
+//! name costs a few cycles; only a miss interns the string. The table is
+//! a hash map (a direct-mapped one thrashed on names allocated at regular
+//! strides) that starts over when it grows past `MAX_ENTRIES`, so a
+//! program that builds names in ever new buffers cannot grow it without
+//! bound.
 
+use caliper_data::hash::FxHashMap;
 use runtime::value::ValueKey;
 use std::cell::RefCell;
 use std::ffi::{CStr, c_char};
 
-const SLOTS: usize = 256;
+const MAX_ENTRIES: usize = 4096;
 
 struct Entry {
-    ptr: *const c_char,
     bytes: Box<[u8]>,
     key: ValueKey,
 }
 
 thread_local! {
-    static TABLE: RefCell<Vec<Option<Entry>>> = RefCell::new((0..SLOTS).map(|_| None).collect());
+    static TABLE: RefCell<FxHashMap<usize, Entry>> = RefCell::new(FxHashMap::default());
 }
 
 /// Whether the NUL-terminated string at `s` is exactly `bytes`.
@@ -56,13 +60,10 @@ unsafe fn intern(s: *const c_char) -> (Box<[u8]>, ValueKey) {
 /// `s` is a non-NULL, NUL-terminated string.
 #[inline]
 pub(crate) unsafe fn key_of(s: *const c_char) -> ValueKey {
-    let slot = ((s as usize >> 4) ^ (s as usize >> 12)) % SLOTS;
     let lookup = TABLE.try_with(|table| {
         // Busy (a signal handler re-entered the library): skip the table.
         let mut table = table.try_borrow_mut().ok()?;
-        let entry = &mut table[slot];
-        if let Some(e) = entry.as_ref()
-            && e.ptr == s
+        if let Some(e) = table.get(&(s as usize))
             // SAFETY: `s` is NUL-terminated per the caller.
             && unsafe { same(&e.bytes, s) }
         {
@@ -70,7 +71,10 @@ pub(crate) unsafe fn key_of(s: *const c_char) -> ValueKey {
         }
         // SAFETY: per the caller.
         let (bytes, key) = unsafe { intern(s) };
-        *entry = Some(Entry { ptr: s, bytes, key });
+        if table.len() >= MAX_ENTRIES {
+            table.clear();
+        }
+        table.insert(s as usize, Entry { bytes, key });
         Some(key)
     });
     match lookup {
