@@ -303,7 +303,13 @@ fn test_program(name: &str) -> PathBuf {
 #[test]
 fn every_function_of_cali_h_works_from_c() {
     let exe = test_program("api");
-    let out = Command::new(&exe).env_remove("CALI_CONFIG").env_remove("CALI_SERVICES_ENABLE").output().unwrap();
+    let deleted_output = scratch("api-run").join("deleted.cali");
+    let out = Command::new(&exe)
+        .env_remove("CALI_CONFIG")
+        .env_remove("CALI_SERVICES_ENABLE")
+        .env("API_DELETED_CHANNEL_OUTPUT", &deleted_output)
+        .output()
+        .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success() && stdout.contains("api: all checks passed"), "{stdout}\n{stderr}");
@@ -323,6 +329,7 @@ fn every_function_of_cali_h_works_from_c() {
     ] {
         assert!(stderr.contains(expected), "missing message {expected:?} in:\n{stderr}");
     }
+    assert!(!deleted_output.exists(), "a deleted channel wrote its output at exit");
     // The ConfigManager's report (runtime-report with region.count, on stdout).
     assert!(stdout.contains("Calls") && stdout.lines().any(|l| l.starts_with("managed ")), "{stdout}");
 }

@@ -6,6 +6,7 @@
 #include <caliper/cali-manager.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int failures = 0;
@@ -117,6 +118,20 @@ int main(void)
     CHECK(idle != CALI_INV_ID && !cali_channel_is_active(idle));
     cali_delete_channel(idle);
     CHECK(!cali_channel_is_active(idle)); /* logs: invalid channel id */
+
+    /* a deleted channel writes nothing at exit (the test checks the file) */
+    const char* deleted_out = getenv("API_DELETED_CHANNEL_OUTPUT");
+    if (deleted_out) {
+        const char* dkv[][2] = { { "CALI_SERVICES_ENABLE", "event,trace,recorder" },
+                                 { "CALI_RECORDER_FILENAME", deleted_out },
+                                 { NULL, NULL } };
+        cali_configset_t dcfg = cali_create_configset(dkv);
+        cali_id_t        deleted = cali_create_channel("api.deleted", 0, dcfg);
+        cali_delete_configset(dcfg);
+        cali_begin_region("before.delete");
+        cali_end_region("before.delete");
+        cali_delete_channel(deleted);
+    }
 
     /* regions */
     cali_begin_region("outer");
