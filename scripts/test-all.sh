@@ -3,9 +3,21 @@
 #
 # Installs what the tests need first: a Python 3 with the venv module (the
 # interoperability tests create target/test-venv and install the reference
-# clients, e.g. caliper-reader, into it from PyPI).
+# clients, e.g. caliper-reader, into it from PyPI), and the C, C++ and
+# Fortran compilers, CMake and pkg-config (the caliper-c tests build the
+# examples against `make install`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+missing=()
+for tool in gcc:gcc g++:g++ gfortran:gfortran cmake:cmake pkg-config:pkg-config make:make; do
+    command -v "${tool%%:*}" >/dev/null 2>&1 || missing+=("${tool##*:}")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "== installing ${missing[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
+fi
 
 if ! python3 -m venv --help >/dev/null 2>&1; then
     echo "== installing python3-venv"

@@ -24,6 +24,7 @@ use std::any::Any;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
+
 /// What triggered a snapshot.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum EventKind {
@@ -327,6 +328,8 @@ macro_rules! context_of {
         }
     };
 }
+
+mod pull;
 
 impl Channel {
     /// A channel with the given services (already instantiated from its

@@ -20,6 +20,8 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Once, OnceLock, RwLock};
 
+mod embed;
+
 /// The version this runtime reports as `cali.caliper.version`.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
@@ -150,7 +152,7 @@ impl Caliper {
     }
 
     fn new() -> Caliper {
-        let config = RuntimeConfig::with_env();
+        let config = crate::default_config::take();
         log::set_verbosity(config.get_number("CALI_LOG_VERBOSITY", 0u32));
         if let Some(dest) = config.get("CALI_LOG_LOGFILE") {
             log::set_destination(&dest);
@@ -707,7 +709,7 @@ impl Caliper {
         }
         let slots = self.thread_slots();
         StopUpdates::new(slots.iter().map(|s| &s.busy)).forever();
-        for channel in self.all_channels() {
+        for channel in self.all_channels().into_iter().filter(|c| !self.is_deleted(c)) {
             if channel.flush_on_exit() {
                 self.flush_and_write(&channel);
             }

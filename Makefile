@@ -1,0 +1,50 @@
+# Builds libcaliper (C ABI, headers, Fortran module) and the tools, and
+# installs them into a prefix:
+#
+#     make install PREFIX=/opt/caliper
+#
+# installs lib/libcaliper.{so,a}, include/caliper/..., bin/cali-query and
+# bin/cali-stat, lib/pkgconfig/caliper.pc and
+# share/cmake/caliper/caliper-config.cmake (imported target `caliper`).
+# With gfortran present it also compiles the Fortran module caliper_mod
+# (include/caliper/fortran/caliper_mod.mod and lib/libcaliper-fortran.a).
+
+PREFIX ?= /usr/local
+CARGO ?= cargo
+ifeq ($(origin FC),default)
+FC := gfortran
+endif
+CAPI := crates/caliper-c
+RELEASE := $(or $(CARGO_TARGET_DIR),target)/release
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
+# What a static libcaliper.a needs besides libc (from rustc --print native-static-libs).
+NATIVE_LIBS := -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc
+
+.PHONY: all install
+
+all:
+	$(CARGO) build --release -p caliper-c -p caliper-cli
+
+install: all
+	install -d $(PREFIX)/lib/pkgconfig $(PREFIX)/bin $(PREFIX)/include $(PREFIX)/share/cmake/caliper
+	install -m 755 $(RELEASE)/libcaliper.so $(PREFIX)/lib/libcaliper.so
+	install -m 644 $(RELEASE)/libcaliper.a $(PREFIX)/lib/libcaliper.a
+	strip --strip-debug $(PREFIX)/lib/libcaliper.so $(PREFIX)/lib/libcaliper.a
+	install -m 755 $(RELEASE)/cali-query $(RELEASE)/cali-stat $(PREFIX)/bin/
+	cp -R $(CAPI)/include/caliper $(PREFIX)/include/
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' -e 's|@NATIVE_LIBS@|$(NATIVE_LIBS)|g' \
+		$(CAPI)/pkg/caliper.pc.in > $(PREFIX)/lib/pkgconfig/caliper.pc
+	sed -e 's|@VERSION@|$(VERSION)|g' $(CAPI)/pkg/caliper-config.cmake.in > $(PREFIX)/share/cmake/caliper/caliper-config.cmake
+	sed -e 's|@VERSION@|$(VERSION)|g' $(CAPI)/pkg/caliper-config-version.cmake.in \
+		> $(PREFIX)/share/cmake/caliper/caliper-config-version.cmake
+	if command -v $(FC) >/dev/null 2>&1; then \
+		tmp=$$(mktemp -d) && \
+		$(FC) -O2 -fPIC -J $$tmp -c $(CAPI)/include/caliper/fortran/caliper_mod.F90 -o $$tmp/caliper_mod.o && \
+		ar rcs $(PREFIX)/lib/libcaliper-fortran.a $$tmp/caliper_mod.o && \
+		install -m 644 $$tmp/caliper_mod.mod $(PREFIX)/include/caliper/fortran/ && \
+		sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' \
+			$(CAPI)/pkg/caliper-fortran.pc.in > $(PREFIX)/lib/pkgconfig/caliper-fortran.pc && \
+		rm -rf $$tmp; \
+	else \
+		echo "note: $(FC) not found: Fortran module installed as source only"; \
+	fi

@@ -1,0 +1,268 @@
+// Caliper: C++ annotation classes (drop-in for the reference's
+// caliper/Annotation.h), header-only over the C API.
+#ifndef CALI_ANNOTATION_H
+#define CALI_ANNOTATION_H
+
+#include "cali.h"
+
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace cali
+{
+
+/// A typed value (the C cali_variant_t). It does not own string data.
+class Variant
+{
+    cali_variant_t m_v;
+
+public:
+    Variant() : m_v(cali_make_empty_variant()) {}
+    Variant(const cali_variant_t& v) : m_v(v) {}
+    Variant(bool val) : m_v(cali_make_variant_from_bool(val)) {}
+    Variant(int val) : m_v(cali_make_variant_from_int(val)) {}
+    Variant(long val) : m_v(cali_make_variant_from_int64(val)) {}
+    Variant(long long val) : m_v(cali_make_variant_from_int64(val)) {}
+    Variant(unsigned val) : m_v(cali_make_variant_from_uint(val)) {}
+    Variant(unsigned long val) : m_v(cali_make_variant_from_uint(val)) {}
+    Variant(unsigned long long val) : m_v(cali_make_variant_from_uint(val)) {}
+    Variant(double val) : m_v(cali_make_variant_from_double(val)) {}
+    Variant(cali_attr_type val) : m_v(cali_make_variant_from_type(val)) {}
+    Variant(const char* val) : m_v(cali_make_variant(CALI_TYPE_STRING, val, val ? std::strlen(val) : 0)) {}
+    Variant(cali_attr_type type, const void* data, std::size_t size) : m_v(cali_make_variant(type, data, size)) {}
+
+    bool           empty() const { return cali_variant_is_empty(m_v); }
+    cali_attr_type type() const { return cali_variant_get_type(m_v); }
+    std::size_t    size() const { return cali_variant_get_size(m_v); }
+    const void*    data() const { return cali_variant_get_data(&m_v); }
+    cali_variant_t c_variant() const { return m_v; }
+
+    int      to_int(bool* ok = 0) const { return cali_variant_to_int(m_v, ok); }
+    int64_t  to_int64(bool* ok = 0) const { return cali_variant_to_int64(m_v, ok); }
+    uint64_t to_uint(bool* ok = 0) const { return cali_variant_to_uint(m_v, ok); }
+    double   to_double(bool* ok = 0) const { return cali_variant_to_double(m_v, ok); }
+    bool     to_bool(bool* ok = 0) const { return cali_variant_to_bool(m_v, ok); }
+
+    std::string to_string() const
+    {
+        cali_attr_type t = type();
+        if (t == CALI_TYPE_STRING) {
+            const char* p = static_cast<const char*>(data());
+            std::size_t n = size();
+            if (n > 0 && p[n - 1] == '\0')
+                --n;
+            return std::string(p, n);
+        }
+        if (t == CALI_TYPE_DOUBLE)
+            return std::to_string(to_double());
+        if (t == CALI_TYPE_BOOL)
+            return to_bool() ? "true" : "false";
+        if (t == CALI_TYPE_UINT)
+            return std::to_string(to_uint());
+        if (t == CALI_TYPE_INT)
+            return std::to_string(to_int64());
+        return std::string();
+    }
+
+    friend bool operator==(const Variant& a, const Variant& b) { return cali_variant_eq(a.m_v, b.m_v); }
+    friend bool operator!=(const Variant& a, const Variant& b) { return !cali_variant_eq(a.m_v, b.m_v); }
+    friend bool operator<(const Variant& a, const Variant& b) { return cali_variant_compare(a.m_v, b.m_v) < 0; }
+};
+
+/// Marks a function as a region (region=name) for its lifetime.
+class Function
+{
+public:
+    explicit Function(const char* name) { cali_begin_region(name); }
+    ~Function() { cali_end(cali_region_attr_id); }
+
+private:
+    Function(const Function&);
+    Function& operator=(const Function&);
+};
+
+/// Marks a scope as a region (region=name) for its lifetime.
+class ScopeAnnotation
+{
+public:
+    explicit ScopeAnnotation(const char* name) { cali_begin_region(name); }
+    ~ScopeAnnotation() { cali_end(cali_region_attr_id); }
+
+private:
+    ScopeAnnotation(const ScopeAnnotation&);
+    ScopeAnnotation& operator=(const ScopeAnnotation&);
+};
+
+/// A loop: loop=name while it lives, iteration#name for each iteration.
+/// Copies share the loop; it ends at end() or with the last copy.
+class Loop
+{
+    struct Impl {
+        cali_id_t iter_attr;
+        bool      ended;
+        Impl() : iter_attr(CALI_INV_ID), ended(false) {}
+        ~Impl()
+        {
+            if (!ended)
+                cali_end(cali_loop_attr_id);
+        }
+    };
+    std::shared_ptr<Impl> m_impl;
+
+public:
+    /// Begins iteration i of a loop; ends it when destroyed.
+    class Iteration
+    {
+        cali_id_t m_attr;
+
+    public:
+        Iteration(cali_id_t attr, int i) : m_attr(attr) { cali_begin_int(attr, i); }
+        Iteration(Iteration&& other) : m_attr(other.m_attr) { other.m_attr = CALI_INV_ID; }
+        ~Iteration()
+        {
+            if (m_attr != CALI_INV_ID)
+                cali_end(m_attr);
+        }
+
+    private:
+        Iteration(const Iteration&);
+        Iteration& operator=(const Iteration&);
+    };
+
+    explicit Loop(const char* name) : m_impl(new Impl)
+    {
+        cali_init();
+        cali_begin_string(cali_loop_attr_id, name);
+        m_impl->iter_attr = cali_make_loop_iteration_attribute(name);
+    }
+
+    Iteration iteration(int i) const { return Iteration(m_impl->iter_attr, i); }
+
+    void end()
+    {
+        if (!m_impl->ended) {
+            cali_end(cali_loop_attr_id);
+            m_impl->ended = true;
+        }
+    }
+};
+
+/// An attribute annotation: begin/set/end values of attribute name. The
+/// attribute is created on the first begin or set, with the type of that
+/// value (unless it exists). Copies share the attribute.
+class Annotation
+{
+public:
+    typedef std::map<const char*, Variant> MetadataListType;
+
+    class Guard;
+    typedef Guard AutoScope;
+
+    Annotation(const char* name, int opt = 0) : m_impl(new Impl(name, opt)) {}
+    Annotation(const char* name, const MetadataListType& metadata, int opt = 0) : m_impl(new Impl(name, opt))
+    {
+        for (MetadataListType::const_iterator it = metadata.begin(); it != metadata.end(); ++it)
+            m_impl->meta.push_back(std::make_pair(std::string(it->first), it->second));
+    }
+
+    Annotation& begin() { return begin(Variant(true)); }
+    Annotation& begin(int data) { return begin(Variant(data)); }
+    Annotation& begin(double data) { return begin(Variant(data)); }
+    Annotation& begin(const char* data) { return begin(Variant(data)); }
+    Annotation& begin(cali_attr_type type, void* data, uint64_t size) { return begin(Variant(type, data, size)); }
+    Annotation& begin(const Variant& data)
+    {
+        Variant v;
+        cali_id_t attr = m_impl->attribute(data, v);
+        if (attr != CALI_INV_ID)
+            cali_begin_variant(attr, v.c_variant());
+        return *this;
+    }
+    template <typename T>
+    Annotation& begin(T data)
+    {
+        return begin(Variant(data));
+    }
+
+    void set(int data) { set(Variant(data)); }
+    void set(double data) { set(Variant(data)); }
+    void set(const char* data) { set(Variant(data)); }
+    void set(cali_attr_type type, void* data, uint64_t size) { set(Variant(type, data, size)); }
+    void set(const Variant& data)
+    {
+        Variant v;
+        cali_id_t attr = m_impl->attribute(data, v);
+        if (attr != CALI_INV_ID)
+            cali_set_variant(attr, v.c_variant());
+    }
+    template <typename T>
+    void set(T data)
+    {
+        set(Variant(data));
+    }
+
+    void end()
+    {
+        if (m_impl->attr != CALI_INV_ID)
+            cali_end(m_impl->attr);
+    }
+
+private:
+    struct Impl {
+        std::string                                  name;
+        int                                          opt;
+        std::vector<std::pair<std::string, Variant> > meta;
+        cali_id_t                                    attr;
+
+        Impl(const char* n, int o) : name(n ? n : ""), opt(o), attr(CALI_INV_ID) {}
+
+        /// The attribute (created with data's type on first use) and in
+        /// out the value to store: an int converts to a double or uint
+        /// attribute; any other type mismatch gives CALI_INV_ID.
+        cali_id_t attribute(const Variant& data, Variant& out)
+        {
+            if (attr == CALI_INV_ID) {
+                std::vector<cali_id_t>      ids;
+                std::vector<cali_variant_t> vals;
+                for (std::size_t i = 0; i < meta.size(); ++i) {
+                    ids.push_back(cali_create_attribute(meta[i].first.c_str(), meta[i].second.type(), CALI_ATTR_DEFAULT));
+                    vals.push_back(meta[i].second.c_variant());
+                }
+                attr = cali_create_attribute_with_metadata(
+                    name.c_str(), data.type(), opt, static_cast<int>(ids.size()), ids.empty() ? 0 : &ids[0],
+                    vals.empty() ? 0 : &vals[0]
+                );
+            }
+            cali_attr_type type = cali_attribute_type(attr);
+            out                 = data;
+            if (data.type() == CALI_TYPE_INT && type == CALI_TYPE_DOUBLE)
+                out = Variant(static_cast<double>(data.to_int64()));
+            else if (data.type() == CALI_TYPE_INT && type == CALI_TYPE_UINT)
+                out = Variant(static_cast<unsigned long long>(data.to_int64()));
+            return out.type() == type ? attr : CALI_INV_ID;
+        }
+    };
+    std::shared_ptr<Impl> m_impl;
+};
+
+/// Ends an annotation's value when destroyed:
+/// `cali::Annotation::Guard g(ann.begin(x));`.
+class Annotation::Guard
+{
+    Annotation m_ann;
+
+public:
+    explicit Guard(Annotation& a) : m_ann(a) {}
+    ~Guard() { m_ann.end(); }
+
+private:
+    Guard(const Guard&);
+    Guard& operator=(const Guard&);
+};
+
+} // namespace cali
+
+#endif

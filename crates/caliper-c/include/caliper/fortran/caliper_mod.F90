@@ -1,0 +1,504 @@
+! Caliper: the Fortran interface (drop-in for the reference's caliper_mod):
+! region, phase and by-name annotations, globals, control functions, and
+! the ConfigManager type. Compile this file with your program, or use the
+! installed caliper_mod.mod.
+module caliper_mod
+    use, intrinsic :: iso_c_binding
+    implicit none
+    private
+
+    integer, parameter, public :: CALI_TYPE_INV = 0, CALI_TYPE_USR = 1, CALI_TYPE_INT = 2, &
+        CALI_TYPE_UINT = 3, CALI_TYPE_STRING = 4, CALI_TYPE_ADDR = 5, CALI_TYPE_DOUBLE = 6, &
+        CALI_TYPE_BOOL = 7, CALI_TYPE_TYPE = 8, CALI_TYPE_PTR = 9
+    integer, parameter, public :: CALI_ATTR_DEFAULT = 0, CALI_ATTR_ASVALUE = 1, &
+        CALI_ATTR_NOMERGE = 2, CALI_ATTR_SCOPE_PROCESS = 12, CALI_ATTR_SCOPE_THREAD = 20, &
+        CALI_ATTR_SCOPE_TASK = 24, CALI_ATTR_SKIP_EVENTS = 64, CALI_ATTR_HIDDEN = 128, &
+        CALI_ATTR_NESTED = 256, CALI_ATTR_GLOBAL = 512, CALI_ATTR_UNALIGNED = 1024, &
+        CALI_ATTR_AGGREGATABLE = 2048
+    integer(C_INT64_T), parameter, public :: CALI_INV_ID = -1_C_INT64_T
+    integer, parameter, public :: CALI_FLUSH_CLEAR_BUFFERS = 1
+
+    type, bind(C) :: SHROUD_capsule_data
+        type(C_PTR) :: addr = C_NULL_PTR
+        integer(C_INT) :: idtor = 0
+    end type SHROUD_capsule_data
+
+    type, public :: ConfigManager
+        type(SHROUD_capsule_data) :: cxxmem
+    contains
+        procedure :: add => configmanager_add
+        procedure :: add_config_spec => configmanager_add_config_spec
+        procedure :: add_option_spec => configmanager_add_option_spec
+        procedure :: set_default_parameter => configmanager_set_default_parameter
+        procedure :: set_default_parameter_for_config => configmanager_set_default_parameter_for_config
+        procedure :: check => configmanager_check
+        procedure :: error => configmanager_error
+        procedure :: error_msg => configmanager_error_msg
+        procedure :: start => configmanager_start
+        procedure :: stop => configmanager_stop
+        procedure :: flush => configmanager_flush
+        procedure :: delete => ConfigManager_delete
+    end type ConfigManager
+
+    public :: ConfigManager_new, ConfigManager_delete
+    public :: cali_begin_region, cali_end_region, cali_begin_phase, cali_end_phase
+    public :: cali_begin_comm_region, cali_end_comm_region
+    public :: cali_begin_byname, cali_begin_double_byname, cali_begin_int_byname, cali_begin_string_byname
+    public :: cali_set_double_byname, cali_set_int_byname, cali_set_string_byname, cali_end_byname
+    public :: cali_set_global_double_byname, cali_set_global_int_byname
+    public :: cali_set_global_string_byname, cali_set_global_uint_byname
+    public :: cali_create_attribute, cali_find_attribute, cali_make_loop_iteration_attribute
+    public :: cali_begin, cali_begin_int, cali_begin_double, cali_begin_string, cali_end
+    public :: cali_set_int, cali_set_double, cali_set_string
+    public :: cali_config_set, cali_config_preset, cali_init, cali_is_initialized, cali_flush
+    public :: cali_caliper_version
+
+    interface
+        subroutine c_begin_region(name) bind(C, name="cali_begin_region")
+            import :: C_CHAR
+            character(kind=C_CHAR), intent(in) :: name(*)
+        end subroutine
+        subroutine c_end_region(name) bind(C, name="cali_end_region")
+            import :: C_CHAR
+            character(kind=C_CHAR), intent(in) :: name(*)
+        end subroutine
+        subroutine c_begin_phase(name) bind(C, name="cali_begin_phase")
+            import :: C_CHAR
+            character(kind=C_CHAR), intent(in) :: name(*)
+        end subroutine
+        subroutine c_end_phase(name) bind(C, name="cali_end_phase")
+            import :: C_CHAR
+            character(kind=C_CHAR), intent(in) :: name(*)
+        end subroutine
+        subroutine c_begin_comm_region(name) bind(C, name="cali_begin_comm_region")
+            import :: C_CHAR
+            character(kind=C_CHAR), intent(in) :: name(*)
+        end subroutine
+        subroutine c_end_comm_region(name) bind(C, name="cali_end_comm_region")
+            import :: C_CHAR
+            character(kind=C_CHAR), intent(in) :: name(*)
+        end subroutine
+        subroutine c_begin_byname(name) bind(C, name="cali_begin_byname")
+            import :: C_CHAR
+            character(kind=C_CHAR), intent(in) :: name(*)
+        end subroutine
+        subroutine c_begin_double_byname(name, val) bind(C, name="cali_begin_double_byname")
+            import :: C_CHAR, C_DOUBLE
+            character(kind=C_CHAR), intent(in) :: name(*)
+            real(C_DOUBLE), value :: val
+        end subroutine
+        subroutine c_begin_int_byname(name, val) bind(C, name="cali_begin_int_byname")
+            import :: C_CHAR, C_INT
+            character(kind=C_CHAR), intent(in) :: name(*)
+            integer(C_INT), value :: val
+        end subroutine
+        subroutine c_begin_string_byname(name, val) bind(C, name="cali_begin_string_byname")
+            import :: C_CHAR
+            character(kind=C_CHAR), intent(in) :: name(*), val(*)
+        end subroutine
+        subroutine c_set_double_byname(name, val) bind(C, name="cali_set_double_byname")
+            import :: C_CHAR, C_DOUBLE
+            character(kind=C_CHAR), intent(in) :: name(*)
+            real(C_DOUBLE), value :: val
+        end subroutine
+        subroutine c_set_int_byname(name, val) bind(C, name="cali_set_int_byname")
+            import :: C_CHAR, C_INT
+            character(kind=C_CHAR), intent(in) :: name(*)
+            integer(C_INT), value :: val
+        end subroutine
+        subroutine c_set_string_byname(name, val) bind(C, name="cali_set_string_byname")
+            import :: C_CHAR
+            character(kind=C_CHAR), intent(in) :: name(*), val(*)
+        end subroutine
+        subroutine c_end_byname(name) bind(C, name="cali_end_byname")
+            import :: C_CHAR
+            character(kind=C_CHAR), intent(in) :: name(*)
+        end subroutine
+        subroutine c_set_global_double_byname(name, val) bind(C, name="cali_set_global_double_byname")
+            import :: C_CHAR, C_DOUBLE
+            character(kind=C_CHAR), intent(in) :: name(*)
+            real(C_DOUBLE), value :: val
+        end subroutine
+        subroutine c_set_global_int_byname(name, val) bind(C, name="cali_set_global_int_byname")
+            import :: C_CHAR, C_INT
+            character(kind=C_CHAR), intent(in) :: name(*)
+            integer(C_INT), value :: val
+        end subroutine
+        subroutine c_set_global_string_byname(name, val) bind(C, name="cali_set_global_string_byname")
+            import :: C_CHAR
+            character(kind=C_CHAR), intent(in) :: name(*), val(*)
+        end subroutine
+        subroutine c_set_global_uint_byname(name, val) bind(C, name="cali_set_global_uint_byname")
+            import :: C_CHAR, C_INT64_T
+            character(kind=C_CHAR), intent(in) :: name(*)
+            integer(C_INT64_T), value :: val
+        end subroutine
+        function c_create_attribute(name, type, props) result(id) bind(C, name="cali_create_attribute")
+            import :: C_CHAR, C_INT, C_INT64_T
+            character(kind=C_CHAR), intent(in) :: name(*)
+            integer(C_INT), value :: type, props
+            integer(C_INT64_T) :: id
+        end function
+        function c_make_loop_iteration_attribute(name) result(id) &
+                bind(C, name="cali_make_loop_iteration_attribute")
+            import :: C_CHAR, C_INT64_T
+            character(kind=C_CHAR), intent(in) :: name(*)
+            integer(C_INT64_T) :: id
+        end function
+        function c_find_attribute(name) result(id) bind(C, name="cali_find_attribute")
+            import :: C_CHAR, C_INT64_T
+            character(kind=C_CHAR), intent(in) :: name(*)
+            integer(C_INT64_T) :: id
+        end function
+        subroutine cali_begin(attr) bind(C, name="cali_begin")
+            import :: C_INT64_T
+            integer(C_INT64_T), value :: attr
+        end subroutine
+        subroutine cali_begin_int(attr, val) bind(C, name="cali_begin_int")
+            import :: C_INT64_T, C_INT
+            integer(C_INT64_T), value :: attr
+            integer(C_INT), value :: val
+        end subroutine
+        subroutine cali_begin_double(attr, val) bind(C, name="cali_begin_double")
+            import :: C_INT64_T, C_DOUBLE
+            integer(C_INT64_T), value :: attr
+            real(C_DOUBLE), value :: val
+        end subroutine
+        subroutine c_begin_string(attr, val) bind(C, name="cali_begin_string")
+            import :: C_INT64_T, C_CHAR
+            integer(C_INT64_T), value :: attr
+            character(kind=C_CHAR), intent(in) :: val(*)
+        end subroutine
+        subroutine cali_end(attr) bind(C, name="cali_end")
+            import :: C_INT64_T
+            integer(C_INT64_T), value :: attr
+        end subroutine
+        subroutine cali_set_int(attr, val) bind(C, name="cali_set_int")
+            import :: C_INT64_T, C_INT
+            integer(C_INT64_T), value :: attr
+            integer(C_INT), value :: val
+        end subroutine
+        subroutine cali_set_double(attr, val) bind(C, name="cali_set_double")
+            import :: C_INT64_T, C_DOUBLE
+            integer(C_INT64_T), value :: attr
+            real(C_DOUBLE), value :: val
+        end subroutine
+        subroutine c_set_string(attr, val) bind(C, name="cali_set_string")
+            import :: C_INT64_T, C_CHAR
+            integer(C_INT64_T), value :: attr
+            character(kind=C_CHAR), intent(in) :: val(*)
+        end subroutine
+        subroutine c_config_set(key, val) bind(C, name="cali_config_set")
+            import :: C_CHAR
+            character(kind=C_CHAR), intent(in) :: key(*), val(*)
+        end subroutine
+        subroutine c_config_preset(key, val) bind(C, name="cali_config_preset")
+            import :: C_CHAR
+            character(kind=C_CHAR), intent(in) :: key(*), val(*)
+        end subroutine
+        subroutine cali_init() bind(C, name="cali_init")
+        end subroutine
+        function c_is_initialized() result(r) bind(C, name="cali_is_initialized")
+            import :: C_INT
+            integer(C_INT) :: r
+        end function
+        subroutine cali_flush(opts) bind(C, name="cali_flush")
+            import :: C_INT
+            integer(C_INT), value :: opts
+        end subroutine
+        function c_caliper_version() result(p) bind(C, name="cali_caliper_version")
+            import :: C_PTR
+            type(C_PTR) :: p
+        end function
+
+        function c_cm_new(rv) result(p) bind(C, name="cali_ConfigManager_new")
+            import :: SHROUD_capsule_data, C_PTR
+            type(SHROUD_capsule_data), intent(inout) :: rv
+            type(C_PTR) :: p
+        end function
+        subroutine c_cm_delete(self) bind(C, name="cali_ConfigManager_delete")
+            import :: SHROUD_capsule_data
+            type(SHROUD_capsule_data), intent(inout) :: self
+        end subroutine
+        function c_cm_add(self, cfg) result(ok) bind(C, name="cali_ConfigManager_add")
+            import :: SHROUD_capsule_data, C_CHAR, C_BOOL
+            type(SHROUD_capsule_data), intent(inout) :: self
+            character(kind=C_CHAR), intent(in) :: cfg(*)
+            logical(C_BOOL) :: ok
+        end function
+        subroutine c_cm_add_config_spec(self, spec) bind(C, name="cali_ConfigManager_add_config_spec")
+            import :: SHROUD_capsule_data, C_CHAR
+            type(SHROUD_capsule_data), intent(inout) :: self
+            character(kind=C_CHAR), intent(in) :: spec(*)
+        end subroutine
+        subroutine c_cm_add_option_spec(self, spec) bind(C, name="cali_ConfigManager_add_option_spec")
+            import :: SHROUD_capsule_data, C_CHAR
+            type(SHROUD_capsule_data), intent(inout) :: self
+            character(kind=C_CHAR), intent(in) :: spec(*)
+        end subroutine
+        subroutine c_cm_set_default_parameter(self, key, val) &
+                bind(C, name="cali_ConfigManager_set_default_parameter")
+            import :: SHROUD_capsule_data, C_CHAR
+            type(SHROUD_capsule_data), intent(inout) :: self
+            character(kind=C_CHAR), intent(in) :: key(*), val(*)
+        end subroutine
+        subroutine c_cm_set_default_parameter_for_config(self, cfg, key, val) &
+                bind(C, name="cali_ConfigManager_set_default_parameter_for_config")
+            import :: SHROUD_capsule_data, C_CHAR
+            type(SHROUD_capsule_data), intent(inout) :: self
+            character(kind=C_CHAR), intent(in) :: cfg(*), key(*), val(*)
+        end subroutine
+        function c_cm_check(self, cfg) result(p) bind(C, name="cali_ConfigManager_check")
+            import :: SHROUD_capsule_data, C_CHAR, C_PTR
+            type(SHROUD_capsule_data), intent(inout) :: self
+            character(kind=C_CHAR), intent(in) :: cfg(*)
+            type(C_PTR) :: p
+        end function
+        function c_cm_error(self) result(err) bind(C, name="cali_ConfigManager_error")
+            import :: SHROUD_capsule_data, C_BOOL
+            type(SHROUD_capsule_data), intent(inout) :: self
+            logical(C_BOOL) :: err
+        end function
+        function c_cm_error_msg(self) result(p) bind(C, name="cali_ConfigManager_error_msg")
+            import :: SHROUD_capsule_data, C_PTR
+            type(SHROUD_capsule_data), intent(inout) :: self
+            type(C_PTR) :: p
+        end function
+        subroutine c_cm_start(self) bind(C, name="cali_ConfigManager_start")
+            import :: SHROUD_capsule_data
+            type(SHROUD_capsule_data), intent(inout) :: self
+        end subroutine
+        subroutine c_cm_stop(self) bind(C, name="cali_ConfigManager_stop")
+            import :: SHROUD_capsule_data
+            type(SHROUD_capsule_data), intent(inout) :: self
+        end subroutine
+        subroutine c_cm_flush(self) bind(C, name="cali_ConfigManager_flush")
+            import :: SHROUD_capsule_data
+            type(SHROUD_capsule_data), intent(inout) :: self
+        end subroutine
+        function c_strlen(p) result(n) bind(C, name="strlen")
+            import :: C_PTR, C_SIZE_T
+            type(C_PTR), value :: p
+            integer(C_SIZE_T) :: n
+        end function
+    end interface
+
+contains
+
+    ! A Fortran string as a C string (trailing blanks dropped).
+    pure function cstr(s) result(c)
+        character(len=*), intent(in) :: s
+        character(kind=C_CHAR, len=len_trim(s) + 1) :: c
+        c = trim(s) // C_NULL_CHAR
+    end function
+
+    ! A C string as a Fortran string.
+    function fstr(p) result(s)
+        type(C_PTR), intent(in) :: p
+        character(len=:), allocatable :: s
+        character(kind=C_CHAR), pointer :: chars(:)
+        integer :: n, i
+        if (.not. c_associated(p)) then
+            s = ''
+            return
+        end if
+        n = int(c_strlen(p))
+        call c_f_pointer(p, chars, [n])
+        allocate(character(len=n) :: s)
+        do i = 1, n
+            s(i:i) = chars(i)
+        end do
+    end function
+
+    subroutine cali_begin_region(name)
+        character(len=*), intent(in) :: name
+        call c_begin_region(cstr(name))
+    end subroutine
+    subroutine cali_end_region(name)
+        character(len=*), intent(in) :: name
+        call c_end_region(cstr(name))
+    end subroutine
+    subroutine cali_begin_phase(name)
+        character(len=*), intent(in) :: name
+        call c_begin_phase(cstr(name))
+    end subroutine
+    subroutine cali_end_phase(name)
+        character(len=*), intent(in) :: name
+        call c_end_phase(cstr(name))
+    end subroutine
+    subroutine cali_begin_comm_region(name)
+        character(len=*), intent(in) :: name
+        call c_begin_comm_region(cstr(name))
+    end subroutine
+    subroutine cali_end_comm_region(name)
+        character(len=*), intent(in) :: name
+        call c_end_comm_region(cstr(name))
+    end subroutine
+
+    subroutine cali_begin_byname(name)
+        character(len=*), intent(in) :: name
+        call c_begin_byname(cstr(name))
+    end subroutine
+    subroutine cali_begin_double_byname(name, val)
+        character(len=*), intent(in) :: name
+        real(C_DOUBLE), intent(in) :: val
+        call c_begin_double_byname(cstr(name), val)
+    end subroutine
+    subroutine cali_begin_int_byname(name, val)
+        character(len=*), intent(in) :: name
+        integer(C_INT), intent(in) :: val
+        call c_begin_int_byname(cstr(name), val)
+    end subroutine
+    subroutine cali_begin_string_byname(name, val)
+        character(len=*), intent(in) :: name, val
+        call c_begin_string_byname(cstr(name), cstr(val))
+    end subroutine
+    subroutine cali_set_double_byname(name, val)
+        character(len=*), intent(in) :: name
+        real(C_DOUBLE), intent(in) :: val
+        call c_set_double_byname(cstr(name), val)
+    end subroutine
+    subroutine cali_set_int_byname(name, val)
+        character(len=*), intent(in) :: name
+        integer(C_INT), intent(in) :: val
+        call c_set_int_byname(cstr(name), val)
+    end subroutine
+    subroutine cali_set_string_byname(name, val)
+        character(len=*), intent(in) :: name, val
+        call c_set_string_byname(cstr(name), cstr(val))
+    end subroutine
+    subroutine cali_end_byname(name)
+        character(len=*), intent(in) :: name
+        call c_end_byname(cstr(name))
+    end subroutine
+    subroutine cali_set_global_double_byname(name, val)
+        character(len=*), intent(in) :: name
+        real(C_DOUBLE), intent(in) :: val
+        call c_set_global_double_byname(cstr(name), val)
+    end subroutine
+    subroutine cali_set_global_int_byname(name, val)
+        character(len=*), intent(in) :: name
+        integer(C_INT), intent(in) :: val
+        call c_set_global_int_byname(cstr(name), val)
+    end subroutine
+    subroutine cali_set_global_string_byname(name, val)
+        character(len=*), intent(in) :: name, val
+        call c_set_global_string_byname(cstr(name), cstr(val))
+    end subroutine
+    subroutine cali_set_global_uint_byname(name, val)
+        character(len=*), intent(in) :: name
+        integer(C_INT64_T), intent(in) :: val
+        call c_set_global_uint_byname(cstr(name), val)
+    end subroutine
+
+    function cali_create_attribute(name, type, props) result(id)
+        character(len=*), intent(in) :: name
+        integer, intent(in) :: type, props
+        integer(C_INT64_T) :: id
+        id = c_create_attribute(cstr(name), int(type, C_INT), int(props, C_INT))
+    end function
+    function cali_find_attribute(name) result(id)
+        character(len=*), intent(in) :: name
+        integer(C_INT64_T) :: id
+        id = c_find_attribute(cstr(name))
+    end function
+    ! The attribute iteration#<name> of a loop's iterations.
+    function cali_make_loop_iteration_attribute(name) result(id)
+        character(len=*), intent(in) :: name
+        integer(C_INT64_T) :: id
+        id = c_make_loop_iteration_attribute(cstr(name))
+    end function
+    subroutine cali_begin_string(attr, val)
+        integer(C_INT64_T), intent(in) :: attr
+        character(len=*), intent(in) :: val
+        call c_begin_string(attr, cstr(val))
+    end subroutine
+    subroutine cali_set_string(attr, val)
+        integer(C_INT64_T), intent(in) :: attr
+        character(len=*), intent(in) :: val
+        call c_set_string(attr, cstr(val))
+    end subroutine
+
+    subroutine cali_config_set(key, val)
+        character(len=*), intent(in) :: key, val
+        call c_config_set(cstr(key), cstr(val))
+    end subroutine
+    subroutine cali_config_preset(key, val)
+        character(len=*), intent(in) :: key, val
+        call c_config_preset(cstr(key), cstr(val))
+    end subroutine
+    function cali_is_initialized() result(r)
+        logical :: r
+        r = c_is_initialized() /= 0
+    end function
+    function cali_caliper_version() result(v)
+        character(len=:), allocatable :: v
+        v = fstr(c_caliper_version())
+    end function
+
+    function ConfigManager_new() result(mgr)
+        type(ConfigManager) :: mgr
+        type(C_PTR) :: unused
+        unused = c_cm_new(mgr%cxxmem)
+    end function
+    ! Deletes the manager (also `call mgr%delete()`).
+    subroutine ConfigManager_delete(mgr)
+        class(ConfigManager), intent(inout) :: mgr
+        call c_cm_delete(mgr%cxxmem)
+    end subroutine
+
+    subroutine configmanager_add(obj, config)
+        class(ConfigManager), intent(inout) :: obj
+        character(len=*), intent(in) :: config
+        logical(C_BOOL) :: ok
+        ok = c_cm_add(obj%cxxmem, cstr(config))
+    end subroutine
+    subroutine configmanager_add_config_spec(obj, spec)
+        class(ConfigManager), intent(inout) :: obj
+        character(len=*), intent(in) :: spec
+        call c_cm_add_config_spec(obj%cxxmem, cstr(spec))
+    end subroutine
+    subroutine configmanager_add_option_spec(obj, spec)
+        class(ConfigManager), intent(inout) :: obj
+        character(len=*), intent(in) :: spec
+        call c_cm_add_option_spec(obj%cxxmem, cstr(spec))
+    end subroutine
+    subroutine configmanager_set_default_parameter(obj, key, val)
+        class(ConfigManager), intent(inout) :: obj
+        character(len=*), intent(in) :: key, val
+        call c_cm_set_default_parameter(obj%cxxmem, cstr(key), cstr(val))
+    end subroutine
+    subroutine configmanager_set_default_parameter_for_config(obj, config, key, val)
+        class(ConfigManager), intent(inout) :: obj
+        character(len=*), intent(in) :: config, key, val
+        call c_cm_set_default_parameter_for_config(obj%cxxmem, cstr(config), cstr(key), cstr(val))
+    end subroutine
+    function configmanager_check(obj, config) result(msg)
+        class(ConfigManager), intent(inout) :: obj
+        character(len=*), intent(in) :: config
+        character(len=:), allocatable :: msg
+        msg = fstr(c_cm_check(obj%cxxmem, cstr(config)))
+    end function
+    function configmanager_error(obj) result(err)
+        class(ConfigManager), intent(inout) :: obj
+        logical :: err
+        err = c_cm_error(obj%cxxmem)
+    end function
+    function configmanager_error_msg(obj) result(msg)
+        class(ConfigManager), intent(inout) :: obj
+        character(len=:), allocatable :: msg
+        msg = fstr(c_cm_error_msg(obj%cxxmem))
+    end function
+    subroutine configmanager_start(obj)
+        class(ConfigManager), intent(inout) :: obj
+        call c_cm_start(obj%cxxmem)
+    end subroutine
+    subroutine configmanager_stop(obj)
+        class(ConfigManager), intent(inout) :: obj
+        call c_cm_stop(obj%cxxmem)
+    end subroutine
+    subroutine configmanager_flush(obj)
+        class(ConfigManager), intent(inout) :: obj
+        call c_cm_flush(obj%cxxmem)
+    end subroutine
+end module caliper_mod

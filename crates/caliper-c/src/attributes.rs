@@ -1,0 +1,172 @@
+//! Attributes: creation, lookup, and the ids of built-in attributes that
+//! C code reads from global variables (`cali_region_attr_id`, ...).
+
+use crate::entry::{CALI_INV_ID, cali, cali_id_t, guard, static_cstr, text};
+use crate::variant::{cali_variant_t, to_variant};
+use caliper_data::{AttrType, Properties, Variant};
+use runtime::{Caliper, log};
+use std::ffi::{CStr, c_char, c_int};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+macro_rules! exported_ids {
+    ($($name:ident),* $(,)?) => {
+        $(
+            #[unsafe(no_mangle)]
+            pub static $name: AtomicU64 = AtomicU64::new(CALI_INV_ID);
+        )*
+    };
+}
+
+// `extern cali_id_t ...` in the headers: an AtomicU64 has the layout of a
+// uint64_t. The alloc ids belong to the memory tracking services, which
+// this implementation does not have: they stay CALI_INV_ID, as in a
+// reference build without them.
+exported_ids!(
+    cali_class_aggregatable_attr_id,
+    cali_class_symboladdress_attr_id,
+    cali_class_memoryaddress_attr_id,
+    cali_class_iteration_attr_id,
+    cali_region_attr_id,
+    cali_phase_attr_id,
+    cali_loop_attr_id,
+    cali_annotation_attr_id,
+    cali_alloc_fn_attr_id,
+    cali_alloc_label_attr_id,
+    cali_alloc_uid_attr_id,
+    cali_alloc_addr_attr_id,
+    cali_alloc_elem_size_attr_id,
+    cali_alloc_num_elems_attr_id,
+    cali_alloc_total_size_attr_id,
+);
+
+/// Fills in the exported ids once the runtime exists.
+pub(crate) fn publish_ids(c: &Caliper) {
+    let b = c.builtins();
+    let find = |name: &str| c.find_attribute(name).map_or(CALI_INV_ID, |a| a.id());
+    for (var, id) in [
+        (&cali_class_aggregatable_attr_id, find("class.aggregatable")),
+        (&cali_class_symboladdress_attr_id, find("class.symboladdress")),
+        (&cali_class_memoryaddress_attr_id, find("class.memoryaddress")),
+        (&cali_class_iteration_attr_id, b.class_iteration.id()),
+        (&cali_region_attr_id, b.region.id()),
+        (&cali_phase_attr_id, b.phase.id()),
+        (&cali_loop_attr_id, b.loop_attr.id()),
+        // The legacy `annotation` attribute became `region` in the reference.
+        (&cali_annotation_attr_id, b.region.id()),
+    ] {
+        var.store(id, Ordering::Release);
+    }
+}
+
+/// The version string, e.g. `0.1.0`.
+#[unsafe(no_mangle)]
+pub extern "C" fn cali_caliper_version() -> *const c_char {
+    static VERSION: OnceLock<&'static CStr> = OnceLock::new();
+    VERSION.get_or_init(|| static_cstr(runtime::runtime::VERSION)).as_ptr()
+}
+
+fn create(entry: &str, name: *const c_char, ty: c_int, props: c_int, metadata: &[(u64, Variant)]) -> cali_id_t {
+    // SAFETY: the C API passes a NUL-terminated name (NULL is checked).
+    let Some(name) = (unsafe { text(entry, name) }) else { return CALI_INV_ID };
+    let Some(ty) = AttrType::from_code(ty as u8).filter(|_| (0..=9).contains(&ty)) else {
+        log::error(&format!("{entry}: invalid type {ty} for attribute \"{name}\""));
+        return CALI_INV_ID;
+    };
+    let Some(c) = cali() else { return CALI_INV_ID };
+    c.create_attribute(&name, ty, Properties::from_bits(props as u32), metadata).id()
+}
+
+/// Creates attribute `name` (or returns the existing one's id).
+///
+/// # Safety
+/// `name` is NULL or a NUL-terminated string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cali_create_attribute(name: *const c_char, ty: c_int, props: c_int) -> cali_id_t {
+    guard("cali_create_attribute", CALI_INV_ID, || create("cali_create_attribute", name, ty, props, &[]))
+}
+
+/// Creates attribute `name` with `n` metadata entries (meta-attribute
+/// ids and values).
+///
+/// # Safety
+/// `name` is NULL or a NUL-terminated string; with `n > 0`, the lists
+/// hold `n` elements each.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cali_create_attribute_with_metadata(
+    name: *const c_char,
+    ty: c_int,
+    props: c_int,
+    n: c_int,
+    meta_attr_list: *const cali_id_t,
+    meta_val_list: *const cali_variant_t,
+) -> cali_id_t {
+    const ENTRY: &str = "cali_create_attribute_with_metadata";
+    guard(ENTRY, CALI_INV_ID, || {
+        let n = usize::try_from(n).unwrap_or(0);
+        if n > 0 && (meta_attr_list.is_null() || meta_val_list.is_null()) {
+            log::error(&format!("{ENTRY}: NULL metadata lists, metadata ignored"));
+            return create(ENTRY, name, ty, props, &[]);
+        }
+        let metadata: Vec<(u64, Variant)> = (0..n)
+            // SAFETY: both lists hold `n` elements per the caller.
+            .map(|i| unsafe { (*meta_attr_list.add(i), to_variant(&*meta_val_list.add(i))) })
+            .collect();
+        create(ENTRY, name, ty, props, &metadata)
+    })
+}
+
+/// The id of attribute `name`, or `CALI_INV_ID`.
+///
+/// # Safety
+/// `name` is NULL or a NUL-terminated string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cali_find_attribute(name: *const c_char) -> cali_id_t {
+    guard("cali_find_attribute", None, || {
+        // SAFETY: per the caller.
+        let name = unsafe { text("cali_find_attribute", name) }?;
+        cali()?.find_attribute(&name).map(|a| a.id())
+    })
+    .unwrap_or(CALI_INV_ID)
+}
+
+/// The name of attribute `id` (a string that lives as long as the
+/// process), or NULL.
+#[unsafe(no_mangle)]
+pub extern "C" fn cali_attribute_name(id: cali_id_t) -> *const c_char {
+    guard("cali_attribute_name", std::ptr::null(), || {
+        cali().and_then(|c| c.attribute_info(id)).map_or(std::ptr::null(), |info| static_cstr(&info.name).as_ptr())
+    })
+}
+
+/// The type of attribute `id`, or `CALI_TYPE_INV`.
+#[unsafe(no_mangle)]
+pub extern "C" fn cali_attribute_type(id: cali_id_t) -> c_int {
+    guard("cali_attribute_type", 0, || {
+        cali().and_then(|c| c.attribute_info(id)).map_or(0, |info| info.attr.attr_type() as c_int)
+    })
+}
+
+/// The effective properties of attribute `id` (0 if there is none).
+#[unsafe(no_mangle)]
+pub extern "C" fn cali_attribute_properties(id: cali_id_t) -> c_int {
+    guard("cali_attribute_properties", 0, || {
+        cali().and_then(|c| c.attribute_info(id)).map_or(0, |info| info.attr.properties().bits() as c_int)
+    })
+}
+
+/// The attribute `iteration#<name>` of a loop (int, as-value, with
+/// `class.iteration=true`).
+///
+/// # Safety
+/// `name` is NULL or a NUL-terminated string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cali_make_loop_iteration_attribute(name: *const c_char) -> cali_id_t {
+    const ENTRY: &str = "cali_make_loop_iteration_attribute";
+    guard(ENTRY, None, || {
+        // SAFETY: per the caller.
+        let name = unsafe { text(ENTRY, name) }?;
+        Some(cali()?.iteration_attribute(&name).id())
+    })
+    .unwrap_or(CALI_INV_ID)
+}

@@ -1,0 +1,238 @@
+//! Runtime configuration, config sets, channels, flushing and
+//! initialisation.
+
+use crate::entry::{CALI_INV_ID, cali, cali_id_t, guard, text};
+use runtime::channel::Channel;
+use runtime::default_config;
+use runtime::{Caliper, RuntimeConfig, log};
+use std::ffi::{c_char, c_int};
+use std::sync::Arc;
+
+/// `CALI_FLUSH_CLEAR_BUFFERS`: drop what was gathered after flushing.
+const CALI_FLUSH_CLEAR_BUFFERS: c_int = 1;
+/// `CALI_CHANNEL_LEAVE_INACTIVE`: create the channel inactive.
+const CALI_CHANNEL_LEAVE_INACTIVE: c_int = 1;
+/// `CALI_CHANNEL_ALLOW_READ_ENV`: the channel's config reads `CALI_*`
+/// environment variables.
+const CALI_CHANNEL_ALLOW_READ_ENV: c_int = 2;
+
+/// Channel `id` (not deleted); an unknown id is logged as an error of
+/// `entry`.
+pub(crate) fn channel(entry: &str, id: cali_id_t) -> Option<(&'static Caliper, Arc<Channel>)> {
+    let c = cali()?;
+    let found = usize::try_from(id).ok().and_then(|i| c.all_channels().get(i).cloned()).filter(|ch| !c.is_deleted(ch));
+    match found {
+        Some(ch) => Some((c, ch)),
+        None => {
+            log::error(&format!("{entry}: invalid channel id {id}"));
+            None
+        }
+    }
+}
+
+/// Changes the default configuration (before initialisation only).
+fn configure(entry: &str, key: *const c_char, value: *const c_char, preset: bool) {
+    guard(entry, (), || {
+        // SAFETY: the C API passes NUL-terminated strings (NULL is checked).
+        let (Some(key), Some(value)) = (unsafe { text(entry, key) }, unsafe { text(entry, value) }) else { return };
+        default_config::update(&format!("{entry}(\"{key}\", \"{value}\")"), |cfg| {
+            if preset { cfg.preset(&key, &value) } else { cfg.set(&key, &value) }
+        });
+    })
+}
+
+/// A low-priority default for `key` (config files, profiles and the
+/// environment override it).
+///
+/// # Safety
+/// `key` and `value` are NULL or NUL-terminated strings.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cali_config_preset(key: *const c_char, value: *const c_char) {
+    configure("cali_config_preset", key, value, true)
+}
+
+/// Sets `key` with the highest priority.
+///
+/// # Safety
+/// `key` and `value` are NULL or NUL-terminated strings.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cali_config_set(key: *const c_char, value: *const c_char) {
+    configure("cali_config_set", key, value, false)
+}
+
+/// Allows or forbids the default configuration to read `CALI_*`
+/// environment variables.
+#[unsafe(no_mangle)]
+pub extern "C" fn cali_config_allow_read_env(allow: c_int) {
+    guard("cali_config_allow_read_env", (), || {
+        default_config::update(&format!("cali_config_allow_read_env({allow})"), |cfg| cfg.allow_read_env(allow != 0));
+    })
+}
+
+/// `cali_configset_t`: key/value settings for a new channel.
+#[derive(Default)]
+pub struct ConfigSet {
+    pairs: Vec<(String, String)>,
+}
+
+impl ConfigSet {
+    fn set(&mut self, key: String, value: String) {
+        self.pairs.retain(|(k, _)| *k != key);
+        self.pairs.push((key, value));
+    }
+}
+
+/// A config set from `{key, value}` pairs ended by `{NULL, NULL}`.
+///
+/// # Safety
+/// `keyvallist` is NULL or such a list.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cali_create_configset(keyvallist: *const [*const c_char; 2]) -> *mut ConfigSet {
+    guard("cali_create_configset", std::ptr::null_mut(), || {
+        let mut set = ConfigSet::default();
+        if !keyvallist.is_null() {
+            for i in 0.. {
+                // SAFETY: the list is terminated by a NULL key, per the caller.
+                let [key, value] = unsafe { *keyvallist.add(i) };
+                if key.is_null() {
+                    break;
+                }
+                // SAFETY: non-NULL entries are NUL-terminated strings.
+                if let (Some(k), Some(v)) =
+                    unsafe { (text("cali_create_configset", key), text("cali_create_configset", value)) }
+                {
+                    set.set(k.into_owned(), v.into_owned());
+                }
+            }
+        }
+        Box::into_raw(Box::new(set))
+    })
+}
+
+/// # Safety
+/// `cfg` is NULL or a config set from [`cali_create_configset`], not yet
+/// deleted.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cali_delete_configset(cfg: *mut ConfigSet) {
+    if !cfg.is_null() {
+        // SAFETY: per the caller.
+        drop(unsafe { Box::from_raw(cfg) });
+    }
+}
+
+/// # Safety
+/// `cfg` is NULL or a live config set; `key` and `value` are NULL or
+/// NUL-terminated strings.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cali_configset_set(cfg: *mut ConfigSet, key: *const c_char, value: *const c_char) {
+    const ENTRY: &str = "cali_configset_set";
+    guard(ENTRY, (), || {
+        // SAFETY: per the caller.
+        let (Some(set), Some(k), Some(v)) =
+            (unsafe { cfg.as_mut() }, unsafe { text(ENTRY, key) }, unsafe { text(ENTRY, value) })
+        else {
+            log::error(&format!("{ENTRY}: NULL argument, call ignored"));
+            return;
+        };
+        set.set(k.into_owned(), v.into_owned());
+    })
+}
+
+/// Creates a channel with the settings of `cfg` (which may be NULL);
+/// returns its id. It reads the environment only with
+/// `CALI_CHANNEL_ALLOW_READ_ENV` and starts active unless
+/// `CALI_CHANNEL_LEAVE_INACTIVE`.
+///
+/// # Safety
+/// `name` is NULL or a NUL-terminated string; `cfg` is NULL or live.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cali_create_channel(name: *const c_char, flags: c_int, cfg: *const ConfigSet) -> cali_id_t {
+    const ENTRY: &str = "cali_create_channel";
+    guard(ENTRY, CALI_INV_ID, || {
+        // SAFETY: per the caller.
+        let Some(name) = (unsafe { text(ENTRY, name) }) else { return CALI_INV_ID };
+        let Some(c) = cali() else { return CALI_INV_ID };
+        // SAFETY: per the caller.
+        let pairs = unsafe { cfg.as_ref() }.map(|s| s.pairs.as_slice()).unwrap_or_default();
+        let config = RuntimeConfig::from_pairs(
+            pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+            flags & CALI_CHANNEL_ALLOW_READ_ENV != 0,
+        );
+        let channel = c.create_channel(&name, config);
+        if flags & CALI_CHANNEL_LEAVE_INACTIVE == 0 {
+            c.set_channel_active(&channel, true);
+        }
+        channel.id() as cali_id_t
+    })
+}
+
+/// Deletes channel `chn`: it stops measuring and writes nothing at exit.
+#[unsafe(no_mangle)]
+pub extern "C" fn cali_delete_channel(chn: cali_id_t) {
+    guard("cali_delete_channel", (), || {
+        if let Some((c, ch)) = channel("cali_delete_channel", chn) {
+            c.delete_channel(&ch);
+        }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn cali_activate_channel(chn: cali_id_t) {
+    guard("cali_activate_channel", (), || {
+        if let Some((c, ch)) = channel("cali_activate_channel", chn) {
+            c.set_channel_active(&ch, true);
+        }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn cali_deactivate_channel(chn: cali_id_t) {
+    guard("cali_deactivate_channel", (), || {
+        if let Some((c, ch)) = channel("cali_deactivate_channel", chn) {
+            c.set_channel_active(&ch, false);
+        }
+    })
+}
+
+/// 1 if channel `chn` is active, else 0.
+#[unsafe(no_mangle)]
+pub extern "C" fn cali_channel_is_active(chn: cali_id_t) -> c_int {
+    guard("cali_channel_is_active", 0, || {
+        channel("cali_channel_is_active", chn).map_or(0, |(_, ch)| c_int::from(ch.is_active()))
+    })
+}
+
+/// Flushes channel `chn` and writes its outputs; with
+/// `CALI_FLUSH_CLEAR_BUFFERS`, drops what it gathered.
+#[unsafe(no_mangle)]
+pub extern "C" fn cali_channel_flush(chn: cali_id_t, flush_opts: c_int) {
+    guard("cali_channel_flush", (), || {
+        if let Some((c, ch)) = channel("cali_channel_flush", chn) {
+            c.flush_and_write(&ch);
+            if flush_opts & CALI_FLUSH_CLEAR_BUFFERS != 0 {
+                c.clear(&ch);
+            }
+        }
+    })
+}
+
+/// Flushes channel 0 (the `default` channel when `CALI_SERVICES_ENABLE`
+/// created it), as the reference does.
+#[unsafe(no_mangle)]
+pub extern "C" fn cali_flush(flush_opts: c_int) {
+    cali_channel_flush(0, flush_opts)
+}
+
+/// Initialises the runtime now (it otherwise initialises on first use).
+#[unsafe(no_mangle)]
+pub extern "C" fn cali_init() {
+    guard("cali_init", (), || {
+        cali();
+    })
+}
+
+/// 1 once the runtime is initialised.
+#[unsafe(no_mangle)]
+pub extern "C" fn cali_is_initialized() -> c_int {
+    guard("cali_is_initialized", 0, || c_int::from(Caliper::is_initialized()))
+}

@@ -1,0 +1,21 @@
+//! libcaliper: the C ABI of the Caliper runtime, a drop-in for the
+//! reference's `caliper/cali.h` and `caliper/cali-manager.h`. C, C++ (the
+//! header-only classes in `include/caliper/`) and Fortran (`caliper_mod`)
+//! programs build and link against it unchanged.
+//!
+//! Every entry point catches panics (none may unwind into C) and checks
+//! its arguments: a NULL pointer or an unknown id is logged on one
+//! `== CALIPER: ` line and the call does nothing.
+
+#![allow(non_camel_case_types)] // the C ABI's type names
+
+mod annotate;
+mod attributes;
+mod channels;
+mod entry;
+mod manager;
+mod names;
+mod preload;
+mod snapshot;
+mod types;
+mod variant;

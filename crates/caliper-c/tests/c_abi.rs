@@ -1,0 +1,414 @@
+//! libcaliper from C, C++ and Fortran: `make install` into a prefix, the
+//! examples built against it through CMake and through pkg-config and run
+//! under the built-in configs (their output checked against the
+//! reference's fixtures, times aside), a C program calling every function
+//! of `cali.h`, escaping, threads, and `LD_PRELOAD` into a program that
+//! never calls Caliper.
+//!
+//! The compilers and build tools are installed with apt-get when missing
+//! (the test machines are Debian, as root); without them the tests fail
+//! rather than pass vacuously.
+
+use caliper_data::cali::read_records;
+use caliper_data::{MetadataDb, Record, RecordKind};
+use caliper_testutil::{fixture, workspace_root};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+/// The tools the tests build with: (command, Debian package).
+const TOOLS: &[(&str, &str)] = &[
+    ("gcc", "gcc"),
+    ("g++", "g++"),
+    ("gfortran", "gfortran"),
+    ("cmake", "cmake"),
+    ("pkg-config", "pkg-config"),
+    ("make", "make"),
+];
+
+fn has(tool: &str) -> bool {
+    Command::new("sh").args(["-c", &format!("command -v {tool}")]).output().is_ok_and(|o| o.status.success())
+}
+
+/// Runs a command that must succeed; panics with its output otherwise.
+fn must(cmd: &mut Command) -> Output {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed ({}):\n{}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn ensure_tools() {
+    let missing: Vec<&str> = TOOLS.iter().filter(|(t, _)| !has(t)).map(|(_, p)| *p).collect();
+    if missing.is_empty() {
+        return;
+    }
+    must(Command::new("apt-get").arg("update").arg("-qq"));
+    must(
+        Command::new("apt-get").args(["install", "-y", "-qq"]).args(&missing).env("DEBIAN_FRONTEND", "noninteractive"),
+    );
+}
+
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| workspace_root().join("target"))
+}
+
+/// The installed tree: `make install PREFIX=target/c-abi/prefix`, once per
+/// test run (a file lock keeps concurrent runs apart).
+fn prefix() -> &'static Path {
+    static PREFIX: OnceLock<PathBuf> = OnceLock::new();
+    PREFIX.get_or_init(|| {
+        ensure_tools();
+        let dir = target_dir().join("c-abi");
+        std::fs::create_dir_all(&dir).unwrap();
+        let lock = File::create(dir.join("install.lock")).unwrap();
+        lock.lock().unwrap();
+        let prefix = dir.join("prefix");
+        let _ = std::fs::remove_dir_all(&prefix);
+        must(
+            Command::new("make")
+                .arg("-C")
+                .arg(workspace_root())
+                .arg("install")
+                .arg(format!("PREFIX={}", prefix.display())),
+        );
+        prefix
+    })
+}
+
+/// A fresh scratch directory under the target directory.
+fn scratch(name: &str) -> PathBuf {
+    let dir = target_dir().join("c-abi").join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// `pkg-config <args> <packages>` against the installed tree, split.
+fn pkg_config(args: &[&str]) -> Vec<String> {
+    let out = must(Command::new("pkg-config").args(args).env("PKG_CONFIG_PATH", prefix().join("lib/pkgconfig")));
+    String::from_utf8(out.stdout).unwrap().split_whitespace().map(str::to_string).collect()
+}
+
+#[derive(Copy, Clone, Debug)]
+enum Lang {
+    C,
+    Cxx,
+    Fortran,
+}
+
+impl Lang {
+    fn compiler(self) -> &'static str {
+        match self {
+            Lang::C => "gcc",
+            Lang::Cxx => "g++",
+            Lang::Fortran => "gfortran",
+        }
+    }
+}
+
+/// Compiles `source` against the installed library with the flags
+/// pkg-config gives (`caliper`, or `caliper-fortran` for Fortran).
+fn build_with_pkg_config(lang: Lang, source: &Path, out: &Path) -> PathBuf {
+    let package = if let Lang::Fortran = lang { "caliper-fortran" } else { "caliper" };
+    let mut cmd = Command::new(lang.compiler());
+    cmd.args(["-O2", "-Wall"]).arg("-o").arg(out).arg(source);
+    cmd.args(pkg_config(&["--cflags", "--libs", package])).arg("-lpthread");
+    cmd.arg(format!("-Wl,-rpath,{}", prefix().join("lib").display()));
+    must(&mut cmd);
+    out.to_path_buf()
+}
+
+/// The three examples, built once through CMake (`find_package(caliper)`)
+/// and once through pkg-config: (how, language, executable).
+fn examples() -> &'static [(&'static str, Lang, PathBuf)] {
+    static BUILT: OnceLock<Vec<(&'static str, Lang, PathBuf)>> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let root = workspace_root();
+        let cmake_dir = scratch("cmake-build");
+        must(
+            Command::new("cmake")
+                .arg("-S")
+                .arg(root.join("examples"))
+                .arg("-B")
+                .arg(&cmake_dir)
+                .arg(format!("-DCMAKE_PREFIX_PATH={}", prefix().display())),
+        );
+        must(Command::new("cmake").arg("--build").arg(&cmake_dir));
+        let pc_dir = scratch("pkg-config-build");
+        let sources = [
+            (Lang::C, "c/cali-example.c", "cali-example"),
+            (Lang::Cxx, "cxx/cxx-example.cpp", "cxx-example"),
+            (Lang::Fortran, "fortran/fortran-example.f90", "fortran-example"),
+        ];
+        let mut built = Vec::new();
+        for (lang, source, exe) in sources {
+            built.push(("cmake", lang, cmake_dir.join(exe)));
+            built.push((
+                "pkg-config",
+                lang,
+                build_with_pkg_config(lang, &root.join("examples").join(source), &pc_dir.join(exe)),
+            ));
+        }
+        built
+    })
+}
+
+/// Runs an example with a config: the C and Fortran ones take it as their
+/// argument, the C++ one as `-P config` (and through CALI_CONFIG when
+/// `via_env`).
+fn run_example(lang: Lang, exe: &Path, config: &str, via_env: bool) -> Output {
+    let mut cmd = Command::new(exe);
+    for key in ["CALI_CONFIG", "CALI_SERVICES_ENABLE", "CALI_CONFIG_PROFILE", "CALI_LOG_VERBOSITY"] {
+        cmd.env_remove(key);
+    }
+    match (lang, via_env) {
+        (_, true) => cmd.env("CALI_CONFIG", config),
+        (Lang::Cxx, false) => cmd.args(["-P", config]),
+        (_, false) => cmd.arg(config),
+    };
+    must(&mut cmd)
+}
+
+fn read(path: &Path) -> (MetadataDb, Vec<Record>) {
+    let mut db = MetadataDb::new();
+    let data = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let records = read_records(&mut db, "test", &data).unwrap();
+    (db, records)
+}
+
+/// A record as sorted `attr=value` pairs (nested values joined by `/`),
+/// with the attributes `keep` accepts; only the names if `kept` says so.
+fn expand_record(db: &MetadataDb, record: &Record, keep: &dyn Fn(&str) -> Keep) -> String {
+    let mut pairs: Vec<String> = db
+        .expand_paths(record)
+        .into_iter()
+        .filter_map(|(a, values)| {
+            let name = db.attribute(a).unwrap().name().to_string();
+            let values: Vec<String> = values.iter().map(|v| v.to_string()).collect();
+            match keep(&name) {
+                Keep::Value => Some(format!("{name}={}", values.join("/"))),
+                Keep::Name => Some(name),
+                Keep::Not => None,
+            }
+        })
+        .collect();
+    pairs.sort();
+    pairs.join(",")
+}
+
+/// What of an attribute a comparison keeps.
+enum Keep {
+    Value,
+    Name,
+    Not,
+}
+
+/// The snapshot records of a `.cali` file, expanded.
+fn records(path: &Path, keep: &dyn Fn(&str) -> Keep) -> Vec<String> {
+    let (db, records) = read(path);
+    records.iter().filter(|r| r.kind == RecordKind::Ctx).map(|r| expand_record(&db, r, keep)).collect()
+}
+
+/// The names of a file's globals.
+fn global_names(path: &Path) -> Vec<String> {
+    let (db, _) = read(path);
+    let mut names: Vec<String> =
+        db.expand(&db.globals()).iter().map(|(a, _)| db.attribute(*a).unwrap().name().to_string()).collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// Attributes compared by value: not times (they vary), not the version
+/// and config string (they differ from the reference's run by design).
+fn stable(name: &str) -> Keep {
+    let varies =
+        name.contains("time") || name.contains("avg.") || name == "cali.caliper.version" || name == "caliper.config";
+    if varies { Keep::Not } else { Keep::Value }
+}
+
+/// A tree report's header and its rows' path labels.
+fn report_shape(text: &str) -> (String, Vec<String>) {
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+    let header = lines.next().expect("a header").trim_end().to_string();
+    let width = header.find("Time (E)").expect("a Time (E) column");
+    (header.clone(), lines.map(|l| l[..width.min(l.len())].trim_end().to_string()).collect())
+}
+
+#[test]
+fn examples_match_the_reference_under_the_built_in_configs() {
+    let reference_report = std::fs::read_to_string(fixture("cxx-example.runtime-report.stdout.txt")).unwrap();
+    for (how, lang, exe) in examples() {
+        let what = format!("{lang:?} example built with {how}");
+        let out = run_example(*lang, exe, "runtime-report,output=stdout", false);
+        assert_eq!(
+            report_shape(&String::from_utf8_lossy(&out.stdout)),
+            report_shape(&reference_report),
+            "{what}: runtime-report"
+        );
+
+        let dir = scratch(&format!("run-{how}-{lang:?}"));
+        for (config, reference) in [
+            ("hatchet-region-profile", "cxx-example.hatchet-region-profile.cali"),
+            ("event-trace", "cxx-example.event-trace.cali"),
+        ] {
+            let file = dir.join(format!("{config}.cali"));
+            run_example(*lang, exe, &format!("{config},output={}", file.display()), false);
+            assert_eq!(records(&file, &stable), records(&fixture(reference), &stable), "{what}: {config}");
+            let names = |p: &Path| records(p, &|_| Keep::Name);
+            assert_eq!(names(&file), names(&fixture(reference)), "{what}: {config}: the same attributes");
+            assert_eq!(global_names(&file), global_names(&fixture(reference)), "{what}: {config}: globals");
+        }
+    }
+}
+
+#[test]
+fn the_cxx_example_reads_cali_config() {
+    let (_, lang, exe) = examples().iter().find(|(how, l, _)| *how == "cmake" && matches!(l, Lang::Cxx)).unwrap();
+    let out = run_example(*lang, exe, "runtime-report", true);
+    let reference = std::fs::read_to_string(fixture("cxx-example.runtime-report.stdout.txt")).unwrap();
+    assert_eq!(report_shape(&String::from_utf8_lossy(&out.stderr)), report_shape(&reference));
+}
+
+#[test]
+fn the_static_library_links_and_measures() {
+    let dir = scratch("static");
+    let exe = dir.join("cali-example-static");
+    let mut cmd = Command::new("gcc");
+    cmd.arg("-o").arg(&exe).arg(workspace_root().join("examples/c/cali-example.c"));
+    cmd.args(pkg_config(&["--cflags", "caliper"])).arg(prefix().join("lib/libcaliper.a"));
+    cmd.args(pkg_config(&["--libs-only-l", "--static", "caliper"]).into_iter().filter(|l| l != "-lcaliper"));
+    must(&mut cmd);
+    let ldd = must(Command::new("ldd").arg(&exe));
+    assert!(!String::from_utf8_lossy(&ldd.stdout).contains("libcaliper.so"));
+    let out = run_example(Lang::C, &exe, "runtime-report,output=stdout", false);
+    let reference = std::fs::read_to_string(fixture("c-example.runtime-report.stdout.txt")).unwrap();
+    assert_eq!(report_shape(&String::from_utf8_lossy(&out.stdout)), report_shape(&reference));
+}
+
+/// Builds one of the C test programs in `tests/c`.
+fn test_program(name: &str) -> PathBuf {
+    let dir = scratch(&format!("prog-{name}"));
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c").join(format!("{name}.c"));
+    build_with_pkg_config(Lang::C, &source, &dir.join(name))
+}
+
+#[test]
+fn every_function_of_cali_h_works_from_c() {
+    let exe = test_program("api");
+    let deleted_output = scratch("api-run").join("deleted.cali");
+    let out = Command::new(&exe)
+        .env_remove("CALI_CONFIG")
+        .env_remove("CALI_SERVICES_ENABLE")
+        .env("API_DELETED_CHANNEL_OUTPUT", &deleted_output)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && stdout.contains("api: all checks passed"), "{stdout}\n{stderr}");
+    // Bad arguments are reported on one line each, and the program goes on.
+    for line in stderr.lines() {
+        assert!(line.starts_with("== CALIPER: "), "not a Caliper message: {line:?}");
+    }
+    for expected in [
+        "cali_config_set(\"CALI_SERVICES_ENABLE\", \"event\") has no effect",
+        "cali_create_attribute: invalid type 42",
+        "cali_begin_int: attribute type mismatch",
+        "cali_begin_int: invalid attribute id",
+        "cali_channel_pull_snapshot: invalid channel id 12345",
+        "cali_ConfigManager_start: no ConfigManager",
+        "cali_begin_region: NULL region name",
+        "cali_delete_channel: invalid channel id 999",
+    ] {
+        assert!(stderr.contains(expected), "missing message {expected:?} in:\n{stderr}");
+    }
+    assert!(!deleted_output.exists(), "a deleted channel wrote its output at exit");
+    // The ConfigManager's report (runtime-report with region.count, on stdout).
+    assert!(stdout.contains("Calls") && stdout.lines().any(|l| l.starts_with("managed ")), "{stdout}");
+}
+
+#[test]
+fn names_and_values_with_special_characters_survive_cali_and_json() {
+    let exe = test_program("weird");
+    let name = "weird name=a,b\\c \"q\" 's'\nnext";
+    let value = "value=1,2\\3 \"x\"\nend";
+    let dir = scratch("weird-run");
+
+    let cali = dir.join("weird.cali");
+    must(Command::new(&exe).env("CALI_CONFIG", format!("event-trace,output={}", cali.display())));
+    let (db, recs) = read(&cali);
+    let globals = db.expand(&db.globals());
+    assert!(
+        globals.iter().any(|(a, v)| db.attribute(*a).unwrap().name() == name && v.to_string() == value),
+        "global {name:?}={value:?} in {globals:?}"
+    );
+    let region = db.attribute_by_name("region").unwrap().id();
+    assert!(
+        recs.iter().any(|r| db.expand(r).iter().any(|(a, v)| *a == region && v.to_string() == value)),
+        "region {value:?}"
+    );
+
+    let json = dir.join("weird.json");
+    must(
+        Command::new(&exe)
+            .env("CALI_CONFIG", format!("hatchet-region-profile,output.format=json-split,output={}", json.display())),
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(doc[name], serde_json::Value::from(value), "{doc}");
+    assert!(doc["nodes"].as_array().unwrap().iter().any(|n| n["label"] == value), "{doc}");
+}
+
+#[test]
+fn regions_on_pthreads_are_all_measured() {
+    let exe = test_program("threads");
+    let dir = scratch("threads-run");
+    let file = dir.join("threads.cali");
+    let out = must(Command::new(&exe).env("CALI_CONFIG", format!("event-trace,output={}", file.display())));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "threads done\n");
+    let lines = records(&file, &|n| if n == "event.end#region" { Keep::Value } else { Keep::Not });
+    let count = |region: &str| lines.iter().filter(|l| **l == format!("event.end#region={region}")).count();
+    assert_eq!((count("step"), count("worker"), count("main")), (400, 4, 1));
+}
+
+#[test]
+fn ld_preload_profiles_a_program_that_never_calls_caliper() {
+    let dir = scratch("preload");
+    let exe = dir.join("plain");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/plain.c");
+    must(Command::new("gcc").arg("-o").arg(&exe).arg(source));
+    let lib = prefix().join("lib/libcaliper.so");
+    for mode in ["open", "close", "close2"] {
+        let out = Command::new(&exe)
+            .arg(mode)
+            .env("LD_PRELOAD", &lib)
+            .env("CALI_CONFIG", "runtime-report")
+            .env_remove("CALI_SERVICES_ENABLE")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{mode}: {stderr}");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "plain program\n", "{mode}");
+        assert!(stderr.lines().any(|l| l.starts_with("Path")), "{mode}: no report in {stderr:?}");
+    }
+    // Without the configuration nothing is written.
+    let out = Command::new(&exe).env("LD_PRELOAD", &lib).env_remove("CALI_CONFIG").output().unwrap();
+    assert!(out.status.success() && out.stderr.is_empty());
+}
+
+#[test]
+fn the_c_perftest_runs() {
+    let dir = scratch("perftest");
+    let source = workspace_root().join("examples/c/c-annotation-perftest.c");
+    let exe = build_with_pkg_config(Lang::C, &source, &dir.join("c-annotation-perftest"));
+    let out =
+        must(Command::new(&exe).args(["-x", "1", "-w", "4", "-d", "3", "-i", "100", "-P", "aggregate,event,timer"]));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("600 updates") && text.contains("ns per update"), "{text}");
+}
