@@ -24,7 +24,6 @@ use std::any::Any;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
-
 /// What triggered a snapshot.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum EventKind {

@@ -20,6 +20,25 @@ fn scenario_child() {
             // program's output and the report written at exit.
             std::process::exit(0);
         }
+        "managers" => {
+            // Two managers of its own beside CALI_CONFIG.
+            let dir = std::env::var("SCENARIO_DIR").unwrap();
+            let mut trace = caliper::ConfigManager::new();
+            assert!(
+                trace.add(&format!("event-trace(output={dir}/trace.cali,trace.buffer.policy=stop)")),
+                "{}",
+                trace.error_msg()
+            );
+            let profile = caliper::ConfigManager::with(&format!("runtime-profile,output={dir}/profile.cali"));
+            assert!(!profile.error());
+            trace.start();
+            profile.start();
+            nested();
+            trace.flush();
+            profile.flush();
+            println!("program output");
+            std::process::exit(0);
+        }
         other => panic!("unknown scenario {other}"),
     }
 }
@@ -336,4 +355,24 @@ fn spot_time_series() {
     );
     let out = run_config("spot(timeseries,timeseries.metrics=blagarbl)");
     assert_eq!(stderr(&out).trim_end(), "== CALIPER: CALI_CONFIG: error: Unknown option: blagarbl");
+}
+
+#[test]
+fn several_managers_beside_cali_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().display().to_string();
+    let out = run("managers", &[("CALI_CONFIG", "runtime-report,output=stdout"), ("SCENARIO_DIR", &path)]);
+    assert_eq!(report_paths(&stdout(&out)), ["main", "  init", "  mainloop", "    foo"], "{}", stderr(&out));
+    let keep = |n: &str| !n.starts_with("time.") && not_config(n);
+    assert_eq!(
+        expand_with(&dir.path().join("trace.cali"), &keep),
+        expand_with(&fixture("cxx-example.event-trace.cali"), &keep)
+    );
+    let keep = |n: &str| !is_time(n) && not_config(n);
+    assert_eq!(
+        expand_with(&dir.path().join("profile.cali"), &keep),
+        expand_with(&fixture("cxx-example.runtime-profile.cali"), &keep)
+    );
+    let globals = globals_with(&dir.path().join("trace.cali"), &|n| n == "opts:trace.buffer.policy");
+    assert_eq!(globals, "opts:trace.buffer.policy=stop");
 }
