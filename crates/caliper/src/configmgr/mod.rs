@@ -251,9 +251,12 @@ impl ConfigManager {
 
     /// Adds global option specs (a JSON list of option specs).
     pub fn add_option_spec(&mut self, spec_json: &str) -> bool {
-        let parsed = json::parse(spec_json).map_err(|e| e.to_string()).and_then(|doc| match &doc {
-            json::Json::Array(items) => items.iter().map(|o| OptionSpec::from_json(o).map_err(|e| e.0)).collect(),
-            other => OptionSpec::from_json(other).map(|o| vec![o]).map_err(|e| e.0),
+        let parsed = json::parse(spec_json).map_err(|e| e.to_string()).and_then(|doc| {
+            match &doc {
+                json::Json::Array(_) => OptionSpec::list_from_json(Some(&doc)),
+                other => OptionSpec::from_json(other).map(|o| vec![o]),
+            }
+            .map_err(|e| e.0)
         });
         match parsed {
             Ok(options) => {

@@ -155,6 +155,15 @@ impl OptionSpec {
         })
     }
 
+    /// Reads a list of option specs (none if absent).
+    pub fn list_from_json(list: Option<&Json>) -> Result<Vec<OptionSpec>, SpecError> {
+        match list {
+            None => Ok(Vec::new()),
+            Some(Json::Array(items)) => items.iter().map(OptionSpec::from_json).collect(),
+            Some(_) => Err(SpecError("\"options\" must be a list".into())),
+        }
+    }
+
     /// Whether the option has a query fragment at `level`.
     pub fn query(&self, level: QueryLevel) -> &str {
         match level {
@@ -252,13 +261,7 @@ impl ConfigSpec {
     pub fn from_json(obj: &Json) -> Result<ConfigSpec, SpecError> {
         let name = name_of(obj, "config")?;
         let in_config = |e: SpecError| SpecError(format!("config \"{name}\": {}", e.0));
-        let options = match obj.get("options") {
-            None => Vec::new(),
-            Some(Json::Array(items)) => {
-                items.iter().map(OptionSpec::from_json).collect::<Result<_, _>>().map_err(in_config)?
-            }
-            Some(_) => return Err(in_config(SpecError("\"options\" must be a list".into()))),
-        };
+        let options = OptionSpec::list_from_json(obj.get("options")).map_err(in_config)?;
         Ok(ConfigSpec {
             description: field(obj, "description").map_err(in_config)?,
             aliases: list(obj, "alias").map_err(in_config)?,
@@ -298,11 +301,7 @@ impl SpecSet {
             Json::Array(_) => Ok(SpecSet { configs: configs(doc)?, options: Vec::new() }),
             Json::Object(_) if doc.get("name").is_some() => Ok(SpecSet { configs: configs(doc)?, options: Vec::new() }),
             Json::Object(_) if doc.get("configs").is_some() || doc.get("options").is_some() => {
-                let options = match doc.get("options") {
-                    None => Vec::new(),
-                    Some(Json::Array(items)) => items.iter().map(OptionSpec::from_json).collect::<Result<_, _>>()?,
-                    Some(_) => return Err(SpecError("\"options\" must be a list".into())),
-                };
+                let options = OptionSpec::list_from_json(doc.get("options"))?;
                 Ok(SpecSet { configs: doc.get("configs").map(configs).transpose()?.unwrap_or_default(), options })
             }
             _ => Err(SpecError(
