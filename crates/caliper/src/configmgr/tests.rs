@@ -179,3 +179,16 @@ fn documentation() {
     assert_eq!(mgr.documentation_for_spec("nope"), "nope: Not available");
     assert!(mgr.configs_help().starts_with("Available config recipes:\n"));
 }
+
+#[test]
+fn global_option_specs_from_the_api() {
+    let mut mgr = ConfigManager::new();
+    assert!(mgr.add_option_spec(
+        r#"[ { "name": "my.count", "type": "bool", "category": "metric",
+               "query": { "local": "select count() as \"My count\"" } } ]"#
+    ));
+    assert!(mgr.add("runtime-report,my.count"), "{}", mgr.error_msg());
+    assert!(setting(&mgr.channels()[0], "CALI_REPORT_CONFIG").contains("select count() as \"My count\""));
+    assert!(!mgr.add_option_spec(r#"{ "name": "x", "type": "flag" }"#));
+    assert_eq!(mgr.error_msg(), "option spec: option \"x\": unknown type \"flag\" (bool, string, int, double)");
+}
