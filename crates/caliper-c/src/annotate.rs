@@ -192,6 +192,22 @@ pub extern "C" fn cali_end(attr: cali_id_t) {
     })
 }
 
+/// Ends the innermost value of attribute `attr`, which must be the string
+/// `val`: a mismatch is a stack error, as for `cali_end_region`.
+///
+/// # Safety
+/// `val` is NULL or a NUL-terminated string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cali_safe_end_string(attr: cali_id_t, val: *const c_char) {
+    const ENTRY: &str = "cali_safe_end_string";
+    guard(ENTRY, (), || {
+        let Some(c) = cali() else { return };
+        if let (Some(a), Some(expect)) = (attribute(ENTRY, c, attr), string_value(ENTRY, val)) {
+            c.end(a, Some(expect));
+        }
+    })
+}
+
 /// Calls `f` with a by-name call's attribute name, after the runtime
 /// check; NULL names are logged.
 fn by_name(entry: &str, name: *const c_char, f: impl FnOnce(&str)) {

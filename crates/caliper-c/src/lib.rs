@@ -12,10 +12,12 @@
 mod annotate;
 mod attributes;
 mod channels;
+mod datatracker;
 mod entry;
 mod manager;
 mod names;
 mod preload;
+mod report;
 mod snapshot;
 mod types;
 mod variant;

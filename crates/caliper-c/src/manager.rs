@@ -3,9 +3,11 @@
 //! capsule `{ void* addr; int idtor; }` the caller owns, filled by
 //! `cali_ConfigManager_new` and emptied by `cali_ConfigManager_delete`.
 
-use crate::entry::{cali, guard, text};
+use crate::entry::{cali, guard, static_cstr, text};
+use runtime::configmgr::ChannelController;
 use runtime::{ConfigManager, log};
 use std::ffi::{CString, c_char, c_int, c_void};
+use std::sync::Arc;
 
 /// `cali_ConfigManager` / `cali_SHROUD_capsule_data`.
 #[repr(C)]
@@ -35,7 +37,7 @@ struct Manager {
 
 impl Manager {
     fn hand_out(&mut self, s: String) -> *const c_char {
-        self.last = CString::new(s.replace('\0', " ")).unwrap_or_default();
+        self.last = c_string(&s);
         self.last.as_ptr()
     }
 }
@@ -225,7 +227,7 @@ pub unsafe extern "C" fn cali_ConfigManager_error_msg_bufferify(cap: *mut Capsul
         else {
             return;
         };
-        let msg = CString::new(m.mgr.error_msg().replace('\0', " ")).unwrap_or_default();
+        let msg = c_string(&m.mgr.error_msg());
         let len = msg.as_bytes().len();
         let owned = Box::into_raw(Box::new(msg));
         // SAFETY: `owned` is a live box.
@@ -258,17 +260,224 @@ pub unsafe extern "C" fn cali_SHROUD_memory_destructor(cap: *mut Capsule) {
 }
 
 /// Checks a config string without side effects: the error message, or
-/// "" if it is fine. Valid until the next call on this manager that
-/// returns a string.
+/// "" if it is fine (with `allow_extra_kv_pairs`, unknown keys are fine).
+/// Valid until the next call on this manager that returns a string.
 ///
 /// # Safety
 /// `cap` is a live capsule; `config` is NULL or a NUL-terminated string.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cali_ConfigManager_check(cap: *mut Capsule, config: *const c_char) -> *const c_char {
+pub unsafe extern "C" fn cali_ConfigManager_check(
+    cap: *mut Capsule,
+    config: *const c_char,
+    allow_extra_kv_pairs: bool,
+) -> *const c_char {
     with_str("cali_ConfigManager_check", c"".as_ptr(), cap, config, |m, s| {
-        let msg = m.mgr.check(s, false).unwrap_or_default();
+        let msg = m.mgr.check(s, allow_extra_kv_pairs).unwrap_or_default();
         m.hand_out(msg)
     })
+}
+
+/// `cali_kv_fn`: receives key/value pairs; the strings live for the call.
+type KvFn = unsafe extern "C" fn(user_arg: *mut c_void, key: *const c_char, value: *const c_char);
+
+/// `cali_string_fn`: receives strings one by one; each lives for the call.
+type StringFn = unsafe extern "C" fn(user_arg: *mut c_void, s: *const c_char);
+
+/// `s` as a C string for a callback (an interior NUL would end it early,
+/// so it becomes a space).
+fn c_string(s: &str) -> CString {
+    CString::new(s.replace('\0', " ")).unwrap_or_default()
+}
+
+/// Adds the configs of a config string, handing keys that are neither
+/// configs nor options to `extra` (`key`, and `value` or "") instead of
+/// failing on them: the C form of the C++ `add(config, argmap_t&)`, for
+/// programs that mix their own settings into the config string. A NULL
+/// `extra` drops those keys. False on error.
+///
+/// # Safety
+/// `cap` is a live capsule; `config` is NULL or a NUL-terminated string;
+/// `extra`, if not NULL, may be called with `user_arg`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cali_ConfigManager_add_with_extra(
+    cap: *mut Capsule,
+    config: *const c_char,
+    extra: Option<KvFn>,
+    user_arg: *mut c_void,
+) -> bool {
+    with_str("cali_ConfigManager_add_with_extra", false, cap, config, |m, s| {
+        let mut pairs = Vec::new();
+        let ok = m.mgr.add_with_extra(s, &mut pairs);
+        if let Some(extra) = extra {
+            for (key, value) in pairs {
+                let (key, value) = (c_string(&key), c_string(&value));
+                // SAFETY: per the caller; the strings outlive the call.
+                unsafe { extra(user_arg, key.as_ptr(), value.as_ptr()) };
+            }
+        }
+        ok
+    })
+}
+
+/// Reads config and option specs from a JSON file; a failure is the
+/// manager's error.
+///
+/// # Safety
+/// `cap` is a live capsule; `filename` is NULL or a NUL-terminated string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cali_ConfigManager_load(cap: *mut Capsule, filename: *const c_char) {
+    with_str("cali_ConfigManager_load", (), cap, filename, |m, s| {
+        // The error is kept by the manager (error(), error_msg()).
+        let _ = m.mgr.load(s);
+    })
+}
+
+/// Hands the names (and aliases) of the configs that can run here to
+/// `each`.
+///
+/// # Safety
+/// `cap` is NULL or a live capsule; `each` may be called with `user_arg`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cali_ConfigManager_available_config_specs(
+    cap: *mut Capsule,
+    each: Option<StringFn>,
+    user_arg: *mut c_void,
+) {
+    const ENTRY: &str = "cali_ConfigManager_available_config_specs";
+    guard(ENTRY, (), || {
+        // SAFETY: per the caller.
+        let (Some(m), Some(each)) = (unsafe { manager(ENTRY, cap) }, each) else { return };
+        for name in m.mgr.available_config_specs() {
+            let name = c_string(&name);
+            // SAFETY: per the caller; the string outlives the call.
+            unsafe { each(user_arg, name.as_ptr()) };
+        }
+    })
+}
+
+/// A config's one-line description ("" if there is no such config),
+/// valid until the next call on this manager that returns a string.
+///
+/// # Safety
+/// `cap` is a live capsule; `name` is NULL or a NUL-terminated string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cali_ConfigManager_get_description_for_spec(
+    cap: *mut Capsule,
+    name: *const c_char,
+) -> *const c_char {
+    with_str("cali_ConfigManager_get_description_for_spec", c"".as_ptr(), cap, name, |m, s| {
+        let description = m.mgr.description_for_spec(s).unwrap_or_default();
+        m.hand_out(description)
+    })
+}
+
+/// A config's documentation (description and options; `<name>: Not
+/// available` if there is no such config), valid until the next call on
+/// this manager that returns a string.
+///
+/// # Safety
+/// `cap` is a live capsule; `name` is NULL or a NUL-terminated string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cali_ConfigManager_get_documentation_for_spec(
+    cap: *mut Capsule,
+    name: *const c_char,
+) -> *const c_char {
+    with_str("cali_ConfigManager_get_documentation_for_spec", c"".as_ptr(), cap, name, |m, s| {
+        let doc = m.mgr.documentation_for_spec(s);
+        m.hand_out(doc)
+    })
+}
+
+/// The number of channel controllers the manager's `add` calls created;
+/// they are numbered from 0 in that order, and the numbers stay valid as
+/// long as the manager.
+///
+/// # Safety
+/// `cap` is NULL or a live capsule.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cali_ConfigManager_channel_count(cap: *mut Capsule) -> usize {
+    guard("cali_ConfigManager_channel_count", 0, || {
+        // SAFETY: per the caller.
+        unsafe { manager("cali_ConfigManager_channel_count", cap) }.map_or(0, |m| m.mgr.channels().len())
+    })
+}
+
+/// Controller `index` of the manager in `cap`; a bad index is logged.
+///
+/// # Safety
+/// `cap` is NULL or a live capsule.
+unsafe fn controller(entry: &str, cap: *mut Capsule, index: usize) -> Option<Arc<ChannelController>> {
+    // SAFETY: per the caller.
+    let m = unsafe { manager(entry, cap) }?;
+    let found = m.mgr.channels().get(index).cloned();
+    if found.is_none() {
+        log::error(&format!("{entry}: no channel controller {index}, call ignored"));
+    }
+    found
+}
+
+/// The name of controller `index` (its config's name), or NULL. The
+/// string lives as long as the process.
+///
+/// # Safety
+/// `cap` is NULL or a live capsule.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cali_ConfigManager_channel_name(cap: *mut Capsule, index: usize) -> *const c_char {
+    const ENTRY: &str = "cali_ConfigManager_channel_name";
+    guard(ENTRY, std::ptr::null(), || {
+        // SAFETY: per the caller.
+        unsafe { controller(ENTRY, cap, index) }.map_or(std::ptr::null(), |c| static_cstr(c.name()).as_ptr())
+    })
+}
+
+macro_rules! controller_query {
+    ($($(#[$doc:meta])* $func:ident => $method:ident;)*) => {$(
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// `cap` is NULL or a live capsule.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $func(cap: *mut Capsule, index: usize) -> bool {
+            guard(stringify!($func), false, || {
+                // SAFETY: per the caller.
+                unsafe { controller(stringify!($func), cap, index) }.is_some_and(|c| c.$method())
+            })
+        }
+    )*};
+}
+
+controller_query! {
+    /// Whether controller `index`'s channel measures now.
+    cali_ConfigManager_channel_is_active => is_active;
+    /// Whether controller `index`'s channel exists (it has been started).
+    cali_ConfigManager_channel_is_instantiated => is_instantiated;
+}
+
+macro_rules! controller_control {
+    ($($(#[$doc:meta])* $func:ident => $method:ident;)*) => {$(
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// `cap` is NULL or a live capsule.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $func(cap: *mut Capsule, index: usize) {
+            guard(stringify!($func), (), || {
+                // SAFETY: per the caller.
+                if let Some(c) = unsafe { controller(stringify!($func), cap, index) } {
+                    c.$method();
+                }
+            })
+        }
+    )*};
+}
+
+controller_control! {
+    /// Creates (the first time) and activates controller `index`'s channel.
+    cali_ConfigManager_channel_start => start;
+    /// Deactivates controller `index`'s channel.
+    cali_ConfigManager_channel_stop => stop;
+    /// Writes controller `index`'s output (a report, a file).
+    cali_ConfigManager_channel_flush => flush;
 }
 
 macro_rules! control {

@@ -1,29 +1,47 @@
 //! C strings as interned values, without hashing them on every call.
 //!
-//! `CALI_MARK_BEGIN("solve")` passes the same pointer every time, so each
-//! thread keeps a table keyed by the pointer. A hit is verified by
-//! comparing the bytes with the copy taken when the entry was made (the
-//! program may have reused the buffer for another name), which for a short
-//! name costs a few cycles; only a miss interns the string. The table is
-//! a hash map (a direct-mapped one thrashed on names allocated at regular
-//! strides) that starts over when it grows past `MAX_ENTRIES`, so a
-//! program that builds names in ever new buffers cannot grow it without
-//! bound.
+//! `CALI_MARK_BEGIN("solve")` passes the same pointer every time, so a
+//! process-wide direct-mapped array, indexed by a multiplicative hash of
+//! the pointer, remembers the interned name last seen at that pointer. A
+//! hit is verified by comparing the bytes with the name's (the program may
+//! have reused the buffer for another name), which for a short name costs
+//! a few cycles; only a miss interns the string.
+//!
+//! Shared by all threads rather than one per thread: the names are the
+//! same on every thread, and a plain static is reached without the
+//! thread-local lookup a shared library pays on every access. A slot is
+//! one atomic pointer to an immutable name, so a reader sees either the
+//! old name or the new one, and the byte check tells which. Names are
+//! never freed (a slot may still be read), but each distinct string is
+//! stored once, so they are bounded by the distinct names the program
+//! uses, which the runtime keeps anyway.
 
 use caliper_data::hash::FxHashMap;
 use runtime::value::ValueKey;
-use std::cell::RefCell;
 use std::ffi::{CStr, c_char};
+use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::{Mutex, TryLockError};
 
-const MAX_ENTRIES: usize = 4096;
+/// log2 of the number of slots (4096 pointers: 32 KiB). The multiplicative
+/// hash spreads names allocated at regular strides, which thrashed a table
+/// indexed by the pointer's low bits.
+const SLOT_BITS: u32 = 12;
 
-struct Entry {
+struct Name {
     bytes: Box<[u8]>,
     key: ValueKey,
 }
 
-thread_local! {
-    static TABLE: RefCell<FxHashMap<usize, Entry>> = RefCell::new(FxHashMap::default());
+static SLOTS: [AtomicPtr<Name>; 1 << SLOT_BITS] = [const { AtomicPtr::new(std::ptr::null_mut()) }; 1 << SLOT_BITS];
+
+/// Every name, by content.
+static NAMES: Mutex<Option<FxHashMap<&'static [u8], &'static Name>>> = Mutex::new(None);
+
+/// The slot of pointer `s` (Fibonacci hashing: the top bits of the
+/// product depend on all of the pointer's bits).
+#[inline]
+fn slot(s: *const c_char) -> &'static AtomicPtr<Name> {
+    &SLOTS[((s as usize as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (u64::BITS - SLOT_BITS)) as usize]
 }
 
 /// Whether the NUL-terminated string at `s` is exactly `bytes`.
@@ -44,14 +62,8 @@ unsafe fn same(bytes: &[u8], s: *const c_char) -> bool {
     unsafe { *s.add(bytes.len()) == 0 }
 }
 
-/// Interns the string at `s`.
-///
-/// # Safety
-/// `s` is a non-NULL, NUL-terminated string.
-unsafe fn intern(s: *const c_char) -> (Box<[u8]>, ValueKey) {
-    // SAFETY: per the caller.
-    let c = unsafe { CStr::from_ptr(s) };
-    (c.to_bytes().into(), ValueKey::string(&c.to_string_lossy()))
+fn intern(bytes: &[u8]) -> ValueKey {
+    ValueKey::string(&String::from_utf8_lossy(bytes))
 }
 
 /// The interned value of the string at `s`.
@@ -60,28 +72,44 @@ unsafe fn intern(s: *const c_char) -> (Box<[u8]>, ValueKey) {
 /// `s` is a non-NULL, NUL-terminated string.
 #[inline]
 pub(crate) unsafe fn key_of(s: *const c_char) -> ValueKey {
-    let lookup = TABLE.try_with(|table| {
-        // Busy (a signal handler re-entered the library): skip the table.
-        let mut table = table.try_borrow_mut().ok()?;
-        if let Some(e) = table.get(&(s as usize))
-            // SAFETY: `s` is NUL-terminated per the caller.
-            && unsafe { same(&e.bytes, s) }
-        {
-            return Some(e.key);
-        }
-        // SAFETY: per the caller.
-        let (bytes, key) = unsafe { intern(s) };
-        if table.len() >= MAX_ENTRIES {
-            table.clear();
-        }
-        table.insert(s as usize, Entry { bytes, key });
-        Some(key)
-    });
-    match lookup {
-        Ok(Some(key)) => key,
-        // SAFETY: per the caller.
-        _ => unsafe { intern(s) }.1,
+    let slot = slot(s);
+    // SAFETY: slots hold NULL or names that are never freed.
+    if let Some(name) = unsafe { slot.load(Ordering::Acquire).as_ref() }
+        // SAFETY: `s` is NUL-terminated per the caller.
+        && unsafe { same(&name.bytes, s) }
+    {
+        return name.key;
     }
+    // SAFETY: per the caller.
+    unsafe { miss(slot, s) }
+}
+
+/// Finds or makes the name of the string at `s` and puts it in `slot`.
+///
+/// # Safety
+/// `s` is a non-NULL, NUL-terminated string.
+#[cold]
+unsafe fn miss(slot: &AtomicPtr<Name>, s: *const c_char) -> ValueKey {
+    // SAFETY: per the caller.
+    let bytes = unsafe { CStr::from_ptr(s) }.to_bytes();
+    let mut names = match NAMES.try_lock() {
+        Ok(names) => names,
+        Err(TryLockError::Poisoned(e)) => e.into_inner(),
+        // Another thread (or a signal handler that interrupted this one)
+        // is adding a name: do without the table this time.
+        Err(TryLockError::WouldBlock) => return intern(bytes),
+    };
+    let names = names.get_or_insert_with(FxHashMap::default);
+    let name: &'static Name = match names.get(bytes) {
+        Some(name) => name,
+        None => {
+            let name: &'static Name = Box::leak(Box::new(Name { bytes: bytes.into(), key: intern(bytes) }));
+            names.insert(&name.bytes, name);
+            name
+        }
+    };
+    slot.store(name as *const Name as *mut Name, Ordering::Release);
+    name.key
 }
 
 #[cfg(test)]

@@ -329,9 +329,65 @@ fn every_function_of_cali_h_works_from_c() {
     ] {
         assert!(stderr.contains(expected), "missing message {expected:?} in:\n{stderr}");
     }
+    assert_data_tracking_said_once(&stderr);
     assert!(!deleted_output.exists(), "a deleted channel wrote its output at exit");
     // The ConfigManager's report (runtime-report with region.count, on stdout).
     assert!(stdout.contains("Calls") && stdout.lines().any(|l| l.starts_with("managed ")), "{stdout}");
+}
+
+/// The data tracking calls were accepted, and the first said once that
+/// they are ignored.
+fn assert_data_tracking_said_once(stderr: &str) {
+    let said: Vec<&str> = stderr.lines().filter(|l| l.contains("alloc service")).collect();
+    assert_eq!(
+        said,
+        ["== CALIPER: cali_datatracker_track: memory tracking needs the alloc service, which is not available; \
+          cali_datatracker calls are ignored"],
+        "{stderr}"
+    );
+}
+
+#[test]
+fn the_cxx_config_manager_and_write_report_for_query_work() {
+    let dir = scratch("manager-run");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cxx/manager.cpp");
+    let exe = build_with_pkg_config(Lang::Cxx, &source, &dir.join("manager"));
+    let out = Command::new(&exe)
+        .arg(&dir)
+        .env_remove("CALI_CONFIG")
+        .env_remove("CALI_SERVICES_ENABLE")
+        .env_remove("CALI_LOG_VERBOSITY")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && stdout.contains("manager: all checks passed"), "{stdout}\n{stderr}");
+
+    // write_report_for_query: the table, exactly; errors on one line each.
+    let table = "--- table report\nregion      count \nouter/inner     6 \nouter           9 \n--- end\n";
+    assert!(stdout.contains(table), "{stdout}");
+    let mut lines = stderr.lines();
+    assert_eq!(
+        lines.next(),
+        Some("== CALIPER: write_report_for_query(): query parse error: Expected argument for SELECT (at column 12)")
+    );
+    assert_eq!(lines.next(), Some("== CALIPER: write_report_for_query(): invalid channel id 4242"));
+    assert_eq!(lines.count(), 1, "{stderr}");
+    assert_data_tracking_said_once(&stderr);
+
+    // ConfigManager::start/stop/flush: runtime-report on stdout (the
+    // default parameter) has the regions of while the manager ran.
+    let report = stdout.split("--- runtime-report\n").nth(1).and_then(|r| r.split("--- end").next()).unwrap_or("");
+    assert_eq!(report_shape(report).1, ["managed", "  managed.inner"], "{stdout}");
+    // The channel started on its own saw its own region, then the
+    // manager's, like the others.
+    let ends = |file: &str| {
+        let end = |n: &str| if n == "event.end#region" { Keep::Value } else { Keep::Not };
+        records(&dir.join(file), &end).into_iter().filter(|l| !l.is_empty()).collect::<Vec<_>>()
+    };
+    let managed = ["event.end#region=managed.inner", "event.end#region=managed"];
+    assert_eq!(ends("test-trace.cali"), managed);
+    assert_eq!(ends("loaded.cali"), [&["event.end#region=loaded.region"][..], &managed].concat());
 }
 
 #[test]

@@ -28,6 +28,7 @@ pub mod config;
 pub mod configmgr;
 pub mod default_config;
 pub mod log;
+pub mod query_report;
 pub mod region_filter;
 pub mod runtime;
 pub mod services;

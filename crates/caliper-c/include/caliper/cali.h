@@ -81,6 +81,8 @@ void cali_begin_double(cali_id_t attr, double val);
 void cali_begin_int(cali_id_t attr, int val);
 void cali_begin_string(cali_id_t attr, const char* val);
 void cali_end(cali_id_t attr);
+/* Ends the innermost value of attr, which must be the string val. */
+void cali_safe_end_string(cali_id_t attr, const char* val);
 void cali_set(cali_id_t attr, const void* value, size_t size);
 void cali_set_double(cali_id_t attr, double val);
 void cali_set_int(cali_id_t attr, int val);
@@ -129,6 +131,14 @@ int       cali_channel_is_active(cali_id_t chn_id);
 void      cali_flush(int flush_opts);
 void      cali_channel_flush(cali_id_t chn_id, int flush_opts);
 
+/* Extension (not in the reference), under cali::write_report_for_query:
+ * runs a CalQL query over what the channel has gathered (its buffers are
+ * kept) and hands the text to write_fn in pieces of len bytes, not
+ * NUL-terminated; write_fn must not throw. Without a FORMAT clause the
+ * records are written as expand lines. */
+typedef void (*cali_write_fn)(void* user_arg, const char* text, size_t len);
+void cali_write_report_for_query(cali_id_t chn_id, const char* calql, cali_write_fn write_fn, void* user_arg);
+
 /* --- Initialization and macro helpers --- */
 
 void      cali_init(void);
@@ -139,7 +149,18 @@ cali_id_t cali_make_loop_iteration_attribute(const char* name);
 } /* extern "C" */
 
 #include <map>
+#include <ostream>
 #include <string>
+
+/* The cali_write_fn of write_report_for_query (C linkage, as the function
+ * pointer type requires; it never throws: a failing stream sets its own
+ * error state). */
+extern "C" {
+static inline void cali_write_to_ostream(void* os, const char* text, size_t len)
+{
+    static_cast<std::ostream*>(os)->write(text, static_cast<std::streamsize>(len));
+}
+}
 
 namespace cali
 {
@@ -155,6 +176,14 @@ inline cali_id_t create_channel(const char* name, int flags, const config_map_t&
     cali_id_t id = cali_create_channel(name, flags, set);
     cali_delete_configset(set);
     return id;
+}
+
+/* Writes what channel chn has gathered, run through the CalQL query calql,
+ * to os. As in the reference, flush_opts is ignored: the channel's buffers
+ * are kept. A query that does not parse is logged and nothing is written. */
+inline void write_report_for_query(cali_id_t chn, const char* calql, int /* flush_opts */, std::ostream& os)
+{
+    cali_write_report_for_query(chn, calql, cali_write_to_ostream, &os);
 }
 
 } // namespace cali

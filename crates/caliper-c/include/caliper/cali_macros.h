@@ -47,7 +47,7 @@
 #define CALI_MARK_ITERATION_BEGIN(loop_id, iter) cali_begin_int(__cali_iter_##loop_id, ((int) (iter)))
 #define CALI_MARK_ITERATION_END(loop_id) cali_end(__cali_iter_##loop_id)
 
-/* Data tracking (cali_datatracker_*) is not supported by this
- * implementation: the CALI_DATATRACKER_* macros are not defined. */
+/* The CALI_DATATRACKER_* macros and their functions. */
+#include "cali_datatracker.h"
 
 #endif

@@ -166,6 +166,9 @@ int main(void)
     cali_variant_t got = cali_get(a_str);
     CHECK(strcmp((const char*) cali_variant_get_data(&got), "second") == 0);
     cali_end(a_str);
+    cali_begin_string(a_str, "checked");
+    cali_safe_end_string(a_str, "checked");
+    CHECK(cali_variant_is_empty(cali_get(a_str)));
     cali_begin(a_bool);
     CHECK(cali_variant_to_bool(cali_get(a_bool), 0));
     cali_end(a_bool);
@@ -259,8 +262,8 @@ int main(void)
     cali_ConfigManager_error_msg_bufferify(&mgr, &msg);
     CHECK(strstr(msg.addr.ccharp, "blagarbl") != NULL && msg.elem_len == strlen(msg.addr.ccharp));
     cali_SHROUD_memory_destructor(&msg.cxx);
-    CHECK(strlen(cali_ConfigManager_check(&mgr, "runtime-report")) == 0);
-    CHECK(strlen(cali_ConfigManager_check(&mgr, "no-such-config")) > 0);
+    CHECK(strlen(cali_ConfigManager_check(&mgr, "runtime-report", false)) == 0);
+    CHECK(strlen(cali_ConfigManager_check(&mgr, "no-such-config", false)) > 0);
     cali_ConfigManager_delete(&mgr);
     cali_ConfigManager_new(&mgr);
     cali_ConfigManager_set_default_parameter(&mgr, "output", "stdout");
@@ -276,6 +279,13 @@ int main(void)
     CHECK(!cali_ConfigManager_error(&mgr));
     cali_ConfigManager_delete(&mgr);
     cali_ConfigManager_start(&mgr); /* logs: deleted */
+
+    /* data tracking: accepted, and logged once as not available */
+    int    tracked[16] = { 0 };
+    size_t dims[2]     = { 4, 4 };
+    CALI_DATATRACKER_TRACK(tracked, sizeof tracked);
+    CALI_DATATRACKER_TRACK_DIMENSIONAL(tracked, sizeof(int), dims, 2);
+    CALI_DATATRACKER_UNTRACK(tracked);
 
     /* bad arguments are logged, not fatal */
     cali_begin_region(NULL);

@@ -71,6 +71,27 @@ impl ChannelController {
     }
 
     /// Creates the channel (first time) and activates it.
+    pub fn start(&self) {
+        if let Some(cali) = Caliper::instance() {
+            self.start_with(cali);
+        }
+    }
+
+    /// Deactivates the channel (it keeps what it gathered).
+    pub fn stop(&self) {
+        if let Some(cali) = Caliper::instance() {
+            self.stop_with(cali);
+        }
+    }
+
+    /// Writes the config's output (a report, a file) from what the channel
+    /// gathered.
+    pub fn flush(&self) {
+        if let Some(cali) = Caliper::instance() {
+            self.flush_with(cali);
+        }
+    }
+
     pub(crate) fn start_with(&self, cali: &Caliper) {
         let channel = {
             let mut slot = self.channel.lock().unwrap_or_else(|e| e.into_inner());
@@ -101,7 +122,6 @@ impl ChannelController {
         channel
     }
 
-    /// Deactivates the channel.
     pub(crate) fn stop_with(&self, cali: &Caliper) {
         if let Some(channel) = self.channel() {
             cali.set_channel_active(&channel, false);
@@ -111,7 +131,6 @@ impl ChannelController {
         }
     }
 
-    /// Writes the config's output from what the channel gathered.
     pub(crate) fn flush_with(&self, cali: &Caliper) {
         let Some(channel) = self.channel() else {
             log::info(&format!("{}: not started, nothing to flush", self.name));

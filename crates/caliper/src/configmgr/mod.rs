@@ -178,7 +178,7 @@ impl ConfigManager {
             for item in &items {
                 if let Item::Load(files) = item {
                     for file in files {
-                        self.load(file)?;
+                        self.load_specs(file)?;
                     }
                 }
             }
@@ -268,8 +268,18 @@ impl ConfigManager {
     }
 
     /// Reads config and option specs from a JSON file: one config spec, a
-    /// list of them, or `{"configs": [...], "options": [...]}`.
+    /// list of them, or `{"configs": [...], "options": [...]}`. A failure
+    /// is also the manager's error, as with the reference (whose `load`
+    /// returns nothing, so `error()` is how a program learns of it).
     pub fn load(&mut self, filename: &str) -> Result<(), String> {
+        let result = self.load_specs(filename);
+        if let Err(e) = &result {
+            self.fail(e.clone());
+        }
+        result
+    }
+
+    fn load_specs(&mut self, filename: &str) -> Result<(), String> {
         let text = std::fs::read_to_string(filename).map_err(|_| format!("Could not open file {filename}"))?;
         let doc = json::parse(&text).map_err(|e| format!("{filename}:{e}"))?;
         let set = SpecSet::from_json(&doc).map_err(|e| format!("{filename}: {}", e.0))?;

@@ -161,6 +161,10 @@ fn user_specs_from_json_and_files() {
     let mut mgr = ConfigManager::new();
     assert!(!mgr.add(&format!("load({})", file.display())));
     assert!(mgr.error_msg().starts_with(&format!("{}:1:", file.display())), "{}", mgr.error_msg());
+    // A program calling load() directly learns of the failure through error().
+    let mut mgr = ConfigManager::new();
+    assert!(mgr.load(&file.display().to_string()).is_err());
+    assert!(mgr.error_msg().starts_with(&format!("{}:1:", file.display())), "{}", mgr.error_msg());
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -38,14 +38,16 @@ impl Report {
 }
 
 /// Runs `query` over a channel's records (imported into a fresh metadata
-/// database, with the channel's globals) and writes the result to `out`.
+/// database, with the channel's globals) and writes the result to `out`,
+/// with the `default` formatter unless the query has a FORMAT clause.
 pub fn write_query(
     cali: &Caliper,
     channel: &Channel,
     query: &QuerySpec,
+    default: Formatter,
     out: Box<dyn std::io::Write>,
 ) -> std::io::Result<()> {
-    let mut processor = match QueryProcessor::new(query, Formatter::Table, out) {
+    let mut processor = match QueryProcessor::new(query, default, out) {
         Ok(p) => p,
         Err(e) => {
             log::error(&format!("{}: Report: {e}", channel.name()));
@@ -110,7 +112,7 @@ impl Service for Report {
     fn write_output(&self, cali: &Caliper, channel: &Channel) {
         let name = output::substitute(cali, &self.filename);
         let Some(out) = output::open(&name, self.append) else { return };
-        if let Err(e) = write_query(cali, channel, &self.query, out) {
+        if let Err(e) = write_query(cali, channel, &self.query, Formatter::Table, out) {
             log::error(&format!("{}: Report: could not write {name}: {e}", channel.name()));
         }
     }

@@ -248,10 +248,11 @@ module caliper_mod
             type(SHROUD_capsule_data), intent(inout) :: self
             character(kind=C_CHAR), intent(in) :: cfg(*), key(*), val(*)
         end subroutine
-        function c_cm_check(self, cfg) result(p) bind(C, name="cali_ConfigManager_check")
-            import :: SHROUD_capsule_data, C_CHAR, C_PTR
+        function c_cm_check(self, cfg, allow_extra) result(p) bind(C, name="cali_ConfigManager_check")
+            import :: SHROUD_capsule_data, C_CHAR, C_PTR, C_BOOL
             type(SHROUD_capsule_data), intent(inout) :: self
             character(kind=C_CHAR), intent(in) :: cfg(*)
+            logical(C_BOOL), value :: allow_extra
             type(C_PTR) :: p
         end function
         function c_cm_error(self) result(err) bind(C, name="cali_ConfigManager_error")
@@ -477,7 +478,7 @@ contains
         class(ConfigManager), intent(inout) :: obj
         character(len=*), intent(in) :: config
         character(len=:), allocatable :: msg
-        msg = fstr(c_cm_check(obj%cxxmem, cstr(config)))
+        msg = fstr(c_cm_check(obj%cxxmem, cstr(config), .false._C_BOOL))
     end function
     function configmanager_error(obj) result(err)
         class(ConfigManager), intent(inout) :: obj
