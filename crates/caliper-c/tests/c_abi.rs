@@ -160,11 +160,20 @@ fn examples() -> &'static [(&'static str, Lang, PathBuf)] {
     })
 }
 
+/// A command running a program built against the installed tree. The test
+/// runner puts cargo's target directories on `LD_LIBRARY_PATH`, which
+/// would win over the program's run path and load another libcaliper.
+fn program(exe: &Path) -> Command {
+    let mut cmd = Command::new(exe);
+    cmd.env_remove("LD_LIBRARY_PATH");
+    cmd
+}
+
 /// Runs an example with a config: the C and Fortran ones take it as their
 /// argument, the C++ one as `-P config` (and through CALI_CONFIG when
 /// `via_env`).
 fn run_example(lang: Lang, exe: &Path, config: &str, via_env: bool) -> Output {
-    let mut cmd = Command::new(exe);
+    let mut cmd = program(exe);
     for key in ["CALI_CONFIG", "CALI_SERVICES_ENABLE", "CALI_CONFIG_PROFILE", "CALI_LOG_VERBOSITY"] {
         cmd.env_remove(key);
     }
@@ -304,7 +313,7 @@ fn test_program(name: &str) -> PathBuf {
 fn every_function_of_cali_h_works_from_c() {
     let exe = test_program("api");
     let deleted_output = scratch("api-run").join("deleted.cali");
-    let out = Command::new(&exe)
+    let out = program(&exe)
         .env_remove("CALI_CONFIG")
         .env_remove("CALI_SERVICES_ENABLE")
         .env("API_DELETED_CHANNEL_OUTPUT", &deleted_output)
@@ -352,7 +361,7 @@ fn the_cxx_config_manager_and_write_report_for_query_work() {
     let dir = scratch("manager-run");
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cxx/manager.cpp");
     let exe = build_with_pkg_config(Lang::Cxx, &source, &dir.join("manager"));
-    let out = Command::new(&exe)
+    let out = program(&exe)
         .arg(&dir)
         .env_remove("CALI_CONFIG")
         .env_remove("CALI_SERVICES_ENABLE")
@@ -398,7 +407,7 @@ fn names_and_values_with_special_characters_survive_cali_and_json() {
     let dir = scratch("weird-run");
 
     let cali = dir.join("weird.cali");
-    must(Command::new(&exe).env("CALI_CONFIG", format!("event-trace,output={}", cali.display())));
+    must(program(&exe).env("CALI_CONFIG", format!("event-trace,output={}", cali.display())));
     let (db, recs) = read(&cali);
     let globals = db.expand(&db.globals());
     assert!(
@@ -413,7 +422,7 @@ fn names_and_values_with_special_characters_survive_cali_and_json() {
 
     let json = dir.join("weird.json");
     must(
-        Command::new(&exe)
+        program(&exe)
             .env("CALI_CONFIG", format!("hatchet-region-profile,output.format=json-split,output={}", json.display())),
     );
     let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
@@ -426,7 +435,7 @@ fn regions_on_pthreads_are_all_measured() {
     let exe = test_program("threads");
     let dir = scratch("threads-run");
     let file = dir.join("threads.cali");
-    let out = must(Command::new(&exe).env("CALI_CONFIG", format!("event-trace,output={}", file.display())));
+    let out = must(program(&exe).env("CALI_CONFIG", format!("event-trace,output={}", file.display())));
     assert_eq!(String::from_utf8_lossy(&out.stdout), "threads done\n");
     let lines = records(&file, &|n| if n == "event.end#region" { Keep::Value } else { Keep::Not });
     let count = |region: &str| lines.iter().filter(|l| **l == format!("event.end#region={region}")).count();
@@ -441,7 +450,7 @@ fn ld_preload_profiles_a_program_that_never_calls_caliper() {
     must(Command::new("gcc").arg("-o").arg(&exe).arg(source));
     let lib = prefix().join("lib/libcaliper.so");
     for mode in ["open", "close", "close2"] {
-        let out = Command::new(&exe)
+        let out = program(&exe)
             .arg(mode)
             .env("LD_PRELOAD", &lib)
             .env("CALI_CONFIG", "runtime-report")
@@ -454,7 +463,7 @@ fn ld_preload_profiles_a_program_that_never_calls_caliper() {
         assert!(stderr.lines().any(|l| l.starts_with("Path")), "{mode}: no report in {stderr:?}");
     }
     // Without the configuration nothing is written.
-    let out = Command::new(&exe).env("LD_PRELOAD", &lib).env_remove("CALI_CONFIG").output().unwrap();
+    let out = program(&exe).env("LD_PRELOAD", &lib).env_remove("CALI_CONFIG").output().unwrap();
     assert!(out.status.success() && out.stderr.is_empty());
 }
 
@@ -463,8 +472,7 @@ fn the_c_perftest_runs() {
     let dir = scratch("perftest");
     let source = workspace_root().join("examples/c/c-annotation-perftest.c");
     let exe = build_with_pkg_config(Lang::C, &source, &dir.join("c-annotation-perftest"));
-    let out =
-        must(Command::new(&exe).args(["-x", "1", "-w", "4", "-d", "3", "-i", "100", "-P", "aggregate,event,timer"]));
+    let out = must(program(&exe).args(["-x", "1", "-w", "4", "-d", "3", "-i", "100", "-P", "aggregate,event,timer"]));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("600 updates") && text.contains("ns per update"), "{text}");
 }
