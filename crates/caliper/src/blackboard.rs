@@ -132,8 +132,16 @@ impl Stack {
 
     /// The tree node of the whole stack (`None` if empty), creating nodes
     /// for the entries that have none yet.
-    #[inline]
+    #[inline(always)]
     pub fn node(&mut self, tree: &ContextTree, cache: &mut ChildCache) -> Option<Id> {
+        if self.nodes.len() == self.entries.len() {
+            return self.nodes.last().copied();
+        }
+        self.materialize(tree, cache)
+    }
+
+    #[inline(never)]
+    fn materialize(&mut self, tree: &ContextTree, cache: &mut ChildCache) -> Option<Id> {
         while self.nodes.len() < self.entries.len() {
             let e = self.entries[self.nodes.len()];
             let parent = self.nodes.last().copied();

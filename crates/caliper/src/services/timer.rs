@@ -11,7 +11,7 @@ use crate::channel::{EventKind, Service, ServiceState, ThreadService, Trigger};
 use crate::clock::Clock;
 use crate::config::RuntimeConfig;
 use crate::runtime::Caliper;
-use crate::snapshot::Snapshot;
+use crate::snapshot::{Snapshot, Time};
 use crate::value::ValueKey;
 use caliper_data::node::Id;
 use caliper_data::{AttrType, Properties, Variant};
@@ -25,7 +25,7 @@ pub struct Timer {
 }
 
 /// A thread's timer: the service's settings and the thread's times.
-struct TimerThread {
+pub struct TimerThread {
     clock: &'static Clock,
     start: u64,
     offset: Id,
@@ -53,6 +53,20 @@ impl Timer {
     }
 }
 
+impl Timer {
+    fn thread(&self) -> TimerThread {
+        TimerThread {
+            clock: crate::clock::clock(),
+            start: self.start,
+            offset: self.offset.id(),
+            duration: self.duration.id(),
+            inclusive: self.inclusive.map(Attribute::id),
+            last: 0,
+            open: Vec::new(),
+        }
+    }
+}
+
 impl Service for Timer {
     fn name(&self) -> &'static str {
         "timer"
@@ -63,24 +77,32 @@ impl Service for Timer {
     }
 
     fn thread_state(&self) -> ServiceState {
-        Box::new(TimerThread {
-            clock: crate::clock::clock(),
-            start: self.start,
-            offset: self.offset.id(),
-            duration: self.duration.id(),
-            inclusive: self.inclusive.map(Attribute::id),
-            last: 0,
-            open: Vec::new(),
-        })
+        Box::new(self.thread())
+    }
+
+    /// Inclusive durations depend on the trigger: only a plain timer runs
+    /// inline.
+    fn inline_timer(&self) -> Option<TimerThread> {
+        self.inclusive.is_none().then(|| self.thread())
+    }
+}
+
+impl TimerThread {
+    /// Reads the clock: the offset and the duration since the previous
+    /// reading.
+    #[inline(always)]
+    pub fn stamp(&mut self) -> Time {
+        let now = self.clock.now_ns().saturating_sub(self.start);
+        let duration = now.saturating_sub(self.last);
+        self.last = now;
+        Time { offset_attr: self.offset, offset: now, duration_attr: self.duration, duration }
     }
 }
 
 impl ThreadService for TimerThread {
     #[inline]
     fn measure(&mut self, snapshot: &mut Snapshot, trigger: &Trigger) {
-        let now = self.clock.now_ns().saturating_sub(self.start);
-        let duration = now.saturating_sub(self.last);
-        self.last = now;
+        let Time { offset: now, duration, .. } = self.stamp();
         snapshot.push_value(self.offset, ValueKey::uint(now));
         snapshot.push_value(self.duration, ValueKey::uint(duration));
         if let (Some(inclusive), Some(attr)) = (self.inclusive, trigger.attr) {
