@@ -51,7 +51,7 @@ struct TraceThread {
     channel: Arc<str>,
     chunk_bytes: usize,
     policy: Policy,
-    chunks: Vec<Vec<u8>>,
+    chunks: Vec<Chunk>,
     /// The encoder's state for the last chunk.
     encoder: Encoder,
     records: u64,
@@ -78,8 +78,83 @@ impl Trace {
     }
 }
 
-#[inline]
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+/// A chunk of encoded snapshots. Its storage is allocated zeroed, which
+/// for a chunk this large maps fresh pages that the kernel provides as
+/// they are first written, and it never grows: the writer checks the room
+/// for a snapshot once ([`max_bytes`]) and then writes bytes with no
+/// capacity checks or reallocation.
+struct Chunk {
+    data: Box<[u8]>,
+    len: usize,
+}
+
+/// An upper bound of the bytes of a snapshot of `entries` entries: the
+/// shape's number and entry count, and per entry a head and a payload (a
+/// type code and a varint), each varint at most 10 bytes.
+fn max_bytes(entries: usize) -> usize {
+    21 * (entries + 2)
+}
+
+impl Chunk {
+    fn new(bytes: usize) -> Chunk {
+        Chunk { data: vec![0; bytes].into_boxed_slice(), len: 0 }
+    }
+
+    /// Whether a snapshot of `bytes` bytes at most fits.
+    #[inline(always)]
+    fn has_room(&self, bytes: usize) -> bool {
+        self.len + bytes <= self.data.len()
+    }
+
+    /// The bytes written.
+    fn bytes(&self) -> &[u8] {
+        &self.data[..self.len]
+    }
+
+    /// A writer of the chunk's free space.
+    #[inline(always)]
+    fn writer(&mut self) -> Writer<'_> {
+        let start = self.len;
+        Writer { buf: &mut self.data[start..], pos: 0, len: &mut self.len }
+    }
+}
+
+/// Writes a snapshot into a chunk. Its position is a local, which the
+/// compiler keeps in a register (it could not for the chunk's length, as
+/// any byte written might alias it); the chunk's length is updated once,
+/// when the writer is dropped.
+struct Writer<'a> {
+    buf: &'a mut [u8],
+    pos: usize,
+    len: &'a mut usize,
+}
+
+impl Writer<'_> {
+    /// Writes a byte; the caller has checked the room.
+    #[inline(always)]
+    fn push(&mut self, byte: u8) {
+        if let Some(b) = self.buf.get_mut(self.pos) {
+            *b = byte;
+            self.pos += 1;
+        }
+    }
+
+    fn extend_from_slice(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.push(b);
+        }
+    }
+}
+
+impl Drop for Writer<'_> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        *self.len += self.pos;
+    }
+}
+
+#[inline(always)]
+fn put_varint(out: &mut Writer<'_>, mut v: u64) {
     while v >= 0x80 {
         out.push((v as u8) | 0x80);
         v >>= 7;
@@ -161,7 +236,7 @@ impl Encoder {
 
     /// Writes the number of the shape in `self.heads`, and the shape if it
     /// is new in the chunk; returns the number.
-    fn put_shape(&mut self, out: &mut Vec<u8>) -> u64 {
+    fn put_shape(&mut self, out: &mut Writer<'_>) -> u64 {
         if let Some(&n) = self.shapes.get(self.heads.as_slice()) {
             put_varint(out, n);
             return n;
@@ -179,13 +254,13 @@ impl Encoder {
     /// Writes an unsigned value of `attr`, as a difference if the delta
     /// table holds the attribute's previous value.
     #[inline(always)]
-    fn put_uint(&mut self, out: &mut Vec<u8>, attr: Id, u: u64) {
+    fn put_uint(&mut self, out: &mut Writer<'_>, attr: Id, u: u64) {
         let slot = self.deltas.slot(attr);
         put_varint(out, if slot.0 == attr { zigzag(u.wrapping_sub(slot.1) as i64) } else { u });
         *slot = (attr, u);
     }
 
-    fn encode(&mut self, snapshot: &Snapshot, out: &mut Vec<u8>) {
+    fn encode(&mut self, snapshot: &Snapshot, out: &mut Writer<'_>) {
         self.heads.clear();
         self.heads.extend(snapshot.nodes().iter().map(|_| TAG_NODE));
         for &(a, v) in snapshot.values() {
@@ -213,7 +288,7 @@ impl Encoder {
     /// Encodes a region snapshot as [`Encoder::encode`] encodes the
     /// equivalent snapshot, remembering the shapes of begins and ends.
     #[inline]
-    fn encode_region(&mut self, region: &RegionSnapshot<'_>, out: &mut Vec<u8>) {
+    fn encode_region(&mut self, region: &RegionSnapshot<'_>, out: &mut Writer<'_>) {
         let shape = RegionShape {
             context: region.context.len(),
             count: region.count,
@@ -238,7 +313,7 @@ impl Encoder {
     }
 
     #[cold]
-    fn put_region_shape(&mut self, shape: RegionShape, which: usize, out: &mut Vec<u8>) {
+    fn put_region_shape(&mut self, shape: RegionShape, which: usize, out: &mut Writer<'_>) {
         self.heads.clear();
         self.heads.resize(shape.context + 1, TAG_NODE);
         if let Some(count) = shape.count {
@@ -334,7 +409,7 @@ impl Service for Trace {
             let Some(t) = state_mut::<TraceThread>(state) else { continue };
             // Oldest first: the reference emits the newest chunk first.
             for chunk in &t.chunks {
-                let (mut pos, mut decoder) = (0, Decoder::new());
+                let (chunk, mut pos, mut decoder) = (chunk.bytes(), 0, Decoder::new());
                 while pos < chunk.len() {
                     decoder.decode(chunk, &mut pos, &mut record);
                     emit(&record);
@@ -362,23 +437,23 @@ impl Service for Trace {
 }
 
 impl TraceThread {
-    /// The chunk to write the next snapshot to, `None` if recording has
-    /// stopped. A chunk takes snapshots while it has room for a large one
-    /// (256 bytes), so that writing one never grows it.
+    /// The chunk to write the next snapshot, of `entries` entries, to;
+    /// `None` if recording has stopped.
     #[inline(always)]
-    fn chunk(&mut self) -> Option<(&mut Encoder, &mut Vec<u8>)> {
-        let room = self.chunks.last().is_some_and(|c| c.len() + 256 <= self.chunk_bytes);
+    fn chunk(&mut self, entries: usize) -> Option<(&mut Encoder, &mut Chunk)> {
+        let bytes = max_bytes(entries);
+        let room = self.chunks.last().is_some_and(|c| c.has_room(bytes));
         if !room || self.stopped {
-            self.next_chunk()?;
+            self.next_chunk(bytes)?;
         }
         self.records += 1;
         Some((&mut self.encoder, self.chunks.last_mut()?))
     }
 
-    /// Starts a new chunk, or stops recording (and counts the dropped
-    /// snapshot).
+    /// Starts a new chunk with room for `bytes` at least, or stops
+    /// recording (and counts the dropped snapshot).
     #[cold]
-    fn next_chunk(&mut self) -> Option<()> {
+    fn next_chunk(&mut self, bytes: usize) -> Option<()> {
         if !self.stopped && self.policy == Policy::Stop && !self.chunks.is_empty() {
             self.stopped = true;
             log::error(&format!("{}: trace: Trace buffer full, recording stopped!", self.channel));
@@ -387,7 +462,7 @@ impl TraceThread {
             self.dropped += 1;
             return None;
         }
-        self.chunks.push(Vec::with_capacity(self.chunk_bytes));
+        self.chunks.push(Chunk::new(self.chunk_bytes.max(bytes)));
         self.encoder = Encoder::new();
         Some(())
     }
@@ -395,14 +470,14 @@ impl TraceThread {
 
 impl ThreadService for TraceThread {
     fn process(&mut self, _cali: &Caliper, snapshot: &Snapshot) {
-        if let Some((encoder, chunk)) = self.chunk() {
-            encoder.encode(snapshot, chunk);
+        if let Some((encoder, chunk)) = self.chunk(snapshot.nodes().len() + snapshot.values().len()) {
+            encoder.encode(snapshot, &mut chunk.writer());
         }
     }
 
     fn process_region(&mut self, _cali: &Caliper, region: &RegionSnapshot<'_>, _scratch: &mut Snapshot) {
-        if let Some((encoder, chunk)) = self.chunk() {
-            encoder.encode_region(region, chunk);
+        if let Some((encoder, chunk)) = self.chunk(region.context.len() + 4) {
+            encoder.encode_region(region, &mut chunk.writer());
         }
     }
 }
@@ -434,30 +509,30 @@ mod tests {
         s.push_value(11, ValueKey::from_variant(&Variant::Bool(true)));
         s.push_value(12, ValueKey::uint(1000));
         s.push_node(3);
-        let (mut buf, mut encoder) = (Vec::new(), Encoder::new());
+        let (mut buf, mut encoder) = (Chunk::new(4096), Encoder::new());
         let mut expected = Record::ctx();
         s.to_record(&mut expected);
-        encoder.encode(&s, &mut buf);
-        let first = buf.len();
+        encoder.encode(&s, &mut buf.writer());
+        let first = buf.len;
         // The unsigned values come back from their differences.
         s.clear();
         s.push_value(12, ValueKey::uint(990));
         s.push_value(7, ValueKey::uint(3));
-        encoder.encode(&s, &mut buf);
-        let second = buf.len();
+        encoder.encode(&s, &mut buf.writer());
+        let second = buf.len;
         // A shape seen before is written as its number.
-        encoder.encode(&s, &mut buf);
-        let back = decode_all(&buf);
+        encoder.encode(&s, &mut buf.writer());
+        let back = decode_all(buf.bytes());
         assert_eq!(back[0], expected);
         assert_eq!(back[1].entries, [Entry::Immediate(12, Variant::Uint(990)), Entry::Immediate(7, Variant::Uint(3))]);
         assert_eq!(back[2], back[1]);
         assert_eq!(second - first, 1 + 1 + 2 + 2, "shape number, entry count, two heads, two payloads");
-        assert_eq!(buf.len() - second, 1 + 1 + 1, "small differences take one byte");
+        assert_eq!(buf.len - second, 1 + 1 + 1, "small differences take one byte");
     }
 
     #[test]
     fn region_snapshots_decode_as_their_snapshots() {
-        let (mut buf, mut encoder) = (Vec::new(), Encoder::new());
+        let (mut buf, mut encoder) = (Chunk::new(4096), Encoder::new());
         let (mut scratch, mut expected) = (Snapshot::default(), Vec::new());
         let context = [40];
         for i in 0..6u64 {
@@ -468,15 +543,15 @@ mod tests {
                 count: (i % 2 == 1).then_some(22),
                 time: (i != 4).then_some(time),
             };
-            encoder.encode_region(&region, &mut buf);
+            encoder.encode_region(&region, &mut buf.writer());
             region.write_to(&mut scratch);
             let mut record = Record::ctx();
             scratch.to_record(&mut record);
             expected.push(record);
             // A generic snapshot between them shares the chunk's tables.
-            encoder.encode(&scratch, &mut buf);
+            encoder.encode(&scratch, &mut buf.writer());
             expected.push(expected.last().expect("pushed").clone());
         }
-        assert_eq!(decode_all(&buf), expected);
+        assert_eq!(decode_all(buf.bytes()), expected);
     }
 }
