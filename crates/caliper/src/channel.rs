@@ -25,7 +25,6 @@ use std::any::Any;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
-
 /// What triggered a snapshot.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum EventKind {
@@ -302,12 +301,10 @@ impl ChannelThread {
             }
             // An entry ended is innermost, as a region always is: its event
             // node is remembered with the stack's node.
-            (EventKind::End, Some(node)) if stack.top() == Some(entry) => {
-                match self.memo.get(node as usize) {
-                    Some(m) if m.end != 0 => Id::from(m.end),
-                    _ => self.remember_end(tree, cache, node, info, entry),
-                }
-            }
+            (EventKind::End, Some(node)) if stack.top() == Some(entry) => match self.memo.get(node as usize) {
+                Some(m) if m.end != 0 => Id::from(m.end),
+                _ => self.remember_end(tree, cache, node, info, entry),
+            },
             _ => cache.child(tree, parent, info.id(), entry.value),
         }
     }
@@ -315,7 +312,14 @@ impl ChannelThread {
     /// The event node of ending the innermost `entry` of stack node `node`,
     /// remembered.
     #[inline(never)]
-    fn remember_end(&mut self, tree: &ContextTree, cache: &mut ChildCache, node: Id, info: Attribute, entry: StackEntry) -> Id {
+    fn remember_end(
+        &mut self,
+        tree: &ContextTree,
+        cache: &mut ChildCache,
+        node: Id,
+        info: Attribute,
+        entry: StackEntry,
+    ) -> Id {
         let event = cache.child(tree, Some(node), info.id(), entry.value);
         if let (Ok(short), Some(m)) = (u32::try_from(event), self.memo_mut(node as usize)) {
             m.end = short;
@@ -650,7 +654,14 @@ impl Channel {
     /// takes it. Kept apart from the generic path, so that the common case
     /// is a short function that spills little.
     #[inline(never)]
-    fn fused_update(&self, cali: &Caliper, t: &mut ThreadData, kind: EventKind, attr: Attribute, value: ValueKey) -> bool {
+    fn fused_update(
+        &self,
+        cali: &Caliper,
+        t: &mut ThreadData,
+        kind: EventKind,
+        attr: Attribute,
+        value: ValueKey,
+    ) -> bool {
         let props = attr.properties();
         let on_region_stack =
             !props.is_asvalue() && !props.is_unaligned() && props.scope() != caliper_data::Scope::Process;

@@ -186,7 +186,8 @@ impl ThreadService for LoopThread {
             EventKind::End => {
                 self.iterations += 1;
                 let s = &self.settings;
-                let by_count = s.iteration_interval > 0 && (self.iterations as u64).is_multiple_of(s.iteration_interval);
+                let by_count =
+                    s.iteration_interval > 0 && (self.iterations as u64).is_multiple_of(s.iteration_interval);
                 let by_time = s.time_interval_ns > 0 && now.saturating_sub(self.last_snapshot_ns) > s.time_interval_ns;
                 if by_count || by_time { self.snapshot(now, trigger) } else { Observation::Ignore }
             }
