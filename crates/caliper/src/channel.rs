@@ -802,6 +802,75 @@ fn context_entries<'a>(cali: &Caliper, c: Context<'a>, replaced: Option<bool>) -
 mod tests {
     use super::*;
 
+    /// The fused path takes the snapshots the generic path takes: a channel
+    /// with an observer (which rules the fused path out) gathers the same
+    /// records, over updates that take either path.
+    #[test]
+    fn fused_and_generic_snapshots_agree() {
+        let cali = Caliper::instance().expect("runtime");
+        let attr = |name: &str, ty, props| cali.create_attribute(name, ty, props, &[]);
+        let region = attr("test.fused.region", AttrType::String, Properties::NESTED);
+        let phase = attr("test.fused.phase", AttrType::String, Properties::NESTED);
+        let iteration = attr("test.fused.iteration", AttrType::Int, Properties::ASVALUE);
+        let unaligned = attr("test.fused.unaligned", AttrType::String, Properties::UNALIGNED);
+        let s = ValueKey::string;
+        // Records of other tests' threads are left out.
+        let mine = |record: &Record| {
+            record.refs().any(|node| {
+                let mut path = Vec::new();
+                cali.tree.path_to(node, &mut path);
+                path.iter().any(|&n| {
+                    let name = cali.tree.get(n).and_then(|n| cali.attribute_info(n.attribute)).map(|i| i.name);
+                    name.is_some_and(|name| name.contains("test.fused"))
+                })
+            })
+        };
+        for services in ["aggregate,event", "event,trace"] {
+            let open = |services: &str| {
+                let config = RuntimeConfig::from_pairs(
+                    [
+                        ("CALI_SERVICES_ENABLE", services),
+                        ("CALI_CHANNEL_FLUSH_ON_EXIT", "false"),
+                        ("CALI_CHANNEL_CONFIG_CHECK", "false"),
+                    ],
+                    false,
+                );
+                let channel = cali.create_channel(&format!("test.fused.{services}"), config);
+                cali.set_channel_active(&channel, true);
+                channel
+            };
+            let (fused, generic) = (open(services), open(&format!("{services},debug")));
+            assert!(fused.fused && !generic.fused);
+            for i in 0..3 {
+                cali.begin(region, s("a"));
+                cali.begin(phase, s("p"));
+                cali.set(iteration, ValueKey::int(i));
+                cali.begin(region, s(if i == 1 { "b" } else { "c" }));
+                cali.end(region, None);
+                cali.end(iteration, None);
+                cali.begin(region, s("b"));
+                cali.end(region, None);
+                cali.end(phase, None);
+                cali.begin(unaligned, s("u"));
+                cali.begin(region, s("c"));
+                cali.end(region, None);
+                cali.end(unaligned, None);
+                cali.end(region, None);
+            }
+            let mut records = [Vec::new(), Vec::new()];
+            for (channel, out) in [&fused, &generic].into_iter().zip(&mut records) {
+                cali.set_channel_active(channel, false);
+                cali.flush(channel, &mut |r| {
+                    if mine(r) {
+                        out.push(r.clone());
+                    }
+                });
+            }
+            assert!(records[0].len() > 10, "{services}: {} records", records[0].len());
+            assert_eq!(records[0], records[1], "{services}");
+        }
+    }
+
     #[test]
     fn an_attribute_created_but_not_yet_marked_is_marked_on_first_update() {
         let cali = Caliper::instance().expect("runtime");
