@@ -16,6 +16,8 @@ use crate::value::ValueKey;
 use caliper_data::node::Id;
 use caliper_data::{AttrType, Properties, Variant};
 
+/// The timer service of a channel. Public for [`TimerThread`], which a
+/// channel keeps inline (see [`Service::inline_timer`]).
 pub struct Timer {
     /// The clock reading when the service started.
     start: u64,
@@ -37,6 +39,7 @@ pub struct TimerThread {
 }
 
 impl Timer {
+    /// The service, with its attributes created.
     pub fn new(cali: &Caliper, config: &RuntimeConfig) -> Timer {
         let unit = cali.create_attribute("time.unit", AttrType::String, Properties::SKIP_EVENTS, &[]);
         let meta = [(unit.id(), Variant::string("nsec"))];
