@@ -132,8 +132,16 @@ impl Stack {
 
     /// The tree node of the whole stack (`None` if empty), creating nodes
     /// for the entries that have none yet.
-    #[inline]
+    #[inline(always)]
     pub fn node(&mut self, tree: &ContextTree, cache: &mut ChildCache) -> Option<Id> {
+        if self.nodes.len() == self.entries.len() {
+            return self.nodes.last().copied();
+        }
+        self.materialize(tree, cache)
+    }
+
+    #[inline(never)]
+    fn materialize(&mut self, tree: &ContextTree, cache: &mut ChildCache) -> Option<Id> {
         while self.nodes.len() < self.entries.len() {
             let e = self.entries[self.nodes.len()];
             let parent = self.nodes.last().copied();
@@ -204,18 +212,28 @@ impl Blackboard {
 
     /// What ending the innermost value of `attr` would end (with `expect`:
     /// only if it is that value), without changing anything.
+    #[inline]
     pub fn check_end(&self, attr: Attribute, expect: Option<ValueKey>) -> Result<ValueKey, EndError> {
+        if !attr.is_asvalue() && !attr.properties().is_unaligned() {
+            // The common case, a region: inline, as in `end`.
+            let top = *self.regions.entries.last().ok_or(EndError::Empty)?;
+            return match expect {
+                _ if top.attr.id() != attr.id() => Err(EndError::OtherRegion(top)),
+                Some(v) if v != top.value => Err(EndError::OtherValue(top)),
+                _ => Ok(top.value),
+            };
+        }
+        self.check_end_other(attr, expect)
+    }
+
+    /// [`Blackboard::check_end`] of an as-value or unaligned attribute.
+    #[inline(never)]
+    fn check_end_other(&self, attr: Attribute, expect: Option<ValueKey>) -> Result<ValueKey, EndError> {
         let current = if attr.is_asvalue() {
             let value = self.values.iter().find(|(a, _)| a.id() == attr.id()).ok_or(EndError::Empty)?.1;
             StackEntry { attr, value }
-        } else if attr.properties().is_unaligned() {
-            self.unaligned.entries[self.unaligned.innermost(attr).ok_or(EndError::Empty)?]
         } else {
-            let top = *self.regions.entries.last().ok_or(EndError::Empty)?;
-            if top.attr.id() != attr.id() {
-                return Err(EndError::OtherRegion(top));
-            }
-            top
+            self.unaligned.entries[self.unaligned.innermost(attr).ok_or(EndError::Empty)?]
         };
         match expect {
             Some(v) if v != current.value => Err(EndError::OtherValue(current)),

@@ -13,7 +13,8 @@ use crate::blackboard::{Blackboard, ChildCache, Stack, StackEntry};
 use crate::config::RuntimeConfig;
 use crate::region_filter::{NameFilter, RegionFilter};
 use crate::runtime::Caliper;
-use crate::snapshot::Snapshot;
+use crate::services::timer::TimerThread;
+use crate::snapshot::{RegionSnapshot, Snapshot};
 use crate::thread::ThreadData;
 use crate::tree::ContextTree;
 use crate::value::ValueKey;
@@ -54,6 +55,14 @@ pub trait ThreadService: Any + Send {
     fn measure(&mut self, _snapshot: &mut Snapshot, _trigger: &Trigger) {}
     /// Consumes a snapshot.
     fn process(&mut self, _cali: &Caliper, _snapshot: &Snapshot) {}
+    /// Consumes the snapshot of a region begin or end in its common shape;
+    /// the same as [`process`](ThreadService::process) of the equivalent
+    /// snapshot (which this default builds in `scratch`). Services that
+    /// override it read the shape directly.
+    fn process_region(&mut self, cali: &Caliper, region: &RegionSnapshot<'_>, scratch: &mut Snapshot) {
+        region.write_to(scratch);
+        self.process(cali, scratch);
+    }
     /// Sees an update before it happens (if the service
     /// [observes](Service::observes)) and says whether the channel takes a
     /// snapshot for it, with the entries added to `trigger`.
@@ -122,6 +131,13 @@ pub trait Service: Send + Sync {
     fn takes_async_events(&self) -> bool {
         false
     }
+    /// The thread object of a timer that adds only offsets and durations,
+    /// whatever the trigger: the channel keeps it inline instead of behind
+    /// [`thread_state`](Service::thread_state), and stamps region snapshots
+    /// with it without building a [`Snapshot`]. `None` for other services.
+    fn inline_timer(&self) -> Option<TimerThread> {
+        None
+    }
     /// Sets up a thread's context the first time it meets the channel.
     fn on_new_thread(&self, _cali: &Caliper, _blackboard: &mut Blackboard) {}
     /// A new thread's part of this service.
@@ -161,18 +177,37 @@ pub struct EventConfig {
     pub branches: NameFilter,
 }
 
+/// What a thread remembers of a region-stack node: a program repeats its
+/// regions, and this finds their nodes and event nodes without hashing.
+/// Node and attribute ids fit in 32 bits (the context tree holds at most
+/// 2^24 nodes), which keeps the table small; 0 stands for "not known"
+/// (node 0 is a bootstrap attribute, never a stack or event node).
+#[derive(Copy, Clone)]
+struct NodeMemo {
+    /// The event node of ending the node's innermost entry.
+    end: u32,
+    /// The child last begun under the node, with the attribute and value
+    /// of its entry and the event node of beginning it. Loops begin the
+    /// same children again and again, usually in the same order.
+    child: u32,
+    child_attr: u32,
+    begin: u32,
+    child_value: ValueKey,
+}
+
+impl NodeMemo {
+    const UNKNOWN: NodeMemo = NodeMemo { end: 0, child: 0, child_attr: 0, begin: 0, child_value: ValueKey::uint(0) };
+}
+
 /// A thread's state in one channel.
 pub struct ChannelThread {
     states: Vec<ServiceState>,
+    /// The channel's inline timer (see [`Service::inline_timer`]).
+    timer: Option<TimerThread>,
     /// Per attribute id: `None` not looked up, `Some(None)` not marked.
     marks: Vec<Option<Option<EventAttributes>>>,
-    /// Per stack node (by id): the event nodes of beginning and of ending
-    /// its innermost entry, 0 if not looked up yet (node 0 is a bootstrap
-    /// attribute, never an event node). A program repeats its regions,
-    /// and this finds their event nodes without hashing. Node ids fit in
-    /// 32 bits (the context tree holds at most 2^24 nodes), which halves
-    /// the table.
-    event_nodes: Vec<[u32; 2]>,
+    /// Per region-stack node (by id; the empty stack at 0).
+    memo: Vec<NodeMemo>,
     /// Per string value seen by the region filters: whether it passes the
     /// include/exclude lists (bit 0) and starts a branch (bit 1).
     filtered: FxHashMap<ValueKey, u8>,
@@ -240,7 +275,7 @@ impl ChannelThread {
     /// under the node of `stack`, the stack of `entry`'s attribute
     /// (materialized by the snapshot). A begin also tells the stack the
     /// node it is about to push.
-    #[inline]
+    #[inline(always)]
     fn event_node(
         &mut self,
         tree: &ContextTree,
@@ -251,36 +286,76 @@ impl ChannelThread {
         entry: StackEntry,
     ) -> Id {
         let parent = stack.node(tree, cache);
-        let look_up = |cache: &mut ChildCache| cache.child(tree, parent, info.id(), entry.value);
-        // The stack node whose memo holds the event node: that of the
-        // entry begun (the child of `parent`) or ended (`parent` itself,
-        // if the entry is innermost, as a region always is).
-        let (node, which) = match kind {
-            EventKind::Begin => {
-                let node = cache.child(tree, parent, entry.attr.id(), entry.value);
-                stack.expect_push(entry, node);
-                (node, 0)
+        match (kind, parent) {
+            (EventKind::Begin, _) => {
+                let i = parent.map_or(0, |p| p as usize);
+                if let Some(m) = self.memo.get(i)
+                    && m.child != 0
+                    && Id::from(m.child_attr) == entry.attr.id()
+                    && m.child_value == entry.value
+                {
+                    stack.expect_push(entry, Id::from(m.child));
+                    return Id::from(m.begin);
+                }
+                self.remember_begin(tree, cache, stack, info, entry, parent)
             }
-            EventKind::End => match parent {
-                Some(node) if stack.top() == Some(entry) => (node, 1),
-                _ => return look_up(cache),
+            // An entry ended is innermost, as a region always is: its event
+            // node is remembered with the stack's node.
+            (EventKind::End, Some(node)) if stack.top() == Some(entry) => match self.memo.get(node as usize) {
+                Some(m) if m.end != 0 => Id::from(m.end),
+                _ => self.remember_end(tree, cache, node, info, entry),
             },
-            EventKind::Set | EventKind::Explicit => return look_up(cache),
-        };
-        let i = node as usize;
-        if let Some(&memo) = self.event_nodes.get(i)
-            && memo[which] != 0
-        {
-            return Id::from(memo[which]);
+            _ => cache.child(tree, parent, info.id(), entry.value),
         }
-        let event = look_up(cache);
-        if let Ok(short) = u32::try_from(event) {
-            if self.event_nodes.len() <= i {
-                self.event_nodes.resize(i + 1, [0; 2]);
-            }
-            self.event_nodes[i][which] = short;
+    }
+
+    /// The event node of ending the innermost `entry` of stack node `node`,
+    /// remembered.
+    #[inline(never)]
+    fn remember_end(
+        &mut self,
+        tree: &ContextTree,
+        cache: &mut ChildCache,
+        node: Id,
+        info: Attribute,
+        entry: StackEntry,
+    ) -> Id {
+        let event = cache.child(tree, Some(node), info.id(), entry.value);
+        if let (Ok(short), Some(m)) = (u32::try_from(event), self.memo_mut(node as usize)) {
+            m.end = short;
         }
         event
+    }
+
+    /// The event node of beginning `entry` under `parent` when it is not
+    /// the child last begun there, which it becomes.
+    #[inline(never)]
+    fn remember_begin(
+        &mut self,
+        tree: &ContextTree,
+        cache: &mut ChildCache,
+        stack: &mut Stack,
+        info: Attribute,
+        entry: StackEntry,
+        parent: Option<Id>,
+    ) -> Id {
+        let child = cache.child(tree, parent, entry.attr.id(), entry.value);
+        stack.expect_push(entry, child);
+        let event = cache.child(tree, parent, info.id(), entry.value);
+        let ids = (u32::try_from(child), u32::try_from(entry.attr.id()), u32::try_from(event));
+        if let ((Ok(child), Ok(attr), Ok(begin)), Some(m)) = (ids, self.memo_mut(parent.map_or(0, |p| p as usize))) {
+            (m.child, m.child_attr, m.begin, m.child_value) = (child, attr, begin, entry.value);
+        }
+        event
+    }
+
+    /// The memo of node `i`, if its id fits the table's 32 bits.
+    fn memo_mut(&mut self, i: usize) -> Option<&mut NodeMemo> {
+        u32::try_from(i).ok()?;
+        if self.memo.len() <= i {
+            self.memo.resize(i + 1, NodeMemo::UNKNOWN);
+        }
+        self.memo.get_mut(i)
     }
 }
 
@@ -295,8 +370,17 @@ pub struct Channel {
     config: RuntimeConfig,
     services: Vec<Arc<dyn Service>>,
     observe: Vec<usize>,
+    /// The measuring services but the inline timer.
     measure: Vec<usize>,
     process: Vec<usize>,
+    /// The service whose timer the threads keep inline: the only measuring
+    /// service, if it has one (see [`Service::inline_timer`]).
+    timer: Option<usize>,
+    /// Whether region begins and ends may take the fused path
+    /// ([`Channel::fused_update`]): decided once, as nothing that rules it
+    /// out (observers, filters, measuring services other than the inline
+    /// timer, snapshots without event nodes) changes after creation.
+    fused: bool,
     events: Option<EventConfig>,
     marks: RwLock<FxHashMap<Id, Option<EventAttributes>>>,
     flush_on_exit: bool,
@@ -344,7 +428,17 @@ impl Channel {
         let pick = |f: fn(&dyn Service) -> bool| -> Vec<usize> {
             services.iter().enumerate().filter(|(_, s)| f(s.as_ref())).map(|(i, _)| i).collect()
         };
-        let (observe, measure, process) = (pick(|s| s.observes()), pick(|s| s.measures()), pick(|s| s.processes()));
+        let (observe, mut measure, process) = (pick(|s| s.observes()), pick(|s| s.measures()), pick(|s| s.processes()));
+        let timer = match *measure {
+            [i] if services[i].inline_timer().is_some() => Some(i),
+            _ => None,
+        };
+        if timer.is_some() {
+            measure.clear();
+        }
+        let fused = observe.is_empty()
+            && measure.is_empty()
+            && events.as_ref().is_some_and(|e| e.snapshot_info && e.filter.is_empty() && e.branches.is_empty());
         let flush_on_exit = config.get_bool("CALI_CHANNEL_FLUSH_ON_EXIT", true);
         let region_count = cali.create_attribute(
             "region.count",
@@ -361,6 +455,8 @@ impl Channel {
             observe,
             measure,
             process,
+            timer,
+            fused,
             events,
             marks: RwLock::new(FxHashMap::default()),
             flush_on_exit,
@@ -462,6 +558,7 @@ impl Channel {
     /// The calling thread's state in this channel, created on first use.
     /// On the first use on a thread, services may set up the thread's
     /// context (e.g. thread ids).
+    #[inline]
     fn thread_state<'a>(
         &self,
         cali: &Caliper,
@@ -471,7 +568,10 @@ impl Channel {
         if channels.len() <= self.id {
             channels.resize_with(self.id + 1, || None);
         }
-        channels[self.id].get_or_insert_with(|| self.new_thread_state(cali, blackboard))
+        match &mut channels[self.id] {
+            Some(ct) => ct,
+            slot => slot.insert(self.new_thread_state(cali, blackboard)),
+        }
     }
 
     #[cold]
@@ -479,10 +579,12 @@ impl Channel {
         for service in &self.services {
             service.on_new_thread(cali, blackboard);
         }
+        let states = self.services.iter().enumerate();
         ChannelThread {
-            states: self.services.iter().map(|s| s.thread_state()).collect(),
+            states: states.map(|(i, s)| if self.timer == Some(i) { Box::new(()) } else { s.thread_state() }).collect(),
+            timer: self.timer.and_then(|i| self.services[i].inline_timer()),
             marks: Vec::new(),
-            event_nodes: Vec::new(),
+            memo: Vec::new(),
             filtered: FxHashMap::default(),
             branches: Vec::new(),
             observed: Vec::new(),
@@ -491,6 +593,7 @@ impl Channel {
 
     /// Handles an update of `attr` on a thread: takes a snapshot if the
     /// attribute triggers one in this channel.
+    #[inline]
     pub(crate) fn on_update(
         &self,
         cali: &Caliper,
@@ -499,6 +602,14 @@ impl Channel {
         attr: Attribute,
         value: ValueKey,
     ) {
+        if !(self.fused && self.fused_update(cali, t, kind, attr, value)) {
+            self.generic_update(cali, t, kind, attr, value);
+        }
+    }
+
+    /// [`Channel::on_update`] for any channel and update.
+    #[inline(never)]
+    fn generic_update(&self, cali: &Caliper, t: &mut ThreadData, kind: EventKind, attr: Attribute, value: ValueKey) {
         if !self.observe.is_empty() {
             self.observe_update(cali, t, kind, attr, value);
         }
@@ -532,6 +643,53 @@ impl Channel {
             snapshot.push_value(self.region_count.id(), ValueKey::uint(1));
         }
         self.run_pipeline(cali, ct, snapshot, &Trigger { kind, attr: Some(attr) });
+    }
+
+    /// Handles an update in a channel that takes fused region snapshots:
+    /// takes the snapshot of a region begin or end without building a
+    /// [`Snapshot`] if it has the common shape (see [`RegionSnapshot`]):
+    /// the attribute is on the region stack, and the thread's context has
+    /// no other entries than its region stack and the process's nodes.
+    /// Returns whether the update is handled; if not, the generic path
+    /// takes it. Kept apart from the generic path, so that the common case
+    /// is a short function that spills little.
+    #[inline(never)]
+    fn fused_update(
+        &self,
+        cali: &Caliper,
+        t: &mut ThreadData,
+        kind: EventKind,
+        attr: Attribute,
+        value: ValueKey,
+    ) -> bool {
+        let props = attr.properties();
+        let on_region_stack =
+            !props.is_asvalue() && !props.is_unaligned() && props.scope() != caliper_data::Scope::Process;
+        if !(on_region_stack
+            && kind != EventKind::Set
+            && t.blackboard.unaligned.is_empty()
+            && t.blackboard.values.is_empty())
+        {
+            return false;
+        }
+        let ct = self.thread_state(cali, &mut t.channels, &mut t.blackboard);
+        let Some(info) = ct.event_attribute(cali, self, attr.id(), kind) else { return true };
+        cali.refresh_process_entries(&mut t.process_entries, &mut t.process_version);
+        if !t.process_entries.values().is_empty() {
+            return false;
+        }
+        let entry = StackEntry { attr, value };
+        let event = ct.event_node(&cali.tree, &mut t.cache, &mut t.blackboard.regions, kind, info, entry);
+        let region = RegionSnapshot {
+            context: t.process_entries.nodes(),
+            event,
+            count: (kind == EventKind::End).then_some(self.region_count.id()),
+            time: ct.timer.as_mut().map(TimerThread::stamp),
+        };
+        for &i in &self.process {
+            ct.states[i].process_region(cali, &region, &mut t.snapshot);
+        }
+        true
     }
 
     /// Lets the observing services see an update and takes the snapshots
@@ -569,6 +727,9 @@ impl Channel {
     }
 
     fn run_measure(&self, ct: &mut ChannelThread, snapshot: &mut Snapshot, trigger: &Trigger) {
+        if let Some(timer) = &mut ct.timer {
+            timer.measure(snapshot, trigger);
+        }
         for &i in &self.measure {
             ct.states[i].measure(snapshot, trigger);
         }
@@ -640,6 +801,80 @@ fn context_entries<'a>(cali: &Caliper, c: Context<'a>, replaced: Option<bool>) -
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The fused path takes the snapshots the generic path takes: a channel
+    /// with an observer (which rules the fused path out) gathers the same
+    /// records, over updates that take either path.
+    #[test]
+    fn fused_and_generic_snapshots_agree() {
+        let cali = Caliper::instance().expect("runtime");
+        let attr = |name: &str, ty, props| cali.create_attribute(name, ty, props, &[]);
+        let region = attr("test.fused.region", AttrType::String, Properties::NESTED);
+        let phase = attr("test.fused.phase", AttrType::String, Properties::NESTED);
+        let iteration = attr("test.fused.iteration", AttrType::Int, Properties::ASVALUE);
+        let unaligned = attr("test.fused.unaligned", AttrType::String, Properties::UNALIGNED);
+        let s = ValueKey::string;
+        // Records of other tests' threads are left out.
+        let mine = |record: &Record| {
+            record.refs().any(|node| {
+                let mut path = Vec::new();
+                cali.tree.path_to(node, &mut path);
+                path.iter().any(|&n| {
+                    let name = cali.tree.get(n).and_then(|n| cali.attribute_info(n.attribute)).map(|i| i.name);
+                    name.is_some_and(|name| name.contains("test.fused"))
+                })
+            })
+        };
+        for services in ["aggregate,event", "event,trace"] {
+            let open = |services: &str| {
+                let config = RuntimeConfig::from_pairs(
+                    [
+                        ("CALI_SERVICES_ENABLE", services),
+                        ("CALI_CHANNEL_FLUSH_ON_EXIT", "false"),
+                        ("CALI_CHANNEL_CONFIG_CHECK", "false"),
+                    ],
+                    false,
+                );
+                let channel = cali.create_channel(&format!("test.fused.{services}"), config);
+                cali.set_channel_active(&channel, true);
+                channel
+            };
+            let (fused, generic) = (open(services), open(&format!("{services},debug")));
+            assert!(fused.fused && !generic.fused);
+            let errors = cali.stack_errors();
+            for i in 0..3 {
+                cali.begin(region, s("a"));
+                cali.begin(phase, s("p"));
+                cali.set(iteration, ValueKey::int(i));
+                cali.begin(region, s(if i == 1 { "b" } else { "c" }));
+                cali.end(region, None);
+                cali.end(iteration, None);
+                cali.begin(region, s("b"));
+                cali.end(region, None);
+                cali.end(phase, None);
+                cali.begin(unaligned, s("u"));
+                cali.begin(region, s("c"));
+                cali.end(region, None);
+                cali.end(unaligned, None);
+                cali.end(region, None);
+            }
+            let mut records = [Vec::new(), Vec::new()];
+            for (channel, out) in [&fused, &generic].into_iter().zip(&mut records) {
+                cali.set_channel_active(channel, false);
+                cali.flush(channel, &mut |r| {
+                    if mine(r) {
+                        out.push(r.clone());
+                    }
+                });
+            }
+            // Another test's flush may drop an update, and the thread then
+            // stops tracking on a stack error.
+            if cali.stack_errors() == errors {
+                assert!(records[0].len() > 10, "{services}: {} records", records[0].len());
+            }
+            assert_eq!(records[0], records[1], "{services}");
+        }
+    }
 
     #[test]
     fn an_attribute_created_but_not_yet_marked_is_marked_on_first_update() {

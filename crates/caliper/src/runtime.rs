@@ -483,13 +483,18 @@ impl Caliper {
     }
 
     /// Refreshes a thread's copy of the process context's entries.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn refresh_process_entries(&self, cache: &mut Arc<Snapshot>, version: &mut u64) {
         let current = self.process_version.load(Ordering::Acquire);
         if *version != current {
-            *cache = self.lock_process().entries.clone();
-            *version = current;
+            self.reload_process_entries(cache, version, current);
         }
+    }
+
+    #[cold]
+    fn reload_process_entries(&self, cache: &mut Arc<Snapshot>, version: &mut u64, current: u64) {
+        *cache = self.lock_process().entries.clone();
+        *version = current;
     }
 
     /// Takes an explicit snapshot on every active channel, with `trigger`

@@ -84,6 +84,56 @@ impl Snapshot {
     }
 }
 
+/// The timer's values in a [`RegionSnapshot`].
+#[derive(Copy, Clone, Debug)]
+pub struct Time {
+    /// `time.offset.ns`.
+    pub offset_attr: Id,
+    /// Nanoseconds since the timer started.
+    pub offset: u64,
+    /// `time.duration.ns`.
+    pub duration_attr: Id,
+    /// Nanoseconds since the thread's previous snapshot in the channel.
+    pub duration: u64,
+}
+
+/// The snapshot of a region begin or end in the shape nearly every
+/// snapshot has: the process's context nodes, the event node
+/// (`event.begin#region=foo` under the region's parent, or
+/// `event.end#region=foo` under the region), `region.count` on an end and
+/// the timer's values. A channel whose snapshots take this shape hands it
+/// to the processing services as is, so that they need not rediscover the
+/// shape in a [`Snapshot`] (see [`ThreadService::process_region`](crate::channel::ThreadService::process_region)).
+#[derive(Copy, Clone, Debug)]
+pub struct RegionSnapshot<'a> {
+    /// The process context's nodes.
+    pub context: &'a [Id],
+    /// The event node.
+    pub event: Id,
+    /// `region.count`, on an end.
+    pub count: Option<Id>,
+    /// The timer's values, if the channel has a timer.
+    pub time: Option<Time>,
+}
+
+impl RegionSnapshot<'_> {
+    /// Replaces `snapshot`'s entries with this snapshot's, as the generic
+    /// pipeline would have built them: the context nodes, the event node,
+    /// `region.count`, then the timer's values.
+    pub fn write_to(&self, snapshot: &mut Snapshot) {
+        snapshot.clear();
+        snapshot.nodes.extend_from_slice(self.context);
+        snapshot.nodes.push(self.event);
+        if let Some(count) = self.count {
+            snapshot.push_value(count, ValueKey::uint(1));
+        }
+        if let Some(t) = self.time {
+            snapshot.push_value(t.offset_attr, ValueKey::uint(t.offset));
+            snapshot.push_value(t.duration_attr, ValueKey::uint(t.duration));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

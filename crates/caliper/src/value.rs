@@ -50,7 +50,7 @@ impl ValueKey {
 
     /// An unsigned integer value.
     #[inline]
-    pub fn uint(u: u64) -> ValueKey {
+    pub const fn uint(u: u64) -> ValueKey {
         ValueKey { ty: AttrType::Uint, bits: u }
     }
 

@@ -11,7 +11,7 @@ use crate::channel::{Service, ServiceState, ThreadService, state_mut};
 use crate::config::RuntimeConfig;
 use crate::log;
 use crate::runtime::Caliper;
-use crate::snapshot::Snapshot;
+use crate::snapshot::{RegionSnapshot, Snapshot};
 use crate::value::ValueKey;
 use caliper_data::hash::FxHashMap;
 use caliper_data::node::Id;
@@ -183,7 +183,7 @@ impl AggThread {
         self.stats.clear();
     }
 
-    #[inline]
+    #[inline(always)]
     fn kind_of(&mut self, cali: &Caliper, attr: Id) -> u32 {
         match self.kind.get(attr as usize) {
             Some(&k) if k != UNKNOWN => k,
@@ -243,16 +243,41 @@ impl AggThread {
     }
 
     /// Adds `value` to the statistics of metric `slot` in entry `e`.
-    #[inline]
+    #[inline(always)]
     fn add(&mut self, e: usize, slot: usize, value: ValueKey) {
         let Some(stat) = self.stats.get_mut(e * self.stride + slot) else { return };
         if stat.n == 0 {
-            stat.acc = Acc::new(value);
-            self.orders[e].push(slot as u32);
+            self.first(e, slot, value);
         } else {
             stat.acc.add(value);
+            stat.n += 1;
         }
-        stat.n += 1;
+    }
+
+    /// The first value of metric `slot` in entry `e`.
+    #[cold]
+    fn first(&mut self, e: usize, slot: usize, value: ValueKey) {
+        if let Some(stat) = self.stats.get_mut(e * self.stride + slot) {
+            *stat = Stat { acc: Acc::new(value), n: 1 };
+            self.orders[e].push(slot as u32);
+        }
+    }
+
+    /// Adds an attribute's value to entry `e`, if it is a metric.
+    #[inline(always)]
+    fn add_value(&mut self, cali: &Caliper, e: usize, attr: Id, value: ValueKey) {
+        let kind = self.kind_of(cali, attr);
+        if kind >= METRIC {
+            self.add(e, (kind - METRIC) as usize, value);
+        }
+    }
+
+    /// Counts a snapshot of entry `e`.
+    #[inline(always)]
+    fn count(&mut self, e: usize) {
+        if let Some(count) = self.counts.get_mut(e) {
+            *count += 1;
+        }
     }
 
     /// The entry of a key of nodes only.
@@ -267,16 +292,7 @@ impl AggThread {
             !self.key_names.is_empty() && snapshot.values().iter().any(|&(a, _)| self.kind_of(cali, a) == KEY);
         if !has_key_values {
             match *snapshot.nodes() {
-                [node] => {
-                    let i = node as usize;
-                    if self.by_node.len() <= i {
-                        self.by_node.resize(i + 1, 0);
-                    }
-                    if self.by_node[i] == 0 {
-                        self.by_node[i] = self.push_node_entry(&[node]) + 1;
-                    }
-                    return self.by_node[i] as usize - 1;
-                }
+                [node] => return self.node_entry(node),
                 [a, b] => return self.pair_entry(a, b),
                 _ => {}
             }
@@ -284,14 +300,40 @@ impl AggThread {
         self.key_entry(cali, snapshot)
     }
 
-    #[inline]
+    #[inline(always)]
+    fn node_entry(&mut self, node: Id) -> usize {
+        match self.by_node.get(node as usize) {
+            Some(&e) if e != 0 => e as usize - 1,
+            _ => self.new_node_entry(node),
+        }
+    }
+
+    #[cold]
+    fn new_node_entry(&mut self, node: Id) -> usize {
+        let i = node as usize;
+        if self.by_node.len() <= i {
+            self.by_node.resize(i + 1, 0);
+        }
+        let e = self.push_node_entry(&[node]);
+        self.by_node[i] = e + 1;
+        e as usize
+    }
+
+    #[inline(always)]
     fn pair_entry(&mut self, a: Id, b: Id) -> usize {
+        match self.by_pair.get(b as usize) {
+            Some(&(first, e)) if e != 0 && first == a => e as usize - 1,
+            _ => self.new_pair_entry(a, b),
+        }
+    }
+
+    #[cold]
+    fn new_pair_entry(&mut self, a: Id, b: Id) -> usize {
         let i = b as usize;
         if self.by_pair.len() <= i {
             self.by_pair.resize(i + 1, (0, 0));
         }
         match self.by_pair[i] {
-            (first, e) if e != 0 && first == a => e as usize - 1,
             (_, 0) => {
                 let e = self.push_node_entry(&[a, b]);
                 self.by_pair[i] = (a, e + 1);
@@ -392,14 +434,31 @@ impl ThreadService for AggThread {
     fn process(&mut self, cali: &Caliper, snapshot: &Snapshot) {
         let e = self.entry(cali, snapshot);
         for &(attr, value) in snapshot.values() {
-            let kind = self.kind_of(cali, attr);
-            if kind >= METRIC {
-                self.add(e, (kind - METRIC) as usize, value);
+            self.add_value(cali, e, attr, value);
+        }
+        self.count(e);
+    }
+
+    /// The key of a region snapshot is one or two nodes (the usual
+    /// process context, then the event node) unless the channel
+    /// aggregates by key attributes, and its values are known.
+    fn process_region(&mut self, cali: &Caliper, region: &RegionSnapshot<'_>, scratch: &mut Snapshot) {
+        let e = match (self.key_names.is_empty(), region.context) {
+            (true, []) => self.node_entry(region.event),
+            (true, &[first]) => self.pair_entry(first, region.event),
+            _ => {
+                region.write_to(scratch);
+                return self.process(cali, scratch);
             }
+        };
+        if let Some(count) = region.count {
+            self.add_value(cali, e, count, ValueKey::uint(1));
         }
-        if let Some(count) = self.counts.get_mut(e) {
-            *count += 1;
+        if let Some(t) = region.time {
+            self.add_value(cali, e, t.offset_attr, ValueKey::uint(t.offset));
+            self.add_value(cali, e, t.duration_attr, ValueKey::uint(t.duration));
         }
+        self.count(e);
     }
 }
 

@@ -10,7 +10,7 @@ mod recorder;
 mod region_monitor;
 pub(crate) mod report;
 mod thread_id;
-mod timer;
+pub mod timer;
 mod trace;
 mod validator;
 

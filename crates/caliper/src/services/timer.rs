@@ -11,11 +11,13 @@ use crate::channel::{EventKind, Service, ServiceState, ThreadService, Trigger};
 use crate::clock::Clock;
 use crate::config::RuntimeConfig;
 use crate::runtime::Caliper;
-use crate::snapshot::Snapshot;
+use crate::snapshot::{Snapshot, Time};
 use crate::value::ValueKey;
 use caliper_data::node::Id;
 use caliper_data::{AttrType, Properties, Variant};
 
+/// The timer service of a channel. Public for [`TimerThread`], which a
+/// channel keeps inline (see [`Service::inline_timer`]).
 pub struct Timer {
     /// The clock reading when the service started.
     start: u64,
@@ -25,7 +27,7 @@ pub struct Timer {
 }
 
 /// A thread's timer: the service's settings and the thread's times.
-struct TimerThread {
+pub struct TimerThread {
     clock: &'static Clock,
     start: u64,
     offset: Id,
@@ -37,6 +39,7 @@ struct TimerThread {
 }
 
 impl Timer {
+    /// The service, with its attributes created.
     pub fn new(cali: &Caliper, config: &RuntimeConfig) -> Timer {
         let unit = cali.create_attribute("time.unit", AttrType::String, Properties::SKIP_EVENTS, &[]);
         let meta = [(unit.id(), Variant::string("nsec"))];
@@ -53,6 +56,20 @@ impl Timer {
     }
 }
 
+impl Timer {
+    fn thread(&self) -> TimerThread {
+        TimerThread {
+            clock: crate::clock::clock(),
+            start: self.start,
+            offset: self.offset.id(),
+            duration: self.duration.id(),
+            inclusive: self.inclusive.map(Attribute::id),
+            last: 0,
+            open: Vec::new(),
+        }
+    }
+}
+
 impl Service for Timer {
     fn name(&self) -> &'static str {
         "timer"
@@ -63,24 +80,32 @@ impl Service for Timer {
     }
 
     fn thread_state(&self) -> ServiceState {
-        Box::new(TimerThread {
-            clock: crate::clock::clock(),
-            start: self.start,
-            offset: self.offset.id(),
-            duration: self.duration.id(),
-            inclusive: self.inclusive.map(Attribute::id),
-            last: 0,
-            open: Vec::new(),
-        })
+        Box::new(self.thread())
+    }
+
+    /// Inclusive durations depend on the trigger: only a plain timer runs
+    /// inline.
+    fn inline_timer(&self) -> Option<TimerThread> {
+        self.inclusive.is_none().then(|| self.thread())
+    }
+}
+
+impl TimerThread {
+    /// Reads the clock: the offset and the duration since the previous
+    /// reading.
+    #[inline(always)]
+    pub fn stamp(&mut self) -> Time {
+        let now = self.clock.now_ns().saturating_sub(self.start);
+        let duration = now.saturating_sub(self.last);
+        self.last = now;
+        Time { offset_attr: self.offset, offset: now, duration_attr: self.duration, duration }
     }
 }
 
 impl ThreadService for TimerThread {
     #[inline]
     fn measure(&mut self, snapshot: &mut Snapshot, trigger: &Trigger) {
-        let now = self.clock.now_ns().saturating_sub(self.start);
-        let duration = now.saturating_sub(self.last);
-        self.last = now;
+        let Time { offset: now, duration, .. } = self.stamp();
         snapshot.push_value(self.offset, ValueKey::uint(now));
         snapshot.push_value(self.duration, ValueKey::uint(duration));
         if let (Some(inclusive), Some(attr)) = (self.inclusive, trigger.attr) {

@@ -1,18 +1,23 @@
 //! `trace`: keeps every snapshot, in compact per-thread buffers.
 //!
-//! A snapshot is encoded as varints: the entry count, then per entry a
-//! head, the node or attribute id shifted by two with a tag in the low
-//! bits, and for an attribute value its payload:
+//! A snapshot is encoded as varints. Its *shape* is the list of its
+//! entries' heads: per entry a tag, and for an attribute value the
+//! attribute id shifted by two with the tag in the low bits. A program's
+//! snapshots take a handful of shapes (a region begin, a region end), so
+//! each chunk numbers the shapes it has seen: a snapshot starts with its
+//! shape's number, followed by the shape (entry count and heads) the
+//! first time, then one payload per entry:
 //!
-//! - tag 0: a node;
+//! - tag 0: a node: its id;
 //! - tag 1: an unsigned integer, as the zigzag difference to the previous
 //!   value of the same attribute in the chunk when a small direct-mapped
 //!   table still holds that value, else in full. Times (`time.offset.ns`)
-//!   and durations change little from one snapshot to the next, so this
-//!   keeps a timed snapshot at about a dozen bytes;
+//!   and durations change little from one snapshot to the next;
 //! - tag 2: any other value: the type code, then 8 bytes for a double, a
 //!   zigzag varint for an integer, the symbol of an interned string or
 //!   blob, or the value's bits.
+//!
+//! A timed region snapshot thus takes about 8 bytes.
 //!
 //! Buffers grow in chunks of `CALI_TRACE_BUFFER_SIZE` MiB, each decoded on
 //! its own; with `CALI_TRACE_BUFFER_POLICY=stop` a thread stops recording
@@ -22,8 +27,9 @@ use crate::channel::{Service, ServiceState, ThreadService, state_mut};
 use crate::config::RuntimeConfig;
 use crate::log;
 use crate::runtime::Caliper;
-use crate::snapshot::Snapshot;
+use crate::snapshot::{RegionSnapshot, Snapshot};
 use crate::value::ValueKey;
+use caliper_data::hash::FxHashMap;
 use caliper_data::node::{INV_ID, Id};
 use caliper_data::{AttrType, Record};
 use std::sync::Arc;
@@ -45,9 +51,9 @@ struct TraceThread {
     channel: Arc<str>,
     chunk_bytes: usize,
     policy: Policy,
-    chunks: Vec<Vec<u8>>,
+    chunks: Vec<Chunk>,
     /// The encoder's state for the last chunk.
-    deltas: Deltas,
+    encoder: Encoder,
     records: u64,
     stopped: bool,
     dropped: u64,
@@ -72,8 +78,83 @@ impl Trace {
     }
 }
 
-#[inline]
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+/// A chunk of encoded snapshots. Its storage is allocated zeroed, which
+/// for a chunk this large maps fresh pages that the kernel provides as
+/// they are first written, and it never grows: the writer checks the room
+/// for a snapshot once ([`max_bytes`]) and then writes bytes with no
+/// capacity checks or reallocation.
+struct Chunk {
+    data: Box<[u8]>,
+    len: usize,
+}
+
+/// An upper bound of the bytes of a snapshot of `entries` entries: the
+/// shape's number and entry count, and per entry a head and a payload (a
+/// type code and a varint), each varint at most 10 bytes.
+fn max_bytes(entries: usize) -> usize {
+    21 * (entries + 2)
+}
+
+impl Chunk {
+    fn new(bytes: usize) -> Chunk {
+        Chunk { data: vec![0; bytes].into_boxed_slice(), len: 0 }
+    }
+
+    /// Whether a snapshot of `bytes` bytes at most fits.
+    #[inline(always)]
+    fn has_room(&self, bytes: usize) -> bool {
+        self.len + bytes <= self.data.len()
+    }
+
+    /// The bytes written.
+    fn bytes(&self) -> &[u8] {
+        &self.data[..self.len]
+    }
+
+    /// A writer of the chunk's free space.
+    #[inline(always)]
+    fn writer(&mut self) -> Writer<'_> {
+        let start = self.len;
+        Writer { buf: &mut self.data[start..], pos: 0, len: &mut self.len }
+    }
+}
+
+/// Writes a snapshot into a chunk. Its position is a local, which the
+/// compiler keeps in a register (it could not for the chunk's length, as
+/// any byte written might alias it); the chunk's length is updated once,
+/// when the writer is dropped.
+struct Writer<'a> {
+    buf: &'a mut [u8],
+    pos: usize,
+    len: &'a mut usize,
+}
+
+impl Writer<'_> {
+    /// Writes a byte; the caller has checked the room.
+    #[inline(always)]
+    fn push(&mut self, byte: u8) {
+        if let Some(b) = self.buf.get_mut(self.pos) {
+            *b = byte;
+            self.pos += 1;
+        }
+    }
+
+    fn extend_from_slice(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.push(b);
+        }
+    }
+}
+
+impl Drop for Writer<'_> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        *self.len += self.pos;
+    }
+}
+
+#[inline(always)]
+fn put_varint(out: &mut Writer<'_>, mut v: u64) {
     while v >= 0x80 {
         out.push((v as u8) | 0x80);
         v >>= 7;
@@ -127,67 +208,175 @@ impl Deltas {
     }
 }
 
-#[inline]
-fn encode(snapshot: &Snapshot, deltas: &mut Deltas, out: &mut Vec<u8>) {
-    put_varint(out, (snapshot.nodes().len() + snapshot.values().len()) as u64);
-    for &n in snapshot.nodes() {
-        put_varint(out, (n << 2) | TAG_NODE);
+/// The shape of a region snapshot (see [`RegionSnapshot`]): its number
+/// in a chunk depends on these only.
+#[derive(Copy, Clone, PartialEq, Eq)]
+struct RegionShape {
+    context: usize,
+    count: Option<Id>,
+    time: Option<(Id, Id)>,
+}
+
+/// The encoder's state for one chunk.
+struct Encoder {
+    deltas: Deltas,
+    /// The shapes written so far, with their numbers.
+    shapes: FxHashMap<Box<[u64]>, u64>,
+    /// The shapes of region begins and ends (without and with a count)
+    /// as last written, with their numbers.
+    regions: [Option<(RegionShape, u64)>; 2],
+    /// A reusable buffer for a shape.
+    heads: Vec<u64>,
+}
+
+impl Encoder {
+    fn new() -> Encoder {
+        Encoder { deltas: Deltas::new(), shapes: FxHashMap::default(), regions: [None; 2], heads: Vec::new() }
     }
-    for &(a, v) in snapshot.values() {
-        match v.as_uint() {
-            Some(u) => {
-                put_varint(out, (a << 2) | TAG_UINT);
-                let slot = deltas.slot(a);
-                put_varint(out, if slot.0 == a { zigzag(u.wrapping_sub(slot.1) as i64) } else { u });
-                *slot = (a, u);
-            }
-            None => {
-                put_varint(out, (a << 2) | TAG_OTHER);
-                out.push(v.attr_type() as u8);
-                match v.attr_type() {
-                    AttrType::Double => out.extend_from_slice(&v.bits().to_le_bytes()),
-                    AttrType::Int => put_varint(out, zigzag(v.bits() as i64)),
-                    _ => put_varint(out, v.bits()),
+
+    /// Writes the number of the shape in `self.heads`, and the shape if it
+    /// is new in the chunk; returns the number.
+    fn put_shape(&mut self, out: &mut Writer<'_>) -> u64 {
+        if let Some(&n) = self.shapes.get(self.heads.as_slice()) {
+            put_varint(out, n);
+            return n;
+        }
+        let n = self.shapes.len() as u64;
+        self.shapes.insert(self.heads.as_slice().into(), n);
+        put_varint(out, n);
+        put_varint(out, self.heads.len() as u64);
+        for &h in &self.heads {
+            put_varint(out, h);
+        }
+        n
+    }
+
+    /// Writes an unsigned value of `attr`, as a difference if the delta
+    /// table holds the attribute's previous value.
+    #[inline(always)]
+    fn put_uint(&mut self, out: &mut Writer<'_>, attr: Id, u: u64) {
+        let slot = self.deltas.slot(attr);
+        put_varint(out, if slot.0 == attr { zigzag(u.wrapping_sub(slot.1) as i64) } else { u });
+        *slot = (attr, u);
+    }
+
+    fn encode(&mut self, snapshot: &Snapshot, out: &mut Writer<'_>) {
+        self.heads.clear();
+        self.heads.extend(snapshot.nodes().iter().map(|_| TAG_NODE));
+        for &(a, v) in snapshot.values() {
+            self.heads.push((a << 2) | if v.as_uint().is_some() { TAG_UINT } else { TAG_OTHER });
+        }
+        self.put_shape(out);
+        for &n in snapshot.nodes() {
+            put_varint(out, n);
+        }
+        for &(a, v) in snapshot.values() {
+            match v.as_uint() {
+                Some(u) => self.put_uint(out, a, u),
+                None => {
+                    out.push(v.attr_type() as u8);
+                    match v.attr_type() {
+                        AttrType::Double => out.extend_from_slice(&v.bits().to_le_bytes()),
+                        AttrType::Int => put_varint(out, zigzag(v.bits() as i64)),
+                        _ => put_varint(out, v.bits()),
+                    }
                 }
             }
         }
     }
+
+    /// Encodes a region snapshot as [`Encoder::encode`] encodes the
+    /// equivalent snapshot, remembering the shapes of begins and ends.
+    #[inline]
+    fn encode_region(&mut self, region: &RegionSnapshot<'_>, out: &mut Writer<'_>) {
+        let shape = RegionShape {
+            context: region.context.len(),
+            count: region.count,
+            time: region.time.map(|t| (t.offset_attr, t.duration_attr)),
+        };
+        let which = usize::from(region.count.is_some());
+        match self.regions[which] {
+            Some((known, n)) if known == shape => put_varint(out, n),
+            _ => self.put_region_shape(shape, which, out),
+        }
+        for &n in region.context {
+            put_varint(out, n);
+        }
+        put_varint(out, region.event);
+        if let Some(count) = region.count {
+            self.put_uint(out, count, 1);
+        }
+        if let Some(t) = region.time {
+            self.put_uint(out, t.offset_attr, t.offset);
+            self.put_uint(out, t.duration_attr, t.duration);
+        }
+    }
+
+    #[cold]
+    fn put_region_shape(&mut self, shape: RegionShape, which: usize, out: &mut Writer<'_>) {
+        self.heads.clear();
+        self.heads.resize(shape.context + 1, TAG_NODE);
+        if let Some(count) = shape.count {
+            self.heads.push((count << 2) | TAG_UINT);
+        }
+        if let Some((offset, duration)) = shape.time {
+            self.heads.extend([(offset << 2) | TAG_UINT, (duration << 2) | TAG_UINT]);
+        }
+        let n = self.put_shape(out);
+        self.regions[which] = Some((shape, n));
+    }
 }
 
-fn decode(data: &[u8], pos: &mut usize, deltas: &mut Deltas, out: &mut Record) {
-    out.clear();
-    let n = get_varint(data, pos);
-    for _ in 0..n {
-        let head = get_varint(data, pos);
-        let id = head >> 2;
-        let value = match head & 3 {
-            TAG_NODE => {
-                out.push_ref(id);
-                continue;
-            }
-            TAG_UINT => {
-                let raw = get_varint(data, pos);
-                let slot = deltas.slot(id);
-                let u = if slot.0 == id { slot.1.wrapping_add(unzigzag(raw) as u64) } else { raw };
-                *slot = (id, u);
-                ValueKey::uint(u)
-            }
-            _ => {
-                let ty = AttrType::from_code(data[*pos]).unwrap_or(AttrType::Inv);
-                *pos += 1;
-                let bits = match ty {
-                    AttrType::Double => {
-                        let bytes: [u8; 8] = data[*pos..*pos + 8].try_into().expect("8 bytes");
-                        *pos += 8;
-                        u64::from_le_bytes(bytes)
-                    }
-                    AttrType::Int => unzigzag(get_varint(data, pos)) as u64,
-                    _ => get_varint(data, pos),
-                };
-                ValueKey::from_bits(ty, bits)
-            }
-        };
-        out.push_imm(id, value.to_variant());
+/// The decoder's state for one chunk.
+struct Decoder {
+    deltas: Deltas,
+    shapes: Vec<Vec<u64>>,
+}
+
+impl Decoder {
+    fn new() -> Decoder {
+        Decoder { deltas: Deltas::new(), shapes: Vec::new() }
+    }
+
+    fn decode(&mut self, data: &[u8], pos: &mut usize, out: &mut Record) {
+        out.clear();
+        let n = get_varint(data, pos) as usize;
+        if n == self.shapes.len() {
+            let len = get_varint(data, pos);
+            let heads = (0..len).map(|_| get_varint(data, pos)).collect();
+            self.shapes.push(heads);
+        }
+        for &head in &self.shapes[n] {
+            let id = head >> 2;
+            let value = match head & 3 {
+                TAG_NODE => {
+                    out.push_ref(get_varint(data, pos));
+                    continue;
+                }
+                TAG_UINT => {
+                    let raw = get_varint(data, pos);
+                    let slot = self.deltas.slot(id);
+                    let u = if slot.0 == id { slot.1.wrapping_add(unzigzag(raw) as u64) } else { raw };
+                    *slot = (id, u);
+                    ValueKey::uint(u)
+                }
+                _ => {
+                    let ty = AttrType::from_code(data[*pos]).unwrap_or(AttrType::Inv);
+                    *pos += 1;
+                    let bits = match ty {
+                        AttrType::Double => {
+                            let bytes: [u8; 8] = data[*pos..*pos + 8].try_into().expect("8 bytes");
+                            *pos += 8;
+                            u64::from_le_bytes(bytes)
+                        }
+                        AttrType::Int => unzigzag(get_varint(data, pos)) as u64,
+                        _ => get_varint(data, pos),
+                    };
+                    ValueKey::from_bits(ty, bits)
+                }
+            };
+            out.push_imm(id, value.to_variant());
+        }
     }
 }
 
@@ -206,7 +395,7 @@ impl Service for Trace {
             chunk_bytes: self.chunk_bytes,
             policy: self.policy,
             chunks: Vec::new(),
-            deltas: Deltas::new(),
+            encoder: Encoder::new(),
             records: 0,
             stopped: false,
             dropped: 0,
@@ -220,9 +409,9 @@ impl Service for Trace {
             let Some(t) = state_mut::<TraceThread>(state) else { continue };
             // Oldest first: the reference emits the newest chunk first.
             for chunk in &t.chunks {
-                let (mut pos, mut deltas) = (0, Deltas::new());
+                let (chunk, mut pos, mut decoder) = (chunk.bytes(), 0, Decoder::new());
                 while pos < chunk.len() {
-                    decode(chunk, &mut pos, &mut deltas, &mut record);
+                    decoder.decode(chunk, &mut pos, &mut record);
                     emit(&record);
                     flushed += 1;
                 }
@@ -240,33 +429,55 @@ impl Service for Trace {
         for state in states.iter_mut() {
             if let Some(t) = state_mut::<TraceThread>(state) {
                 t.chunks.clear();
-                t.deltas = Deltas::new();
+                t.encoder = Encoder::new();
                 (t.records, t.stopped, t.dropped) = (0, false, 0);
             }
         }
     }
 }
 
-impl ThreadService for TraceThread {
-    fn process(&mut self, _cali: &Caliper, snapshot: &Snapshot) {
+impl TraceThread {
+    /// The chunk to write the next snapshot, of `entries` entries, to;
+    /// `None` if recording has stopped.
+    #[inline(always)]
+    fn chunk(&mut self, entries: usize) -> Option<(&mut Encoder, &mut Chunk)> {
+        let bytes = max_bytes(entries);
+        let room = self.chunks.last().is_some_and(|c| c.has_room(bytes));
+        if !room || self.stopped {
+            self.next_chunk(bytes)?;
+        }
+        self.records += 1;
+        Some((&mut self.encoder, self.chunks.last_mut()?))
+    }
+
+    /// Starts a new chunk with room for `bytes` at least, or stops
+    /// recording (and counts the dropped snapshot).
+    #[cold]
+    fn next_chunk(&mut self, bytes: usize) -> Option<()> {
+        if !self.stopped && self.policy == Policy::Stop && !self.chunks.is_empty() {
+            self.stopped = true;
+            log::error(&format!("{}: trace: Trace buffer full, recording stopped!", self.channel));
+        }
         if self.stopped {
             self.dropped += 1;
-            return;
+            return None;
         }
-        let full = self.chunks.last().is_none_or(|c| c.len() + 256 > self.chunk_bytes);
-        if full {
-            if self.policy == Policy::Stop && !self.chunks.is_empty() {
-                self.stopped = true;
-                self.dropped += 1;
-                log::error(&format!("{}: trace: Trace buffer full, recording stopped!", self.channel));
-                return;
-            }
-            self.chunks.push(Vec::with_capacity(self.chunk_bytes));
-            self.deltas = Deltas::new();
+        self.chunks.push(Chunk::new(self.chunk_bytes.max(bytes)));
+        self.encoder = Encoder::new();
+        Some(())
+    }
+}
+
+impl ThreadService for TraceThread {
+    fn process(&mut self, _cali: &Caliper, snapshot: &Snapshot) {
+        if let Some((encoder, chunk)) = self.chunk(snapshot.nodes().len() + snapshot.values().len()) {
+            encoder.encode(snapshot, &mut chunk.writer());
         }
-        if let Some(chunk) = self.chunks.last_mut() {
-            encode(snapshot, &mut self.deltas, chunk);
-            self.records += 1;
+    }
+
+    fn process_region(&mut self, _cali: &Caliper, region: &RegionSnapshot<'_>, _scratch: &mut Snapshot) {
+        if let Some((encoder, chunk)) = self.chunk(region.context.len() + 4) {
+            encoder.encode_region(region, &mut chunk.writer());
         }
     }
 }
@@ -274,7 +485,18 @@ impl ThreadService for TraceThread {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::snapshot::Time;
     use caliper_data::{Entry, Variant};
+
+    fn decode_all(buf: &[u8]) -> Vec<Record> {
+        let (mut pos, mut decoder, mut out) = (0, Decoder::new(), Vec::new());
+        while pos < buf.len() {
+            let mut record = Record::ctx();
+            decoder.decode(buf, &mut pos, &mut record);
+            out.push(record);
+        }
+        out
+    }
 
     #[test]
     fn snapshots_round_trip() {
@@ -287,23 +509,49 @@ mod tests {
         s.push_value(11, ValueKey::from_variant(&Variant::Bool(true)));
         s.push_value(12, ValueKey::uint(1000));
         s.push_node(3);
-        let (mut buf, mut deltas) = (Vec::new(), Deltas::new());
+        let (mut buf, mut encoder) = (Chunk::new(4096), Encoder::new());
         let mut expected = Record::ctx();
         s.to_record(&mut expected);
-        encode(&s, &mut deltas, &mut buf);
-        let first = buf.len();
+        encoder.encode(&s, &mut buf.writer());
+        let first = buf.len;
         // The unsigned values come back from their differences.
         s.clear();
         s.push_value(12, ValueKey::uint(990));
         s.push_value(7, ValueKey::uint(3));
-        encode(&s, &mut deltas, &mut buf);
-        let (mut pos, mut deltas, mut back) = (0, Deltas::new(), Record::ctx());
-        decode(&buf, &mut pos, &mut deltas, &mut back);
-        assert_eq!(back, expected);
-        assert_eq!(pos, first);
-        decode(&buf, &mut pos, &mut deltas, &mut back);
-        assert_eq!(back.entries, [Entry::Immediate(12, Variant::Uint(990)), Entry::Immediate(7, Variant::Uint(3))]);
-        assert_eq!(pos, buf.len());
-        assert_eq!(buf.len() - first, 1 + 2 + 2, "a small difference takes one byte");
+        encoder.encode(&s, &mut buf.writer());
+        let second = buf.len;
+        // A shape seen before is written as its number.
+        encoder.encode(&s, &mut buf.writer());
+        let back = decode_all(buf.bytes());
+        assert_eq!(back[0], expected);
+        assert_eq!(back[1].entries, [Entry::Immediate(12, Variant::Uint(990)), Entry::Immediate(7, Variant::Uint(3))]);
+        assert_eq!(back[2], back[1]);
+        assert_eq!(second - first, 1 + 1 + 2 + 2, "shape number, entry count, two heads, two payloads");
+        assert_eq!(buf.len - second, 1 + 1 + 1, "small differences take one byte");
+    }
+
+    #[test]
+    fn region_snapshots_decode_as_their_snapshots() {
+        let (mut buf, mut encoder) = (Chunk::new(4096), Encoder::new());
+        let (mut scratch, mut expected) = (Snapshot::default(), Vec::new());
+        let context = [40];
+        for i in 0..6u64 {
+            let time = Time { offset_attr: 20, offset: 1000 + 10 * i, duration_attr: 21, duration: 10 + i % 2 };
+            let region = RegionSnapshot {
+                context: &context[..(i % 3) as usize % 2],
+                event: 300 + i,
+                count: (i % 2 == 1).then_some(22),
+                time: (i != 4).then_some(time),
+            };
+            encoder.encode_region(&region, &mut buf.writer());
+            region.write_to(&mut scratch);
+            let mut record = Record::ctx();
+            scratch.to_record(&mut record);
+            expected.push(record);
+            // A generic snapshot between them shares the chunk's tables.
+            encoder.encode(&scratch, &mut buf.writer());
+            expected.push(expected.last().expect("pushed").clone());
+        }
+        assert_eq!(decode_all(buf.bytes()), expected);
     }
 }
