@@ -126,6 +126,12 @@ pub trait Service: Send + Sync {
     fn writes_output(&self) -> bool {
         false
     }
+    /// Whether the service asked, since the last call, for the channel to
+    /// be flushed (e.g. a full trace buffer under the flush policy). The
+    /// runtime flushes after the update that asked, outside it.
+    fn take_flush_request(&self) -> bool {
+        false
+    }
     /// Whether the channel takes snapshots of asynchronous events because
     /// of this service.
     fn takes_async_events(&self) -> bool {

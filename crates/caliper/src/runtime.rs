@@ -73,6 +73,15 @@ pub struct Caliper {
 }
 
 static CALIPER: OnceLock<Caliper> = OnceLock::new();
+/// Set when a service asked for a flush from inside an update (see
+/// [`request_deferred_flush`]).
+static DEFERRED_FLUSH: AtomicBool = AtomicBool::new(false);
+
+/// Asks the runtime to flush the channels whose services want it once the
+/// calling thread's update is done (a flush cannot run inside one).
+pub(crate) fn request_deferred_flush() {
+    DEFERRED_FLUSH.store(true, Ordering::Release);
+}
 static POST_INIT: Once = Once::new();
 /// Set once the runtime is fully initialised.
 static READY: AtomicBool = AtomicBool::new(false);
@@ -312,6 +321,30 @@ impl Caliper {
         current_slot()?.update(f)
     }
 
+    /// After an update that took snapshots: runs the flushes services asked
+    /// for while processing them (a flush cannot run inside the update).
+    #[inline(always)]
+    pub(crate) fn after_snapshots(&self) {
+        if DEFERRED_FLUSH.load(Ordering::Relaxed) {
+            self.run_deferred_flushes();
+        }
+    }
+
+    /// Flushes (writes and clears) the channels whose services asked for it.
+    #[cold]
+    fn run_deferred_flushes(&self) {
+        if !DEFERRED_FLUSH.swap(false, Ordering::AcqRel) {
+            return;
+        }
+        for channel in self.all_channels() {
+            if channel.services().iter().any(|s| s.take_flush_request()) {
+                log::info(&format!("{}: Trace buffer full, flushing", channel.name()));
+                self.flush_and_write(&channel);
+                self.clear(&channel);
+            }
+        }
+    }
+
     /// Refreshes a thread's list of active channels if it changed.
     #[inline]
     fn refresh_active(&self, t: &mut ThreadData) {
@@ -348,11 +381,12 @@ impl Caliper {
     /// process-scope attribute).
     #[inline]
     pub fn begin(&self, attr: Attribute, value: ValueKey) {
-        self.with_thread(|t| {
+        let notified = self.with_thread(|t| {
             if !t.tracking {
-                return;
+                return false;
             }
-            if self.notifies(attr) {
+            let notifies = self.notifies(attr);
+            if notifies {
                 self.notify(t, EventKind::Begin, attr, value);
             }
             if attr.properties().scope() == Scope::Process {
@@ -360,16 +394,21 @@ impl Caliper {
             } else {
                 t.blackboard.begin(attr, value);
             }
+            notifies
         });
+        if notified == Some(true) {
+            self.after_snapshots();
+        }
     }
 
     /// Sets `attr = value`.
     pub fn set(&self, attr: Attribute, value: ValueKey) {
-        self.with_thread(|t| {
+        let notified = self.with_thread(|t| {
             if !t.tracking {
-                return;
+                return false;
             }
-            if self.notifies(attr) {
+            let notifies = self.notifies(attr);
+            if notifies {
                 self.notify(t, EventKind::Set, attr, value);
             }
             if attr.properties().scope() == Scope::Process {
@@ -377,27 +416,31 @@ impl Caliper {
             } else {
                 t.blackboard.set(attr, value);
             }
+            notifies
         });
+        if notified == Some(true) {
+            self.after_snapshots();
+        }
     }
 
     /// Ends the innermost value of `attr`; with `expect`, only if it is
     /// that value. A mismatch is logged and stops tracking on the thread.
     #[inline]
     pub fn end(&self, attr: Attribute, expect: Option<ValueKey>) {
-        self.with_thread(|t| {
+        let notified = self.with_thread(|t| {
             if !t.tracking {
-                return;
+                return false;
             }
             if attr.properties().scope() == Scope::Process {
                 self.end_in_process(t, attr, expect);
-                return;
+                return true;
             }
             if !self.notifies(attr) {
                 // No snapshot to take before the update: end in one step.
                 if let Err(e) = t.blackboard.end(attr, expect) {
                     self.stack_error(t, attr, expect, e);
                 }
-                return;
+                return false;
             }
             match t.blackboard.check_end(attr, expect) {
                 Ok(value) => {
@@ -406,7 +449,11 @@ impl Caliper {
                 }
                 Err(e) => self.stack_error(t, attr, expect, e),
             }
+            true
         });
+        if notified == Some(true) {
+            self.after_snapshots();
+        }
     }
 
     /// Ends a process-scope attribute (out of line: rare, and it locks).
@@ -518,6 +565,7 @@ impl Caliper {
             }
             t.active = active;
         });
+        self.after_snapshots();
     }
 
     /// The innermost value of `attr` on the calling thread (or process).

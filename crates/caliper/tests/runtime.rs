@@ -37,6 +37,12 @@ fn scenario_child() {
             nested();
             caliper::flush();
         }
+        "many" => {
+            for i in 0..2000 {
+                let _r = caliper::region!("step");
+                caliper::set_by_name("i", i as i64);
+            }
+        }
         other => panic!("unknown scenario {other}"),
     }
 }
@@ -313,4 +319,26 @@ fn region_monitor_measures_long_region_instances_only() {
     assert_eq!(records.len(), 3, "the 2nd to 4th foo: {records:?}");
     assert!(records.iter().all(|r| r.contains("region=main/foo")), "{records:?}");
     assert!(stderr(&out).contains("region_monitor: 4 regions marked, 3 instances measured."), "{}", stderr(&out));
+}
+
+#[test]
+fn the_flush_policy_writes_full_trace_buffers_as_it_goes() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_with(
+        "many",
+        &[
+            ("CALI_SERVICES_ENABLE", "event,trace,recorder".into()),
+            ("CALI_RECORDER_DIRECTORY", dir.path().display().to_string()),
+            ("CALI_TRACE_BUFFER_SIZE", "0.004".into()),
+            ("CALI_TRACE_BUFFER_POLICY", "flush".into()),
+            ("CALI_LOG_VERBOSITY", "1".into()),
+        ],
+    );
+    let files: Vec<PathBuf> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().path()).collect();
+    assert!(files.len() > 2, "several flushes: {files:?}\n{}", stderr(&out));
+    let records: usize = files.iter().map(|f| expand(f).len()).sum();
+    // A begin and an end of each region, and one set each: every snapshot
+    // is written exactly once.
+    assert_eq!(records, 3 * 2000);
+    assert!(stderr(&out).contains("default: Trace buffer full, flushing"), "{}", stderr(&out));
 }

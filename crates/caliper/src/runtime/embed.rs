@@ -17,6 +17,7 @@ impl Caliper {
     pub fn push_snapshot_on(&self, channel: &Channel, trigger: &[Entry]) {
         if channel.is_active() {
             self.with_thread(|t| channel.push_snapshot(self, t, trigger));
+            self.after_snapshots();
         }
     }
 

@@ -33,17 +33,25 @@ use caliper_data::hash::FxHashMap;
 use caliper_data::node::{INV_ID, Id};
 use caliper_data::{AttrType, Record};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 #[derive(Copy, Clone, PartialEq, Eq)]
 enum Policy {
+    /// Add a chunk when one is full.
     Grow,
+    /// Stop recording when the first chunk is full.
     Stop,
+    /// Write the channel's output and clear the buffers when a chunk is
+    /// full (after the update that filled it, which adds a chunk meanwhile).
+    Flush,
 }
 
 pub struct Trace {
     channel: Arc<str>,
     chunk_bytes: usize,
     policy: Policy,
+    /// Set by a thread whose chunk filled up under the flush policy.
+    flush_requested: Arc<AtomicBool>,
 }
 
 /// A thread's trace: the service's settings and the thread's buffers.
@@ -57,6 +65,7 @@ struct TraceThread {
     records: u64,
     stopped: bool,
     dropped: u64,
+    flush_requested: Arc<AtomicBool>,
 }
 
 impl Trace {
@@ -65,16 +74,14 @@ impl Trace {
         let policy = match config.get_or("CALI_TRACE_BUFFER_POLICY", "grow").as_str() {
             "grow" => Policy::Grow,
             "stop" => Policy::Stop,
-            // Flushing from inside an update is not possible here; growing
-            // keeps the data, which is what a flush policy is for.
-            "flush" => Policy::Grow,
+            "flush" => Policy::Flush,
             other => {
                 log::error(&format!("trace: error: unknown buffer policy \"{other}\""));
                 Policy::Grow
             }
         };
         let chunk_bytes = ((mib.max(0.0) * 1024.0 * 1024.0) as usize).max(4096);
-        Trace { channel: channel.into(), chunk_bytes, policy }
+        Trace { channel: channel.into(), chunk_bytes, policy, flush_requested: Arc::default() }
     }
 }
 
@@ -399,7 +406,12 @@ impl Service for Trace {
             records: 0,
             stopped: false,
             dropped: 0,
+            flush_requested: self.flush_requested.clone(),
         })
+    }
+
+    fn take_flush_request(&self) -> bool {
+        self.flush_requested.swap(false, Ordering::AcqRel)
     }
 
     fn flush(&self, _cali: &Caliper, states: &mut [&mut ServiceState], emit: &mut dyn FnMut(&Record)) {
@@ -461,6 +473,10 @@ impl TraceThread {
         if self.stopped {
             self.dropped += 1;
             return None;
+        }
+        if self.policy == Policy::Flush && !self.chunks.is_empty() {
+            self.flush_requested.store(true, Ordering::Release);
+            crate::runtime::request_deferred_flush();
         }
         self.chunks.push(Chunk::new(self.chunk_bytes.max(bytes)));
         self.encoder = Encoder::new();
