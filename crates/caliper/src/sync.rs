@@ -11,10 +11,18 @@
 //! the process execute a full memory barrier. Where membarrier is not
 //! available, both sides use full fences.
 
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering, compiler_fence, fence};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering, compiler_fence, fence};
 
-/// Raised while a flush reads the threads' data.
-static FLUSHING: AtomicBool = AtomicBool::new(false);
+/// The number of flushes reading the threads' data (updates are stopped
+/// while it is not 0). A count, not a flag each flush saves and restores:
+/// two threads flushing at once would otherwise restore each other's
+/// saved value out of order and leave updates stopped for good.
+static FLUSHING: AtomicUsize = AtomicUsize::new(0);
+
+/// Updates refused because a flush was running, for tests that must know
+/// whether all their updates happened (other tests flush meanwhile).
+#[cfg(test)]
+pub(crate) static SKIPPED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// 0: not probed, 1: membarrier registered, 2: not available.
 static MEMBARRIER: AtomicU8 = AtomicU8::new(0);
@@ -67,7 +75,9 @@ impl BusyFlag {
         }
         self.0.store(true, Ordering::Relaxed);
         light_fence();
-        if FLUSHING.load(Ordering::Relaxed) {
+        if FLUSHING.load(Ordering::Relaxed) != 0 {
+            #[cfg(test)]
+            SKIPPED.fetch_add(1, Ordering::Relaxed);
             self.0.store(false, Ordering::Release);
             return false;
         }
@@ -92,16 +102,15 @@ impl BusyFlag {
 }
 
 /// Stops updates and waits until no thread is busy; the flush may then
-/// read every thread's data. Updates resume when the guard is dropped.
-pub struct StopUpdates {
-    previous: bool,
-}
+/// read every thread's data. Updates resume when the last guard is
+/// dropped.
+pub struct StopUpdates(());
 
 impl StopUpdates {
     /// Stops updates on all threads whose flags are given, except the
     /// caller's own (`own`), which is not inside an update.
     pub fn new<'a>(flags: impl IntoIterator<Item = &'a BusyFlag>) -> StopUpdates {
-        let previous = FLUSHING.swap(true, Ordering::SeqCst);
+        FLUSHING.fetch_add(1, Ordering::SeqCst);
         heavy_fence();
         for flag in flags {
             let mut spins = 0u32;
@@ -114,7 +123,7 @@ impl StopUpdates {
                 }
             }
         }
-        StopUpdates { previous }
+        StopUpdates(())
     }
 
     /// Keeps updates stopped for good (at process exit).
@@ -125,7 +134,7 @@ impl StopUpdates {
 
 impl Drop for StopUpdates {
     fn drop(&mut self) {
-        FLUSHING.store(self.previous, Ordering::SeqCst);
+        FLUSHING.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -145,6 +154,12 @@ mod tests {
         flag.leave();
         assert!(flag.enter());
         flag.leave();
+        // Two flushes at once, the first ending first: updates stay
+        // stopped until both have ended.
+        let (first, second) = (StopUpdates::new([]), StopUpdates::new([]));
+        drop(first);
+        assert!(!flag.enter(), "stopped by the second flush");
+        drop(second);
 
         // Each update writes two counters that must stay equal; a flush
         // checks them while updates run.
