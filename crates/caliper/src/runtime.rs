@@ -59,6 +59,8 @@ pub struct Caliper {
     builtins: Builtins,
     config: RuntimeConfig,
     channels: RwLock<Vec<Arc<Channel>>>,
+    /// Held while a channel is being created (see `create_channel_with`).
+    creating_channel: Mutex<()>,
     channels_version: AtomicU64,
     /// How many channels are active: with none, updates skip the event
     /// machinery altogether.
@@ -209,6 +211,7 @@ impl Caliper {
             builtins,
             config,
             channels: RwLock::new(Vec::new()),
+            creating_channel: Mutex::new(()),
             channels_version: AtomicU64::new(0),
             active_channels: AtomicUsize::new(0),
             process: Mutex::new(process),
@@ -619,6 +622,11 @@ impl Caliper {
             services::check_pipeline(name, &names);
         }
         list.extend(extra);
+        // A channel's id is its position in the list: held until the
+        // channel is in it, so that channels created at once on several
+        // threads get distinct ids (threads keep their per-channel states
+        // by id).
+        let creating = self.creating_channel.lock().unwrap_or_else(|e| e.into_inner());
         let id = self.channels.read().unwrap_or_else(|e| e.into_inner()).len();
         let channel = Arc::new(Channel::new(self, id, name, config, list, events));
         {
@@ -632,6 +640,7 @@ impl Caliper {
             channel.mark_attribute(self, info.attr, &info.name);
         }
         self.channels.write().unwrap_or_else(|e| e.into_inner()).push(channel.clone());
+        drop(creating);
         self.channels_version.fetch_add(1, Ordering::Release);
         for s in channel.services() {
             log::info(&format!("{name}: Registered {} service", s.name()));
