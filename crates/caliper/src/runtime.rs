@@ -11,7 +11,7 @@ use crate::region_filter::{NameFilter, RegionFilter};
 use crate::services;
 use crate::snapshot::Snapshot;
 use crate::sync::{self, StopUpdates};
-use crate::thread::{ThreadData, ThreadHandle, ThreadSlot};
+use crate::thread::{ActiveChannels, ThreadData, ThreadHandle, ThreadSlot};
 use crate::tree::ContextTree;
 use crate::value::ValueKey;
 use caliper_data::node::Id;
@@ -318,9 +318,10 @@ impl Caliper {
 
     // ----- updates -----
 
-    /// Runs `f` with the calling thread's data, if the thread may update it.
+    /// Runs `f` with the calling thread's data and active channels, if the
+    /// thread may update them.
     #[inline]
-    fn with_thread<R>(&self, f: impl FnOnce(&mut ThreadData) -> R) -> Option<R> {
+    fn with_thread<R>(&self, f: impl FnOnce(&mut ThreadData, &mut ActiveChannels) -> R) -> Option<R> {
         current_slot()?.update(f)
     }
 
@@ -350,12 +351,17 @@ impl Caliper {
 
     /// Refreshes a thread's list of active channels if it changed.
     #[inline]
-    fn refresh_active(&self, t: &mut ThreadData) {
+    fn refresh_active(&self, active: &mut ActiveChannels) {
         let version = self.channels_version.load(Ordering::Acquire);
-        if t.channels_version != version {
-            t.active = self.all_channels().into_iter().filter(|c| c.is_active()).collect();
-            t.channels_version = version;
+        if active.version != version {
+            self.reload_active(active, version);
         }
+    }
+
+    #[cold]
+    fn reload_active(&self, active: &mut ActiveChannels, version: u64) {
+        active.list = self.all_channels().into_iter().filter(|c| c.is_active()).collect();
+        active.version = version;
     }
 
     /// Whether an update of `attr` may take snapshots. Checked inline by
@@ -368,29 +374,31 @@ impl Caliper {
     /// Lets every active channel see an update before it happens (call
     /// when [`Caliper::notifies`]).
     #[inline(never)]
-    fn notify(&self, t: &mut ThreadData, kind: EventKind, attr: Attribute, value: ValueKey) {
-        self.refresh_active(t);
-        if t.active.is_empty() {
-            return;
-        }
-        let active = std::mem::take(&mut t.active);
-        for channel in &active {
+    fn notify(
+        &self,
+        t: &mut ThreadData,
+        active: &mut ActiveChannels,
+        kind: EventKind,
+        attr: Attribute,
+        value: ValueKey,
+    ) {
+        self.refresh_active(active);
+        for channel in &active.list {
             channel.on_update(self, t, kind, attr, value);
         }
-        t.active = active;
     }
 
     /// Begins `attr = value` on the calling thread (or the process, for a
     /// process-scope attribute).
     #[inline]
     pub fn begin(&self, attr: Attribute, value: ValueKey) {
-        let notified = self.with_thread(|t| {
+        let notified = self.with_thread(|t, active| {
             if !t.tracking {
                 return false;
             }
             let notifies = self.notifies(attr);
             if notifies {
-                self.notify(t, EventKind::Begin, attr, value);
+                self.notify(t, active, EventKind::Begin, attr, value);
             }
             if attr.properties().scope() == Scope::Process {
                 self.update_process(|bb| bb.begin(attr, value));
@@ -406,13 +414,13 @@ impl Caliper {
 
     /// Sets `attr = value`.
     pub fn set(&self, attr: Attribute, value: ValueKey) {
-        let notified = self.with_thread(|t| {
+        let notified = self.with_thread(|t, active| {
             if !t.tracking {
                 return false;
             }
             let notifies = self.notifies(attr);
             if notifies {
-                self.notify(t, EventKind::Set, attr, value);
+                self.notify(t, active, EventKind::Set, attr, value);
             }
             if attr.properties().scope() == Scope::Process {
                 self.update_process(|bb| bb.set(attr, value));
@@ -430,12 +438,12 @@ impl Caliper {
     /// that value. A mismatch is logged and stops tracking on the thread.
     #[inline]
     pub fn end(&self, attr: Attribute, expect: Option<ValueKey>) {
-        let notified = self.with_thread(|t| {
+        let notified = self.with_thread(|t, active| {
             if !t.tracking {
                 return false;
             }
             if attr.properties().scope() == Scope::Process {
-                self.end_in_process(t, attr, expect);
+                self.end_in_process(t, active, attr, expect);
                 return true;
             }
             if !self.notifies(attr) {
@@ -447,7 +455,7 @@ impl Caliper {
             }
             match t.blackboard.check_end(attr, expect) {
                 Ok(value) => {
-                    self.notify(t, EventKind::End, attr, value);
+                    self.notify(t, active, EventKind::End, attr, value);
                     let _ = t.blackboard.end(attr, expect);
                 }
                 Err(e) => self.stack_error(t, attr, expect, e),
@@ -461,12 +469,12 @@ impl Caliper {
 
     /// Ends a process-scope attribute (out of line: rare, and it locks).
     #[inline(never)]
-    fn end_in_process(&self, t: &mut ThreadData, attr: Attribute, expect: Option<ValueKey>) {
+    fn end_in_process(&self, t: &mut ThreadData, active: &mut ActiveChannels, attr: Attribute, expect: Option<ValueKey>) {
         let check = self.lock_process().blackboard.check_end(attr, expect);
         match check {
             Ok(value) => {
                 if self.notifies(attr) {
-                    self.notify(t, EventKind::End, attr, value);
+                    self.notify(t, active, EventKind::End, attr, value);
                 }
                 let _ = self.update_process(|bb| bb.end(attr, expect));
             }
@@ -560,13 +568,11 @@ impl Caliper {
     }
 
     fn snapshot_on(&self, takes: impl Fn(&Channel) -> bool, trigger: &[Entry]) {
-        self.with_thread(|t| {
-            self.refresh_active(t);
-            let active = std::mem::take(&mut t.active);
-            for channel in active.iter().filter(|c| takes(c)) {
+        self.with_thread(|t, active| {
+            self.refresh_active(active);
+            for channel in active.list.iter().filter(|c| takes(c)) {
                 channel.push_snapshot(self, t, trigger);
             }
-            t.active = active;
         });
         self.after_snapshots();
     }
@@ -576,7 +582,7 @@ impl Caliper {
         if attr.properties().scope() == Scope::Process {
             return self.lock_process().blackboard.get(attr).map(|v| v.to_variant());
         }
-        self.with_thread(|t| t.blackboard.get(attr).map(|v| v.to_variant())).flatten()
+        self.with_thread(|t, _| t.blackboard.get(attr).map(|v| v.to_variant())).flatten()
     }
 
     // ----- channels -----

@@ -19,10 +19,6 @@ pub struct ThreadData {
     pub tracking: bool,
     /// The thread's state in each channel, by channel id.
     pub channels: Vec<Option<ChannelThread>>,
-    /// The active channels, as of `channels_version`.
-    pub active: Vec<Arc<Channel>>,
-    /// The runtime's channel-list version `active` was taken at.
-    pub channels_version: u64,
     /// The process context's snapshot entries, as of `process_version`.
     pub process_entries: Arc<Snapshot>,
     /// The process context version `process_entries` was taken at.
@@ -38,13 +34,22 @@ impl ThreadData {
             cache: ChildCache::default(),
             tracking: true,
             channels: Vec::new(),
-            active: Vec::new(),
-            channels_version: u64::MAX,
             process_entries: Arc::default(),
             process_version: u64::MAX,
             snapshot: Snapshot::default(),
         }
     }
+}
+
+/// The channels a thread hands its updates to: the active ones, as of a
+/// version of the runtime's channel list. Kept beside the thread's data,
+/// not in it, so that an update can walk the list while the channels
+/// borrow the data mutably.
+pub struct ActiveChannels {
+    /// The active channels.
+    pub list: Vec<Arc<Channel>>,
+    /// The runtime's channel-list version `list` was taken at.
+    pub version: u64,
 }
 
 /// A thread's data as the runtime's thread list holds it: it outlives the
@@ -56,6 +61,9 @@ pub struct ThreadSlot {
     /// Set while the owner updates `data`.
     pub busy: BusyFlag,
     data: UnsafeCell<ThreadData>,
+    /// Read and written, like `data`, by the owner inside `busy`; a flush
+    /// never reads it.
+    active: UnsafeCell<ActiveChannels>,
     /// Set when the thread has exited.
     pub exited: AtomicBool,
 }
@@ -71,6 +79,7 @@ impl ThreadSlot {
         ThreadSlot {
             busy: BusyFlag::default(),
             data: UnsafeCell::new(ThreadData::new()),
+            active: UnsafeCell::new(ActiveChannels { list: Vec::new(), version: u64::MAX }),
             exited: AtomicBool::new(false),
         }
     }
@@ -86,10 +95,11 @@ impl ThreadSlot {
         unsafe { &mut *self.data.get() }
     }
 
-    /// Runs `f` on the data if the thread may update it now (no flush
-    /// running, not re-entered from a signal handler).
+    /// Runs `f` on the data and the active channels if the thread may
+    /// update them now (no flush running, not re-entered from a signal
+    /// handler).
     #[inline]
-    pub fn update<R>(&self, f: impl FnOnce(&mut ThreadData) -> R) -> Option<R> {
+    pub fn update<R>(&self, f: impl FnOnce(&mut ThreadData, &mut ActiveChannels) -> R) -> Option<R> {
         if !self.busy.enter() {
             return None;
         }
@@ -102,8 +112,8 @@ impl ThreadSlot {
         }
         let _leave = Leave(&self.busy);
         // SAFETY: the busy flag is set: no flush reads the data, and a
-        // re-entrant call was refused above.
-        Some(f(unsafe { &mut *self.data.get() }))
+        // re-entrant call was refused above; the two cells are distinct.
+        Some(f(unsafe { &mut *self.data.get() }, unsafe { &mut *self.active.get() }))
     }
 }
 

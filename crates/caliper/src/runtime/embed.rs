@@ -16,7 +16,7 @@ impl Caliper {
     /// Takes an explicit snapshot on one channel, if it is active.
     pub fn push_snapshot_on(&self, channel: &Channel, trigger: &[Entry]) {
         if channel.is_active() {
-            self.with_thread(|t| channel.push_snapshot(self, t, trigger));
+            self.with_thread(|t, _| channel.push_snapshot(self, t, trigger));
             self.after_snapshots();
         }
     }
@@ -25,7 +25,7 @@ impl Caliper {
     /// and measurements), without processing it. `None` while the thread
     /// cannot update (inside a flush, or re-entered from a signal handler).
     pub fn pull_snapshot(&self, channel: &Channel) -> Option<Record> {
-        self.with_thread(|t| channel.pull_snapshot(self, t))
+        self.with_thread(|t, _| channel.pull_snapshot(self, t))
     }
 
     /// The innermost value of a nested attribute on the calling thread's
@@ -34,7 +34,7 @@ impl Caliper {
         let innermost = |bb: &crate::blackboard::Blackboard| {
             bb.regions.entries().iter().rev().find(|e| e.attr.is_nested()).map(|e| e.value.to_variant())
         };
-        self.with_thread(|t| innermost(&t.blackboard)).flatten().or_else(|| innermost(&self.lock_process().blackboard))
+        self.with_thread(|t, _| innermost(&t.blackboard)).flatten().or_else(|| innermost(&self.lock_process().blackboard))
     }
 
     /// The value of `attr` on a channel's own blackboard (its run metadata).
