@@ -14,7 +14,7 @@ use crate::config::RuntimeConfig;
 use crate::region_filter::{NameFilter, RegionFilter};
 use crate::runtime::Caliper;
 use crate::services::timer::TimerThread;
-use crate::snapshot::{RegionSnapshot, Snapshot};
+use crate::snapshot::{RegionAttributes, RegionSnapshot, Snapshot};
 use crate::thread::ThreadData;
 use crate::tree::ContextTree;
 use crate::value::ValueKey;
@@ -63,6 +63,10 @@ pub trait ThreadService: Any + Send {
         region.write_to(scratch);
         self.process(cali, scratch);
     }
+    /// Learns the attributes of the channel's region snapshots before the
+    /// first [`process_region`](ThreadService::process_region), in a
+    /// channel that takes them: those snapshots carry these and no others.
+    fn region_attributes(&mut self, _cali: &Caliper, _attrs: &RegionAttributes) {}
     /// Sees an update before it happens (if the service
     /// [observes](Service::observes)) and says whether the channel takes a
     /// snapshot for it, with the entries added to `trigger`.
@@ -586,9 +590,19 @@ impl Channel {
             service.on_new_thread(cali, blackboard);
         }
         let states = self.services.iter().enumerate();
+        let mut states: Vec<ServiceState> =
+            states.map(|(i, s)| if self.timer == Some(i) { Box::new(()) } else { s.thread_state() }).collect();
+        let timer = self.timer.and_then(|i| self.services[i].inline_timer());
+        if self.fused {
+            let attrs =
+                RegionAttributes { count: self.region_count.id(), time: timer.as_ref().map(TimerThread::attributes) };
+            for &i in &self.process {
+                states[i].region_attributes(cali, &attrs);
+            }
+        }
         ChannelThread {
-            states: states.map(|(i, s)| if self.timer == Some(i) { Box::new(()) } else { s.thread_state() }).collect(),
-            timer: self.timer.and_then(|i| self.services[i].inline_timer()),
+            states,
+            timer,
             marks: Vec::new(),
             memo: Vec::new(),
             filtered: FxHashMap::default(),

@@ -97,6 +97,16 @@ pub struct Time {
     pub duration: u64,
 }
 
+/// The attributes of a channel's [`RegionSnapshot`]s, the same in all of
+/// them: services resolve them once per thread.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct RegionAttributes {
+    /// `region.count`, on ends.
+    pub count: Id,
+    /// `time.offset.ns` and `time.duration.ns`, if the channel has a timer.
+    pub time: Option<(Id, Id)>,
+}
+
 /// The snapshot of a region begin or end in the shape nearly every
 /// snapshot has: the process's context nodes, the event node
 /// (`event.begin#region=foo` under the region's parent, or

@@ -11,7 +11,7 @@ use crate::channel::{Service, ServiceState, ThreadService, state_mut};
 use crate::config::RuntimeConfig;
 use crate::log;
 use crate::runtime::Caliper;
-use crate::snapshot::{RegionSnapshot, Snapshot};
+use crate::snapshot::{RegionAttributes, RegionSnapshot, Snapshot};
 use crate::value::ValueKey;
 use caliper_data::hash::FxHashMap;
 use caliper_data::node::Id;
@@ -24,74 +24,38 @@ pub struct Aggregate {
     slot: Attribute,
 }
 
-/// The running statistics of one attribute in one entry, native for the
-/// common unsigned metrics (times, counts). `n == 0`: no value yet.
-#[derive(Clone, Debug)]
+/// The running statistics of one attribute in one entry: plain unsigned
+/// min, max and sum, as times and counts are, so that adding a value is a
+/// few instructions without a look at an enum. `n` counts the values (0:
+/// none yet). A slot that has seen a value of another type keeps its
+/// statistics as variants in the thread's `others` table: `n` then has
+/// [`OTHER`] set and `sum` is the index there.
+#[derive(Copy, Clone, Debug)]
 struct Stat {
-    acc: Acc,
+    min: u64,
+    max: u64,
+    sum: u64,
     n: u64,
 }
 
+/// The flag of a [`Stat`] kept as variants.
+const OTHER: u64 = 1 << 63;
+
 impl Stat {
-    const EMPTY: Stat = Stat { acc: Acc::Uint { min: 0, max: 0, sum: 0 }, n: 0 };
+    const EMPTY: Stat = Stat { min: 0, max: 0, sum: 0, n: 0 };
+
+    /// The number of values.
+    fn count(&self) -> u64 {
+        self.n & !OTHER
+    }
 }
 
-#[derive(Clone, Debug)]
-enum Acc {
-    Uint {
-        min: u64,
-        max: u64,
-        sum: u64,
-    },
-    /// min, max and sum of other values, boxed to keep the common case
-    /// small.
-    Other(Box<[Variant; 3]>),
-}
-
-impl Acc {
-    fn new(value: ValueKey) -> Acc {
-        match value.as_uint() {
-            Some(u) => Acc::Uint { min: u, max: u, sum: u },
-            None => {
-                let v = value.to_variant();
-                Acc::Other(Box::new([v.clone(), v.clone(), v]))
-            }
-        }
-    }
-
-    #[inline]
-    fn add(&mut self, value: ValueKey) {
-        match (self, value.as_uint()) {
-            (Acc::Uint { min, max, sum }, Some(u)) => {
-                *min = (*min).min(u);
-                *max = (*max).max(u);
-                *sum = sum.wrapping_add(u);
-            }
-            (acc, _) => acc.add_other(value),
-        }
-    }
-
-    #[cold]
-    fn add_other(&mut self, value: ValueKey) {
-        if let Acc::Uint { .. } = self {
-            *self = Acc::Other(Box::new(self.variants()));
-        }
-        if let Acc::Other(stats) = self {
-            let v = value.to_variant();
-            let [min, max, sum] = &mut **stats;
-            sum.add_assign(&v);
-            *min = min.min_with(&v);
-            *max = max.max_with(&v);
-        }
-    }
-
-    /// min, max, sum.
-    fn variants(&self) -> [Variant; 3] {
-        match self {
-            Acc::Uint { min, max, sum } => [Variant::Uint(*min), Variant::Uint(*max), Variant::Uint(*sum)],
-            Acc::Other(stats) => (**stats).clone(),
-        }
-    }
+/// Adds `v` to min, max and sum kept as variants.
+fn add_variant(stats: &mut [Variant; 3], v: &Variant) {
+    let [min, max, sum] = stats;
+    sum.add_assign(v);
+    *min = min.min_with(v);
+    *max = max.max_with(v);
 }
 
 /// A thread's aggregation.
@@ -118,6 +82,13 @@ struct AggThread {
     /// that an update finds its statistics without a pointer chase.
     stats: Vec<Stat>,
     stride: usize,
+    /// min, max and sum of the statistics that have seen values other than
+    /// unsigned integers.
+    others: Vec<[Variant; 3]>,
+    /// The metric slots of `region.count`, `time.offset.ns` and
+    /// `time.duration.ns` in the channel's region snapshots, resolved once
+    /// (see [`ThreadService::region_attributes`]).
+    region_slots: [Option<usize>; 3],
     /// Per attribute id: [`UNKNOWN`] not looked up, [`PLAIN`] not
     /// aggregated, [`KEY`] a key attribute, else [`METRIC`] + the metric's
     /// slot in the entries' statistics.
@@ -166,6 +137,8 @@ impl AggThread {
             orders: Vec::new(),
             stats: Vec::new(),
             stride: 0,
+            others: Vec::new(),
+            region_slots: [None; 3],
             kind: Vec::new(),
             metrics: Vec::new(),
         }
@@ -181,6 +154,7 @@ impl AggThread {
         self.counts.clear();
         self.orders.clear();
         self.stats.clear();
+        self.others.clear();
     }
 
     #[inline(always)]
@@ -246,21 +220,53 @@ impl AggThread {
     #[inline(always)]
     fn add(&mut self, e: usize, slot: usize, value: ValueKey) {
         let Some(stat) = self.stats.get_mut(e * self.stride + slot) else { return };
-        if stat.n == 0 {
-            self.first(e, slot, value);
-        } else {
-            stat.acc.add(value);
-            stat.n += 1;
+        match value.as_uint() {
+            // A positive count: values so far, all unsigned.
+            Some(u) if stat.n as i64 > 0 => {
+                stat.min = stat.min.min(u);
+                stat.max = stat.max.max(u);
+                stat.sum = stat.sum.wrapping_add(u);
+                stat.n += 1;
+            }
+            _ => self.add_other(e * self.stride + slot, e, value),
         }
     }
 
-    /// The first value of metric `slot` in entry `e`.
+    /// [`AggThread::add`] of the first value of a statistic (number `i`,
+    /// of entry `e`), or of a value that is not an unsigned integer.
     #[cold]
-    fn first(&mut self, e: usize, slot: usize, value: ValueKey) {
-        if let Some(stat) = self.stats.get_mut(e * self.stride + slot) {
-            *stat = Stat { acc: Acc::new(value), n: 1 };
-            self.orders[e].push(slot as u32);
+    fn add_other(&mut self, i: usize, e: usize, value: ValueKey) {
+        let Some(&Stat { min, max, sum, n }) = self.stats.get(i) else { return };
+        let v = value.to_variant();
+        self.stats[i] = match (n, value.as_uint()) {
+            (0, Some(u)) => Stat { min: u, max: u, sum: u, n: 1 },
+            (0, None) => {
+                self.others.push([v.clone(), v.clone(), v]);
+                Stat { min: 0, max: 0, sum: self.others.len() as u64 - 1, n: 1 | OTHER }
+            }
+            _ if n & OTHER != 0 => {
+                add_variant(&mut self.others[sum as usize], &v);
+                Stat { min, max, sum, n: n + 1 }
+            }
+            // Unsigned so far: continue as variants.
+            _ => {
+                let mut stats = [Variant::Uint(min), Variant::Uint(max), Variant::Uint(sum)];
+                add_variant(&mut stats, &v);
+                self.others.push(stats);
+                Stat { min: 0, max: 0, sum: self.others.len() as u64 - 1, n: (n + 1) | OTHER }
+            }
+        };
+        if n == 0 {
+            self.orders[e].push((i - e * self.stride) as u32);
         }
+    }
+
+    /// min, max and sum of a statistic.
+    fn variants(&self, stat: &Stat) -> [Variant; 3] {
+        if stat.n & OTHER != 0 {
+            return self.others[stat.sum as usize].clone();
+        }
+        [Variant::Uint(stat.min), Variant::Uint(stat.max), Variant::Uint(stat.sum)]
     }
 
     /// Adds an attribute's value to entry `e`, if it is a metric.
@@ -403,9 +409,9 @@ impl Service for Aggregate {
                 key.to_record(&mut record);
                 for &metric in &t.orders[slot] {
                     let s = &t.stats[slot * t.stride + metric as usize];
-                    let [min, max, sum] = s.acc.variants();
+                    let [min, max, sum] = t.variants(s);
                     let ty = sum.attr_type();
-                    let avg = sum.div(s.n);
+                    let avg = sum.div(s.count());
                     for (prefix, value) in [("min", min), ("max", max), ("sum", sum), ("avg", avg)] {
                         if let Some(a) = self.result(cali, prefix, t.metrics[metric as usize], ty) {
                             record.push_imm(a.id(), value);
@@ -451,14 +457,28 @@ impl ThreadService for AggThread {
                 return self.process(cali, scratch);
             }
         };
-        if let Some(count) = region.count {
-            self.add_value(cali, e, count, ValueKey::uint(1));
+        let [count, offset, duration] = self.region_slots;
+        if let (Some(_), Some(slot)) = (region.count, count) {
+            self.add(e, slot, ValueKey::uint(1));
         }
         if let Some(t) = region.time {
-            self.add_value(cali, e, t.offset_attr, ValueKey::uint(t.offset));
-            self.add_value(cali, e, t.duration_attr, ValueKey::uint(t.duration));
+            if let Some(slot) = offset {
+                self.add(e, slot, ValueKey::uint(t.offset));
+            }
+            if let Some(slot) = duration {
+                self.add(e, slot, ValueKey::uint(t.duration));
+            }
         }
         self.count(e);
+    }
+
+    fn region_attributes(&mut self, cali: &Caliper, attrs: &RegionAttributes) {
+        let (offset, duration) = attrs.time.unzip();
+        let slot = |this: &mut AggThread, attr: Option<Id>| {
+            let kind = this.kind_of(cali, attr?);
+            (kind >= METRIC).then(|| (kind - METRIC) as usize)
+        };
+        self.region_slots = [slot(self, Some(attrs.count)), slot(self, offset), slot(self, duration)];
     }
 }
 

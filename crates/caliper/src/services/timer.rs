@@ -91,6 +91,11 @@ impl Service for Timer {
 }
 
 impl TimerThread {
+    /// The attributes of the offset and the duration.
+    pub fn attributes(&self) -> (Id, Id) {
+        (self.offset, self.duration)
+    }
+
     /// Reads the clock: the offset and the duration since the previous
     /// reading.
     #[inline(always)]
