@@ -283,8 +283,10 @@ impl ChannelThread {
 
     /// The node of an update's event information `info = entry.value`
     /// under the node of `stack`, the stack of `entry`'s attribute
-    /// (materialized by the snapshot). A begin also tells the stack the
-    /// node it is about to push.
+    /// (materialized by the snapshot); `None` if the attribute triggers no
+    /// snapshots. A begin also tells the stack the node it is about to
+    /// push. The event attribute (`info`) is asked for only when the node
+    /// is not remembered: a remembered node was made with it.
     #[inline(always)]
     fn event_node(
         &mut self,
@@ -292,9 +294,9 @@ impl ChannelThread {
         cache: &mut ChildCache,
         stack: &mut Stack,
         kind: EventKind,
-        info: Attribute,
+        info: impl FnOnce(&mut ChannelThread) -> Option<Attribute>,
         entry: StackEntry,
-    ) -> Id {
+    ) -> Option<Id> {
         let parent = stack.node(tree, cache);
         match (kind, parent) {
             (EventKind::Begin, _) => {
@@ -305,17 +307,21 @@ impl ChannelThread {
                     && m.child_value == entry.value
                 {
                     stack.expect_push(entry, Id::from(m.child));
-                    return Id::from(m.begin);
+                    return Some(Id::from(m.begin));
                 }
-                self.remember_begin(tree, cache, stack, info, entry, parent)
+                let info = info(self)?;
+                Some(self.remember_begin(tree, cache, stack, info, entry, parent))
             }
             // An entry ended is innermost, as a region always is: its event
             // node is remembered with the stack's node.
             (EventKind::End, Some(node)) if stack.top() == Some(entry) => match self.memo.get(node as usize) {
-                Some(m) if m.end != 0 => Id::from(m.end),
-                _ => self.remember_end(tree, cache, node, info, entry),
+                Some(m) if m.end != 0 => Some(Id::from(m.end)),
+                _ => {
+                    let info = info(self)?;
+                    Some(self.remember_end(tree, cache, node, info, entry))
+                }
             },
-            _ => cache.child(tree, parent, info.id(), entry.value),
+            _ => Some(cache.child(tree, parent, info(self)?.id(), entry.value)),
         }
     }
 
@@ -654,7 +660,10 @@ impl Channel {
                 Some(unaligned_slot) => {
                     let stack = if unaligned_slot { &mut t.blackboard.unaligned } else { &mut t.blackboard.regions };
                     let entry = StackEntry { attr, value };
-                    snapshot.push_node(ct.event_node(&cali.tree, &mut t.cache, stack, kind, info, entry));
+                    // Always a node: the event attribute is known.
+                    if let Some(event) = ct.event_node(&cali.tree, &mut t.cache, stack, kind, |_| Some(info), entry) {
+                        snapshot.push_node(event);
+                    }
                 }
                 None => snapshot.push_value(info.id(), value),
             }
@@ -694,13 +703,15 @@ impl Channel {
             return false;
         }
         let ct = self.thread_state(cali, &mut t.channels, &mut t.blackboard);
-        let Some(info) = ct.event_attribute(cali, self, attr.id(), kind) else { return true };
         cali.refresh_process_entries(&mut t.process_entries, &mut t.process_version);
         if !t.process_entries.values().is_empty() {
             return false;
         }
         let entry = StackEntry { attr, value };
-        let event = ct.event_node(&cali.tree, &mut t.cache, &mut t.blackboard.regions, kind, info, entry);
+        let info = |ct: &mut ChannelThread| ct.event_attribute(cali, self, attr.id(), kind);
+        let Some(event) = ct.event_node(&cali.tree, &mut t.cache, &mut t.blackboard.regions, kind, info, entry) else {
+            return true;
+        };
         let region = RegionSnapshot {
             context: t.process_entries.nodes(),
             event,
