@@ -103,7 +103,10 @@ impl Stack {
 
     #[inline]
     fn push(&mut self, entry: StackEntry) {
-        if let Some((expected, node)) = self.pending.take()
+        // Checked before taking it: without channels there is never one,
+        // and the check is cheaper than moving the whole option.
+        if self.pending.is_some()
+            && let Some((expected, node)) = self.pending.take()
             && expected == entry
             && self.nodes.len() == self.entries.len()
         {
