@@ -2,9 +2,9 @@
 //!
 //! Each thread owns its measurement data and updates it without locks.
 //! A flush (from another thread, or at exit) must read that data, so a
-//! thread marks itself busy around each update, and a flush first raises a
-//! global flag and then waits until no thread is busy; updates that see
-//! the flag are dropped (the reference drops them too).
+//! thread marks itself busy around each update, and a flush first counts
+//! itself in a global word and then waits until no thread is busy; updates
+//! that see a flush counted are dropped (the reference drops them too).
 //!
 //! The owner's side must be cheap: it only needs a compiler fence, because
 //! the flusher issues `membarrier(2)`, which makes every running thread of
@@ -13,11 +13,20 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering, compiler_fence, fence};
 
-/// The number of flushes reading the threads' data (updates are stopped
-/// while it is not 0). A count, not a flag each flush saves and restores:
-/// two threads flushing at once would otherwise restore each other's
-/// saved value out of order and leave updates stopped for good.
-static FLUSHING: AtomicUsize = AtomicUsize::new(0);
+/// What an update checks after marking its thread busy, in one word, so
+/// that the common case is one load and one test: twice the number of
+/// flushes reading the threads' data (updates are stopped while it is not
+/// 0), plus [`FULL_FENCES`] until membarrier is known to work. A count,
+/// not a flag each flush saves and restores: two threads flushing at once
+/// would otherwise restore each other's saved value out of order and leave
+/// updates stopped for good.
+static STATE: AtomicUsize = AtomicUsize::new(FULL_FENCES);
+
+/// In [`STATE`]: updates need a full fence between marking their thread
+/// busy and reading the flush count (no membarrier).
+const FULL_FENCES: usize = 1;
+/// In [`STATE`]: one flush.
+const ONE_FLUSH: usize = 2;
 
 /// Updates refused because a flush was running, for tests that must know
 /// whether all their updates happened (other tests flush meanwhile).
@@ -38,14 +47,8 @@ pub fn init() {
     // SAFETY: a plain syscall without pointers.
     let ok = unsafe { libc::syscall(libc::SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) } == 0;
     MEMBARRIER.store(if ok { 1 } else { 2 }, Ordering::SeqCst);
-}
-
-#[inline]
-fn light_fence() {
-    if MEMBARRIER.load(Ordering::Relaxed) == 1 {
-        compiler_fence(Ordering::SeqCst);
-    } else {
-        fence(Ordering::SeqCst);
+    if ok {
+        STATE.fetch_and(!FULL_FENCES, Ordering::SeqCst);
     }
 }
 
@@ -74,8 +77,23 @@ impl BusyFlag {
             return false;
         }
         self.0.store(true, Ordering::Relaxed);
-        light_fence();
-        if FLUSHING.load(Ordering::Relaxed) != 0 {
+        // A flush's membarrier orders the store before this load.
+        compiler_fence(Ordering::SeqCst);
+        let state = STATE.load(Ordering::Relaxed);
+        state == 0 || self.enter_checked(state)
+    }
+
+    /// The rest of [`BusyFlag::enter`] when a flush runs or updates need
+    /// full fences (`state` read before the fence).
+    #[cold]
+    fn enter_checked(&self, state: usize) -> bool {
+        let state = if state & FULL_FENCES != 0 {
+            fence(Ordering::SeqCst);
+            STATE.load(Ordering::Relaxed)
+        } else {
+            state
+        };
+        if state >= ONE_FLUSH {
             #[cfg(test)]
             SKIPPED.fetch_add(1, Ordering::Relaxed);
             self.0.store(false, Ordering::Release);
@@ -110,7 +128,7 @@ impl StopUpdates {
     /// Stops updates on all threads whose flags are given, except the
     /// caller's own (`own`), which is not inside an update.
     pub fn new<'a>(flags: impl IntoIterator<Item = &'a BusyFlag>) -> StopUpdates {
-        FLUSHING.fetch_add(1, Ordering::SeqCst);
+        STATE.fetch_add(ONE_FLUSH, Ordering::SeqCst);
         heavy_fence();
         for flag in flags {
             let mut spins = 0u32;
@@ -134,7 +152,7 @@ impl StopUpdates {
 
 impl Drop for StopUpdates {
     fn drop(&mut self) {
-        FLUSHING.fetch_sub(1, Ordering::SeqCst);
+        STATE.fetch_sub(ONE_FLUSH, Ordering::SeqCst);
     }
 }
 
