@@ -469,7 +469,13 @@ impl Caliper {
 
     /// Ends a process-scope attribute (out of line: rare, and it locks).
     #[inline(never)]
-    fn end_in_process(&self, t: &mut ThreadData, active: &mut ActiveChannels, attr: Attribute, expect: Option<ValueKey>) {
+    fn end_in_process(
+        &self,
+        t: &mut ThreadData,
+        active: &mut ActiveChannels,
+        attr: Attribute,
+        expect: Option<ValueKey>,
+    ) {
         let check = self.lock_process().blackboard.check_end(attr, expect);
         match check {
             Ok(value) => {

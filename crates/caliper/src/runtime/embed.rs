@@ -34,7 +34,9 @@ impl Caliper {
         let innermost = |bb: &crate::blackboard::Blackboard| {
             bb.regions.entries().iter().rev().find(|e| e.attr.is_nested()).map(|e| e.value.to_variant())
         };
-        self.with_thread(|t, _| innermost(&t.blackboard)).flatten().or_else(|| innermost(&self.lock_process().blackboard))
+        self.with_thread(|t, _| innermost(&t.blackboard))
+            .flatten()
+            .or_else(|| innermost(&self.lock_process().blackboard))
     }
 
     /// The value of `attr` on a channel's own blackboard (its run metadata).
