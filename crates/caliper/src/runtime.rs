@@ -122,11 +122,16 @@ extern "C" fn finish_at_exit() {
 
 extern "C" fn after_fork_in_child() {
     if let Some(c) = CALIPER.get() {
-        // The other threads do not exist in the child; their flags must not
-        // hold up a flush.
-        for slot in c.thread_slots() {
-            slot.busy.reset();
+        // The other threads do not exist in the child: their flags and
+        // flushes must not hold up a flush. (A thread list locked by a
+        // thread of the parent at the fork stays as it is, rather than
+        // blocking the child here.)
+        if let Ok(threads) = c.threads.try_lock() {
+            for slot in threads.iter() {
+                slot.busy.reset();
+            }
         }
+        sync::reset_after_fork();
     }
 }
 

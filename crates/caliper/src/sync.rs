@@ -11,6 +11,7 @@
 //! the process execute a full memory barrier. Where membarrier is not
 //! available, both sides use full fences.
 
+use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering, compiler_fence, fence};
 
 /// What an update checks after marking its thread busy, in one word, so
@@ -121,13 +122,56 @@ impl BusyFlag {
 
 /// Stops updates and waits until no thread is busy; the flush may then
 /// read every thread's data. Updates resume when the last guard is
-/// dropped.
-pub struct StopUpdates(());
+/// dropped. One thread at a time holds guards (nested guards on that
+/// thread are fine, e.g. a config's flush inside the flush at exit), so two
+/// flushes never read and write the same thread data at once.
+pub struct StopUpdates {
+    /// Whether this guard took [`FLUSH_LOCK`] (the outermost on its thread).
+    exclusive: bool,
+}
+
+/// Held by the thread that stops updates. A flag rather than a mutex, so
+/// that a forked child can release what a parent's thread held at the
+/// fork ([`reset_after_fork`]).
+static FLUSH_LOCK: AtomicBool = AtomicBool::new(false);
+
+/// In a forked child: no flush is running (the threads that ran them do
+/// not exist in the child).
+pub fn reset_after_fork() {
+    // The forking thread's own guards (a fork from inside a flush) release
+    // the lock and the count themselves.
+    if HELD.with(Cell::get) == 0 {
+        FLUSH_LOCK.store(false, Ordering::SeqCst);
+        STATE.fetch_and(FULL_FENCES, Ordering::SeqCst);
+    }
+}
+
+fn lock_flushes() {
+    let mut spins = 0u32;
+    while FLUSH_LOCK.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
+        spins += 1;
+        if spins > 100 {
+            std::thread::yield_now();
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+thread_local! {
+    /// How many `StopUpdates` guards the calling thread holds.
+    static HELD: Cell<u32> = const { Cell::new(0) };
+}
 
 impl StopUpdates {
-    /// Stops updates on all threads whose flags are given, except the
-    /// caller's own (`own`), which is not inside an update.
+    /// Stops updates on all threads whose flags are given (the caller's
+    /// own must not be inside an update).
     pub fn new<'a>(flags: impl IntoIterator<Item = &'a BusyFlag>) -> StopUpdates {
+        let exclusive = HELD.with(Cell::get) == 0;
+        if exclusive {
+            lock_flushes();
+        }
+        HELD.with(|h| h.set(h.get() + 1));
         STATE.fetch_add(ONE_FLUSH, Ordering::SeqCst);
         heavy_fence();
         for flag in flags {
@@ -141,7 +185,7 @@ impl StopUpdates {
                 }
             }
         }
-        StopUpdates(())
+        StopUpdates { exclusive }
     }
 
     /// Keeps updates stopped for good (at process exit).
@@ -153,6 +197,10 @@ impl StopUpdates {
 impl Drop for StopUpdates {
     fn drop(&mut self) {
         STATE.fetch_sub(ONE_FLUSH, Ordering::SeqCst);
+        HELD.with(|h| h.set(h.get().saturating_sub(1)));
+        if self.exclusive {
+            FLUSH_LOCK.store(false, Ordering::Release);
+        }
     }
 }
 
@@ -214,6 +262,27 @@ mod tests {
                 std::thread::yield_now();
             }
             stop.store(true, Ordering::Relaxed);
+        });
+    }
+
+    #[test]
+    fn one_thread_flushes_at_a_time_and_may_nest() {
+        let inside = Arc::new(AtomicU64::new(0));
+        std::thread::scope(|s| {
+            for _ in 0..3 {
+                let inside = inside.clone();
+                s.spawn(move || {
+                    for _ in 0..200 {
+                        let outer = StopUpdates::new([]);
+                        assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "another flush is running");
+                        // A nested guard on the same thread does not wait
+                        // for the lock its thread holds.
+                        drop(StopUpdates::new([]));
+                        inside.fetch_sub(1, Ordering::SeqCst);
+                        drop(outer);
+                    }
+                });
+            }
         });
     }
 }
