@@ -5,38 +5,93 @@
 use crate::tree::ContextTree;
 use caliper_data::hash::FxHashMap;
 use caliper_data::node::{Id, NAME_ATTR_ID, PROP_ATTR_ID};
-use caliper_data::{AttrType, Properties, Text, Variant};
+use caliper_data::{AttrType, Properties, Scope, Text, Variant};
 use std::sync::RwLock;
 
 /// An attribute: a typed key with properties. Cheap to copy; the hot path
-/// reads everything it needs from the handle itself.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+/// reads everything it needs from the handle itself. Two handles are equal
+/// when their ids are: the registry makes one attribute per id, so the id
+/// decides, and comparing it alone is what the hot path can afford.
+#[derive(Copy, Clone, Debug)]
 pub struct Attribute {
     id: Id,
-    ty: AttrType,
     props: Properties,
+    ty: AttrType,
+    /// Where values live, from the properties, so that begin and end route
+    /// an update with one test: [`PLACE_VALUE`], [`PLACE_UNALIGNED`] and
+    /// [`PLACE_PROCESS`] bits; 0 is the calling thread's region stack.
+    place: u8,
+}
+
+/// In [`Attribute::place`]: an as-value attribute.
+const PLACE_VALUE: u8 = 1;
+/// In [`Attribute::place`]: on the unaligned stack.
+const PLACE_UNALIGNED: u8 = 2;
+/// In [`Attribute::place`]: process scope.
+const PLACE_PROCESS: u8 = 4;
+
+impl PartialEq for Attribute {
+    #[inline]
+    fn eq(&self, other: &Attribute) -> bool {
+        self.id == other.id
+    }
+}
+
+impl Eq for Attribute {}
+
+impl std::hash::Hash for Attribute {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.id.hash(state);
+    }
 }
 
 impl Attribute {
+    fn new(id: Id, ty: AttrType, props: Properties) -> Attribute {
+        let place = (if props.is_asvalue() { PLACE_VALUE } else { 0 })
+            | (if props.is_unaligned() { PLACE_UNALIGNED } else { 0 })
+            | (if props.scope() == Scope::Process { PLACE_PROCESS } else { 0 });
+        Attribute { id, props, ty, place }
+    }
     /// The attribute's id (its context-tree node).
+    #[inline]
     pub fn id(self) -> Id {
         self.id
     }
     /// The value type.
+    #[inline]
     pub fn attr_type(self) -> AttrType {
         self.ty
     }
     /// The properties, as in effect (presets and default scope applied).
+    #[inline]
     pub fn properties(self) -> Properties {
         self.props
     }
     /// Whether values are stored directly in snapshots.
+    #[inline]
     pub fn is_asvalue(self) -> bool {
-        self.props.is_asvalue()
+        self.place & PLACE_VALUE != 0
     }
     /// Whether the attribute nests with the region stack.
     pub fn is_nested(self) -> bool {
         self.props.is_nested()
+    }
+    /// Whether values go on a blackboard's region stack (neither as-value
+    /// nor unaligned), in whichever scope.
+    #[inline]
+    pub fn on_region_stack(self) -> bool {
+        self.place & (PLACE_VALUE | PLACE_UNALIGNED) == 0
+    }
+    /// Whether values go on the calling thread's region stack: the common
+    /// case of begin and end, decided with one test.
+    #[inline]
+    pub fn on_thread_regions(self) -> bool {
+        self.place == 0
+    }
+    /// Whether the attribute has process scope.
+    #[inline]
+    pub fn is_process_scope(self) -> bool {
+        self.place & PLACE_PROCESS != 0
     }
 }
 
@@ -77,7 +132,7 @@ impl Registry {
                 Variant::Str(s) => s.clone(),
                 _ => unreachable!("bootstrap attribute names are strings"),
             };
-            let attr = Attribute { id, ty, props: Properties::DEFAULT };
+            let attr = Attribute::new(id, ty, Properties::DEFAULT);
             reg.by_name.get_mut().expect("fresh lock").insert(name.clone(), attr);
             reg.by_id.get_mut().expect("fresh lock").insert(id, AttributeInfo { attr, name, metadata: Vec::new() });
         }
@@ -142,7 +197,7 @@ impl Registry {
         }
         let prop_node = tree.get_child(PROP_ATTR_ID, Variant::Int(i64::from(props.bits())), parent);
         let id = tree.get_child(NAME_ATTR_ID, Variant::string(name), Some(prop_node));
-        let attr = Attribute { id, ty, props };
+        let attr = Attribute::new(id, ty, props);
         let text = Text::new(name);
         by_name.insert(text.clone(), attr);
         drop(by_name);

@@ -178,17 +178,27 @@ pub struct Blackboard {
 
 impl Blackboard {
     fn stack_mut(&mut self, attr: Attribute) -> &mut Stack {
-        if attr.properties().is_unaligned() { &mut self.unaligned } else { &mut self.regions }
+        if attr.on_region_stack() { &mut self.regions } else { &mut self.unaligned }
     }
 
     /// Begins `attr = value`: pushes it on its stack, or sets the slot of an
     /// as-value attribute.
     #[inline]
     pub fn begin(&mut self, attr: Attribute, value: ValueKey) {
+        if attr.on_region_stack() {
+            self.regions.push(StackEntry { attr, value });
+        } else {
+            self.begin_other(attr, value);
+        }
+    }
+
+    /// [`Blackboard::begin`] of an as-value or unaligned attribute.
+    #[inline(never)]
+    fn begin_other(&mut self, attr: Attribute, value: ValueKey) {
         if attr.is_asvalue() {
             self.set_value(attr, value);
         } else {
-            self.stack_mut(attr).push(StackEntry { attr, value });
+            self.unaligned.push(StackEntry { attr, value });
         }
     }
 
@@ -217,7 +227,7 @@ impl Blackboard {
     /// only if it is that value), without changing anything.
     #[inline]
     pub fn check_end(&self, attr: Attribute, expect: Option<ValueKey>) -> Result<ValueKey, EndError> {
-        if !attr.is_asvalue() && !attr.properties().is_unaligned() {
+        if attr.on_region_stack() {
             // The common case, a region: inline, as in `end`.
             let top = *self.regions.entries.last().ok_or(EndError::Empty)?;
             return match expect {
@@ -248,7 +258,7 @@ impl Blackboard {
     /// value is `expect`. Returns the ended value.
     #[inline]
     pub fn end(&mut self, attr: Attribute, expect: Option<ValueKey>) -> Result<ValueKey, EndError> {
-        if !attr.is_asvalue() && !attr.properties().is_unaligned() {
+        if attr.on_region_stack() {
             // The common case, a region: check and pop the top in one go.
             let top = *self.regions.entries.last().ok_or(EndError::Empty)?;
             if top.attr.id() != attr.id() {

@@ -646,7 +646,7 @@ impl Channel {
             return;
         }
         t.snapshot.clear();
-        let process_scope = attr.properties().scope() == caliper_data::Scope::Process;
+        let process_scope = attr.is_process_scope();
         // The slot the event node replaces: the updated attribute's stack.
         let replaced = if events.snapshot_info && !attr.is_asvalue() && !process_scope {
             Some(attr.properties().is_unaligned())
@@ -692,10 +692,7 @@ impl Channel {
         attr: Attribute,
         value: ValueKey,
     ) -> bool {
-        let props = attr.properties();
-        let on_region_stack =
-            !props.is_asvalue() && !props.is_unaligned() && props.scope() != caliper_data::Scope::Process;
-        if !(on_region_stack
+        if !(attr.on_thread_regions()
             && kind != EventKind::Set
             && t.blackboard.unaligned.is_empty()
             && t.blackboard.values.is_empty())

@@ -15,7 +15,7 @@ use crate::thread::{ActiveChannels, ThreadData, ThreadHandle, ThreadSlot};
 use crate::tree::ContextTree;
 use crate::value::ValueKey;
 use caliper_data::node::Id;
-use caliper_data::{AttrType, Entry, Properties, Record, RecordKind, Scope, Variant};
+use caliper_data::{AttrType, Entry, Properties, Record, RecordKind, Variant};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Once, OnceLock, RwLock};
@@ -405,7 +405,7 @@ impl Caliper {
             if notifies {
                 self.notify(t, active, EventKind::Begin, attr, value);
             }
-            if attr.properties().scope() == Scope::Process {
+            if attr.is_process_scope() {
                 self.update_process(|bb| bb.begin(attr, value));
             } else {
                 t.blackboard.begin(attr, value);
@@ -427,7 +427,7 @@ impl Caliper {
             if notifies {
                 self.notify(t, active, EventKind::Set, attr, value);
             }
-            if attr.properties().scope() == Scope::Process {
+            if attr.is_process_scope() {
                 self.update_process(|bb| bb.set(attr, value));
             } else {
                 t.blackboard.set(attr, value);
@@ -447,7 +447,7 @@ impl Caliper {
             if !t.tracking {
                 return false;
             }
-            if attr.properties().scope() == Scope::Process {
+            if attr.is_process_scope() {
                 self.end_in_process(t, active, attr, expect);
                 return true;
             }
@@ -518,7 +518,7 @@ impl Caliper {
         };
         log::error(&message);
         self.stack_errors.fetch_add(1, Ordering::Relaxed);
-        if matches!(error, EndError::OtherRegion(_)) || attr.properties().scope() != Scope::Process {
+        if matches!(error, EndError::OtherRegion(_)) || !attr.is_process_scope() {
             log::error("Ceasing region tracking!");
             t.tracking = false;
         }
@@ -590,7 +590,7 @@ impl Caliper {
 
     /// The innermost value of `attr` on the calling thread (or process).
     pub fn get(&self, attr: Attribute) -> Option<Variant> {
-        if attr.properties().scope() == Scope::Process {
+        if attr.is_process_scope() {
             return self.lock_process().blackboard.get(attr).map(|v| v.to_variant());
         }
         self.with_thread(|t, _| t.blackboard.get(attr).map(|v| v.to_variant())).flatten()
