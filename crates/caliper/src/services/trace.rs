@@ -160,13 +160,23 @@ impl Drop for Writer<'_> {
     }
 }
 
+/// Writes `v` as a varint: the room for the longest (10 bytes) is checked
+/// once, and the bytes are written into that window without a check each.
+/// The room for the snapshot was checked before ([`max_bytes`]), so the
+/// window is there.
 #[inline(always)]
 fn put_varint(out: &mut Writer<'_>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
+    let Some(window) = out.buf.get_mut(out.pos..).and_then(|b| b.first_chunk_mut::<10>()) else { return };
+    let mut i = 0;
+    // At most 9 bytes with the continuation bit: the 10th holds the
+    // last bit of a u64.
+    while v >= 0x80 && i < 9 {
+        window[i] = (v as u8) | 0x80;
         v >>= 7;
+        i += 1;
     }
-    out.push(v as u8);
+    window[i] = v as u8;
+    out.pos += i + 1;
 }
 
 fn get_varint(data: &[u8], pos: &mut usize) -> u64 {
@@ -224,21 +234,34 @@ struct RegionShape {
     time: Option<(Id, Id)>,
 }
 
+impl RegionShape {
+    fn of(region: &RegionSnapshot<'_>) -> RegionShape {
+        RegionShape {
+            context: region.context.len(),
+            count: region.count,
+            time: region.time.map(|t| (t.offset_attr, t.duration_attr)),
+        }
+    }
+}
+
 /// The encoder's state for one chunk.
 struct Encoder {
     deltas: Deltas,
     /// The shapes written so far, with their numbers.
     shapes: FxHashMap<Box<[u64]>, u64>,
-    /// The shapes of region begins and ends (without and with a count)
-    /// as last written, with their numbers.
-    regions: [Option<(RegionShape, u64)>; 2],
+    /// The shapes of region snapshots as last written, with their
+    /// numbers, by whether they have a count and times: a channel's region
+    /// snapshots carry the same attributes (see
+    /// [`ThreadService::region_attributes`](crate::channel::ThreadService::region_attributes)),
+    /// so that only the length of their context can differ.
+    regions: [Option<(RegionShape, u64)>; 4],
     /// A reusable buffer for a shape.
     heads: Vec<u64>,
 }
 
 impl Encoder {
     fn new() -> Encoder {
-        Encoder { deltas: Deltas::new(), shapes: FxHashMap::default(), regions: [None; 2], heads: Vec::new() }
+        Encoder { deltas: Deltas::new(), shapes: FxHashMap::default(), regions: [None; 4], heads: Vec::new() }
     }
 
     /// Writes the number of the shape in `self.heads`, and the shape if it
@@ -296,15 +319,13 @@ impl Encoder {
     /// equivalent snapshot, remembering the shapes of begins and ends.
     #[inline]
     fn encode_region(&mut self, region: &RegionSnapshot<'_>, out: &mut Writer<'_>) {
-        let shape = RegionShape {
-            context: region.context.len(),
-            count: region.count,
-            time: region.time.map(|t| (t.offset_attr, t.duration_attr)),
-        };
-        let which = usize::from(region.count.is_some());
+        let which = usize::from(region.count.is_some()) | (usize::from(region.time.is_some()) << 1);
         match self.regions[which] {
-            Some((known, n)) if known == shape => put_varint(out, n),
-            _ => self.put_region_shape(shape, which, out),
+            Some((known, n)) if known.context == region.context.len() => {
+                debug_assert!(known == RegionShape::of(region), "a channel's region attributes are fixed");
+                put_varint(out, n);
+            }
+            _ => self.put_region_shape(RegionShape::of(region), which, out),
         }
         for &n in region.context {
             put_varint(out, n);
