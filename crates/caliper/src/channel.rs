@@ -321,8 +321,24 @@ impl ChannelThread {
                     Some(self.remember_end(tree, cache, node, info, entry))
                 }
             },
-            _ => Some(cache.child(tree, parent, info(self)?.id(), entry.value)),
+            _ => Some(Self::other_event_node(tree, cache, parent, info(self)?, entry)),
         }
+    }
+
+    /// The event node of an update the memo does not cover (an end of an
+    /// entry that is not on top of its stack): out of line, so that its
+    /// child lookup (and the hash it computes) stays out of the common
+    /// path.
+    #[cold]
+    #[inline(never)]
+    fn other_event_node(
+        tree: &ContextTree,
+        cache: &mut ChildCache,
+        parent: Option<Id>,
+        info: Attribute,
+        entry: StackEntry,
+    ) -> Id {
+        cache.child(tree, parent, info.id(), entry.value)
     }
 
     /// The event node of ending the innermost `entry` of stack node `node`,
