@@ -48,6 +48,22 @@ impl Stat {
     fn count(&self) -> u64 {
         self.n & !OTHER
     }
+
+    /// Whether the statistic has values, all unsigned integers: the
+    /// statistics [`Stat::add_plain`] keeps.
+    #[inline(always)]
+    fn plain(&self) -> bool {
+        self.n as i64 > 0
+    }
+
+    /// Adds an unsigned value to a [`plain`](Stat::plain) statistic.
+    #[inline(always)]
+    fn add_plain(&mut self, u: u64) {
+        self.min = self.min.min(u);
+        self.max = self.max.max(u);
+        self.sum = self.sum.wrapping_add(u);
+        self.n += 1;
+    }
 }
 
 /// Adds `v` to min, max and sum kept as variants.
@@ -56,6 +72,76 @@ fn add_variant(stats: &mut [Variant; 3], v: &Variant) {
     sum.add_assign(v);
     *min = min.min_with(v);
     *max = max.max_with(v);
+}
+
+/// An entry's row of statistics, with what adding a first value or a
+/// value other than an unsigned integer needs besides (out of line).
+struct Row<'a> {
+    /// The table from the row on: slot `i` is at `i` (and every metric
+    /// slot is within the row).
+    stats: &'a mut [Stat],
+    e: usize,
+    orders: &'a mut [Vec<u32>],
+    others: &'a mut Vec<[Variant; 3]>,
+}
+
+impl Row<'_> {
+    /// Adds `value` to the statistic of metric slot `slot` (none for a
+    /// slot past the table, such as [`NO_SLOT`]).
+    #[inline(always)]
+    fn add(&mut self, slot: usize, value: ValueKey) {
+        let Some(stat) = self.stats.get_mut(slot) else { return };
+        match value.as_uint() {
+            // A positive count: values so far, all unsigned.
+            Some(u) if stat.plain() => stat.add_plain(u),
+            _ => add_other(self.stats, slot, value, (self.orders, self.e), self.others),
+        }
+    }
+
+    /// Counts a snapshot of the entry.
+    #[inline(always)]
+    fn count(&mut self) {
+        if let Some(count) = self.stats.get_mut(ENTRY_COUNT) {
+            count.n += 1;
+        }
+    }
+}
+
+/// [`Row::add`] of the first value of a statistic (of entry `e`, whose
+/// order of metrics it joins), or of a value that is not an unsigned
+/// integer. Takes the row's parts apart, so that the hot path passes them
+/// in registers instead of building the row in memory.
+#[cold]
+fn add_other(
+    stats: &mut [Stat],
+    slot: usize,
+    value: ValueKey,
+    (orders, e): (&mut [Vec<u32>], usize),
+    others: &mut Vec<[Variant; 3]>,
+) {
+    let Some(&Stat { min, max, sum, n }) = stats.get(slot) else { return };
+    let v = value.to_variant();
+    stats[slot] = match (n, value.as_uint()) {
+        (0, Some(u)) => Stat { min: u, max: u, sum: u, n: 1 },
+        (0, None) => {
+            others.push([v.clone(), v.clone(), v]);
+            Stat { min: 0, max: 0, sum: others.len() as u64 - 1, n: 1 | OTHER }
+        }
+        _ if n & OTHER != 0 => {
+            add_variant(&mut others[sum as usize], &v);
+            Stat { min, max, sum, n: n + 1 }
+        }
+        // Unsigned so far: continue as variants.
+        _ => {
+            let mut stats = [Variant::Uint(min), Variant::Uint(max), Variant::Uint(sum)];
+            add_variant(&mut stats, &v);
+            others.push(stats);
+            Stat { min: 0, max: 0, sum: others.len() as u64 - 1, n: (n + 1) | OTHER }
+        }
+    };
+    if let (0, Some(order)) = (n, orders.get_mut(e)) {
+        order.push(slot as u32);
+    }
 }
 
 /// A thread's aggregation.
@@ -73,13 +159,13 @@ struct AggThread {
     by_key: FxHashMap<Snapshot, u32>,
     /// Per entry: its key (nodes and key attribute values).
     keys: Vec<Snapshot>,
-    /// Per entry: the number of snapshots.
-    counts: Vec<u64>,
     /// Per entry: the metric slots in the order the entry first saw them,
     /// the order of its flushed statistics.
     orders: Vec<Vec<u32>>,
-    /// Per entry, `stride` statistics, by metric slot: one flat table, so
-    /// that an update finds its statistics without a pointer chase.
+    /// Per entry, a row of `stride` statistics: at [`ENTRY_COUNT`] the
+    /// entry's number of snapshots (its `n`), then one per metric slot.
+    /// One flat table, so that an update finds its statistics without a
+    /// pointer chase, and a snapshot touches one contiguous row.
     stats: Vec<Stat>,
     stride: usize,
     /// min, max and sum of the statistics that have seen values other than
@@ -87,13 +173,17 @@ struct AggThread {
     others: Vec<[Variant; 3]>,
     /// The metric slots of `region.count`, `time.offset.ns` and
     /// `time.duration.ns` in the channel's region snapshots, resolved once
-    /// (see [`ThreadService::region_attributes`]).
-    region_slots: [Option<usize>; 3],
+    /// (see [`ThreadService::region_attributes`]); [`NO_SLOT`] for one that
+    /// is not a metric. A plain index, not an `Option`: the bounds check of
+    /// the row lookup also skips an absent metric, and the slots stay in
+    /// registers.
+    region_slots: [usize; 3],
     /// Per attribute id: [`UNKNOWN`] not looked up, [`PLAIN`] not
     /// aggregated, [`KEY`] a key attribute, else [`METRIC`] + the metric's
     /// slot in the entries' statistics.
     kind: Vec<u32>,
-    /// The attribute of each metric slot.
+    /// The attribute of each metric slot, from slot 1 on (slot 0 is the
+    /// entry count).
     metrics: Vec<Id>,
 }
 
@@ -101,6 +191,11 @@ const UNKNOWN: u32 = 0;
 const PLAIN: u32 = 1;
 const KEY: u32 = 2;
 const METRIC: u32 = 3;
+
+/// The index of the entry's snapshot count in its row of statistics.
+const ENTRY_COUNT: usize = 0;
+/// The slot of a value that is not a metric: past the end of any row.
+const NO_SLOT: usize = usize::MAX;
 
 impl Aggregate {
     pub fn new(cali: &Caliper, config: &RuntimeConfig) -> Aggregate {
@@ -133,12 +228,11 @@ impl AggThread {
             by_other_pair: FxHashMap::default(),
             by_key: FxHashMap::default(),
             keys: Vec::new(),
-            counts: Vec::new(),
             orders: Vec::new(),
             stats: Vec::new(),
-            stride: 0,
+            stride: ENTRY_COUNT + 1,
             others: Vec::new(),
-            region_slots: [None; 3],
+            region_slots: [NO_SLOT; 3],
             kind: Vec::new(),
             metrics: Vec::new(),
         }
@@ -151,7 +245,6 @@ impl AggThread {
         self.by_other_pair.clear();
         self.by_key.clear();
         self.keys.clear();
-        self.counts.clear();
         self.orders.clear();
         self.stats.clear();
         self.others.clear();
@@ -176,7 +269,8 @@ impl AggThread {
                 Some(info) if info.attr.properties().is_aggregatable() => {
                     self.metrics.push(attr);
                     self.widen();
-                    METRIC + self.metrics.len() as u32 - 1
+                    // Its slot in the rows, after the entry count.
+                    METRIC + self.metrics.len() as u32
                 }
                 Some(info) if self.key_names.iter().any(|k| k.as_str() == &*info.name) => {
                     if info.attr.is_asvalue() {
@@ -197,7 +291,7 @@ impl AggThread {
 
     /// Makes room in every entry for a new metric slot.
     fn widen(&mut self) {
-        let (old, stride) = (self.stride, self.metrics.len());
+        let (old, stride) = (self.stride, self.metrics.len() + 1);
         let mut stats = Vec::with_capacity(self.keys.len() * stride);
         for e in 0..self.keys.len() {
             stats.extend_from_slice(self.stats.get(e * old..(e + 1) * old).unwrap_or_default());
@@ -210,55 +304,20 @@ impl AggThread {
     /// The entry of a new key.
     fn push_entry(&mut self, key: Snapshot) -> u32 {
         self.keys.push(key);
-        self.counts.push(0);
         self.orders.push(Vec::new());
         self.stats.resize(self.keys.len() * self.stride, Stat::EMPTY);
         self.keys.len() as u32 - 1
     }
 
-    /// Adds `value` to the statistics of metric `slot` in entry `e`.
+    /// The row of entry `e`, to add to.
     #[inline(always)]
-    fn add(&mut self, e: usize, slot: usize, value: ValueKey) {
-        let Some(stat) = self.stats.get_mut(e * self.stride + slot) else { return };
-        match value.as_uint() {
-            // A positive count: values so far, all unsigned.
-            Some(u) if stat.n as i64 > 0 => {
-                stat.min = stat.min.min(u);
-                stat.max = stat.max.max(u);
-                stat.sum = stat.sum.wrapping_add(u);
-                stat.n += 1;
-            }
-            _ => self.add_other(e * self.stride + slot, e, value),
-        }
-    }
-
-    /// [`AggThread::add`] of the first value of a statistic (number `i`,
-    /// of entry `e`), or of a value that is not an unsigned integer.
-    #[cold]
-    fn add_other(&mut self, i: usize, e: usize, value: ValueKey) {
-        let Some(&Stat { min, max, sum, n }) = self.stats.get(i) else { return };
-        let v = value.to_variant();
-        self.stats[i] = match (n, value.as_uint()) {
-            (0, Some(u)) => Stat { min: u, max: u, sum: u, n: 1 },
-            (0, None) => {
-                self.others.push([v.clone(), v.clone(), v]);
-                Stat { min: 0, max: 0, sum: self.others.len() as u64 - 1, n: 1 | OTHER }
-            }
-            _ if n & OTHER != 0 => {
-                add_variant(&mut self.others[sum as usize], &v);
-                Stat { min, max, sum, n: n + 1 }
-            }
-            // Unsigned so far: continue as variants.
-            _ => {
-                let mut stats = [Variant::Uint(min), Variant::Uint(max), Variant::Uint(sum)];
-                add_variant(&mut stats, &v);
-                self.others.push(stats);
-                Stat { min: 0, max: 0, sum: self.others.len() as u64 - 1, n: (n + 1) | OTHER }
-            }
-        };
-        if n == 0 {
-            self.orders[e].push((i - e * self.stride) as u32);
-        }
+    fn row(&mut self, e: usize) -> Option<Row<'_>> {
+        Some(Row {
+            stats: self.stats.get_mut(e * self.stride..)?,
+            e,
+            orders: &mut self.orders,
+            others: &mut self.others,
+        })
     }
 
     /// min, max and sum of a statistic.
@@ -273,16 +332,10 @@ impl AggThread {
     #[inline(always)]
     fn add_value(&mut self, cali: &Caliper, e: usize, attr: Id, value: ValueKey) {
         let kind = self.kind_of(cali, attr);
-        if kind >= METRIC {
-            self.add(e, (kind - METRIC) as usize, value);
-        }
-    }
-
-    /// Counts a snapshot of entry `e`.
-    #[inline(always)]
-    fn count(&mut self, e: usize) {
-        if let Some(count) = self.counts.get_mut(e) {
-            *count += 1;
+        if kind >= METRIC
+            && let Some(mut row) = self.row(e)
+        {
+            row.add((kind - METRIC) as usize, value);
         }
     }
 
@@ -413,12 +466,12 @@ impl Service for Aggregate {
                     let ty = sum.attr_type();
                     let avg = sum.div(s.count());
                     for (prefix, value) in [("min", min), ("max", max), ("sum", sum), ("avg", avg)] {
-                        if let Some(a) = self.result(cali, prefix, t.metrics[metric as usize], ty) {
+                        if let Some(a) = self.result(cali, prefix, t.metrics[metric as usize - 1], ty) {
                             record.push_imm(a.id(), value);
                         }
                     }
                 }
-                record.push_imm(self.count.id(), Variant::Uint(t.counts[slot]));
+                record.push_imm(self.count.id(), Variant::Uint(t.stats[slot * t.stride + ENTRY_COUNT].n));
                 record.push_imm(self.slot.id(), Variant::Uint(slot as u64));
                 emit(&record);
                 flushed += 1;
@@ -442,7 +495,9 @@ impl ThreadService for AggThread {
         for &(attr, value) in snapshot.values() {
             self.add_value(cali, e, attr, value);
         }
-        self.count(e);
+        if let Some(mut row) = self.row(e) {
+            row.count();
+        }
     }
 
     /// The key of a region snapshot is one or two nodes (the usual
@@ -458,18 +513,15 @@ impl ThreadService for AggThread {
             }
         };
         let [count, offset, duration] = self.region_slots;
-        if let (Some(_), Some(slot)) = (region.count, count) {
-            self.add(e, slot, ValueKey::uint(1));
+        let Some(mut row) = self.row(e) else { return };
+        if region.count.is_some() {
+            row.add(count, ValueKey::uint(1));
         }
         if let Some(t) = region.time {
-            if let Some(slot) = offset {
-                self.add(e, slot, ValueKey::uint(t.offset));
-            }
-            if let Some(slot) = duration {
-                self.add(e, slot, ValueKey::uint(t.duration));
-            }
+            row.add(offset, ValueKey::uint(t.offset));
+            row.add(duration, ValueKey::uint(t.duration));
         }
-        self.count(e);
+        row.count();
     }
 
     fn region_attributes(&mut self, cali: &Caliper, attrs: &RegionAttributes) {
@@ -478,7 +530,9 @@ impl ThreadService for AggThread {
             let kind = this.kind_of(cali, attr?);
             (kind >= METRIC).then(|| (kind - METRIC) as usize)
         };
-        self.region_slots = [slot(self, Some(attrs.count)), slot(self, offset), slot(self, duration)];
+        let [count, offset, duration] =
+            [slot(self, Some(attrs.count)), slot(self, offset), slot(self, duration)].map(|s| s.unwrap_or(NO_SLOT));
+        self.region_slots = [count, offset, duration];
     }
 }
 
