@@ -187,48 +187,26 @@ pub struct EventConfig {
     pub branches: NameFilter,
 }
 
-/// What a thread remembers of a begin: a program repeats its regions, and
-/// this finds the node a begin makes and its event node without a lookup
-/// in the tree. Node and attribute ids fit in 32 bits (the context tree
-/// holds at most 2^24 nodes), which keeps the table small; 0 stands for
-/// "not known" (node 0 is a bootstrap attribute, never a stack or event
-/// node, nor an attribute that triggers snapshots).
+/// What a thread remembers of a region-stack node: a program repeats its
+/// regions, and this finds their nodes and event nodes without hashing.
+/// Node and attribute ids fit in 32 bits (the context tree holds at most
+/// 2^24 nodes), which keeps the table small; 0 stands for "not known"
+/// (node 0 is a bootstrap attribute, never a stack or event node).
 #[derive(Copy, Clone)]
-struct BeginMemo {
-    /// The stack node the entry was begun under (0: the empty stack).
-    parent: u32,
-    /// The entry's attribute and value.
-    attr: u32,
-    value: ValueKey,
-    /// The node the begin made, and the event node of beginning it.
+struct NodeMemo {
+    /// The event node of ending the node's innermost entry.
+    end: u32,
+    /// The child last begun under the node, with the attribute and value
+    /// of its entry and the event node of beginning it. Loops begin the
+    /// same children again and again, usually in the same order.
     child: u32,
+    child_attr: u32,
     begin: u32,
+    child_value: ValueKey,
 }
 
-impl BeginMemo {
-    const UNKNOWN: BeginMemo = BeginMemo { parent: 0, attr: 0, value: ValueKey::uint(0), child: 0, begin: 0 };
-}
-
-/// The number of sets of a thread's begin memo (per channel), as a power
-/// of 2; each set remembers two begins (one cache line).
-const BEGIN_SET_BITS: u32 = 9;
-
-impl BeginMemo {
-    /// Whether this remembers beginning `entry` under `parent`.
-    #[inline(always)]
-    fn is(&self, parent: Id, entry: StackEntry) -> bool {
-        Id::from(self.parent) == parent && Id::from(self.attr) == entry.attr.id() && self.value == entry.value
-    }
-}
-
-/// The first slot of the set of the begin memo that remembers beginning
-/// `value` under stack node `parent`. The begins of one parent (the calls
-/// a loop makes, one after the other) spread over the table: each is
-/// found again the next time round, not only the last one begun there.
-#[inline(always)]
-fn begin_set(parent: Id, value: ValueKey) -> usize {
-    let h = (parent ^ value.hash_bits().rotate_left(24)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    (h >> (64 - BEGIN_SET_BITS)) as usize * 2
+impl NodeMemo {
+    const UNKNOWN: NodeMemo = NodeMemo { end: 0, child: 0, child_attr: 0, begin: 0, child_value: ValueKey::uint(0) };
 }
 
 /// A thread's state in one channel.
@@ -238,12 +216,8 @@ pub struct ChannelThread {
     timer: Option<TimerThread>,
     /// Per attribute id: `None` not looked up, `Some(None)` not marked.
     marks: Vec<Option<Option<EventAttributes>>>,
-    /// Per region-stack node (by id): the event node of ending its
-    /// innermost entry (0: not known).
-    ends: Vec<u32>,
-    /// Begins, in sets of two by [`begin_set`], the one remembered last
-    /// first.
-    begins: Box<[BeginMemo; 2 << BEGIN_SET_BITS]>,
+    /// Per region-stack node (by id; the empty stack at 0).
+    memo: Vec<NodeMemo>,
     /// Per string value seen by the region filters: whether it passes the
     /// include/exclude lists (bit 0) and starts a branch (bit 1).
     filtered: FxHashMap<ValueKey, u8>,
@@ -326,15 +300,12 @@ impl ChannelThread {
         let parent = stack.node(tree, cache);
         match (kind, parent) {
             (EventKind::Begin, _) => {
-                let parent_id = parent.unwrap_or(0);
-                let set = begin_set(parent_id, entry.value);
-                let (first, second) = (&self.begins[set], &self.begins[set | 1]);
-                let known = if first.is(parent_id, entry) {
-                    Some(first)
-                } else {
-                    Some(second).filter(|m| m.is(parent_id, entry))
-                };
-                if let Some(m) = known {
+                let i = parent.map_or(0, |p| p as usize);
+                if let Some(m) = self.memo.get(i)
+                    && m.child != 0
+                    && Id::from(m.child_attr) == entry.attr.id()
+                    && m.child_value == entry.value
+                {
                     stack.expect_push(entry, Id::from(m.child));
                     return Some(Id::from(m.begin));
                 }
@@ -343,8 +314,8 @@ impl ChannelThread {
             }
             // An entry ended is innermost, as a region always is: its event
             // node is remembered with the stack's node.
-            (EventKind::End, Some(node)) if stack.top() == Some(entry) => match self.ends.get(node as usize) {
-                Some(&end) if end != 0 => Some(Id::from(end)),
+            (EventKind::End, Some(node)) if stack.top() == Some(entry) => match self.memo.get(node as usize) {
+                Some(m) if m.end != 0 => Some(Id::from(m.end)),
                 _ => {
                     let info = info(self)?;
                     Some(self.remember_end(tree, cache, node, info, entry))
@@ -382,12 +353,8 @@ impl ChannelThread {
         entry: StackEntry,
     ) -> Id {
         let event = cache.child(tree, Some(node), info.id(), entry.value);
-        if let (Ok(short), Ok(i)) = (u32::try_from(event), u32::try_from(node)) {
-            let i = i as usize;
-            if self.ends.len() <= i {
-                self.ends.resize(i + 1, 0);
-            }
-            self.ends[i] = short;
+        if let (Ok(short), Some(m)) = (u32::try_from(event), self.memo_mut(node as usize)) {
+            m.end = short;
         }
         event
     }
@@ -407,14 +374,20 @@ impl ChannelThread {
         let child = cache.child(tree, parent, entry.attr.id(), entry.value);
         stack.expect_push(entry, child);
         let event = cache.child(tree, parent, info.id(), entry.value);
-        let parent = parent.unwrap_or(0);
-        let ids = (u32::try_from(parent), u32::try_from(entry.attr.id()), u32::try_from(child), u32::try_from(event));
-        if let (Ok(parent_id), Ok(attr), Ok(child), Ok(begin)) = ids {
-            let set = begin_set(parent, entry.value);
-            self.begins[set | 1] = self.begins[set];
-            self.begins[set] = BeginMemo { parent: parent_id, attr, value: entry.value, child, begin };
+        let ids = (u32::try_from(child), u32::try_from(entry.attr.id()), u32::try_from(event));
+        if let ((Ok(child), Ok(attr), Ok(begin)), Some(m)) = (ids, self.memo_mut(parent.map_or(0, |p| p as usize))) {
+            (m.child, m.child_attr, m.begin, m.child_value) = (child, attr, begin, entry.value);
         }
         event
+    }
+
+    /// The memo of node `i`, if its id fits the table's 32 bits.
+    fn memo_mut(&mut self, i: usize) -> Option<&mut NodeMemo> {
+        u32::try_from(i).ok()?;
+        if self.memo.len() <= i {
+            self.memo.resize(i + 1, NodeMemo::UNKNOWN);
+        }
+        self.memo.get_mut(i)
     }
 }
 
@@ -653,8 +626,7 @@ impl Channel {
             states,
             timer,
             marks: Vec::new(),
-            ends: Vec::new(),
-            begins: Box::new([BeginMemo::UNKNOWN; 2 << BEGIN_SET_BITS]),
+            memo: Vec::new(),
             filtered: FxHashMap::default(),
             branches: Vec::new(),
             observed: Vec::new(),
