@@ -708,14 +708,15 @@ impl Channel {
         attr: Attribute,
         value: ValueKey,
     ) -> bool {
-        if !(attr.on_thread_regions()
-            && kind != EventKind::Set
-            && t.blackboard.unaligned.is_empty()
-            && t.blackboard.values.is_empty())
-        {
+        if !attr.on_thread_regions() || kind == EventKind::Set {
             return false;
         }
+        // The thread state first: a thread's first use of the channel may
+        // add to its context (e.g. the pthread service's thread ids).
         let ct = self.thread_state(cali, &mut t.channels, &mut t.blackboard);
+        if !(t.blackboard.unaligned.is_empty() && t.blackboard.values.is_empty()) {
+            return false;
+        }
         cali.refresh_process_entries(&mut t.process_entries, &mut t.process_version);
         if !t.process_entries.values().is_empty() {
             return false;

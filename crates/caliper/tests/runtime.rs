@@ -271,6 +271,9 @@ fn pthread_service_marks_records_with_their_thread() {
             .map(|(_, v)| v.to_u64().unwrap())
             .collect();
         assert_eq!(ids.len(), 4, "four worker threads with {services}: {ids:?}");
+        let with_id = records.iter().filter(|r| r.immediates().any(|(a, _)| a == id)).count();
+        let snapshots = records.iter().filter(|r| r.kind == caliper_data::RecordKind::Ctx).count();
+        assert_eq!(with_id, snapshots, "every record of {services} has its thread's id, the first ones too");
         if key.is_empty() {
             let master = db.attribute_by_name("pthread.is_master").unwrap().id();
             assert!(
