@@ -8,7 +8,9 @@ use crate::channel::Channel;
 use crate::config::RuntimeConfig;
 use crate::log;
 use crate::runtime::Caliper;
+use crate::services::output;
 use caliper_data::{AttrType, Properties, Variant};
+use std::io;
 use std::sync::{Arc, Mutex};
 
 /// How a controller writes its output when flushed.
@@ -138,8 +140,24 @@ impl ChannelController {
         };
         match &self.output {
             Output::Channel => cali.flush_and_write(&channel),
-            Output::Spot(spot) => cali.with_updates_stopped(|| spot.write(cali, &channel)),
-            Output::LoopReport(report) => cali.with_updates_stopped(|| report.write(cali, &channel)),
+            Output::Spot(spot) => {
+                write_output(cali, &channel, spot.output_pattern(), |name| spot.write(cali, &channel, name))
+            }
+            Output::LoopReport(report) => {
+                write_output(cali, &channel, report.output_pattern(), |name| report.write(cali, &channel, name))
+            }
         }
     }
+}
+
+/// Writes a config's own output (with updates stopped) to the stream
+/// `pattern` names once its `%attr%` fields are filled in; a failure is
+/// logged.
+fn write_output(cali: &Caliper, channel: &Channel, pattern: &str, write: impl FnOnce(&str) -> io::Result<()>) {
+    cali.with_updates_stopped(|| {
+        let name = output::substitute(cali, pattern);
+        if let Err(e) = write(&name) {
+            log::error(&format!("{}: could not write {name}: {e}", channel.name()));
+        }
+    });
 }

@@ -69,16 +69,14 @@ impl LoopReport {
         }
     }
 
-    /// Writes the report of what `channel` gathered. Updates must be
-    /// stopped.
-    pub(crate) fn write(&self, cali: &Caliper, channel: &Channel) {
-        let name = output::substitute(cali, &self.output);
-        if let Err(e) = self.try_write(cali, channel, &name) {
-            log::error(&format!("{}: could not write {name}: {e}", channel.name()));
-        }
+    /// Where the report goes (`%attr%` fields not yet filled in).
+    pub(crate) fn output_pattern(&self) -> &str {
+        &self.output
     }
 
-    fn try_write(&self, cali: &Caliper, channel: &Channel, name: &str) -> io::Result<()> {
+    /// Writes the report of what `channel` gathered to the stream `name`.
+    /// Updates must be stopped.
+    pub(crate) fn write(&self, cali: &Caliper, channel: &Channel, name: &str) -> io::Result<()> {
         let mut db = MetadataDb::new();
         let records = report::channel_records(cali, channel, &mut db)?;
         report::import_globals(cali, channel, &mut db);

@@ -12,7 +12,6 @@ use super::options::Options;
 use super::queries;
 use super::spec::QueryLevel;
 use crate::channel::Channel;
-use crate::log;
 use crate::runtime::Caliper;
 use crate::services::{output, report};
 use caliper_data::node::Id;
@@ -113,16 +112,14 @@ impl SpotOutput {
         self.timeseries.iter().map(|(c, _)| c.as_ref())
     }
 
-    /// Writes the profile of what `channel` gathered. Updates must be
-    /// stopped.
-    pub(crate) fn write(&self, cali: &Caliper, channel: &Channel) {
-        let name = output::substitute(cali, &self.filename);
-        if let Err(e) = self.try_write(cali, channel, &name) {
-            log::error(&format!("{}: could not write {name}: {e}", channel.name()));
-        }
+    /// Where the profile goes (`%attr%` fields not yet filled in).
+    pub(crate) fn output_pattern(&self) -> &str {
+        &self.filename
     }
 
-    fn try_write(&self, cali: &Caliper, channel: &Channel, name: &str) -> io::Result<()> {
+    /// Writes the profile of what `channel` gathered to the stream `name`.
+    /// Updates must be stopped.
+    pub(crate) fn write(&self, cali: &Caliper, channel: &Channel, name: &str) -> io::Result<()> {
         let (local, mut cross) = (queries::parse(&self.local)?, queries::parse(&self.cross)?);
         let metrics = result_names(&cross);
         cross.format = None;
