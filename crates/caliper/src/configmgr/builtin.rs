@@ -28,33 +28,10 @@ fn add_services(config: &mut Vec<(String, String)>, services: &[&str]) {
     set_setting(config, "CALI_SERVICES_ENABLE", &list);
 }
 
-/// Checks a config's own rules on its options (beyond types and
-/// services), with the reference's messages.
-pub(crate) fn check_args(spec: &ConfigSpec, options: &Options) -> Result<(), String> {
-    match spec.name.as_str() {
-        "runtime-profile" => profile_format(options).map(|_| ()),
-        "spot" if !options.is_enabled("timeseries") => {
-            match [
-                "timeseries.maxrows",
-                "timeseries.iteration_interval",
-                "timeseries.time_interval",
-                "timeseries.target_loops",
-                "timeseries.metrics",
-            ]
-            .into_iter()
-            .find(|o| options.is_set(o))
-            {
-                Some(o) => Err(format!("{o} is set but the timeseries option is not enabled")),
-                None => Ok(()),
-            }
-        }
-        "spot" => super::spot::timeseries_controller(options).map(|_| ()),
-        _ => Ok(()),
-    }
-}
-
-/// The controller of a config instance.
-pub(crate) fn controller(spec: &ConfigSpec, options: &Options) -> ChannelController {
+/// The controller of a config instance, or the error of a config's own
+/// rules on its options (beyond types and services), with the reference's
+/// messages.
+pub(crate) fn controller(spec: &ConfigSpec, options: &Options) -> Result<ChannelController, String> {
     let mut config = initial_config(spec);
     let output = match spec.name.as_str() {
         "runtime-report" => {
@@ -62,12 +39,12 @@ pub(crate) fn controller(spec: &ConfigSpec, options: &Options) -> ChannelControl
             Output::Channel
         }
         "runtime-profile" => {
-            runtime_profile(options, &mut config);
+            runtime_profile(options, &mut config)?;
             Output::Channel
         }
         "spot" => {
             options.update_channel_config(&mut config);
-            Output::Spot(SpotOutput::new(options))
+            Output::Spot(SpotOutput::new(options)?)
         }
         "loop-report" => {
             if !options.is_set("iteration_interval") && !options.is_set("time_interval") {
@@ -86,7 +63,7 @@ pub(crate) fn controller(spec: &ConfigSpec, options: &Options) -> ChannelControl
             Output::Channel
         }
     };
-    ChannelController::new(&spec.name, config, options.channel_metadata(), output)
+    Ok(ChannelController::new(&spec.name, config, options.channel_metadata(), output))
 }
 
 /// The tree format of report configs: `tree(column-width=N,print-globals)`.
@@ -136,8 +113,8 @@ pub(crate) fn with_extension(name: &str, extension: &str) -> String {
     }
 }
 
-fn runtime_profile(options: &Options, config: &mut Vec<(String, String)>) {
-    let (format, extension) = profile_format(options).unwrap_or(("cali", ".cali"));
+fn runtime_profile(options: &Options, config: &mut Vec<(String, String)>) -> Result<(), String> {
+    let (format, extension) = profile_format(options)?;
     options.update_channel_config(config);
     add_services(config, &["report"]);
     set_setting(config, "CALI_REPORT_FILENAME", &with_extension(options.get_or("output", "region_profile"), extension));
@@ -146,4 +123,5 @@ fn runtime_profile(options: &Options, config: &mut Vec<(String, String)>) {
          select *,sum(sum#time.duration) as time unit sec group by path,mpi.rank format {format}"
     );
     set_setting(config, "CALI_REPORT_CONFIG", &options.build_query(QueryLevel::Local, &base));
+    Ok(())
 }

@@ -224,8 +224,7 @@ impl ConfigManager {
         assembled.extend(spec.defaults.iter().cloned());
         let options = Options::new(spec, &self.options, &assembled);
         options.check(service_exists)?;
-        builtin::check_args(spec, &options)?;
-        Ok(builtin::controller(spec, &options))
+        builtin::controller(spec, &options)
     }
 
     /// Adds a config spec (JSON); an error if a config of that name exists.

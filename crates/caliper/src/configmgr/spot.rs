@@ -41,6 +41,15 @@ pub(crate) const TIMESERIES_SPEC: &str = r#"{
     ]
 }"#;
 
+/// The options that configure the time series.
+const TIMESERIES_OPTIONS: [&str; 5] = [
+    "timeseries.maxrows",
+    "timeseries.iteration_interval",
+    "timeseries.time_interval",
+    "timeseries.target_loops",
+    "timeseries.metrics",
+];
+
 /// The cross-level query of the time series.
 const TIMESERIES_CROSS: &str = "select cali.channel,loop,block,max(sum#loop.iterations) as \"Iterations\" unit iterations,\
     max(scale#time.duration.ns) as \"Time (s)\" unit sec,\
@@ -61,7 +70,7 @@ fn timeseries_config(options: &Options) -> String {
 }
 
 /// The time-series sub-config's controller, or the error of its config.
-pub(crate) fn timeseries_controller(options: &Options) -> Result<Arc<ChannelController>, String> {
+fn timeseries_controller(options: &Options) -> Result<Arc<ChannelController>, String> {
     let mut mgr = super::ConfigManager::new();
     if !mgr.add_config_spec(TIMESERIES_SPEC) {
         return Err(mgr.error_msg());
@@ -81,7 +90,14 @@ pub(crate) struct SpotOutput {
 }
 
 impl SpotOutput {
-    pub(crate) fn new(options: &Options) -> SpotOutput {
+    /// The output of a spot config; an error if `timeseries.*` options are
+    /// set without `timeseries`, or the time-series sub-config is bad.
+    pub(crate) fn new(options: &Options) -> Result<SpotOutput, String> {
+        if !options.is_enabled("timeseries")
+            && let Some(o) = TIMESERIES_OPTIONS.iter().find(|o| options.is_set(o))
+        {
+            return Err(format!("{o} is set but the timeseries option is not enabled"));
+        }
         let local = options.build_query(
             QueryLevel::Local,
             "let sum#time.duration=scale(sum#time.duration.ns,1e-9) select inclusive_sum(sum#time.duration) group by path",
@@ -98,12 +114,13 @@ impl SpotOutput {
             Some(dir) if name != "stdout" && name != "stderr" => format!("{}/{name}", dir.trim_end_matches('/')),
             _ => name,
         };
-        let timeseries = options
-            .is_enabled("timeseries")
-            .then(|| timeseries_controller(options).ok())
-            .flatten()
-            .map(|c| (c, options.get_or("timeseries.maxrows", "20").trim().parse().unwrap_or(20)));
-        SpotOutput { local, cross, filename, enabled: options.enabled_options().join(","), timeseries }
+        let timeseries = if options.is_enabled("timeseries") {
+            let max_rows = options.get_or("timeseries.maxrows", "20").trim().parse().unwrap_or(20);
+            Some((timeseries_controller(options)?, max_rows))
+        } else {
+            None
+        };
+        Ok(SpotOutput { local, cross, filename, enabled: options.enabled_options().join(","), timeseries })
     }
 
     /// The controllers of the sub-configs, which start and stop with the
