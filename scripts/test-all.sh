@@ -19,11 +19,15 @@ if [ ${#missing[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
 fi
 
-if ! python3 -m venv --help >/dev/null 2>&1; then
+# Creating a venv with pip is what the tests do; on Debian that needs the
+# python3-venv package even where the venv module imports.
+venv_probe=$(mktemp -d)
+if ! python3 -m venv "$venv_probe/v" >/dev/null 2>&1; then
     echo "== installing python3-venv"
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-venv python3-pip
 fi
+rm -rf "$venv_probe"
 
 echo "== formatting"
 cargo fmt --all -- --check
