@@ -12,23 +12,26 @@ use std::sync::RwLock;
 /// reads everything it needs from the handle itself. Two handles are equal
 /// when their ids are: the registry makes one attribute per id, so the id
 /// decides, and comparing it alone is what the hot path can afford.
-#[derive(Copy, Clone, Debug)]
+#[derive(Copy, Clone)]
 pub struct Attribute {
     id: Id,
-    props: Properties,
-    ty: AttrType,
-    /// Where values live, from the properties, so that begin and end route
-    /// an update with one test: [`PLACE_VALUE`], [`PLACE_UNALIGNED`] and
-    /// [`PLACE_PROCESS`] bits; 0 is the calling thread's region stack.
-    place: u8,
+    /// The properties (bits 0–31), the value type's code (32–39) and where
+    /// values live (40–47): [`PLACE_VALUE`], [`PLACE_UNALIGNED`] and
+    /// [`PLACE_PROCESS`] bits, 0 for the calling thread's region stack, so
+    /// that begin and end route an update with one test. One word, not
+    /// four fields: the handle is copied and passed on every update, and
+    /// two plain words stay in registers.
+    meta: u64,
 }
 
-/// In [`Attribute::place`]: an as-value attribute.
-const PLACE_VALUE: u8 = 1;
-/// In [`Attribute::place`]: on the unaligned stack.
-const PLACE_UNALIGNED: u8 = 2;
-/// In [`Attribute::place`]: process scope.
-const PLACE_PROCESS: u8 = 4;
+/// In [`Attribute::meta`]: an as-value attribute.
+const PLACE_VALUE: u64 = 1 << 40;
+/// In [`Attribute::meta`]: on the unaligned stack.
+const PLACE_UNALIGNED: u64 = 2 << 40;
+/// In [`Attribute::meta`]: process scope.
+const PLACE_PROCESS: u64 = 4 << 40;
+/// The place bits of [`Attribute::meta`].
+const PLACE: u64 = 0xff << 40;
 
 impl PartialEq for Attribute {
     #[inline]
@@ -45,12 +48,22 @@ impl std::hash::Hash for Attribute {
     }
 }
 
+impl std::fmt::Debug for Attribute {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Attribute")
+            .field("id", &self.id)
+            .field("props", &self.properties())
+            .field("ty", &self.attr_type())
+            .finish()
+    }
+}
+
 impl Attribute {
     fn new(id: Id, ty: AttrType, props: Properties) -> Attribute {
         let place = (if props.is_asvalue() { PLACE_VALUE } else { 0 })
             | (if props.is_unaligned() { PLACE_UNALIGNED } else { 0 })
             | (if props.scope() == Scope::Process { PLACE_PROCESS } else { 0 });
-        Attribute { id, props, ty, place }
+        Attribute { id, meta: u64::from(props.bits()) | (u64::from(ty as u8) << 32) | place }
     }
     /// The attribute's id (its context-tree node).
     #[inline]
@@ -60,38 +73,38 @@ impl Attribute {
     /// The value type.
     #[inline]
     pub fn attr_type(self) -> AttrType {
-        self.ty
+        AttrType::from_code((self.meta >> 32) as u8).unwrap_or_default()
     }
     /// The properties, as in effect (presets and default scope applied).
     #[inline]
     pub fn properties(self) -> Properties {
-        self.props
+        Properties::from_bits(self.meta as u32)
     }
     /// Whether values are stored directly in snapshots.
     #[inline]
     pub fn is_asvalue(self) -> bool {
-        self.place & PLACE_VALUE != 0
+        self.meta & PLACE_VALUE != 0
     }
     /// Whether the attribute nests with the region stack.
     pub fn is_nested(self) -> bool {
-        self.props.is_nested()
+        self.properties().is_nested()
     }
     /// Whether values go on a blackboard's region stack (neither as-value
     /// nor unaligned), in whichever scope.
     #[inline]
     pub fn on_region_stack(self) -> bool {
-        self.place & (PLACE_VALUE | PLACE_UNALIGNED) == 0
+        self.meta & (PLACE_VALUE | PLACE_UNALIGNED) == 0
     }
     /// Whether values go on the calling thread's region stack: the common
     /// case of begin and end, decided with one test.
     #[inline]
     pub fn on_thread_regions(self) -> bool {
-        self.place == 0
+        self.meta & PLACE == 0
     }
     /// Whether the attribute has process scope.
     #[inline]
     pub fn is_process_scope(self) -> bool {
-        self.place & PLACE_PROCESS != 0
+        self.meta & PLACE_PROCESS != 0
     }
 }
 

@@ -66,13 +66,19 @@ pub struct StackEntry {
 }
 
 /// A stack of open values and, for a prefix of it, their tree nodes.
-#[derive(Default, Clone, Debug)]
+#[derive(Clone, Debug)]
 pub struct Stack {
     entries: Vec<StackEntry>,
     nodes: Vec<Id>,
-    /// The node the next push of this entry makes, if no other change
-    /// comes first (see [`Stack::expect_push`]).
-    pending: Option<(StackEntry, Id)>,
+    /// The node the next push makes if no other change comes first (see
+    /// [`Stack::expect_push`]); [`INV_ID`] if none.
+    pending: Id,
+}
+
+impl Default for Stack {
+    fn default() -> Stack {
+        Stack { entries: Vec::new(), nodes: Vec::new(), pending: INV_ID }
+    }
 }
 
 impl Stack {
@@ -92,38 +98,38 @@ impl Stack {
         self.entries.last().copied()
     }
 
-    /// Tells the stack that pushing `entry` next makes `node`, the child
-    /// of its current node: a snapshot taken before a begin knows it, and
-    /// the push then keeps the whole stack materialized without a lookup.
-    /// Any other change forgets it.
+    /// Tells the stack that the next push makes `node`, the child of its
+    /// current (materialized) node: a snapshot taken before a begin knows
+    /// it, and the push then keeps the whole stack materialized without a
+    /// lookup. Any other change forgets it. Only for the begin being
+    /// notified, which pushes next: the push does not compare its entry
+    /// with the node's, as nothing else can come between.
     #[inline]
-    pub fn expect_push(&mut self, entry: StackEntry, node: Id) {
-        self.pending = Some((entry, node));
+    pub fn expect_push(&mut self, node: Id) {
+        self.pending = node;
     }
 
     #[inline]
     fn push(&mut self, entry: StackEntry) {
-        // Checked before taking it: without channels there is never one,
-        // and the check is cheaper than moving the whole option.
-        if self.pending.is_some()
-            && let Some((expected, node)) = self.pending.take()
-            && expected == entry
-            && self.nodes.len() == self.entries.len()
-        {
-            self.nodes.push(node);
+        // Checked before taking it: without channels there is never one.
+        if self.pending != INV_ID {
+            if self.nodes.len() == self.entries.len() {
+                self.nodes.push(self.pending);
+            }
+            self.pending = INV_ID;
         }
         self.entries.push(entry);
     }
 
     #[inline]
     fn truncate(&mut self, len: usize) {
-        self.pending = None;
+        self.pending = INV_ID;
         self.entries.truncate(len);
         self.nodes.truncate(len);
     }
 
     fn remove(&mut self, index: usize) {
-        self.pending = None;
+        self.pending = INV_ID;
         self.entries.remove(index);
         self.nodes.truncate(index);
     }
@@ -274,6 +280,20 @@ impl Blackboard {
         self.end_other(attr, expect)
     }
 
+    /// Ends what [`Blackboard::check_end`] has just found for `attr` and
+    /// `expect`, nothing having changed since: a region, then on top of
+    /// its stack, is popped without a second check.
+    #[inline]
+    pub fn end_checked(&mut self, attr: Attribute, expect: Option<ValueKey>) {
+        if attr.on_region_stack() {
+            let len = self.regions.entries.len().saturating_sub(1);
+            self.regions.truncate(len);
+        } else {
+            // Checked again, but out of line: a rare case.
+            let _ = self.end_other(attr, expect);
+        }
+    }
+
     /// Ends an as-value or unaligned attribute: out of line, so that the
     /// region case above inlines into the caller.
     #[inline(never)]
@@ -363,11 +383,11 @@ mod tests {
         bb.begin(region, main);
         let parent = bb.regions.node(&e.tree, &mut cache);
         let child = e.tree.get_child(region.id(), foo.to_variant(), parent);
-        bb.regions.expect_push(StackEntry { attr: region, value: foo }, child);
+        bb.regions.expect_push(child);
         bb.begin(region, foo);
         assert_eq!(bb.regions.nodes, [parent.unwrap(), child]);
         // Another change in between forgets the expected node.
-        bb.regions.expect_push(StackEntry { attr: region, value: foo }, child);
+        bb.regions.expect_push(child);
         assert_eq!(bb.end(region, None), Ok(foo));
         bb.begin(region, foo);
         assert_eq!(bb.regions.nodes, [parent.unwrap()]);

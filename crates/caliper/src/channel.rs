@@ -13,6 +13,7 @@ use crate::blackboard::{Blackboard, ChildCache, Stack, StackEntry};
 use crate::config::RuntimeConfig;
 use crate::region_filter::{NameFilter, RegionFilter};
 use crate::runtime::Caliper;
+use crate::services::InlineProcessor;
 use crate::services::timer::TimerThread;
 use crate::snapshot::{RegionAttributes, RegionSnapshot, Snapshot};
 use crate::thread::ThreadData;
@@ -102,8 +103,8 @@ pub type ServiceState = Box<dyn ThreadService>;
 
 /// A thread state as its service's own type, for the service's flush and
 /// clear.
-pub fn state_mut<T: ThreadService>(state: &mut ServiceState) -> Option<&mut T> {
-    let any: &mut dyn Any = state.as_mut();
+pub fn state_mut<T: ThreadService>(state: &mut dyn ThreadService) -> Option<&mut T> {
+    let any: &mut dyn Any = state;
     any.downcast_mut::<T>()
 }
 
@@ -154,10 +155,17 @@ pub trait Service: Send + Sync {
     fn thread_state(&self) -> ServiceState {
         Box::new(())
     }
+    /// A new thread's part of this service kept inline by the channel, if
+    /// it is the channel's only processing service (see
+    /// [`InlineProcessor`]); `None` for services not in that set, whose
+    /// part is [`thread_state`](Service::thread_state).
+    fn inline_processor(&self) -> Option<InlineProcessor> {
+        None
+    }
     /// Emits the records gathered in the threads' states.
-    fn flush(&self, _cali: &Caliper, _states: &mut [&mut ServiceState], _emit: &mut dyn FnMut(&Record)) {}
+    fn flush(&self, _cali: &Caliper, _states: &mut [&mut dyn ThreadService], _emit: &mut dyn FnMut(&Record)) {}
     /// Drops what the threads' states gathered.
-    fn clear(&self, _states: &mut [&mut ServiceState]) {}
+    fn clear(&self, _states: &mut [&mut dyn ThreadService]) {}
     /// Writes the channel's output (flushing the channel as needed).
     fn write_output(&self, _cali: &Caliper, _channel: &Channel) {}
     /// Last words at the end of the program.
@@ -211,7 +219,12 @@ impl NodeMemo {
 
 /// A thread's state in one channel.
 pub struct ChannelThread {
+    /// Per service, its thread object (`()` for the inline timer and the
+    /// inline processor).
     states: Vec<ServiceState>,
+    /// The channel's only processing service, kept inline (see
+    /// [`InlineProcessor`]), with its index.
+    inline: Option<(usize, InlineProcessor)>,
     /// The channel's inline timer (see [`Service::inline_timer`]).
     timer: Option<TimerThread>,
     /// Per attribute id: `None` not looked up, `Some(None)` not marked.
@@ -228,6 +241,14 @@ pub struct ChannelThread {
 }
 
 impl ChannelThread {
+    /// The thread object of service `i`.
+    fn state(&mut self, i: usize) -> &mut dyn ThreadService {
+        match &mut self.inline {
+            Some((j, p)) if *j == i => p.as_dyn(),
+            _ => self.states[i].as_mut(),
+        }
+    }
+
     /// Whether an update passes the channel's region and branch filters
     /// (which look at string values only); keeps the branch stack.
     fn passes_filters(&mut self, events: &EventConfig, kind: EventKind, attr: Attribute, value: ValueKey) -> bool {
@@ -286,8 +307,11 @@ impl ChannelThread {
     /// (materialized by the snapshot); `None` if the attribute triggers no
     /// snapshots. A begin also tells the stack the node it is about to
     /// push. The event attribute (`info`) is asked for only when the node
-    /// is not remembered: a remembered node was made with it.
+    /// is not remembered: a remembered node was made with it. `on_top`:
+    /// whether `entry` is the top of `stack` (always so for the end of a
+    /// region, which the caller knows).
     #[inline(always)]
+    #[allow(clippy::too_many_arguments)] // the parts of a thread's data an update borrows apart
     fn event_node(
         &mut self,
         tree: &ContextTree,
@@ -296,6 +320,7 @@ impl ChannelThread {
         kind: EventKind,
         info: impl FnOnce(&mut ChannelThread) -> Option<Attribute>,
         entry: StackEntry,
+        on_top: bool,
     ) -> Option<Id> {
         let parent = stack.node(tree, cache);
         match (kind, parent) {
@@ -306,7 +331,7 @@ impl ChannelThread {
                     && Id::from(m.child_attr) == entry.attr.id()
                     && m.child_value == entry.value
                 {
-                    stack.expect_push(entry, Id::from(m.child));
+                    stack.expect_push(Id::from(m.child));
                     return Some(Id::from(m.begin));
                 }
                 let info = info(self)?;
@@ -314,7 +339,7 @@ impl ChannelThread {
             }
             // An entry ended is innermost, as a region always is: its event
             // node is remembered with the stack's node.
-            (EventKind::End, Some(node)) if stack.top() == Some(entry) => match self.memo.get(node as usize) {
+            (EventKind::End, Some(node)) if on_top => match self.memo.get(node as usize) {
                 Some(m) if m.end != 0 => Some(Id::from(m.end)),
                 _ => {
                     let info = info(self)?;
@@ -372,7 +397,7 @@ impl ChannelThread {
         parent: Option<Id>,
     ) -> Id {
         let child = cache.child(tree, parent, entry.attr.id(), entry.value);
-        stack.expect_push(entry, child);
+        stack.expect_push(child);
         let event = cache.child(tree, parent, info.id(), entry.value);
         let ids = (u32::try_from(child), u32::try_from(entry.attr.id()), u32::try_from(event));
         if let ((Ok(child), Ok(attr), Ok(begin)), Some(m)) = (ids, self.memo_mut(parent.map_or(0, |p| p as usize))) {
@@ -611,26 +636,34 @@ impl Channel {
         for service in &self.services {
             service.on_new_thread(cali, blackboard);
         }
+        let inline = match *self.process {
+            [i] => self.services[i].inline_processor().map(|p| (i, p)),
+            _ => None,
+        };
         let states = self.services.iter().enumerate();
-        let mut states: Vec<ServiceState> =
-            states.map(|(i, s)| if self.timer == Some(i) { Box::new(()) } else { s.thread_state() }).collect();
+        let states = states.map(|(i, s)| {
+            let kept_inline = self.timer == Some(i) || inline.as_ref().is_some_and(|(j, _)| *j == i);
+            if kept_inline { Box::new(()) } else { s.thread_state() }
+        });
         let timer = self.timer.and_then(|i| self.services[i].inline_timer());
-        if self.fused {
-            let attrs =
-                RegionAttributes { count: self.region_count.id(), time: timer.as_ref().map(TimerThread::attributes) };
-            for &i in &self.process {
-                states[i].region_attributes(cali, &attrs);
-            }
-        }
-        ChannelThread {
-            states,
+        let mut ct = ChannelThread {
+            states: states.collect(),
+            inline,
             timer,
             marks: Vec::new(),
             memo: Vec::new(),
             filtered: FxHashMap::default(),
             branches: Vec::new(),
             observed: Vec::new(),
+        };
+        if self.fused {
+            let time = ct.timer.as_ref().map(TimerThread::attributes);
+            let attrs = RegionAttributes { count: self.region_count.id(), time };
+            for &i in &self.process {
+                ct.state(i).region_attributes(cali, &attrs);
+            }
         }
+        ct
     }
 
     /// Handles an update of `attr` on a thread: takes a snapshot if the
@@ -676,8 +709,10 @@ impl Channel {
                 Some(unaligned_slot) => {
                     let stack = if unaligned_slot { &mut t.blackboard.unaligned } else { &mut t.blackboard.regions };
                     let entry = StackEntry { attr, value };
+                    let on_top = stack.top() == Some(entry);
                     // Always a node: the event attribute is known.
-                    if let Some(event) = ct.event_node(&cali.tree, &mut t.cache, stack, kind, |_| Some(info), entry) {
+                    let event = ct.event_node(&cali.tree, &mut t.cache, stack, kind, |_| Some(info), entry, on_top);
+                    if let Some(event) = event {
                         snapshot.push_node(event);
                     }
                 }
@@ -723,7 +758,10 @@ impl Channel {
         }
         let entry = StackEntry { attr, value };
         let info = |ct: &mut ChannelThread| ct.event_attribute(cali, self, attr.id(), kind);
-        let Some(event) = ct.event_node(&cali.tree, &mut t.cache, &mut t.blackboard.regions, kind, info, entry) else {
+        // An end's entry is on top: the end has checked it.
+        let on_top = true;
+        let regions = &mut t.blackboard.regions;
+        let Some(event) = ct.event_node(&cali.tree, &mut t.cache, regions, kind, info, entry, on_top) else {
             return true;
         };
         let region = RegionSnapshot {
@@ -732,8 +770,13 @@ impl Channel {
             count: (kind == EventKind::End).then_some(self.region_count.id()),
             time: ct.timer.as_mut().map(TimerThread::stamp),
         };
-        for &i in &self.process {
-            ct.states[i].process_region(cali, &region, &mut t.snapshot);
+        match &mut ct.inline {
+            Some((_, processor)) => processor.process_region(cali, &region, &mut t.snapshot),
+            None => {
+                for &i in &self.process {
+                    ct.states[i].process_region(cali, &region, &mut t.snapshot);
+                }
+            }
         }
         true
     }
@@ -784,22 +827,22 @@ impl Channel {
     fn run_pipeline(&self, cali: &Caliper, ct: &mut ChannelThread, snapshot: &mut Snapshot, trigger: &Trigger) {
         self.run_measure(ct, snapshot, trigger);
         for &i in &self.process {
-            ct.states[i].process(cali, snapshot);
+            ct.state(i).process(cali, snapshot);
         }
     }
 
     /// Runs `f` for every processing service with its state on every
     /// thread. Updates must be stopped (the caller holds `StopUpdates`).
-    fn with_process_states(&self, cali: &Caliper, mut f: impl FnMut(&dyn Service, &mut [&mut ServiceState])) {
+    fn with_process_states(&self, cali: &Caliper, mut f: impl FnMut(&dyn Service, &mut [&mut dyn ThreadService])) {
         let slots = cali.thread_slots();
         for &i in &self.process {
-            let mut states: Vec<&mut ServiceState> = Vec::new();
+            let mut states: Vec<&mut dyn ThreadService> = Vec::new();
             for slot in &slots {
                 // SAFETY: updates are stopped, and each slot's data is
                 // borrowed once, for this loop only.
                 let data = unsafe { slot.data_for_flush() };
                 if let Some(Some(ct)) = data.channels.get_mut(self.id) {
-                    states.push(&mut ct.states[i]);
+                    states.push(ct.state(i));
                 }
             }
             f(self.services[i].as_ref(), &mut states);
@@ -876,7 +919,8 @@ mod tests {
                 })
             })
         };
-        for services in ["aggregate,event", "event,trace"] {
+        // One processing service (kept inline), and two (behind boxes).
+        for services in ["aggregate,event", "event,trace", "aggregate,event,trace"] {
             let open = |services: &str| {
                 let config = RuntimeConfig::from_pairs(
                     [
@@ -892,6 +936,7 @@ mod tests {
             };
             let (fused, generic) = (open(services), open(&format!("{services},debug")));
             assert!(fused.fused && !generic.fused);
+            assert_eq!(fused.process.len(), services.matches("aggregate").count() + services.matches("trace").count());
             let (errors, skipped) = (cali.stack_errors(), skipped_updates());
             for i in 0..3 {
                 cali.begin(region, s("a"));

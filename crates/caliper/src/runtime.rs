@@ -461,7 +461,7 @@ impl Caliper {
             match t.blackboard.check_end(attr, expect) {
                 Ok(value) => {
                     self.notify(t, active, EventKind::End, attr, value);
-                    let _ = t.blackboard.end(attr, expect);
+                    t.blackboard.end_checked(attr, expect);
                 }
                 Err(e) => self.stack_error(t, attr, expect, e),
             }

@@ -11,6 +11,7 @@ use crate::channel::{Service, ServiceState, ThreadService, state_mut};
 use crate::config::RuntimeConfig;
 use crate::log;
 use crate::runtime::Caliper;
+use crate::services::{InlineProcessor, Processor};
 use crate::snapshot::{RegionAttributes, RegionSnapshot, Snapshot};
 use crate::value::ValueKey;
 use caliper_data::hash::FxHashMap;
@@ -145,7 +146,7 @@ fn add_other(
 }
 
 /// A thread's aggregation.
-struct AggThread {
+pub(super) struct AggThread {
     key_names: Arc<[String]>,
     /// Entry index + 1 of the records keyed by exactly one node, by node id.
     by_node: Vec<u32>,
@@ -453,11 +454,15 @@ impl Service for Aggregate {
         Box::new(AggThread::new(self.key_names.clone()))
     }
 
-    fn flush(&self, cali: &Caliper, states: &mut [&mut ServiceState], emit: &mut dyn FnMut(&Record)) {
+    fn inline_processor(&self) -> Option<InlineProcessor> {
+        Some(InlineProcessor(Processor::Aggregate(AggThread::new(self.key_names.clone()))))
+    }
+
+    fn flush(&self, cali: &Caliper, states: &mut [&mut dyn ThreadService], emit: &mut dyn FnMut(&Record)) {
         let mut flushed = 0;
         let mut record = Record::ctx();
         for state in states.iter_mut() {
-            let Some(t) = state_mut::<AggThread>(state) else { continue };
+            let Some(t) = state_mut::<AggThread>(&mut **state) else { continue };
             for (slot, key) in t.keys.iter().enumerate() {
                 key.to_record(&mut record);
                 for &metric in &t.orders[slot] {
@@ -480,9 +485,9 @@ impl Service for Aggregate {
         log::info(&format!("Aggregate: flushed {flushed} snapshots."));
     }
 
-    fn clear(&self, states: &mut [&mut ServiceState]) {
+    fn clear(&self, states: &mut [&mut dyn ThreadService]) {
         for state in states.iter_mut() {
-            if let Some(t) = state_mut::<AggThread>(state) {
+            if let Some(t) = state_mut::<AggThread>(&mut **state) {
                 t.clear();
             }
         }
@@ -503,6 +508,7 @@ impl ThreadService for AggThread {
     /// The key of a region snapshot is one or two nodes (the usual
     /// process context, then the event node) unless the channel
     /// aggregates by key attributes, and its values are known.
+    #[inline]
     fn process_region(&mut self, cali: &Caliper, region: &RegionSnapshot<'_>, scratch: &mut Snapshot) {
         let e = match (self.key_names.is_empty(), region.context) {
             (true, []) => self.node_entry(region.event),
@@ -561,7 +567,7 @@ mod tests {
         take(&[100, 200], &[(u, ValueKey::uint(1))]);
         take(&[100], &[(i, ValueKey::int(4))]);
         let mut lines = Vec::new();
-        agg.flush(cali, &mut [&mut state], &mut |r| {
+        agg.flush(cali, &mut [state.as_mut()], &mut |r| {
             let text: Vec<String> = r
                 .entries
                 .iter()

@@ -14,10 +14,11 @@ pub mod timer;
 mod trace;
 mod validator;
 
-use crate::channel::Service;
+use crate::channel::{Service, ThreadService};
 use crate::config::RuntimeConfig;
 use crate::log;
 use crate::runtime::Caliper;
+use crate::snapshot::{RegionSnapshot, Snapshot};
 use std::sync::Arc;
 
 /// Every service name this runtime knows, with a one-line description
@@ -54,6 +55,39 @@ pub(crate) fn create(name: &str, cali: &Caliper, channel: &str, config: &Runtime
         "pthread" => Arc::new(thread_id::ThreadId::new(cali)),
         _ => return None,
     })
+}
+
+/// The thread object of a processing service that a channel keeps inline
+/// (see [`Service::inline_processor`]): a closed set of the services whose
+/// speed matters most, so that the channel's fused path calls them
+/// directly, and the compiler can inline them into it, instead of through
+/// a `Box<dyn ThreadService>`.
+pub struct InlineProcessor(Processor);
+
+// One per thread and channel; a box would cost a pointer chase per snapshot.
+#[allow(clippy::large_enum_variant)]
+enum Processor {
+    Aggregate(aggregate::AggThread),
+    Trace(trace::TraceThread),
+}
+
+impl InlineProcessor {
+    /// The thread object, for the generic pipeline and the flush.
+    pub(crate) fn as_dyn(&mut self) -> &mut dyn ThreadService {
+        match &mut self.0 {
+            Processor::Aggregate(a) => a,
+            Processor::Trace(t) => t,
+        }
+    }
+
+    /// [`ThreadService::process_region`] without a virtual call.
+    #[inline(always)]
+    pub(crate) fn process_region(&mut self, cali: &Caliper, region: &RegionSnapshot<'_>, scratch: &mut Snapshot) {
+        match &mut self.0 {
+            Processor::Aggregate(a) => a.process_region(cali, region, scratch),
+            Processor::Trace(t) => t.process_region(cali, region, scratch),
+        }
+    }
 }
 
 /// The pipeline stages, for the configuration check.

@@ -27,6 +27,7 @@ use crate::channel::{Service, ServiceState, ThreadService, state_mut};
 use crate::config::RuntimeConfig;
 use crate::log;
 use crate::runtime::Caliper;
+use crate::services::{InlineProcessor, Processor};
 use crate::snapshot::{RegionSnapshot, Snapshot};
 use crate::value::ValueKey;
 use caliper_data::hash::FxHashMap;
@@ -55,7 +56,7 @@ pub struct Trace {
 }
 
 /// A thread's trace: the service's settings and the thread's buffers.
-struct TraceThread {
+pub(super) struct TraceThread {
     channel: Arc<str>,
     chunk_bytes: usize,
     policy: Policy,
@@ -69,6 +70,21 @@ struct TraceThread {
 }
 
 impl Trace {
+    /// A new thread's trace.
+    fn thread(&self) -> TraceThread {
+        TraceThread {
+            channel: self.channel.clone(),
+            chunk_bytes: self.chunk_bytes,
+            policy: self.policy,
+            chunks: Vec::new(),
+            encoder: Encoder::new(),
+            records: 0,
+            stopped: false,
+            dropped: 0,
+            flush_requested: self.flush_requested.clone(),
+        }
+    }
+
     pub fn new(channel: &str, config: &RuntimeConfig) -> Trace {
         let mib: f64 = config.get_number("CALI_TRACE_BUFFER_SIZE", 2.0);
         let policy = match config.get_or("CALI_TRACE_BUFFER_POLICY", "grow").as_str() {
@@ -418,28 +434,22 @@ impl Service for Trace {
     }
 
     fn thread_state(&self) -> ServiceState {
-        Box::new(TraceThread {
-            channel: self.channel.clone(),
-            chunk_bytes: self.chunk_bytes,
-            policy: self.policy,
-            chunks: Vec::new(),
-            encoder: Encoder::new(),
-            records: 0,
-            stopped: false,
-            dropped: 0,
-            flush_requested: self.flush_requested.clone(),
-        })
+        Box::new(self.thread())
+    }
+
+    fn inline_processor(&self) -> Option<InlineProcessor> {
+        Some(InlineProcessor(Processor::Trace(self.thread())))
     }
 
     fn take_flush_request(&self) -> bool {
         self.flush_requested.swap(false, Ordering::AcqRel)
     }
 
-    fn flush(&self, _cali: &Caliper, states: &mut [&mut ServiceState], emit: &mut dyn FnMut(&Record)) {
+    fn flush(&self, _cali: &Caliper, states: &mut [&mut dyn ThreadService], emit: &mut dyn FnMut(&Record)) {
         let mut record = Record::ctx();
         let (mut flushed, mut bytes) = (0u64, 0usize);
         for state in states.iter_mut() {
-            let Some(t) = state_mut::<TraceThread>(state) else { continue };
+            let Some(t) = state_mut::<TraceThread>(&mut **state) else { continue };
             // Oldest first: the reference emits the newest chunk first.
             for chunk in &t.chunks {
                 let (chunk, mut pos, mut decoder) = (chunk.bytes(), 0, Decoder::new());
@@ -458,9 +468,9 @@ impl Service for Trace {
         log::log(2, &format!("{}: trace: {bytes} bytes of buffer in use.", self.channel));
     }
 
-    fn clear(&self, states: &mut [&mut ServiceState]) {
+    fn clear(&self, states: &mut [&mut dyn ThreadService]) {
         for state in states.iter_mut() {
-            if let Some(t) = state_mut::<TraceThread>(state) {
+            if let Some(t) = state_mut::<TraceThread>(&mut **state) {
                 t.chunks.clear();
                 t.encoder = Encoder::new();
                 (t.records, t.stopped, t.dropped) = (0, false, 0);
@@ -512,6 +522,7 @@ impl ThreadService for TraceThread {
         }
     }
 
+    #[inline]
     fn process_region(&mut self, _cali: &Caliper, region: &RegionSnapshot<'_>, _scratch: &mut Snapshot) {
         if let Some((encoder, chunk)) = self.chunk(region.context.len() + 4) {
             encoder.encode_region(region, &mut chunk.writer());
