@@ -210,10 +210,32 @@ mod tests {
     use std::sync::Arc;
     use std::sync::atomic::AtomicU64;
 
+    /// Holds the flush lock as a flush's outermost guard does, so that the
+    /// flushes of other tests (in other threads) wait, and this thread's
+    /// own guards nest in it.
+    struct OtherFlushesWait;
+
+    impl OtherFlushesWait {
+        fn new() -> OtherFlushesWait {
+            lock_flushes();
+            HELD.with(|h| h.set(h.get() + 1));
+            OtherFlushesWait
+        }
+    }
+
+    impl Drop for OtherFlushesWait {
+        fn drop(&mut self) {
+            HELD.with(|h| h.set(h.get() - 1));
+            FLUSH_LOCK.store(false, Ordering::Release);
+        }
+    }
+
     /// One test, not two: both depend on the process-wide flush flag.
     #[test]
     fn reentry_is_refused_and_a_flush_sees_consistent_data() {
         init();
+        // Another test's flush would refuse the updates expected to enter.
+        let others_wait = OtherFlushesWait::new();
         let flag = BusyFlag::default();
         assert!(flag.enter());
         assert!(!flag.enter(), "a nested update (signal handler) is skipped");
@@ -226,6 +248,7 @@ mod tests {
         drop(first);
         assert!(!flag.enter(), "stopped by the second flush");
         drop(second);
+        drop(others_wait);
 
         // Each update writes two counters that must stay equal; a flush
         // checks them while updates run.
