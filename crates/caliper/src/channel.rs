@@ -772,13 +772,25 @@ impl Channel {
         };
         match &mut ct.inline {
             Some((_, processor)) => processor.process_region(cali, &region, &mut t.snapshot),
-            None => {
-                for &i in &self.process {
-                    ct.states[i].process_region(cali, &region, &mut t.snapshot);
-                }
-            }
+            None => self.process_region_boxed(cali, &mut ct.states, region, &mut t.snapshot),
         }
         true
+    }
+
+    /// Hands a region snapshot to processing services that are not kept
+    /// inline. Out of line, and given the snapshot by value, so that the
+    /// inline case keeps its parts in registers.
+    #[inline(never)]
+    fn process_region_boxed(
+        &self,
+        cali: &Caliper,
+        states: &mut [ServiceState],
+        region: RegionSnapshot<'_>,
+        scratch: &mut Snapshot,
+    ) {
+        for &i in &self.process {
+            states[i].process_region(cali, &region, scratch);
+        }
     }
 
     /// Lets the observing services see an update and takes the snapshots

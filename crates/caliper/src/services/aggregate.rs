@@ -29,7 +29,7 @@ pub struct Aggregate {
 /// min, max and sum, as times and counts are, so that adding a value is a
 /// few instructions without a look at an enum. `n` counts the values (0:
 /// none yet). A slot that has seen a value of another type keeps its
-/// statistics as variants in the thread's `others` table: `n` then has
+/// statistics as variants in the thread's `others` table (see [`Extras`]): `n` then has
 /// [`OTHER`] set and `sum` is the index there.
 #[derive(Copy, Clone, Debug)]
 struct Stat {
@@ -82,8 +82,7 @@ struct Row<'a> {
     /// slot is within the row).
     stats: &'a mut [Stat],
     e: usize,
-    orders: &'a mut [Vec<u32>],
-    others: &'a mut Vec<[Variant; 3]>,
+    extras: &'a mut Extras,
 }
 
 impl Row<'_> {
@@ -95,7 +94,7 @@ impl Row<'_> {
         match value.as_uint() {
             // A positive count: values so far, all unsigned.
             Some(u) if stat.plain() => stat.add_plain(u),
-            _ => add_other(self.stats, slot, value, (self.orders, self.e), self.others),
+            _ => add_other(self.stats, slot, value, self.e, self.extras),
         }
     }
 
@@ -113,13 +112,8 @@ impl Row<'_> {
 /// integer. Takes the row's parts apart, so that the hot path passes them
 /// in registers instead of building the row in memory.
 #[cold]
-fn add_other(
-    stats: &mut [Stat],
-    slot: usize,
-    value: ValueKey,
-    (orders, e): (&mut [Vec<u32>], usize),
-    others: &mut Vec<[Variant; 3]>,
-) {
+fn add_other(stats: &mut [Stat], slot: usize, value: ValueKey, e: usize, extras: &mut Extras) {
+    let Extras { orders, others } = extras;
     let Some(&Stat { min, max, sum, n }) = stats.get(slot) else { return };
     let v = value.to_variant();
     stats[slot] = match (n, value.as_uint()) {
@@ -145,6 +139,20 @@ fn add_other(
     }
 }
 
+/// What the statistics of a thread's entries need besides the plain table,
+/// apart from it so that a row reaches it through one pointer (only when a
+/// statistic gets its first value or a value other than an unsigned
+/// integer).
+#[derive(Default)]
+struct Extras {
+    /// Per entry: the metric slots in the order the entry first saw them,
+    /// the order of its flushed statistics.
+    orders: Vec<Vec<u32>>,
+    /// min, max and sum of the statistics that have seen values other than
+    /// unsigned integers.
+    others: Vec<[Variant; 3]>,
+}
+
 /// A thread's aggregation.
 pub(super) struct AggThread {
     key_names: Arc<[String]>,
@@ -160,18 +168,13 @@ pub(super) struct AggThread {
     by_key: FxHashMap<Snapshot, u32>,
     /// Per entry: its key (nodes and key attribute values).
     keys: Vec<Snapshot>,
-    /// Per entry: the metric slots in the order the entry first saw them,
-    /// the order of its flushed statistics.
-    orders: Vec<Vec<u32>>,
     /// Per entry, a row of `stride` statistics: at [`ENTRY_COUNT`] the
     /// entry's number of snapshots (its `n`), then one per metric slot.
     /// One flat table, so that an update finds its statistics without a
     /// pointer chase, and a snapshot touches one contiguous row.
     stats: Vec<Stat>,
     stride: usize,
-    /// min, max and sum of the statistics that have seen values other than
-    /// unsigned integers.
-    others: Vec<[Variant; 3]>,
+    extras: Extras,
     /// The metric slots of `region.count`, `time.offset.ns` and
     /// `time.duration.ns` in the channel's region snapshots, resolved once
     /// (see [`ThreadService::region_attributes`]); [`NO_SLOT`] for one that
@@ -229,10 +232,9 @@ impl AggThread {
             by_other_pair: FxHashMap::default(),
             by_key: FxHashMap::default(),
             keys: Vec::new(),
-            orders: Vec::new(),
             stats: Vec::new(),
             stride: ENTRY_COUNT + 1,
-            others: Vec::new(),
+            extras: Extras::default(),
             region_slots: [NO_SLOT; 3],
             kind: Vec::new(),
             metrics: Vec::new(),
@@ -246,9 +248,9 @@ impl AggThread {
         self.by_other_pair.clear();
         self.by_key.clear();
         self.keys.clear();
-        self.orders.clear();
+        self.extras.orders.clear();
         self.stats.clear();
-        self.others.clear();
+        self.extras.others.clear();
     }
 
     #[inline(always)]
@@ -305,7 +307,7 @@ impl AggThread {
     /// The entry of a new key.
     fn push_entry(&mut self, key: Snapshot) -> u32 {
         self.keys.push(key);
-        self.orders.push(Vec::new());
+        self.extras.orders.push(Vec::new());
         self.stats.resize(self.keys.len() * self.stride, Stat::EMPTY);
         self.keys.len() as u32 - 1
     }
@@ -313,18 +315,13 @@ impl AggThread {
     /// The row of entry `e`, to add to.
     #[inline(always)]
     fn row(&mut self, e: usize) -> Option<Row<'_>> {
-        Some(Row {
-            stats: self.stats.get_mut(e * self.stride..)?,
-            e,
-            orders: &mut self.orders,
-            others: &mut self.others,
-        })
+        Some(Row { stats: self.stats.get_mut(e * self.stride..)?, e, extras: &mut self.extras })
     }
 
     /// min, max and sum of a statistic.
     fn variants(&self, stat: &Stat) -> [Variant; 3] {
         if stat.n & OTHER != 0 {
-            return self.others[stat.sum as usize].clone();
+            return self.extras.others[stat.sum as usize].clone();
         }
         [Variant::Uint(stat.min), Variant::Uint(stat.max), Variant::Uint(stat.sum)]
     }
@@ -432,6 +429,18 @@ impl AggThread {
     }
 }
 
+impl AggThread {
+    /// [`ThreadService::process_region`] of a snapshot whose key is not one
+    /// or two nodes, as any snapshot. Out of line, and given the snapshot by
+    /// value, so that the common case keeps its parts in registers.
+    #[cold]
+    #[inline(never)]
+    fn process_other_region(&mut self, cali: &Caliper, region: RegionSnapshot<'_>, scratch: &mut Snapshot) {
+        region.write_to(scratch);
+        self.process(cali, scratch);
+    }
+}
+
 /// A key of these nodes.
 fn node_key(nodes: &[Id]) -> Snapshot {
     let mut key = Snapshot::default();
@@ -465,7 +474,7 @@ impl Service for Aggregate {
             let Some(t) = state_mut::<AggThread>(&mut **state) else { continue };
             for (slot, key) in t.keys.iter().enumerate() {
                 key.to_record(&mut record);
-                for &metric in &t.orders[slot] {
+                for &metric in &t.extras.orders[slot] {
                     let s = &t.stats[slot * t.stride + metric as usize];
                     let [min, max, sum] = t.variants(s);
                     let ty = sum.attr_type();
@@ -513,10 +522,7 @@ impl ThreadService for AggThread {
         let e = match (self.key_names.is_empty(), region.context) {
             (true, []) => self.node_entry(region.event),
             (true, &[first]) => self.pair_entry(first, region.event),
-            _ => {
-                region.write_to(scratch);
-                return self.process(cali, scratch);
-            }
+            _ => return self.process_other_region(cali, *region, scratch),
         };
         let [count, offset, duration] = self.region_slots;
         let Some(mut row) = self.row(e) else { return };
