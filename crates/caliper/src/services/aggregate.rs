@@ -517,7 +517,7 @@ impl ThreadService for AggThread {
     /// The key of a region snapshot is one or two nodes (the usual
     /// process context, then the event node) unless the channel
     /// aggregates by key attributes, and its values are known.
-    #[inline]
+    #[inline(always)]
     fn process_region(&mut self, cali: &Caliper, region: &RegionSnapshot<'_>, scratch: &mut Snapshot) {
         let e = match (self.key_names.is_empty(), region.context) {
             (true, []) => self.node_entry(region.event),
