@@ -334,74 +334,72 @@ impl ChannelThread {
                     stack.expect_push(Id::from(m.child));
                     return Some(Id::from(m.begin));
                 }
-                let info = info(self)?;
-                Some(self.remember_begin(tree, cache, stack, info, entry, parent))
+                let info = info(self)?.id();
+                Some(self.remember_begin(tree, cache, stack, info, entry.attr.id(), entry.value, parent))
             }
             // An entry ended is innermost, as a region always is: its event
             // node is remembered with the stack's node.
             (EventKind::End, Some(node)) if on_top => match self.memo.get(node as usize) {
                 Some(m) if m.end != 0 => Some(Id::from(m.end)),
                 _ => {
-                    let info = info(self)?;
-                    Some(self.remember_end(tree, cache, node, info, entry))
+                    let info = info(self)?.id();
+                    Some(self.remember_end(tree, cache, node, info, entry.value))
                 }
             },
-            _ => Some(Self::other_event_node(tree, cache, parent, info(self)?, entry)),
+            _ => Some(Self::other_event_node(tree, cache, parent, info(self)?.id(), entry.value)),
         }
     }
 
-    /// The event node of an update the memo does not cover (an end of an
-    /// entry that is not on top of its stack): out of line, so that its
-    /// child lookup (and the hash it computes) stays out of the common
-    /// path.
+    /// The event node `info = value` of an update the memo does not cover
+    /// (an end of an entry that is not on top of its stack): out of line,
+    /// so that its child lookup (and the hash it computes) stays out of the
+    /// common path. This and the other out-of-line steps take the parts of
+    /// the entry they need, not the entry: the common path then builds no
+    /// entry in memory.
     #[cold]
     #[inline(never)]
     fn other_event_node(
         tree: &ContextTree,
         cache: &mut ChildCache,
         parent: Option<Id>,
-        info: Attribute,
-        entry: StackEntry,
+        info: Id,
+        value: ValueKey,
     ) -> Id {
-        cache.child(tree, parent, info.id(), entry.value)
+        cache.child(tree, parent, info, value)
     }
 
-    /// The event node of ending the innermost `entry` of stack node `node`,
-    /// remembered.
+    /// The event node `info = value` of ending the innermost entry (of
+    /// value `value`) of stack node `node`, remembered.
     #[inline(never)]
-    fn remember_end(
-        &mut self,
-        tree: &ContextTree,
-        cache: &mut ChildCache,
-        node: Id,
-        info: Attribute,
-        entry: StackEntry,
-    ) -> Id {
-        let event = cache.child(tree, Some(node), info.id(), entry.value);
+    fn remember_end(&mut self, tree: &ContextTree, cache: &mut ChildCache, node: Id, info: Id, value: ValueKey) -> Id {
+        let event = cache.child(tree, Some(node), info, value);
         if let (Ok(short), Some(m)) = (u32::try_from(event), self.memo_mut(node as usize)) {
             m.end = short;
         }
         event
     }
 
-    /// The event node of beginning `entry` under `parent` when it is not
-    /// the child last begun there, which it becomes.
+    /// The event node `info = value` of beginning `attr = value` under
+    /// `parent` when it is not the child last begun there, which it
+    /// becomes.
     #[inline(never)]
+    #[allow(clippy::too_many_arguments)] // the entry's parts, see `other_event_node`
     fn remember_begin(
         &mut self,
         tree: &ContextTree,
         cache: &mut ChildCache,
         stack: &mut Stack,
-        info: Attribute,
-        entry: StackEntry,
+        info: Id,
+        attr: Id,
+        value: ValueKey,
         parent: Option<Id>,
     ) -> Id {
-        let child = cache.child(tree, parent, entry.attr.id(), entry.value);
+        let child = cache.child(tree, parent, attr, value);
         stack.expect_push(child);
-        let event = cache.child(tree, parent, info.id(), entry.value);
-        let ids = (u32::try_from(child), u32::try_from(entry.attr.id()), u32::try_from(event));
+        let event = cache.child(tree, parent, info, value);
+        let ids = (u32::try_from(child), u32::try_from(attr), u32::try_from(event));
         if let ((Ok(child), Ok(attr), Ok(begin)), Some(m)) = (ids, self.memo_mut(parent.map_or(0, |p| p as usize))) {
-            (m.child, m.child_attr, m.begin, m.child_value) = (child, attr, begin, entry.value);
+            (m.child, m.child_attr, m.begin, m.child_value) = (child, attr, begin, value);
         }
         event
     }
