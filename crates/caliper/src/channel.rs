@@ -195,28 +195,6 @@ pub struct EventConfig {
     pub branches: NameFilter,
 }
 
-/// What a thread remembers of a region-stack node: a program repeats its
-/// regions, and this finds their nodes and event nodes without hashing.
-/// Node and attribute ids fit in 32 bits (the context tree holds at most
-/// 2^24 nodes), which keeps the table small; 0 stands for "not known"
-/// (node 0 is a bootstrap attribute, never a stack or event node).
-#[derive(Copy, Clone)]
-struct NodeMemo {
-    /// The event node of ending the node's innermost entry.
-    end: u32,
-    /// The child last begun under the node, with the attribute and value
-    /// of its entry and the event node of beginning it. Loops begin the
-    /// same children again and again, usually in the same order.
-    child: u32,
-    child_attr: u32,
-    begin: u32,
-    child_value: ValueKey,
-}
-
-impl NodeMemo {
-    const UNKNOWN: NodeMemo = NodeMemo { end: 0, child: 0, child_attr: 0, begin: 0, child_value: ValueKey::uint(0) };
-}
-
 /// A thread's state in one channel.
 pub struct ChannelThread {
     /// Per service, its thread object (`()` for the inline timer and the
@@ -231,6 +209,8 @@ pub struct ChannelThread {
     marks: Vec<Option<Option<EventAttributes>>>,
     /// Per region-stack node (by id; the empty stack at 0).
     memo: Vec<NodeMemo>,
+    /// Begins the memo has forgotten (see [`BeginCache`]).
+    begins: BeginCache,
     /// Per string value seen by the region filters: whether it passes the
     /// include/exclude lists (bit 0) and starts a branch (bit 1).
     filtered: FxHashMap<ValueKey, u8>,
@@ -334,6 +314,9 @@ impl ChannelThread {
                     stack.expect_push(Id::from(m.child));
                     return Some(Id::from(m.begin));
                 }
+                if let Some(event) = self.recall_begin(stack, entry.attr.id(), entry.value, parent) {
+                    return Some(event);
+                }
                 let info = info(self)?.id();
                 Some(self.remember_begin(tree, cache, stack, info, entry.attr.id(), entry.value, parent))
             }
@@ -379,9 +362,20 @@ impl ChannelThread {
         event
     }
 
+    /// The event node of beginning `attr = value` under `parent` when it is
+    /// not the child last begun there but a recent begin (see
+    /// [`BeginCache`]); it becomes the child last begun.
+    #[inline(never)]
+    fn recall_begin(&mut self, stack: &mut Stack, attr: Id, value: ValueKey, parent: Option<Id>) -> Option<Id> {
+        let (parent, attr) = (u32::try_from(parent.unwrap_or(0)).ok()?, u32::try_from(attr).ok()?);
+        let (child, event) = self.begins.get(parent, attr, value)?;
+        self.begun(stack, parent, attr, value, (child, event));
+        Some(event)
+    }
+
     /// The event node `info = value` of beginning `attr = value` under
-    /// `parent` when it is not the child last begun there, which it
-    /// becomes.
+    /// `parent` when it is neither the child last begun there nor a recent
+    /// begin; it becomes both.
     #[inline(never)]
     #[allow(clippy::too_many_arguments)] // the entry's parts, see `other_event_node`
     fn remember_begin(
@@ -394,14 +388,25 @@ impl ChannelThread {
         value: ValueKey,
         parent: Option<Id>,
     ) -> Id {
-        let child = cache.child(tree, parent, attr, value);
-        stack.expect_push(child);
-        let event = cache.child(tree, parent, info, value);
-        let ids = (u32::try_from(child), u32::try_from(attr), u32::try_from(event));
-        if let ((Ok(child), Ok(attr), Ok(begin)), Some(m)) = (ids, self.memo_mut(parent.map_or(0, |p| p as usize))) {
-            (m.child, m.child_attr, m.begin, m.child_value) = (child, attr, begin, value);
+        let (child, event) = (cache.child(tree, parent, attr, value), cache.child(tree, parent, info, value));
+        let ids = [parent.unwrap_or(0), attr, child, event].map(|id| u32::try_from(id).ok());
+        if let [Some(parent), Some(attr), Some(c), Some(e)] = ids {
+            self.begins.put(parent, attr, value, c, e);
+            self.begun(stack, parent, attr, value, (child, event));
+        } else {
+            stack.expect_push(child);
         }
         event
+    }
+
+    /// Makes the begin of `attr = value` under `parent` (0: the empty
+    /// stack), which makes node `child` with event node `event`, the child
+    /// last begun there, and tells the stack the node its push makes.
+    fn begun(&mut self, stack: &mut Stack, parent: u32, attr: u32, value: ValueKey, (child, event): (Id, Id)) {
+        stack.expect_push(child);
+        if let (Ok(c), Ok(e), Some(m)) = (u32::try_from(child), u32::try_from(event), self.memo_mut(parent as usize)) {
+            (m.child, m.child_attr, m.begin, m.child_value) = (c, attr, e, value);
+        }
     }
 
     /// The memo of node `i`, if its id fits the table's 32 bits.
@@ -467,7 +472,10 @@ macro_rules! context_of {
     };
 }
 
+mod memo;
 mod pull;
+
+use memo::{BeginCache, NodeMemo};
 
 impl Channel {
     /// A channel with the given services (already instantiated from its
@@ -650,6 +658,7 @@ impl Channel {
             timer,
             marks: Vec::new(),
             memo: Vec::new(),
+            begins: BeginCache::default(),
             filtered: FxHashMap::default(),
             branches: Vec::new(),
             observed: Vec::new(),
@@ -980,6 +989,63 @@ mod tests {
                 assert!(records[0].len() > 10, "{services}: {} records", records[0].len());
             }
             assert_eq!(records[0], records[1], "{services}");
+        }
+    }
+
+    /// Siblings begun in turn (the last-child memo misses every time, and
+    /// the recent begins answer) each get their own nodes.
+    #[test]
+    fn siblings_begun_in_turn_keep_their_own_nodes() {
+        let cali = Caliper::instance().expect("runtime");
+        let config = RuntimeConfig::from_pairs(
+            [("CALI_SERVICES_ENABLE", "event,trace"), ("CALI_CHANNEL_FLUSH_ON_EXIT", "false")],
+            false,
+        );
+        let channel = cali.create_channel("test.turns", config);
+        cali.set_channel_active(&channel, true);
+        let region = cali.create_attribute("test.turns.region", AttrType::String, Properties::NESTED, &[]);
+        let (errors, skipped) = (cali.stack_errors(), skipped_updates());
+        let names = ["a", "b", "c", "b"];
+        cali.begin(region, ValueKey::string("outer"));
+        for _ in 0..3 {
+            for name in names {
+                cali.begin(region, ValueKey::string(name));
+                cali.end(region, None);
+            }
+        }
+        cali.end(region, None);
+        let all_taken = cali.stack_errors() == errors && skipped_updates() == skipped;
+        cali.set_channel_active(&channel, false);
+        // Each snapshot's path of `test.turns` entries, as `name=value`.
+        let mut paths = Vec::new();
+        cali.flush(&channel, &mut |record| {
+            for node in record.refs() {
+                let mut path = Vec::new();
+                cali.tree.path_to(node, &mut path);
+                let steps: Vec<String> = path
+                    .iter()
+                    .filter_map(|&n| {
+                        let n = cali.tree.get(n)?;
+                        let name = cali.attribute_info(n.attribute)?.name;
+                        name.contains("test.turns").then(|| format!("{name}={}", n.value))
+                    })
+                    .collect();
+                if !steps.is_empty() {
+                    paths.push(steps.join("/"));
+                }
+            }
+        });
+        if all_taken {
+            let r = "test.turns.region";
+            let mut expected = vec![format!("event.begin#{r}=outer")];
+            for _ in 0..3 {
+                for name in names {
+                    expected.push(format!("{r}=outer/event.begin#{r}={name}"));
+                    expected.push(format!("{r}=outer/{r}={name}/event.end#{r}={name}"));
+                }
+            }
+            expected.push(format!("{r}=outer/event.end#{r}=outer"));
+            assert_eq!(paths, expected);
         }
     }
 
