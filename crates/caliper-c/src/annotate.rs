@@ -13,10 +13,13 @@ use runtime::value::ValueKey;
 use runtime::{Attribute, log};
 use std::ffi::{c_char, c_int, c_void};
 
-/// Begins (`end == false`) or ends a built-in region attribute with the
+/// Begins (`END == false`) or ends a built-in region attribute with the
 /// value `name`; ending checks that `name` is the innermost value.
-#[inline]
-fn region(entry: &str, which: fn(&Builtins) -> Attribute, name: *const c_char, end: bool) {
+/// Inlined into each entry point with its own `which` and `END`: these
+/// are the calls an annotated C program makes most, and each then runs
+/// straight through without a call through a function pointer.
+#[inline(always)]
+fn region<const END: bool>(entry: &str, which: impl Fn(&Builtins) -> Attribute, name: *const c_char) {
     guard(entry, (), || {
         if name.is_null() {
             log::error(&format!("{entry}: NULL region name, call ignored"));
@@ -26,7 +29,7 @@ fn region(entry: &str, which: fn(&Builtins) -> Attribute, name: *const c_char, e
         // SAFETY: non-NULL; the C API passes a NUL-terminated name.
         let key = unsafe { key_of(name) };
         let attr = which(c.builtins());
-        if end { c.end(attr, Some(key)) } else { c.begin(attr, key) }
+        if END { c.end(attr, Some(key)) } else { c.begin(attr, key) }
     })
 }
 
@@ -38,7 +41,7 @@ macro_rules! region_functions {
         /// `name` is NULL or a NUL-terminated string.
         #[unsafe(no_mangle)]
         pub unsafe extern "C" fn $begin(name: *const c_char) {
-            region(stringify!($begin), |b| b.$field, name, false)
+            region::<false>(stringify!($begin), |b| b.$field, name)
         }
 
         /// Ends the innermost region of this kind, which must be `name`.
@@ -47,7 +50,7 @@ macro_rules! region_functions {
         /// `name` is NULL or a NUL-terminated string.
         #[unsafe(no_mangle)]
         pub unsafe extern "C" fn $end(name: *const c_char) {
-            region(stringify!($end), |b| b.$field, name, true)
+            region::<true>(stringify!($end), |b| b.$field, name)
         }
     )*};
 }

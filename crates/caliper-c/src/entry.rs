@@ -16,14 +16,22 @@ pub const CALI_INV_ID: cali_id_t = u64::MAX;
 
 /// Runs an entry point's body. A panic must not unwind into the host
 /// program: it is caught, logged on one line, and `fallback` returned.
+#[inline(always)]
 pub(crate) fn guard<R>(entry: &str, fallback: R, body: impl FnOnce() -> R) -> R {
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(r) => r,
         Err(_) => {
-            log::error(&format!("{entry}: internal error, call ignored"));
+            internal_error(entry);
             fallback
         }
     }
+}
+
+/// Logs that a call failed (out of line: never on the hot path).
+#[cold]
+#[inline(never)]
+fn internal_error(entry: &str) {
+    log::error(&format!("{entry}: internal error, call ignored"));
 }
 
 /// Replaces the default panic message (several lines, naming the Rust
