@@ -955,7 +955,9 @@ mod tests {
             };
             let (fused, generic) = (open(services), open(&format!("{services},debug")));
             assert!(fused.fused && !generic.fused);
-            assert_eq!(fused.process.len(), services.matches("aggregate").count() + services.matches("trace").count());
+            let one_processor = services != "aggregate,event,trace";
+            let thread = fused.new_thread_state(cali, &mut Blackboard::default());
+            assert_eq!(thread.inline.is_some(), one_processor, "{services}");
             let (errors, skipped) = (cali.stack_errors(), skipped_updates());
             for i in 0..3 {
                 cali.begin(region, s("a"));

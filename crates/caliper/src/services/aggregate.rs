@@ -29,8 +29,8 @@ pub struct Aggregate {
 /// min, max and sum, as times and counts are, so that adding a value is a
 /// few instructions without a look at an enum. `n` counts the values (0:
 /// none yet). A slot that has seen a value of another type keeps its
-/// statistics as variants in the thread's `others` table (see [`Extras`]): `n` then has
-/// [`OTHER`] set and `sum` is the index there.
+/// statistics as variants in the thread's `others` table (see [`Extras`]):
+/// `n` then has [`OTHER`] set and `sum` is the index there.
 #[derive(Copy, Clone, Debug)]
 struct Stat {
     min: u64,
@@ -410,6 +410,16 @@ impl AggThread {
         e as usize
     }
 
+    /// [`ThreadService::process_region`] of a snapshot whose key is not one
+    /// or two nodes, as any snapshot. Out of line, and given the snapshot by
+    /// value, so that the common case keeps its parts in registers.
+    #[cold]
+    #[inline(never)]
+    fn process_other_region(&mut self, cali: &Caliper, region: RegionSnapshot<'_>, scratch: &mut Snapshot) {
+        region.write_to(scratch);
+        self.process(cali, scratch);
+    }
+
     /// The entry of a key of the snapshot's nodes and key values (sorted by
     /// attribute).
     fn key_entry(&mut self, cali: &Caliper, snapshot: &Snapshot) -> usize {
@@ -426,18 +436,6 @@ impl AggThread {
         let i = self.push_entry(key.clone());
         self.by_key.insert(key, i);
         i as usize
-    }
-}
-
-impl AggThread {
-    /// [`ThreadService::process_region`] of a snapshot whose key is not one
-    /// or two nodes, as any snapshot. Out of line, and given the snapshot by
-    /// value, so that the common case keeps its parts in registers.
-    #[cold]
-    #[inline(never)]
-    fn process_other_region(&mut self, cali: &Caliper, region: RegionSnapshot<'_>, scratch: &mut Snapshot) {
-        region.write_to(scratch);
-        self.process(cali, scratch);
     }
 }
 
