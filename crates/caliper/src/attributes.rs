@@ -2,6 +2,7 @@
 //! of the reference (first creation wins, presets replace properties,
 //! globals are process-scoped, a default scope is added).
 
+use crate::sync;
 use crate::tree::ContextTree;
 use caliper_data::hash::FxHashMap;
 use caliper_data::node::{Id, NAME_ATTR_ID, PROP_ATTR_ID};
@@ -131,6 +132,12 @@ pub struct Registry {
 }
 
 impl Registry {
+    /// Whether another thread is creating or looking up an attribute (see
+    /// [`crate::sync::is_held`]).
+    pub(crate) fn is_locked(&self) -> bool {
+        crate::sync::is_rw_held(&self.by_name) || crate::sync::is_rw_held(&self.by_id)
+    }
+
     /// A registry with the bootstrap attributes, property presets
     /// (`attr=prop:prop,...`) and the default scope (thread or process).
     pub fn new(tree: &ContextTree, presets: &str, default_scope: Properties) -> Registry {
@@ -159,18 +166,17 @@ impl Registry {
 
     /// The attribute `name`, if it exists.
     pub fn find(&self, name: &str) -> Option<Attribute> {
-        self.by_name.read().unwrap_or_else(|e| e.into_inner()).get(name).copied()
+        sync::read(&self.by_name).get(name).copied()
     }
 
     /// What the registry knows about attribute `id`.
     pub fn info(&self, id: Id) -> Option<AttributeInfo> {
-        self.by_id.read().unwrap_or_else(|e| e.into_inner()).get(&id).cloned()
+        sync::read(&self.by_id).get(&id).cloned()
     }
 
     /// Every attribute.
     pub fn all(&self) -> Vec<AttributeInfo> {
-        let mut all: Vec<AttributeInfo> =
-            self.by_id.read().unwrap_or_else(|e| e.into_inner()).values().cloned().collect();
+        let mut all: Vec<AttributeInfo> = sync::read(&self.by_id).values().cloned().collect();
         all.sort_by_key(|a| a.attr.id);
         all
     }
@@ -188,7 +194,7 @@ impl Registry {
         if let Some(a) = self.find(name) {
             return (a, false);
         }
-        let mut by_name = self.by_name.write().unwrap_or_else(|e| e.into_inner());
+        let mut by_name = sync::write(&self.by_name);
         if let Some(a) = by_name.get(name) {
             return (*a, false);
         }
@@ -214,10 +220,7 @@ impl Registry {
         let text = Text::new(name);
         by_name.insert(text.clone(), attr);
         drop(by_name);
-        self.by_id
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(id, AttributeInfo { attr, name: text, metadata: metadata.to_vec() });
+        sync::write(&self.by_id).insert(id, AttributeInfo { attr, name: text, metadata: metadata.to_vec() });
         (attr, true)
     }
 }

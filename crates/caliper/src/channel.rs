@@ -16,6 +16,7 @@ use crate::runtime::Caliper;
 use crate::services::InlineProcessor;
 use crate::services::timer::TimerThread;
 use crate::snapshot::{RegionAttributes, RegionSnapshot, Snapshot};
+use crate::sync;
 use crate::thread::ThreadData;
 use crate::tree::ContextTree;
 use crate::value::ValueKey;
@@ -566,6 +567,12 @@ impl Channel {
         &self.blackboard
     }
 
+    /// Whether another thread holds one of the channel's locks (see
+    /// [`crate::sync::is_held`]).
+    pub(crate) fn is_locked(&self) -> bool {
+        crate::sync::is_rw_held(&self.marks) || crate::sync::is_held(&self.blackboard)
+    }
+
     /// Decides whether `attr` triggers snapshots in this channel, creating
     /// its event attributes if so.
     pub(crate) fn mark_attribute(&self, cali: &Caliper, attr: Attribute, name: &str) {
@@ -596,13 +603,13 @@ impl Channel {
             };
             EventAttributes { begin: make("begin"), set: make("set"), end: make("end") }
         });
-        self.marks.write().unwrap_or_else(|e| e.into_inner()).insert(attr.id(), info);
+        sync::write(&self.marks).insert(attr.id(), info);
     }
 
     /// Whether `attr` triggers snapshots (with its event attributes);
     /// `None` if the channel has not decided yet.
     fn lookup_mark(&self, attr: Id) -> Option<Option<EventAttributes>> {
-        self.marks.read().unwrap_or_else(|e| e.into_inner()).get(&attr).copied()
+        sync::read(&self.marks).get(&attr).copied()
     }
 
     /// Whether `attr` triggers snapshots, deciding it now if the channel
@@ -856,9 +863,10 @@ impl Channel {
         let slots = cali.thread_slots();
         for &i in &self.process {
             let mut states: Vec<&mut dyn ThreadService> = Vec::new();
-            for slot in &slots {
-                // SAFETY: updates are stopped, and each slot's data is
-                // borrowed once, for this loop only.
+            for slot in slots.iter().filter(|s| s.busy.is_readable()) {
+                // SAFETY: updates are stopped, the slot's thread is not
+                // inside an update, and each slot's data is borrowed once,
+                // for this loop only.
                 let data = unsafe { slot.data_for_flush() };
                 if let Some(Some(ct)) = data.channels.get_mut(self.id) {
                     states.push(ct.state(i));

@@ -26,6 +26,7 @@ pub mod channel;
 mod clock;
 pub mod config;
 pub mod configmgr;
+mod contain;
 pub mod default_config;
 pub mod log;
 pub mod query_report;

@@ -17,11 +17,21 @@ pub const PREFIX: &str = "== CALIPER: ";
 static VERBOSITY: AtomicU32 = AtomicU32::new(0);
 static SINK: Mutex<Sink> = Mutex::new(Sink::Stderr);
 
+thread_local! {
+    /// Set while the calling thread writes a message.
+    static WRITING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
 enum Sink {
     Stderr,
     Stdout,
     None,
     File(File),
+}
+
+/// Whether another thread is writing a message (see [`crate::sync::is_held`]).
+pub(crate) fn is_busy() -> bool {
+    crate::sync::is_held(&SINK)
 }
 
 /// Sets the verbosity level.
@@ -60,14 +70,21 @@ pub fn log(level: u32, message: &str) {
     if level > verbosity() {
         return;
     }
+    // A message from a signal handler that interrupted this thread's
+    // write would wait for the lock the thread holds: it is dropped.
+    if WRITING.with(|w| w.replace(true)) {
+        return;
+    }
     let line = format!("{PREFIX}{message}\n");
-    let Ok(mut sink) = SINK.lock() else { return };
-    let _ = match &mut *sink {
-        Sink::Stderr => std::io::stderr().write_all(line.as_bytes()),
-        Sink::Stdout => std::io::stdout().write_all(line.as_bytes()),
-        Sink::None => Ok(()),
-        Sink::File(f) => f.write_all(line.as_bytes()),
-    };
+    if let Ok(mut sink) = SINK.lock() {
+        let _ = match &mut *sink {
+            Sink::Stderr => std::io::stderr().write_all(line.as_bytes()),
+            Sink::Stdout => std::io::stdout().write_all(line.as_bytes()),
+            Sink::None => Ok(()),
+            Sink::File(f) => f.write_all(line.as_bytes()),
+        };
+    }
+    WRITING.with(|w| w.set(false));
 }
 
 /// Logs an error or warning (always shown).

@@ -24,5 +24,6 @@ pub fn write_report_for_query(
 ) -> Result<(), String> {
     let query = parse_query(calql).map_err(|e| format!("query parse error: {e}"))?;
     cali.with_updates_stopped(|| write_query(cali, channel, &query, Formatter::Expand, out))
+        .ok_or_else(|| "flush skipped: called from a signal handler that interrupted Caliper".to_string())?
         .map_err(|e| format!("could not write the report: {e}"))
 }

@@ -6,6 +6,7 @@ use crate::attributes::{Attribute, AttributeInfo, Registry};
 use crate::blackboard::{Blackboard, ChildCache, EndError};
 use crate::channel::{Channel, EventConfig, EventKind, Service};
 use crate::config::RuntimeConfig;
+use crate::contain::contain;
 use crate::log;
 use crate::region_filter::{NameFilter, RegionFilter};
 use crate::services;
@@ -17,7 +18,7 @@ use crate::value::ValueKey;
 use caliper_data::node::Id;
 use caliper_data::{AttrType, Entry, Properties, Record, RecordKind, Variant};
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Once, OnceLock, RwLock};
 
 mod embed;
@@ -69,6 +70,12 @@ pub struct Caliper {
     process_version: AtomicU64,
     threads: Mutex<Vec<Arc<ThreadSlot>>>,
     pid: u32,
+    /// In a forked child, its pid, set once the fork has been taken care
+    /// of (see [`after_fork_in_child`]).
+    forked_pid: AtomicU32,
+    /// In a forked child, a lock of the runtime that a thread of the
+    /// parent held at the fork.
+    locked_at_fork: OnceLock<&'static str>,
     finished: AtomicBool,
     /// Mismatched ends so far.
     stack_errors: AtomicU64,
@@ -116,22 +123,29 @@ fn current_slot() -> Option<&'static ThreadSlot> {
 extern "C" fn finish_at_exit() {
     if let Some(c) = CALIPER.get() {
         // Never let a panic cross into the C runtime's exit path.
-        let _ = std::panic::catch_unwind(|| c.finish());
+        contain("Flush at exit", || c.finish());
     }
 }
 
+/// In a forked child, where only the forking thread exists: the parent's
+/// other threads must not hold up the child's flush. Their data, copied
+/// at the fork, is flushed with the child's own unless a thread was inside
+/// an update then; and if one of them held a runtime lock, which stays
+/// held for good in the child, the child writes no report at all (see
+/// [`Caliper::finish`]).
 extern "C" fn after_fork_in_child() {
     if let Some(c) = CALIPER.get() {
-        // The other threads do not exist in the child: their flags and
-        // flushes must not hold up a flush. (A thread list locked by a
-        // thread of the parent at the fork stays as it is, rather than
-        // blocking the child here.)
+        let own = SLOT.with(Cell::get);
         if let Ok(threads) = c.threads.try_lock() {
-            for slot in threads.iter() {
-                slot.busy.reset();
+            for slot in threads.iter().filter(|s| !std::ptr::eq(Arc::as_ptr(s), own)) {
+                slot.busy.settle_after_fork();
             }
         }
         sync::reset_after_fork();
+        if let Some(lock) = c.lock_held_by_another_thread() {
+            let _ = c.locked_at_fork.set(lock);
+        }
+        c.forked_pid.store(std::process::id(), Ordering::Release);
     }
 }
 
@@ -223,6 +237,8 @@ impl Caliper {
             process_version: AtomicU64::new(1),
             threads: Mutex::new(Vec::new()),
             pid: std::process::id(),
+            forked_pid: AtomicU32::new(0),
+            locked_at_fork: OnceLock::new(),
             finished: AtomicBool::new(false),
             stack_errors: AtomicU64::new(0),
         }
@@ -266,7 +282,7 @@ impl Caliper {
     }
 
     fn register_thread(&self) -> ThreadHandle {
-        let mut threads = self.threads.lock().unwrap_or_else(|e| e.into_inner());
+        let mut threads = sync::lock(&self.threads);
         let slot = Arc::new(ThreadSlot::new());
         threads.push(slot.clone());
         ThreadHandle { slot }
@@ -274,11 +290,11 @@ impl Caliper {
 
     /// Every thread that has used the runtime, live or exited.
     pub(crate) fn thread_slots(&self) -> Vec<Arc<ThreadSlot>> {
-        self.threads.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        sync::lock(&self.threads).clone()
     }
 
-    fn lock_process(&self) -> std::sync::MutexGuard<'_, ProcessContext> {
-        self.process.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock_process(&self) -> sync::Held<std::sync::MutexGuard<'_, ProcessContext>> {
+        sync::lock(&self.process)
     }
 
     // ----- attributes -----
@@ -600,7 +616,7 @@ impl Caliper {
 
     /// Every channel, in creation order.
     pub fn all_channels(&self) -> Vec<Arc<Channel>> {
-        self.channels.read().unwrap_or_else(|e| e.into_inner()).clone()
+        sync::read(&self.channels).clone()
     }
 
     /// Creates a channel with `config`; it starts inactive.
@@ -643,11 +659,11 @@ impl Caliper {
         // channel is in it, so that channels created at once on several
         // threads get distinct ids (threads keep their per-channel states
         // by id).
-        let creating = self.creating_channel.lock().unwrap_or_else(|e| e.into_inner());
-        let id = self.channels.read().unwrap_or_else(|e| e.into_inner()).len();
+        let creating = sync::lock(&self.creating_channel);
+        let id = sync::read(&self.channels).len();
         let channel = Arc::new(Channel::new(self, id, name, config, list, events));
         {
-            let mut bb = channel.blackboard().lock().unwrap_or_else(|e| e.into_inner());
+            let mut bb = sync::lock(channel.blackboard());
             let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
             bb.set(self.builtins.channel, ValueKey::string(name));
             bb.set(self.builtins.starttime_sec, ValueKey::from_variant(&Variant::Uint(now.as_secs())));
@@ -656,7 +672,7 @@ impl Caliper {
         for info in self.registry.all() {
             channel.mark_attribute(self, info.attr, &info.name);
         }
-        self.channels.write().unwrap_or_else(|e| e.into_inner()).push(channel.clone());
+        sync::write(&self.channels).push(channel.clone());
         drop(creating);
         self.channels_version.fetch_add(1, Ordering::Release);
         for s in channel.services() {
@@ -694,7 +710,7 @@ impl Caliper {
                 }
             }
         }
-        let mut bb = channel.blackboard().lock().unwrap_or_else(|e| e.into_inner());
+        let mut bb = sync::lock(channel.blackboard());
         let mut cache = ChildCache::default();
         if let Some(n) = bb.unaligned.node(&self.tree, &mut cache) {
             record.push_ref(n);
@@ -706,24 +722,23 @@ impl Caliper {
     /// Sets a global attribute of a channel (its run metadata), e.g. an
     /// `opts:` entry.
     pub fn set_channel_global(&self, channel: &Channel, attr: Attribute, value: &Variant) {
-        channel.blackboard().lock().unwrap_or_else(|e| e.into_inner()).set(attr, ValueKey::from_variant(value));
+        sync::lock(channel.blackboard()).set(attr, ValueKey::from_variant(value));
     }
 
     /// Hands every record the channel gathered to `emit` (records refer to
     /// the context tree).
     pub fn flush(&self, channel: &Channel, emit: &mut dyn FnMut(&Record)) {
-        let guard = StopUpdates::new(self.thread_slots().iter().map(|s| &s.busy));
-        channel.flush(self, emit);
-        drop(guard);
+        self.with_updates_stopped(|| channel.flush(self, emit));
     }
 
-    /// Flushes a channel and writes its outputs (reports, files).
+    /// Flushes a channel and writes its outputs (reports, files). A service
+    /// that fails costs its own output only (see [`contain`]).
     pub fn flush_and_write(&self, channel: &Channel) {
         log::info(&format!("{}: Flushing Caliper data", channel.name()));
         self.with_updates_stopped(|| {
             for service in channel.services() {
                 if service.writes_output() {
-                    service.write_output(self, channel);
+                    contain(&format!("{}: {}", channel.name(), service.name()), || service.write_output(self, channel));
                 }
             }
         });
@@ -731,12 +746,20 @@ impl Caliper {
 
     /// Runs `f` while no thread updates its data, so that `f` can read
     /// every thread's measurements.
-    pub(crate) fn with_updates_stopped<R>(&self, f: impl FnOnce() -> R) -> R {
+    ///
+    /// A flush from a signal handler that interrupted the runtime while it
+    /// held a lock would wait for itself: it is skipped (and logged), and
+    /// `f` not run.
+    pub(crate) fn with_updates_stopped<R>(&self, f: impl FnOnce() -> R) -> Option<R> {
+        if sync::holds_runtime_lock() {
+            log::error("Flush skipped: called from a signal handler that interrupted Caliper");
+            return None;
+        }
         let slots = self.thread_slots();
-        let guard = StopUpdates::new(slots.iter().map(|s| &s.busy));
+        let guard = stop_updates(&slots);
         let result = f();
         drop(guard);
-        result
+        Some(result)
     }
 
     /// Records gathered by a channel's processing services, for output
@@ -748,9 +771,7 @@ impl Caliper {
 
     /// Drops what a channel gathered.
     pub fn clear(&self, channel: &Channel) {
-        let guard = StopUpdates::new(self.thread_slots().iter().map(|s| &s.busy));
-        channel.clear(self);
-        drop(guard);
+        self.with_updates_stopped(|| channel.clear(self));
     }
 
     /// The number of mismatched ends so far.
@@ -763,8 +784,9 @@ impl Caliper {
     pub(crate) fn open_regions(&self) -> Vec<String> {
         let name = |a: Attribute| self.registry.info(a.id()).map(|i| i.name.to_string()).unwrap_or_default();
         let mut out = Vec::new();
-        for slot in self.thread_slots() {
-            // SAFETY: called with updates stopped (at finish).
+        for slot in self.thread_slots().iter().filter(|s| s.busy.is_readable()) {
+            // SAFETY: called with updates stopped (at finish), and the
+            // slot's thread is not inside an update.
             let data = unsafe { slot.data_for_flush() };
             let entries = data.blackboard.regions.entries();
             if !entries.is_empty() {
@@ -776,28 +798,93 @@ impl Caliper {
         out
     }
 
+    /// Which of the runtime's locks another thread holds, if any: called in
+    /// a forked child, where the thread that held it does not exist.
+    fn lock_held_by_another_thread(&self) -> Option<&'static str> {
+        let held = [
+            ("the thread list", sync::is_held(&self.threads)),
+            ("the channel list", sync::is_rw_held(&self.channels)),
+            ("the channel creation lock", sync::is_held(&self.creating_channel)),
+            ("the process context", sync::is_held(&self.process)),
+            ("the attribute registry", self.registry.is_locked()),
+            ("the context tree", self.tree.is_locked()),
+            ("the string table", crate::value::interner_is_locked()),
+            ("the deleted-channel list", embed::deleted_list_is_locked()),
+            ("the log", log::is_busy()),
+        ];
+        if let Some((name, _)) = held.iter().find(|(_, h)| *h) {
+            return Some(name);
+        }
+        let channels = self.channels.try_read().ok()?;
+        channels.iter().any(|c| c.is_locked()).then_some("a channel's metadata")
+    }
+
     /// The end of the program: flush the channels that flush on exit, in
-    /// creation order. A forked child does not write its parent's data.
+    /// creation order.
+    ///
+    /// A forked child flushes too, as the reference's does: its report
+    /// holds what the process measured before the fork, on every thread,
+    /// and what the child measured after. It does not when a thread of the
+    /// parent held a runtime lock at the fork (the child would wait for it
+    /// for ever), nor when the fork bypassed `pthread_atfork` (a raw
+    /// `clone`), which leaves the parent's threads unaccounted for.
     fn finish(&self) {
         if self.finished.swap(true, Ordering::AcqRel) {
             return;
         }
-        if std::process::id() != self.pid {
-            log::info("Forked child process: not writing the parent's data");
+        if sync::holds_runtime_lock() || sync::inside_flush() {
+            log::error(
+                "Program exit interrupted Caliper on the exiting thread (exit() in a signal handler?): \
+                 not writing the report",
+            );
             return;
         }
+        let pid = std::process::id();
+        if pid != self.pid {
+            if pid != self.forked_pid.load(Ordering::Acquire) {
+                log::error("Forked child process (without fork handlers): not writing a report");
+                return;
+            }
+            if let Some(lock) = self.locked_at_fork.get() {
+                // A log held at the fork would block this message too.
+                if !log::is_busy() {
+                    log::error(&format!(
+                        "Forked child process: not writing a report: another thread held {lock} at the fork"
+                    ));
+                }
+                return;
+            }
+        }
         let slots = self.thread_slots();
-        StopUpdates::new(slots.iter().map(|s| &s.busy)).forever();
+        stop_updates(&slots).forever();
         for channel in self.all_channels().into_iter().filter(|c| !self.is_deleted(c)) {
             if channel.flush_on_exit() {
                 self.flush_and_write(&channel);
             }
             for service in channel.services() {
-                service.finish(self, &channel);
+                contain(&format!("{}: {}", channel.name(), service.name()), || service.finish(self, &channel));
             }
         }
         log::info("Finished");
     }
+}
+
+/// Stops updates on every thread of `slots` (see [`StopUpdates::new`]),
+/// and says how many threads' data the flush must leave out.
+fn stop_updates(slots: &[Arc<ThreadSlot>]) -> StopUpdates<'_> {
+    let own = SLOT.with(Cell::get);
+    // SAFETY: a non-null pointer comes from an `Arc` the runtime keeps for
+    // the life of the process (see `current_slot`).
+    let own = (!own.is_null()).then(|| unsafe { &(*own).busy });
+    let guard = StopUpdates::new(slots.iter().map(|s| &s.busy), own);
+    if guard.abandoned() > 0 {
+        log::error(&format!(
+            "Flush: {} thread(s) stayed inside an annotation update (stopped, or interrupted by a signal); \
+             their data is not included",
+            guard.abandoned()
+        ));
+    }
+    guard
 }
 
 /// `CALI_EVENT_REGION_LEVEL`: a level 0–7 or `phase` (4).

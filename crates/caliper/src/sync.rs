@@ -6,6 +6,12 @@
 //! itself in a global word and then waits until no thread is busy; updates
 //! that see a flush counted are dropped (the reference drops them too).
 //!
+//! A flush never waits for ever: a thread that is still inside an update
+//! after [`WAIT_LIMIT`] (stopped, or interrupted by a signal handler that
+//! flushes or exits), and the flushing thread's own flag if a signal
+//! interrupted its update, are *abandoned*: the flush leaves their data
+//! out, and the caller reports how many it could not include.
+//!
 //! The owner's side must be cheap: it only needs a compiler fence, because
 //! the flusher issues `membarrier(2)`, which makes every running thread of
 //! the process execute a full memory barrier. Where membarrier is not
@@ -13,6 +19,12 @@
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering, compiler_fence, fence};
+use std::time::{Duration, Instant};
+
+/// How long a flush waits for a thread to leave its update before it
+/// leaves that thread's data out. An update takes nanoseconds; a thread
+/// still inside one after this long is stopped or was interrupted.
+pub const WAIT_LIMIT: Duration = Duration::from_secs(1);
 
 /// What an update checks after marking its thread busy, in one word, so
 /// that the common case is one load and one test: twice the number of
@@ -64,9 +76,99 @@ fn heavy_fence() {
     fence(Ordering::SeqCst);
 }
 
+thread_local! {
+    /// How many runtime locks the calling thread holds (see [`lock`]).
+    static LOCKS_HELD: Cell<u32> = const { Cell::new(0) };
+}
+
+/// A guard of one of the runtime's locks, counted per thread: a flush at
+/// exit that runs on a thread interrupted while holding one (a signal
+/// handler calling `exit`) would wait for itself. The count covers the
+/// lock from before it is taken until after it is released, so that a
+/// signal never finds the lock held and the count zero.
+pub struct Held<G> {
+    guard: std::mem::ManuallyDrop<G>,
+}
+
+impl<G> Held<G> {
+    /// Counts a lock about to be taken by `take`.
+    fn take(take: impl FnOnce() -> G) -> Held<G> {
+        LOCKS_HELD.with(|n| n.set(n.get() + 1));
+        compiler_fence(Ordering::SeqCst);
+        Held { guard: std::mem::ManuallyDrop::new(take()) }
+    }
+}
+
+impl<G> Drop for Held<G> {
+    fn drop(&mut self) {
+        // SAFETY: the guard is dropped once, here.
+        unsafe { std::mem::ManuallyDrop::drop(&mut self.guard) };
+        compiler_fence(Ordering::SeqCst);
+        LOCKS_HELD.with(|n| n.set(n.get().saturating_sub(1)));
+    }
+}
+
+impl<G: std::ops::Deref> std::ops::Deref for Held<G> {
+    type Target = G::Target;
+    fn deref(&self) -> &G::Target {
+        &self.guard
+    }
+}
+
+impl<G: std::ops::DerefMut> std::ops::DerefMut for Held<G> {
+    fn deref_mut(&mut self) -> &mut G::Target {
+        &mut self.guard
+    }
+}
+
+/// Locks one of the runtime's mutexes (a poisoned one too: the data of a
+/// panicking service is still the best there is).
+pub fn lock<T: ?Sized>(m: &std::sync::Mutex<T>) -> Held<std::sync::MutexGuard<'_, T>> {
+    Held::take(|| m.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
+/// Reads one of the runtime's read-write locks (see [`lock`]).
+pub fn read<T: ?Sized>(l: &std::sync::RwLock<T>) -> Held<std::sync::RwLockReadGuard<'_, T>> {
+    Held::take(|| l.read().unwrap_or_else(|e| e.into_inner()))
+}
+
+/// Writes one of the runtime's read-write locks (see [`lock`]).
+pub fn write<T: ?Sized>(l: &std::sync::RwLock<T>) -> Held<std::sync::RwLockWriteGuard<'_, T>> {
+    Held::take(|| l.write().unwrap_or_else(|e| e.into_inner()))
+}
+
+/// Whether the calling thread holds one of the runtime's locks: a flush
+/// called now comes from a signal handler that interrupted the runtime,
+/// and would wait for itself.
+pub fn holds_runtime_lock() -> bool {
+    LOCKS_HELD.with(Cell::get) > 0
+}
+
+/// Whether the calling thread is inside a flush (holds [`StopUpdates`]).
+pub fn inside_flush() -> bool {
+    HELD.with(Cell::get) > 0
+}
+
+/// Whether another thread holds `lock` (in a forked child: held for good,
+/// by a thread of the parent). A poisoned lock is free.
+pub fn is_held<T: ?Sized>(lock: &std::sync::Mutex<T>) -> bool {
+    matches!(lock.try_lock(), Err(std::sync::TryLockError::WouldBlock))
+}
+
+/// As [`is_held`], for a read-write lock, read or written.
+pub fn is_rw_held<T: ?Sized>(lock: &std::sync::RwLock<T>) -> bool {
+    matches!(lock.try_write(), Err(std::sync::TryLockError::WouldBlock))
+}
+
 /// A thread's busy flag.
 #[derive(Default)]
-pub struct BusyFlag(AtomicBool);
+pub struct BusyFlag {
+    busy: AtomicBool,
+    /// Set by a flush that gave up waiting for this thread (see
+    /// [`StopUpdates::new`]): its data may be half-updated and must not be
+    /// read. Never read on the update path.
+    abandoned: AtomicBool,
+}
 
 impl BusyFlag {
     /// Marks the thread busy; `false` (and not busy) if a flush is running
@@ -74,10 +176,10 @@ impl BusyFlag {
     /// interrupted one), in which case the update must be skipped.
     #[inline]
     pub fn enter(&self) -> bool {
-        if self.0.load(Ordering::Relaxed) {
+        if self.busy.load(Ordering::Relaxed) {
             return false;
         }
-        self.0.store(true, Ordering::Relaxed);
+        self.busy.store(true, Ordering::Relaxed);
         // A flush's membarrier orders the store before this load.
         compiler_fence(Ordering::SeqCst);
         let state = STATE.load(Ordering::Relaxed);
@@ -97,7 +199,7 @@ impl BusyFlag {
         if state >= ONE_FLUSH {
             #[cfg(test)]
             SKIPPED.fetch_add(1, Ordering::Relaxed);
-            self.0.store(false, Ordering::Release);
+            self.busy.store(false, Ordering::Release);
             return false;
         }
         true
@@ -106,28 +208,59 @@ impl BusyFlag {
     /// Ends the update: the data written in it is visible to a flush.
     #[inline(always)]
     pub fn leave(&self) {
-        self.0.store(false, Ordering::Release);
+        self.busy.store(false, Ordering::Release);
     }
 
-    /// Clears the flag of a thread that no longer exists (in a forked
-    /// child, for the parent's other threads).
-    pub fn reset(&self) {
-        self.0.store(false, Ordering::SeqCst);
+    /// In a forked child, for a thread of the parent (which does not exist
+    /// in the child): a thread that was inside an update at the fork left
+    /// its data half-written and is abandoned for good; the others' data
+    /// is whole.
+    pub fn settle_after_fork(&self) {
+        if self.is_busy() {
+            self.abandoned.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// Whether a flush may read the thread's data: false once a flush gave
+    /// up waiting for it (until that flush ends).
+    pub fn is_readable(&self) -> bool {
+        !self.abandoned.load(Ordering::Acquire)
     }
 
     fn is_busy(&self) -> bool {
-        self.0.load(Ordering::Acquire)
+        self.busy.load(Ordering::Acquire)
+    }
+
+    /// Waits until the thread leaves its update, up to `deadline`; false
+    /// if it is still inside then.
+    fn wait_until_idle(&self, deadline: Instant) -> bool {
+        let mut spins = 0u32;
+        while self.is_busy() {
+            spins += 1;
+            if spins > 1000 {
+                if spins % 64 == 0 && Instant::now() >= deadline {
+                    return false;
+                }
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+        true
     }
 }
 
 /// Stops updates and waits until no thread is busy; the flush may then
-/// read every thread's data. Updates resume when the last guard is
-/// dropped. One thread at a time holds guards (nested guards on that
-/// thread are fine, e.g. a config's flush inside the flush at exit), so two
-/// flushes never read and write the same thread data at once.
-pub struct StopUpdates {
+/// read the data of every thread whose flag [`BusyFlag::is_readable`].
+/// Updates resume when the last guard is dropped. One thread at a time
+/// holds guards (nested guards on that thread are fine, e.g. a config's
+/// flush inside the flush at exit), so two flushes never read and write the
+/// same thread data at once.
+pub struct StopUpdates<'a> {
     /// Whether this guard took [`FLUSH_LOCK`] (the outermost on its thread).
     exclusive: bool,
+    /// The flags this guard abandoned; readable again when it ends.
+    abandoned: Vec<&'a BusyFlag>,
 }
 
 /// Held by the thread that stops updates. A flag rather than a mutex, so
@@ -163,10 +296,13 @@ thread_local! {
     static HELD: Cell<u32> = const { Cell::new(0) };
 }
 
-impl StopUpdates {
-    /// Stops updates on all threads whose flags are given (the caller's
-    /// own must not be inside an update).
-    pub fn new<'a>(flags: impl IntoIterator<Item = &'a BusyFlag>) -> StopUpdates {
+impl<'a> StopUpdates<'a> {
+    /// Stops updates on all threads whose flags are given. `own` is the
+    /// calling thread's flag, if it has one: when it is busy, a signal
+    /// handler interrupted the caller's update, which cannot finish before
+    /// this returns, so it is abandoned at once. Other threads get until
+    /// [`WAIT_LIMIT`] together.
+    pub fn new(flags: impl IntoIterator<Item = &'a BusyFlag>, own: Option<&BusyFlag>) -> StopUpdates<'a> {
         let exclusive = HELD.with(Cell::get) == 0;
         if exclusive {
             lock_flushes();
@@ -174,18 +310,25 @@ impl StopUpdates {
         HELD.with(|h| h.set(h.get() + 1));
         STATE.fetch_add(ONE_FLUSH, Ordering::SeqCst);
         heavy_fence();
+        let deadline = Instant::now() + WAIT_LIMIT;
+        let mut abandoned = Vec::new();
         for flag in flags {
-            let mut spins = 0u32;
-            while flag.is_busy() {
-                spins += 1;
-                if spins > 1000 {
-                    std::thread::yield_now();
-                } else {
-                    std::hint::spin_loop();
-                }
+            if !flag.is_readable() {
+                continue; // abandoned by an enclosing flush or at a fork
+            }
+            let interrupted = own.is_some_and(|own| std::ptr::eq(own, flag)) && flag.is_busy();
+            if interrupted || !flag.wait_until_idle(deadline) {
+                flag.abandoned.store(true, Ordering::SeqCst);
+                abandoned.push(flag);
             }
         }
-        StopUpdates { exclusive }
+        StopUpdates { exclusive, abandoned }
+    }
+
+    /// How many threads this guard left out because they stayed inside an
+    /// update.
+    pub fn abandoned(&self) -> usize {
+        self.abandoned.len()
     }
 
     /// Keeps updates stopped for good (at process exit).
@@ -194,8 +337,11 @@ impl StopUpdates {
     }
 }
 
-impl Drop for StopUpdates {
+impl Drop for StopUpdates<'_> {
     fn drop(&mut self) {
+        for flag in &self.abandoned {
+            flag.abandoned.store(false, Ordering::Release);
+        }
         STATE.fetch_sub(ONE_FLUSH, Ordering::SeqCst);
         HELD.with(|h| h.set(h.get().saturating_sub(1)));
         if self.exclusive {
@@ -244,7 +390,7 @@ mod tests {
         flag.leave();
         // Two flushes at once, the first ending first: updates stay
         // stopped until both have ended.
-        let (first, second) = (StopUpdates::new([]), StopUpdates::new([]));
+        let (first, second) = (StopUpdates::new([], None), StopUpdates::new([], None));
         drop(first);
         assert!(!flag.enter(), "stopped by the second flush");
         drop(second);
@@ -277,7 +423,7 @@ mod tests {
                 });
             }
             for _ in 0..200 {
-                let guard = StopUpdates::new(slots.iter().map(|s| &s.flag));
+                let guard = StopUpdates::new(slots.iter().map(|s| &s.flag), None);
                 for slot in slots.iter() {
                     assert_eq!(slot.a.load(Ordering::Relaxed), slot.b.load(Ordering::Relaxed));
                 }
@@ -296,11 +442,11 @@ mod tests {
                 let inside = inside.clone();
                 s.spawn(move || {
                     for _ in 0..200 {
-                        let outer = StopUpdates::new([]);
+                        let outer = StopUpdates::new([], None);
                         assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "another flush is running");
                         // A nested guard on the same thread does not wait
                         // for the lock its thread holds.
-                        drop(StopUpdates::new([]));
+                        drop(StopUpdates::new([], None));
                         inside.fetch_sub(1, Ordering::SeqCst);
                         drop(outer);
                     }

@@ -8,6 +8,7 @@
 //! threads keep their own caches of child lookups, so in the steady state
 //! they never ask the tree.
 
+use crate::sync;
 use caliper_data::hash::FxHashMap;
 use caliper_data::node::{INV_ID, Id, bootstrap_nodes};
 use caliper_data::{Node, NodeRef, NodeStore, Variant};
@@ -35,6 +36,11 @@ impl Default for ContextTree {
 }
 
 impl ContextTree {
+    /// Whether another thread is adding a node (see [`crate::sync::is_held`]).
+    pub(crate) fn is_locked(&self) -> bool {
+        crate::sync::is_held(&self.index)
+    }
+
     /// A tree holding the bootstrap nodes 0 to 11.
     pub fn new() -> ContextTree {
         let chunks = (0..MAX_CHUNKS).map(|_| AtomicPtr::new(std::ptr::null_mut())).collect();
@@ -74,7 +80,7 @@ impl ContextTree {
     /// The child `attribute = value` of `parent` (`None`: the root),
     /// created if it does not exist yet.
     pub fn get_child(&self, attribute: Id, value: Variant, parent: Option<Id>) -> Id {
-        let mut index = self.index.lock().unwrap_or_else(|e| e.into_inner());
+        let mut index = sync::lock(&self.index);
         let key = (parent.unwrap_or(INV_ID), attribute, value);
         if let Some(&id) = index.get(&key) {
             return id;

@@ -2,6 +2,7 @@
 //! [`Variant`] whose strings are interned, so that begin/end never touch a
 //! shared reference count.
 
+use crate::sync;
 use caliper_data::hash::FxHashMap;
 use caliper_data::{AttrType, Text, Variant};
 use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
@@ -133,6 +134,12 @@ struct Interner {
     index: Mutex<FxHashMap<Variant, u32>>,
 }
 
+/// Whether another thread is interning a string (see
+/// [`crate::sync::is_held`]).
+pub(crate) fn interner_is_locked() -> bool {
+    crate::sync::is_held(&interner().index)
+}
+
 fn interner() -> &'static Interner {
     static INTERNER: OnceLock<Interner> = OnceLock::new();
     INTERNER.get_or_init(|| Interner {
@@ -148,7 +155,7 @@ impl Interner {
     }
 
     fn intern(&self, value: Variant) -> u32 {
-        let mut index = self.index.lock().unwrap_or_else(|e| e.into_inner());
+        let mut index = sync::lock(&self.index);
         if let Some(&sym) = index.get(&value) {
             return sym;
         }

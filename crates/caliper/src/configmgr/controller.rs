@@ -9,6 +9,7 @@ use crate::config::RuntimeConfig;
 use crate::log;
 use crate::runtime::Caliper;
 use crate::services::output;
+use crate::sync;
 use caliper_data::{AttrType, Properties, Variant};
 use std::io;
 use std::sync::{Arc, Mutex};
@@ -59,7 +60,7 @@ impl ChannelController {
 
     /// The channel, once started.
     pub fn channel(&self) -> Option<Arc<Channel>> {
-        self.channel.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        sync::lock(&self.channel).clone()
     }
 
     /// Whether the channel exists.
@@ -96,7 +97,7 @@ impl ChannelController {
 
     pub(crate) fn start_with(&self, cali: &Caliper) {
         let channel = {
-            let mut slot = self.channel.lock().unwrap_or_else(|e| e.into_inner());
+            let mut slot = sync::lock(&self.channel);
             slot.get_or_insert_with(|| self.create(cali)).clone()
         };
         cali.set_channel_active(&channel, true);

@@ -4,6 +4,7 @@
 
 use super::Caliper;
 use crate::channel::Channel;
+use crate::sync;
 use caliper_data::{Entry, Record, Variant};
 use std::sync::Mutex;
 
@@ -11,6 +12,12 @@ use std::sync::Mutex;
 /// positions, and threads index their per-channel state by id) but never
 /// measure or write again.
 static DELETED: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+
+/// Whether another thread reads or writes the deleted-channel list (see
+/// [`crate::sync::is_held`]).
+pub(super) fn deleted_list_is_locked() -> bool {
+    crate::sync::is_held(&DELETED)
+}
 
 impl Caliper {
     /// Takes an explicit snapshot on one channel, if it is active.
@@ -41,18 +48,18 @@ impl Caliper {
 
     /// The value of `attr` on a channel's own blackboard (its run metadata).
     pub fn channel_get(&self, channel: &Channel, attr: crate::Attribute) -> Option<Variant> {
-        channel.blackboard().lock().unwrap_or_else(|e| e.into_inner()).get(attr).map(|v| v.to_variant())
+        sync::lock(channel.blackboard()).get(attr).map(|v| v.to_variant())
     }
 
     /// Deletes a channel: it stops measuring, and neither flushes nor
     /// writes at program exit.
     pub fn delete_channel(&self, channel: &Channel) {
         self.set_channel_active(channel, false);
-        DELETED.lock().unwrap_or_else(|e| e.into_inner()).push(channel.id());
+        sync::lock(&DELETED).push(channel.id());
     }
 
     /// Whether a channel was deleted.
     pub fn is_deleted(&self, channel: &Channel) -> bool {
-        DELETED.lock().unwrap_or_else(|e| e.into_inner()).contains(&channel.id())
+        sync::lock(&DELETED).contains(&channel.id())
     }
 }
