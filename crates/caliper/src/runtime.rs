@@ -348,8 +348,13 @@ impl Caliper {
         for channel in self.all_channels() {
             if channel.services().iter().any(|s| s.take_flush_request()) {
                 log::info(&format!("{}: Trace buffer full, flushing", channel.name()));
+                // One stop for the write and the clear, so that no snapshot
+                // lands between them (cleared unwritten); and the other
+                // threads' updates wait for it rather than being dropped.
+                let guard = StopUpdates::waited(self.thread_slots().iter().map(|s| &s.busy));
                 self.flush_and_write(&channel);
                 self.clear(&channel);
+                drop(guard);
             }
         }
     }
