@@ -139,51 +139,55 @@ fn assert_all_written(w: &Written, threads: usize, iterations: usize) {
     assert_eq!((w.begins, w.ends), ([threads * iterations; 10], [threads * iterations; 10]));
 }
 
-#[test]
-fn the_grow_policy_keeps_every_snapshot() {
+/// Iterations per thread in the policy tests: 40000 snapshots.
+const ITERATIONS: usize = 2000;
+
+/// Runs [`ITERATIONS`] on 1, 2 and 4 threads under `policy`, with chunks
+/// of 20 KiB (about 2500 snapshots), and checks each run's log and files.
+fn on_1_2_and_4_threads(policy: &str, check: impl Fn(usize, &Output, &Written)) {
     for threads in [1, 2, 4] {
         let dir = tempfile::tempdir().unwrap();
-        let out = trace(dir.path(), "threads", threads, 2000, "0.02", "grow");
-        assert_clean(&out);
-        let w = written(dir.path());
-        assert_eq!(w.files, 1);
-        assert_all_written(&w, threads, 2000);
+        let out = trace(dir.path(), "threads", threads, ITERATIONS, "0.02", policy);
+        check(threads, &out, &written(dir.path()));
     }
+}
+
+#[test]
+fn the_grow_policy_keeps_every_snapshot() {
+    on_1_2_and_4_threads("grow", |threads, out, w| {
+        assert_clean(out);
+        assert_eq!(w.files, 1);
+        assert_all_written(w, threads, ITERATIONS);
+    });
 }
 
 #[test]
 fn the_flush_policy_writes_every_snapshot_once_on_any_number_of_threads() {
-    for threads in [1, 2, 4] {
-        let dir = tempfile::tempdir().unwrap();
-        let out = trace(dir.path(), "threads", threads, 2000, "0.02", "flush");
-        assert_clean(&out);
-        let w = written(dir.path());
-        // About 2500 snapshots fill a chunk, 40000 are taken per thread (a
-        // flush writes the chunks that filled meanwhile on other threads).
-        assert!(w.files > 10, "{} files for {threads} threads:\n{}", w.files, stderr(&out));
-        assert_eq!(log_lines(&out, "default: Trace buffer full, flushing"), w.files - 1, "and one at exit");
-        assert_all_written(&w, threads, 2000);
-    }
+    on_1_2_and_4_threads("flush", |threads, out, w| {
+        assert_clean(out);
+        // Each thread fills 16 chunks (a flush also writes the chunks that
+        // filled meanwhile on other threads).
+        assert!(w.files > 10, "{} files for {threads} threads:\n{}", w.files, stderr(out));
+        assert_eq!(log_lines(out, "default: Trace buffer full, flushing"), w.files - 1, "and one at exit");
+        assert_all_written(w, threads, ITERATIONS);
+    });
 }
 
 #[test]
 fn the_stop_policy_records_the_first_chunk_and_counts_the_rest() {
-    for threads in [1, 2, 4] {
-        let dir = tempfile::tempdir().unwrap();
-        let out = trace(dir.path(), "threads", threads, 2000, "0.02", "stop");
-        let err = stderr(&out);
-        assert_eq!(log_lines(&out, "default: trace: Trace buffer full, recording stopped!"), 1, "{err}");
+    on_1_2_and_4_threads("stop", |threads, out, w| {
+        let err = stderr(out);
+        assert_eq!(log_lines(out, "default: trace: Trace buffer full, recording stopped!"), 1, "{err}");
         let dropped: Vec<usize> = err
             .lines()
             .filter_map(|l| l.strip_prefix("== CALIPER: default: trace: ")?.strip_suffix(" snapshots were dropped"))
             .map(|n| n.parse().unwrap())
             .collect();
-        let w = written(dir.path());
         assert_eq!(dropped.len(), 1, "{err}");
         assert!(w.snapshots > 0 && dropped[0] > 0, "{err}");
-        assert_eq!(w.snapshots + dropped[0], threads * 2000 * 20, "{err}");
-        assert_eq!(log_lines(&out, "mismatch"), 0, "{err}");
-    }
+        assert_eq!(w.snapshots + dropped[0], threads * ITERATIONS * 20, "{err}");
+        assert_eq!(log_lines(out, "mismatch"), 0, "{err}");
+    });
 }
 
 /// Long enough for many flushes while the other threads annotate: a
