@@ -443,6 +443,33 @@ fn regions_on_pthreads_are_all_measured() {
 }
 
 #[test]
+fn the_trace_flush_policy_writes_every_snapshot_of_every_thread_once() {
+    let exe = test_program("trace_threads");
+    for threads in [1, 2, 4] {
+        let dir = scratch(&format!("trace-flush-{threads}"));
+        let out = must(
+            program(&exe)
+                .args([threads.to_string().as_str(), "5000"])
+                .env("CALI_SERVICES_ENABLE", "event,trace,timer,recorder")
+                .env("CALI_RECORDER_DIRECTORY", &dir)
+                .env("CALI_TRACE_BUFFER_SIZE", "0.05")
+                .env("CALI_TRACE_BUFFER_POLICY", "flush")
+                .env_remove("CALI_CONFIG")
+                .env_remove("CALI_LOG_VERBOSITY"),
+        );
+        // Nothing is logged: no stack mismatch, no dropped snapshot.
+        assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+        let files: Vec<PathBuf> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+        assert!(files.len() > 5, "{threads} threads: {} files", files.len());
+        // A begin expands to nothing, an end to its region.
+        let keep = |name: &str| if name == "event.end#region" { Keep::Value } else { Keep::Not };
+        let lines: Vec<String> = files.iter().flat_map(|f| records(f, &keep)).collect();
+        let (snapshots, ends) = (lines.len(), lines.iter().filter(|l| !l.is_empty()).count());
+        assert_eq!((snapshots, ends), (threads * 5000 * 20, threads * 5000 * 10));
+    }
+}
+
+#[test]
 fn ld_preload_profiles_a_program_that_never_calls_caliper() {
     let dir = scratch("preload");
     let exe = dir.join("plain");

@@ -364,8 +364,12 @@ impl Caliper {
         for channel in self.all_channels() {
             if channel.services().iter().any(|s| s.take_flush_request()) {
                 log::info(&format!("{}: Trace buffer full, flushing", channel.name()));
-                self.flush_and_write(&channel);
-                self.clear(&channel);
+                // One stop for the write and the clear, so that no snapshot
+                // lands between them (cleared unwritten).
+                self.with_updates_stopped(|| {
+                    self.flush_and_write(&channel);
+                    self.clear(&channel);
+                });
             }
         }
     }
@@ -756,7 +760,7 @@ impl Caliper {
             return None;
         }
         let slots = self.thread_slots();
-        let guard = stop_updates(&slots);
+        let guard = stop_updates(&slots, Stop::Waited);
         let result = f();
         drop(guard);
         Some(result)
@@ -856,7 +860,7 @@ impl Caliper {
             }
         }
         let slots = self.thread_slots();
-        stop_updates(&slots).forever();
+        stop_updates(&slots, Stop::Dropped).forever();
         for channel in self.all_channels().into_iter().filter(|c| !self.is_deleted(c)) {
             if channel.flush_on_exit() {
                 self.flush_and_write(&channel);
@@ -869,14 +873,27 @@ impl Caliper {
     }
 }
 
+/// What happens to the updates other threads try while a flush runs.
+enum Stop {
+    /// They wait for it: during the run, a dropped begin or end would put
+    /// the thread's region stack out of step with the program.
+    Waited,
+    /// They are dropped: at exit, when updates stay stopped for good.
+    Dropped,
+}
+
 /// Stops updates on every thread of `slots` (see [`StopUpdates::new`]),
 /// and says how many threads' data the flush must leave out.
-fn stop_updates(slots: &[Arc<ThreadSlot>]) -> StopUpdates<'_> {
+fn stop_updates(slots: &[Arc<ThreadSlot>], stop: Stop) -> StopUpdates<'_> {
     let own = SLOT.with(Cell::get);
     // SAFETY: a non-null pointer comes from an `Arc` the runtime keeps for
     // the life of the process (see `current_slot`).
     let own = (!own.is_null()).then(|| unsafe { &(*own).busy });
-    let guard = StopUpdates::new(slots.iter().map(|s| &s.busy), own);
+    let flags = slots.iter().map(|s| &s.busy);
+    let guard = match stop {
+        Stop::Waited => StopUpdates::waited(flags, own),
+        Stop::Dropped => StopUpdates::new(flags, own),
+    };
     if guard.abandoned() > 0 {
         log::error(&format!(
             "Flush: {} thread(s) stayed inside an annotation update (stopped, or interrupted by a signal); \

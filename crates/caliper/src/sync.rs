@@ -4,7 +4,8 @@
 //! A flush (from another thread, or at exit) must read that data, so a
 //! thread marks itself busy around each update, and a flush first counts
 //! itself in a global word and then waits until no thread is busy; updates
-//! that see a flush counted are dropped (the reference drops them too).
+//! that see a flush counted are dropped (the reference drops them too),
+//! except during a flush that asks them to wait ([`StopUpdates::waited`]).
 //!
 //! A flush never waits for ever: a thread that is still inside an update
 //! after [`WAIT_LIMIT`] (stopped, or interrupted by a signal handler that
@@ -45,6 +46,10 @@ const ONE_FLUSH: usize = 2;
 /// whether all their updates happened (other tests flush meanwhile).
 #[cfg(test)]
 pub(crate) static SKIPPED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many running flushes make updates wait rather than be dropped
+/// (see [`StopUpdates::waited`]); counted before they count in [`STATE`].
+static WAITED: AtomicUsize = AtomicUsize::new(0);
 
 /// 0: not probed, 1: membarrier registered, 2: not available.
 static MEMBARRIER: AtomicU8 = AtomicU8::new(0);
@@ -187,22 +192,28 @@ impl BusyFlag {
     }
 
     /// The rest of [`BusyFlag::enter`] when a flush runs or updates need
-    /// full fences (`state` read before the fence).
+    /// full fences (`state` read before the fence, with the flag set).
     #[cold]
-    fn enter_checked(&self, state: usize) -> bool {
-        let state = if state & FULL_FENCES != 0 {
-            fence(Ordering::SeqCst);
-            STATE.load(Ordering::Relaxed)
-        } else {
-            state
-        };
-        if state >= ONE_FLUSH {
-            #[cfg(test)]
-            SKIPPED.fetch_add(1, Ordering::Relaxed);
+    fn enter_checked(&self, mut state: usize) -> bool {
+        loop {
+            if state & FULL_FENCES != 0 {
+                fence(Ordering::SeqCst);
+                state = STATE.load(Ordering::Relaxed);
+            }
+            if state < ONE_FLUSH {
+                return true;
+            }
             self.busy.store(false, Ordering::Release);
-            return false;
+            if !wait_for_flushes() {
+                #[cfg(test)]
+                SKIPPED.fetch_add(1, Ordering::Relaxed);
+                return false;
+            }
+            // Enter again, as `enter` does.
+            self.busy.store(true, Ordering::Relaxed);
+            compiler_fence(Ordering::SeqCst);
+            state = STATE.load(Ordering::Relaxed);
         }
-        true
     }
 
     /// Ends the update: the data written in it is visible to a flush.
@@ -236,17 +247,46 @@ impl BusyFlag {
     fn wait_until_idle(&self, deadline: Instant) -> bool {
         let mut spins = 0u32;
         while self.is_busy() {
-            spins += 1;
-            if spins > 1000 {
-                if spins % 64 == 0 && Instant::now() >= deadline {
-                    return false;
-                }
-                std::thread::yield_now();
-            } else {
-                std::hint::spin_loop();
+            if spins > 1000 && spins % 64 == 0 && Instant::now() >= deadline {
+                return false;
             }
+            pause(&mut spins, 1000);
         }
         true
+    }
+}
+
+/// Waits (with the caller's busy flag clear) while a flush that makes
+/// updates wait runs; `false` if the update must be dropped instead: no
+/// such flush runs (at exit updates stay stopped for good), or the calling
+/// thread is the one flushing (an update from inside its own flush, e.g. a
+/// wrapped write of the output, or a signal handler interrupting it), or it
+/// holds a runtime lock that the flush may need.
+fn wait_for_flushes() -> bool {
+    if HELD.try_with(Cell::get) != Ok(0) || LOCKS_HELD.try_with(Cell::get) != Ok(0) {
+        return false;
+    }
+    let mut spins = 0u32;
+    // A guard counts in `WAITED` before `STATE` and leaves `STATE` first,
+    // so that `STATE` read again after `WAITED` tells a flush that makes
+    // updates wait from one that does not.
+    while STATE.load(Ordering::SeqCst) >= ONE_FLUSH {
+        if WAITED.load(Ordering::SeqCst) == 0 {
+            return STATE.load(Ordering::SeqCst) < ONE_FLUSH;
+        }
+        pause(&mut spins, 100);
+    }
+    true
+}
+
+/// One round of a wait for another thread: spins `spinning` rounds, then
+/// yields the processor each round.
+fn pause(spins: &mut u32, spinning: u32) {
+    *spins += 1;
+    if *spins > spinning {
+        std::thread::yield_now();
+    } else {
+        std::hint::spin_loop();
     }
 }
 
@@ -261,6 +301,8 @@ pub struct StopUpdates<'a> {
     exclusive: bool,
     /// The flags this guard abandoned; readable again when it ends.
     abandoned: Vec<&'a BusyFlag>,
+    /// Whether it counts in [`WAITED`].
+    waited: bool,
 }
 
 /// Held by the thread that stops updates. A flag rather than a mutex, so
@@ -276,18 +318,14 @@ pub fn reset_after_fork() {
     if HELD.with(Cell::get) == 0 {
         FLUSH_LOCK.store(false, Ordering::SeqCst);
         STATE.fetch_and(FULL_FENCES, Ordering::SeqCst);
+        WAITED.store(0, Ordering::SeqCst);
     }
 }
 
 fn lock_flushes() {
     let mut spins = 0u32;
     while FLUSH_LOCK.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
-        spins += 1;
-        if spins > 100 {
-            std::thread::yield_now();
-        } else {
-            std::hint::spin_loop();
-        }
+        pause(&mut spins, 100);
     }
 }
 
@@ -297,17 +335,34 @@ thread_local! {
 }
 
 impl<'a> StopUpdates<'a> {
-    /// Stops updates on all threads whose flags are given. `own` is the
-    /// calling thread's flag, if it has one: when it is busy, a signal
-    /// handler interrupted the caller's update, which cannot finish before
-    /// this returns, so it is abandoned at once. Other threads get until
-    /// [`WAIT_LIMIT`] together.
+    /// Stops updates on all threads whose flags are given; updates tried
+    /// meanwhile are dropped. `own` is the calling thread's flag, if it has
+    /// one: when it is busy, a signal handler interrupted the caller's
+    /// update, which cannot finish before this returns, so it is abandoned
+    /// at once. Other threads get until [`WAIT_LIMIT`] together.
     pub fn new(flags: impl IntoIterator<Item = &'a BusyFlag>, own: Option<&BusyFlag>) -> StopUpdates<'a> {
+        StopUpdates::stop(flags, own, false)
+    }
+
+    /// [`StopUpdates::new`], but the other threads' updates wait for the
+    /// guard to go rather than being dropped: for a flush in the middle of
+    /// a run, where a dropped update loses its snapshots and leaves its
+    /// thread's region stack out of step with the program (a dropped begin
+    /// or end makes the next end mismatch). Waiting threads stall for as
+    /// long as the guard lives.
+    pub fn waited(flags: impl IntoIterator<Item = &'a BusyFlag>, own: Option<&BusyFlag>) -> StopUpdates<'a> {
+        StopUpdates::stop(flags, own, true)
+    }
+
+    fn stop(flags: impl IntoIterator<Item = &'a BusyFlag>, own: Option<&BusyFlag>, waited: bool) -> StopUpdates<'a> {
         let exclusive = HELD.with(Cell::get) == 0;
         if exclusive {
             lock_flushes();
         }
         HELD.with(|h| h.set(h.get() + 1));
+        if waited {
+            WAITED.fetch_add(1, Ordering::SeqCst);
+        }
         STATE.fetch_add(ONE_FLUSH, Ordering::SeqCst);
         heavy_fence();
         let deadline = Instant::now() + WAIT_LIMIT;
@@ -322,7 +377,7 @@ impl<'a> StopUpdates<'a> {
                 abandoned.push(flag);
             }
         }
-        StopUpdates { exclusive, abandoned }
+        StopUpdates { exclusive, abandoned, waited }
     }
 
     /// How many threads this guard left out because they stayed inside an
@@ -343,6 +398,9 @@ impl Drop for StopUpdates<'_> {
             flag.abandoned.store(false, Ordering::Release);
         }
         STATE.fetch_sub(ONE_FLUSH, Ordering::SeqCst);
+        if self.waited {
+            WAITED.fetch_sub(1, Ordering::SeqCst);
+        }
         HELD.with(|h| h.set(h.get().saturating_sub(1)));
         if self.exclusive {
             FLUSH_LOCK.store(false, Ordering::Release);
@@ -394,6 +452,24 @@ mod tests {
         drop(first);
         assert!(!flag.enter(), "stopped by the second flush");
         drop(second);
+        // A flush that makes updates wait: another thread's update enters
+        // once it has ended, not before, and not refused; this thread's
+        // own update (as from inside its flush) is refused.
+        let waited = StopUpdates::waited([&flag], None);
+        assert!(!flag.enter(), "the flushing thread's own update");
+        let entered = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let other = s.spawn(|| {
+                let ok = flag.enter();
+                entered.store(true, Ordering::SeqCst);
+                ok
+            });
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            assert!(!entered.load(Ordering::SeqCst), "entered during the flush");
+            drop(waited);
+            assert!(other.join().unwrap(), "the waiting update was refused");
+        });
+        flag.leave();
         drop(others_wait);
 
         // Each update writes two counters that must stay equal; a flush

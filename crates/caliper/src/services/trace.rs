@@ -21,7 +21,8 @@
 //!
 //! Buffers grow in chunks of `CALI_TRACE_BUFFER_SIZE` MiB, each decoded on
 //! its own; with `CALI_TRACE_BUFFER_POLICY=stop` a thread stops recording
-//! when its first chunk is full.
+//! when its first chunk is full, and with `flush` a full chunk makes the
+//! runtime write the channel's output and clear the buffers.
 
 use crate::channel::{Service, ServiceState, ThreadService, state_mut};
 use crate::config::RuntimeConfig;
@@ -33,8 +34,9 @@ use crate::value::ValueKey;
 use caliper_data::hash::FxHashMap;
 use caliper_data::node::{INV_ID, Id};
 use caliper_data::{AttrType, Record};
+use std::alloc::Layout;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 #[derive(Copy, Clone, PartialEq, Eq)]
 enum Policy {
@@ -49,24 +51,76 @@ enum Policy {
 
 pub struct Trace {
     channel: Arc<str>,
-    chunk_bytes: usize,
     policy: Policy,
+    shared: Arc<Shared>,
+}
+
+/// What the threads of a channel's trace share.
+struct Shared {
+    /// The size of new chunks: `CALI_TRACE_BUFFER_SIZE`, or the default once
+    /// a chunk of that size could not be allocated.
+    chunk_bytes: AtomicUsize,
     /// Set by a thread whose chunk filled up under the flush policy.
-    flush_requested: Arc<AtomicBool>,
+    flush_requested: AtomicBool,
+    /// Set when a thread stopped recording under the stop policy, so that
+    /// the channel says so once.
+    stopped: AtomicBool,
 }
 
 /// A thread's trace: the service's settings and the thread's buffers.
 pub(super) struct TraceThread {
     channel: Arc<str>,
-    chunk_bytes: usize,
     policy: Policy,
     chunks: Vec<Chunk>,
     /// The encoder's state for the last chunk.
     encoder: Encoder,
     records: u64,
     stopped: bool,
+    /// Snapshots not recorded: after the stop policy stopped recording, or
+    /// when no chunk could be allocated.
     dropped: u64,
-    flush_requested: Arc<AtomicBool>,
+    shared: Arc<Shared>,
+}
+
+/// The chunk size when `CALI_TRACE_BUFFER_SIZE` is unset or unusable: 2 MiB.
+const DEFAULT_CHUNK_BYTES: usize = 2 << 20;
+
+/// The smallest chunk: a page.
+const MIN_CHUNK_BYTES: usize = 4096;
+
+/// The chunk size in bytes for a `CALI_TRACE_BUFFER_SIZE` of `setting` MiB,
+/// or why it is unusable: not a number, not positive, or more than the
+/// machine's memory (`memory`; a size that overflows is more than that).
+///
+/// A size up to the memory is taken as asked, and allocated when a thread
+/// first records: chunks are allocated zeroed, which maps fresh pages that
+/// cost memory only once written, so a huge chunk that the kernel grants
+/// (overcommits) uses what the trace fills and no more; one that it
+/// refuses falls back to the default then ([`TraceThread::new_chunk`]). A
+/// chunk larger than the memory is refused here, as it could never be
+/// filled.
+fn chunk_bytes(setting: &str, memory: usize) -> Result<usize, &'static str> {
+    let mib: f64 = setting.trim().parse().map_err(|_| "not a number")?;
+    if mib.is_nan() || mib <= 0.0 {
+        return Err("not a positive size");
+    }
+    let bytes = mib * f64::from(1u32 << 20);
+    // `as` saturates: a size beyond `usize` (or infinite) compares above
+    // any memory; and no allocation may exceed `isize::MAX` bytes.
+    if bytes as usize > memory.min(isize::MAX as usize) {
+        return Err("more than the machine's memory");
+    }
+    Ok((bytes as usize).max(MIN_CHUNK_BYTES))
+}
+
+/// The machine's physical memory in bytes (`usize::MAX` if unknown).
+fn physical_memory() -> usize {
+    // SAFETY: plain queries without pointers.
+    let (pages, page) = unsafe { (libc::sysconf(libc::_SC_PHYS_PAGES), libc::sysconf(libc::_SC_PAGESIZE)) };
+    match (usize::try_from(pages), usize::try_from(page)) {
+        (Ok(pages), Ok(page)) if pages > 0 && page > 0 => pages.saturating_mul(page),
+        _ => usize::MAX,
+    }
 }
 
 impl Trace {
@@ -74,19 +128,30 @@ impl Trace {
     fn thread(&self) -> TraceThread {
         TraceThread {
             channel: self.channel.clone(),
-            chunk_bytes: self.chunk_bytes,
             policy: self.policy,
             chunks: Vec::new(),
             encoder: Encoder::new(),
             records: 0,
             stopped: false,
             dropped: 0,
-            flush_requested: self.flush_requested.clone(),
+            shared: self.shared.clone(),
         }
     }
 
     pub fn new(channel: &str, config: &RuntimeConfig) -> Trace {
-        let mib: f64 = config.get_number("CALI_TRACE_BUFFER_SIZE", 2.0);
+        let setting = config.get("CALI_TRACE_BUFFER_SIZE").filter(|s| !s.trim().is_empty());
+        let chunk_bytes = match setting.as_deref().map(|s| chunk_bytes(s, physical_memory())) {
+            None => DEFAULT_CHUNK_BYTES,
+            Some(Ok(bytes)) => bytes,
+            Some(Err(why)) => {
+                log::error(&format!(
+                    "{channel}: trace: CALI_TRACE_BUFFER_SIZE \"{}\" is {why}, using {} MiB",
+                    setting.unwrap_or_default(),
+                    DEFAULT_CHUNK_BYTES >> 20
+                ));
+                DEFAULT_CHUNK_BYTES
+            }
+        };
         let policy = match config.get_or("CALI_TRACE_BUFFER_POLICY", "grow").as_str() {
             "grow" => Policy::Grow,
             "stop" => Policy::Stop,
@@ -96,8 +161,12 @@ impl Trace {
                 Policy::Grow
             }
         };
-        let chunk_bytes = ((mib.max(0.0) * 1024.0 * 1024.0) as usize).max(4096);
-        Trace { channel: channel.into(), chunk_bytes, policy, flush_requested: Arc::default() }
+        let shared = Shared {
+            chunk_bytes: AtomicUsize::new(chunk_bytes),
+            flush_requested: AtomicBool::new(false),
+            stopped: AtomicBool::new(false),
+        };
+        Trace { channel: channel.into(), policy, shared: Arc::new(shared) }
     }
 }
 
@@ -119,8 +188,24 @@ fn max_bytes(entries: usize) -> usize {
 }
 
 impl Chunk {
-    fn new(bytes: usize) -> Chunk {
-        Chunk { data: vec![0; bytes].into_boxed_slice(), len: 0 }
+    /// A chunk of `bytes` bytes, or `None` if the memory cannot be had.
+    ///
+    /// Allocated with `alloc_zeroed` and a check, rather than
+    /// `Vec::try_reserve` and zeroes written: writing them would commit
+    /// every page of the chunk at once, and `vec![0; n]` (which maps them
+    /// lazily) aborts the program when the allocation fails.
+    fn new(bytes: usize) -> Option<Chunk> {
+        let layout = Layout::array::<u8>(bytes.max(1)).ok()?;
+        // SAFETY: the layout's size is not zero.
+        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+        if ptr.is_null() {
+            return None;
+        }
+        // SAFETY: `ptr` is a fresh, zeroed allocation of the global
+        // allocator of `layout` (bytes of alignment 1), which a boxed slice
+        // of that length frees with the same layout.
+        let data = unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, layout.size())) };
+        Some(Chunk { data, len: 0 })
     }
 
     /// Whether a snapshot of `bytes` bytes at most fits.
@@ -442,12 +527,12 @@ impl Service for Trace {
     }
 
     fn take_flush_request(&self) -> bool {
-        self.flush_requested.swap(false, Ordering::AcqRel)
+        self.shared.flush_requested.swap(false, Ordering::AcqRel)
     }
 
     fn flush(&self, _cali: &Caliper, states: &mut [&mut dyn ThreadService], emit: &mut dyn FnMut(&Record)) {
         let mut record = Record::ctx();
-        let (mut flushed, mut bytes) = (0u64, 0usize);
+        let (mut flushed, mut bytes, mut dropped) = (0u64, 0usize, 0u64);
         for state in states.iter_mut() {
             let Some(t) = state_mut::<TraceThread>(&mut **state) else { continue };
             // Oldest first: the reference emits the newest chunk first.
@@ -460,9 +545,10 @@ impl Service for Trace {
                 }
                 bytes += chunk.len();
             }
-            if t.dropped > 0 {
-                log::error(&format!("{}: trace: {} snapshots were dropped", self.channel, t.dropped));
-            }
+            dropped += t.dropped;
+        }
+        if dropped > 0 {
+            log::error(&format!("{}: trace: {dropped} snapshots were dropped", self.channel));
         }
         log::info(&format!("{}: trace: Flushed {flushed} snapshots.", self.channel));
         log::log(2, &format!("{}: trace: {bytes} bytes of buffer in use.", self.channel));
@@ -476,6 +562,7 @@ impl Service for Trace {
                 (t.records, t.stopped, t.dropped) = (0, false, 0);
             }
         }
+        self.shared.stopped.store(false, Ordering::Relaxed);
     }
 }
 
@@ -499,19 +586,50 @@ impl TraceThread {
     fn next_chunk(&mut self, bytes: usize) -> Option<()> {
         if !self.stopped && self.policy == Policy::Stop && !self.chunks.is_empty() {
             self.stopped = true;
-            log::error(&format!("{}: trace: Trace buffer full, recording stopped!", self.channel));
+            if !self.shared.stopped.swap(true, Ordering::Relaxed) {
+                log::error(&format!("{}: trace: Trace buffer full, recording stopped!", self.channel));
+            }
         }
         if self.stopped {
             self.dropped += 1;
             return None;
         }
         if self.policy == Policy::Flush && !self.chunks.is_empty() {
-            self.flush_requested.store(true, Ordering::Release);
+            self.shared.flush_requested.store(true, Ordering::Release);
             crate::runtime::request_deferred_flush();
         }
-        self.chunks.push(Chunk::new(self.chunk_bytes.max(bytes)));
+        let Some(chunk) = self.new_chunk(bytes) else {
+            self.dropped += 1;
+            return None;
+        };
+        self.chunks.push(chunk);
         self.encoder = Encoder::new();
         Some(())
+    }
+
+    /// A chunk of the channel's chunk size, with room for `bytes` at least.
+    /// If the memory for one cannot be had, the channel falls back to the
+    /// default size (and says so, once); `None` if even that fails.
+    fn new_chunk(&self, bytes: usize) -> Option<Chunk> {
+        let size = self.shared.chunk_bytes.load(Ordering::Relaxed);
+        if let Some(chunk) = Chunk::new(size.max(bytes)) {
+            return Some(chunk);
+        }
+        if size > DEFAULT_CHUNK_BYTES
+            && self
+                .shared
+                .chunk_bytes
+                .compare_exchange(size, DEFAULT_CHUNK_BYTES, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            log::error(&format!(
+                "{}: trace: could not allocate a trace buffer of {} MiB, using {} MiB",
+                self.channel,
+                size >> 20,
+                DEFAULT_CHUNK_BYTES >> 20
+            ));
+        }
+        Chunk::new(DEFAULT_CHUNK_BYTES.max(bytes))
     }
 }
 
@@ -547,6 +665,31 @@ mod tests {
     }
 
     #[test]
+    fn buffer_sizes_are_checked() {
+        let memory = 1 << 30;
+        assert_eq!(chunk_bytes("2", memory), Ok(2 << 20));
+        assert_eq!(chunk_bytes(" 0.5 ", memory), Ok(1 << 19));
+        assert_eq!(chunk_bytes("0.0001", memory), Ok(MIN_CHUNK_BYTES));
+        assert_eq!(chunk_bytes("1024", memory), Ok(memory));
+        assert_eq!(chunk_bytes("1025", memory), Err("more than the machine's memory"));
+        assert_eq!(chunk_bytes("9999999999999999999", memory), Err("more than the machine's memory"));
+        assert_eq!(chunk_bytes("9999999999999999999", usize::MAX), Err("more than the machine's memory"));
+        assert_eq!(chunk_bytes("inf", usize::MAX), Err("more than the machine's memory"));
+        for bad in ["0", "-1", "NaN"] {
+            assert_eq!(chunk_bytes(bad, memory), Err("not a positive size"), "{bad}");
+        }
+        assert_eq!(chunk_bytes("lots", memory), Err("not a number"));
+    }
+
+    #[test]
+    fn a_chunk_that_cannot_be_allocated_is_none() {
+        assert!(Chunk::new(usize::MAX).is_none(), "no layout");
+        assert!(Chunk::new(isize::MAX as usize).is_none(), "no memory");
+        let chunk = Chunk::new(MIN_CHUNK_BYTES).expect("a page");
+        assert!(chunk.data.len() == MIN_CHUNK_BYTES && chunk.data.iter().all(|&b| b == 0));
+    }
+
+    #[test]
     fn snapshots_round_trip() {
         let mut s = Snapshot::default();
         s.push_node(123456);
@@ -557,7 +700,7 @@ mod tests {
         s.push_value(11, ValueKey::from_variant(&Variant::Bool(true)));
         s.push_value(12, ValueKey::uint(1000));
         s.push_node(3);
-        let (mut buf, mut encoder) = (Chunk::new(4096), Encoder::new());
+        let (mut buf, mut encoder) = (Chunk::new(4096).expect("a page"), Encoder::new());
         let mut expected = Record::ctx();
         s.to_record(&mut expected);
         encoder.encode(&s, &mut buf.writer());
@@ -580,7 +723,7 @@ mod tests {
 
     #[test]
     fn region_snapshots_decode_as_their_snapshots() {
-        let (mut buf, mut encoder) = (Chunk::new(4096), Encoder::new());
+        let (mut buf, mut encoder) = (Chunk::new(4096).expect("a page"), Encoder::new());
         let (mut scratch, mut expected) = (Snapshot::default(), Vec::new());
         let context = [40];
         for i in 0..6u64 {
