@@ -9,6 +9,11 @@
 
 #![allow(non_camel_case_types)] // the C ABI's type names
 
+/// Lets the flush at exit see an allocation interrupted by a signal
+/// handler that calls `exit()` (see `TrackedAllocator`).
+#[global_allocator]
+static ALLOC: runtime::TrackedAllocator = runtime::TrackedAllocator;
+
 mod annotate;
 mod attributes;
 mod channels;

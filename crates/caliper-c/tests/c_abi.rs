@@ -503,3 +503,121 @@ fn the_c_perftest_runs() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("600 updates") && text.contains("ns per update"), "{text}");
 }
+
+/// A small random number generator for the moments the fault tests pick
+/// (xorshift, seeded from the clock; the seed is in failure messages).
+struct Moments(u64);
+
+impl Moments {
+    fn new() -> Moments {
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
+        Moments(u64::from(nanos) | 1)
+    }
+
+    /// A moment from 0 to `max_ms` milliseconds.
+    fn next(&mut self, max_ms: u64) -> std::time::Duration {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        std::time::Duration::from_micros(self.0 % (max_ms * 1000))
+    }
+}
+
+/// Waits up to `limit` for a child; `None` (and the child killed) if it is
+/// still running then.
+fn wait_bounded(child: &mut std::process::Child, limit: std::time::Duration) -> Option<std::process::ExitStatus> {
+    let deadline = std::time::Instant::now() + limit;
+    while std::time::Instant::now() < deadline {
+        if let Some(status) = child.try_wait().unwrap() {
+            return Some(status);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
+}
+
+/// SIGTERM at a random moment to a program whose handler calls `exit()`
+/// while its threads annotate: the flush at exit runs on a thread that may
+/// be inside an update or hold a runtime lock. Every run must end, with
+/// the handler's exit code, and either write its report or say in one line
+/// why not.
+#[test]
+fn exit_from_a_signal_handler_never_hangs() {
+    use std::io::BufRead;
+    let exe = test_program("faults");
+    let dir = scratch("signal-exit");
+    let mut moments = Moments::new();
+    let seed = moments.0;
+    let (mut whole, mut partial, mut none) = (0, 0, 0);
+    for (threads, runs) in [(0, 100), (2, 40)] {
+        for run in 0..runs {
+            let report = dir.join(format!("report-{threads}-{run}.txt"));
+            let mut child = program(&exe)
+                .args(["exit-in-handler", &threads.to_string()])
+                .env("CALI_CONFIG", format!("runtime-report,output={}", report.display()))
+                .env_remove("CALI_SERVICES_ENABLE")
+                .env_remove("CALI_LOG_VERBOSITY")
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            let mut ready = String::new();
+            std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut ready).unwrap();
+            assert_eq!(ready, "ready\n");
+            // Right after start (the runtime initialising) up to 40 ms in.
+            std::thread::sleep(moments.next(if run % 4 == 0 { 2 } else { 40 }));
+            // SAFETY: signalling our own child.
+            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+            let status = wait_bounded(&mut child, std::time::Duration::from_secs(10));
+            let mut stderr = String::new();
+            std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+            let context = format!("{threads} threads, run {run} (seed {seed}):\n{stderr}");
+            assert_eq!(status.and_then(|s| s.code()), Some(7), "hung or crashed: {context}");
+            assert!(!stderr.contains("internal error"), "{context}");
+            // A report with every thread's data, or a reason: the exiting
+            // thread was interrupted inside an update (its data is left
+            // out) or inside the runtime (no report).
+            let text = std::fs::read_to_string(&report).unwrap_or_default();
+            if text.starts_with("Path") && stderr.is_empty() {
+                assert!(text.contains("main"), "{context}{text}");
+                whole += 1;
+            } else if text.starts_with("Path") {
+                assert!(stderr.contains("their data is not included"), "{context}");
+                partial += 1;
+            } else {
+                assert!(stderr.contains("not writing the report"), "no report and no reason: {context}");
+                none += 1;
+            }
+        }
+    }
+    eprintln!("signal exits: {whole} whole reports, {partial} without the interrupted thread, {none} left out");
+}
+
+/// A forked child writes its own report, as the reference's does: the
+/// regions measured before the fork and its own; the parent's has its own
+/// and not the child's.
+#[test]
+fn a_forked_child_writes_its_own_report() {
+    let exe = test_program("faults");
+    let dir = scratch("fork-report");
+    let out = must(
+        program(&exe)
+            .arg("fork")
+            .current_dir(&dir)
+            .env("CALI_CONFIG", "runtime-report")
+            .env_remove("CALI_SERVICES_ENABLE")
+            .env_remove("CALI_LOG_VERBOSITY"),
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "child exit=5\n");
+    // Both reports go to standard error, the child's first (the parent
+    // waits for it): their region columns.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let reports: Vec<Vec<&str>> = stderr
+        .split("Path")
+        .skip(1)
+        .map(|report| report.lines().skip(1).map(|l| l.split_whitespace().next().unwrap()).collect())
+        .collect();
+    assert_eq!(reports, [["main", "before_fork", "child_work"], ["main", "before_fork", "parent_work"]], "{stderr}");
+}

@@ -6,7 +6,7 @@
 use crate::log;
 use std::cell::{Cell, RefCell};
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::Once;
+use std::sync::Arc;
 
 thread_local! {
     /// Set while the calling thread runs contained work: the panic hook
@@ -18,10 +18,11 @@ thread_local! {
 /// Runs `work`; a panic in it is caught and logged as one line,
 /// `<what>: internal error: <panic message>`, and gives `None`.
 pub fn contain<R>(what: &str, work: impl FnOnce() -> R) -> Option<R> {
-    install_hook();
+    let hook = QuietHook::install();
     let outer = CONTAINED.with(|c| c.replace(true));
     let result = catch_unwind(AssertUnwindSafe(work));
     CONTAINED.with(|c| c.set(outer));
+    drop(hook);
     match result {
         Ok(r) => Some(r),
         Err(_) => {
@@ -32,15 +33,27 @@ pub fn contain<R>(what: &str, work: impl FnOnce() -> R) -> Option<R> {
     }
 }
 
-/// Chains a hook in front of the one in place (the host program's, or
-/// Rust's default): panics outside contained work reach it unchanged.
-fn install_hook() {
-    static INSTALLED: Once = Once::new();
-    INSTALLED.call_once(|| {
-        let previous = std::panic::take_hook();
+type Hook = Box<dyn Fn(&std::panic::PanicHookInfo<'_>) + Sync + Send + 'static>;
+
+/// A panic hook in front of the one in place (the host program's, or
+/// Rust's default) for as long as it lives: panics outside contained work
+/// reach that one unchanged. Put in place for each piece of contained work
+/// rather than once, because the host may set its own hook at any time.
+struct QuietHook {
+    previous: Option<Arc<Hook>>,
+}
+
+impl QuietHook {
+    fn install() -> QuietHook {
+        // The hook cannot be changed while the thread panics.
+        if std::thread::panicking() {
+            return QuietHook { previous: None };
+        }
+        let previous = Arc::new(std::panic::take_hook());
+        let chained = previous.clone();
         std::panic::set_hook(Box::new(move |info| {
             if !CONTAINED.with(Cell::get) {
-                return previous(info);
+                return chained(info);
             }
             let payload = info.payload();
             let text = payload
@@ -51,7 +64,22 @@ fn install_hook() {
             let location = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
             let _ = MESSAGE.try_with(|m| *m.borrow_mut() = Some(format!("{}{location}", text.replace('\n', " "))));
         }));
-    });
+        QuietHook { previous: Some(previous) }
+    }
+}
+
+impl Drop for QuietHook {
+    fn drop(&mut self) {
+        let Some(previous) = self.previous.take() else { return };
+        if std::thread::panicking() {
+            return;
+        }
+        // Dropping this hook drops its share of the previous one.
+        drop(std::panic::take_hook());
+        if let Ok(previous) = Arc::try_unwrap(previous) {
+            std::panic::set_hook(previous);
+        }
+    }
 }
 
 #[cfg(test)]

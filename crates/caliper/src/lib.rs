@@ -19,6 +19,7 @@
 //! begin is a push onto a thread-local stack, with the region name
 //! interned once per call site.
 
+mod alloc_guard;
 pub mod api;
 pub mod attributes;
 pub mod blackboard;
@@ -39,6 +40,7 @@ mod thread;
 pub mod tree;
 pub mod value;
 
+pub use alloc_guard::TrackedAllocator;
 pub use api::{
     Annotation, Loop, TimedAsyncEvent, begin_by_name, begin_region, end_by_name, end_region, flush, push_snapshot,
     set_by_name, set_global,

@@ -651,8 +651,9 @@ impl Caliper {
                 continue;
             }
             match services::create(service, self, name, &config) {
-                Some(s) => list.push(s),
-                None => log::error(&format!("Service \"{service}\" not found!")),
+                Ok(s) => list.push(s),
+                Err(services::NotCreated::Unknown) => log::error(&format!("Service \"{service}\" not found!")),
+                Err(services::NotCreated::BadSettings) => {}
             }
         }
         if config.get_bool("CALI_CHANNEL_CONFIG_CHECK", true) {
@@ -755,7 +756,7 @@ impl Caliper {
     /// held a lock would wait for itself: it is skipped (and logged), and
     /// `f` not run.
     pub(crate) fn with_updates_stopped<R>(&self, f: impl FnOnce() -> R) -> Option<R> {
-        if sync::holds_runtime_lock() {
+        if interrupted_in_runtime() {
             log::error("Flush skipped: called from a signal handler that interrupted Caliper");
             return None;
         }
@@ -836,7 +837,7 @@ impl Caliper {
         if self.finished.swap(true, Ordering::AcqRel) {
             return;
         }
-        if sync::holds_runtime_lock() || sync::inside_flush() {
+        if interrupted_in_runtime() || sync::inside_flush() {
             log::error(
                 "Program exit interrupted Caliper on the exiting thread (exit() in a signal handler?): \
                  not writing the report",
@@ -871,6 +872,13 @@ impl Caliper {
         }
         log::info("Finished");
     }
+}
+
+/// Whether a signal handler running on the calling thread interrupted the
+/// runtime holding a lock, or an allocation: a flush now would wait for
+/// itself or corrupt the heap.
+fn interrupted_in_runtime() -> bool {
+    sync::holds_runtime_lock() || crate::alloc_guard::interrupted_allocation()
 }
 
 /// What happens to the updates other threads try while a flush runs.

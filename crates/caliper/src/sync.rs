@@ -247,7 +247,7 @@ impl BusyFlag {
     fn wait_until_idle(&self, deadline: Instant) -> bool {
         let mut spins = 0u32;
         while self.is_busy() {
-            if spins > 1000 && spins % 64 == 0 && Instant::now() >= deadline {
+            if spins > 1000 && spins.is_multiple_of(64) && Instant::now() >= deadline {
                 return false;
             }
             pause(&mut spins, 1000);

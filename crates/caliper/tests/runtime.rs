@@ -176,14 +176,30 @@ fn threads_that_exit_early_keep_their_data() {
     assert_eq!(total, 1200);
 }
 
+/// The child writes its own trace, as the reference's does: what the
+/// process recorded before the fork and the child's own region (it exits
+/// inside it); the
+/// parent's has no trace of the child.
 #[test]
-fn a_forked_child_does_not_write_the_parents_data() {
+fn a_forked_child_writes_its_own_trace() {
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("trace.cali");
-    run_with("fork", &trace_env(&file));
-    let records = expand(&file);
-    assert_eq!(records.len(), 22, "the parent's records, written once");
-    assert!(records.iter().all(|r| !r.contains("child")));
+    run(
+        "fork",
+        &[
+            ("CALI_SERVICES_ENABLE", "event,trace,timer,recorder"),
+            ("CALI_RECORDER_DIRECTORY", dir.path().to_str().unwrap()),
+        ],
+    );
+    let mut traces: Vec<Vec<String>> =
+        std::fs::read_dir(dir.path()).unwrap().map(|e| expand(&e.unwrap().path())).collect();
+    traces.sort_by_key(Vec::len);
+    let [parent, child] = &traces[..] else { panic!("{} traces", traces.len()) };
+    assert_eq!(parent.len(), 22, "the parent's records");
+    assert!(parent.iter().all(|r| !r.contains("child")));
+    assert_eq!(child[..22], parent[..], "the child's trace starts with what was recorded before the fork");
+    // The child exits inside its region: its begin is recorded.
+    assert_eq!(child.len(), 23, "and has its own region's begin");
+    assert!(child[22].contains("event.begin#region=child"), "{}", child[22]);
 }
 
 #[test]

@@ -39,21 +39,34 @@ pub const SERVICES: &[(&str, &str)] = &[
     ("validator", "Check annotation nesting; report regions left open at the end of the program"),
 ];
 
-/// Creates the service `name` for a channel, or `None` if there is none.
-pub(crate) fn create(name: &str, cali: &Caliper, channel: &str, config: &RuntimeConfig) -> Option<Arc<dyn Service>> {
-    Some(match name {
+/// Why a service was not created.
+pub(crate) enum NotCreated {
+    /// There is no service of that name.
+    Unknown,
+    /// Its settings are wrong; the service has said how.
+    BadSettings,
+}
+
+/// Creates the service `name` for a channel.
+pub(crate) fn create(
+    name: &str,
+    cali: &Caliper,
+    channel: &str,
+    config: &RuntimeConfig,
+) -> Result<Arc<dyn Service>, NotCreated> {
+    Ok(match name {
         "timer" | "timestamp" => Arc::new(timer::Timer::new(cali, config)),
         "aggregate" => Arc::new(aggregate::Aggregate::new(cali, config)),
         "async_event" => Arc::new(async_event::AsyncEvent),
         "trace" => Arc::new(trace::Trace::new(channel, config)),
         "recorder" => Arc::new(recorder::Recorder::new(config)),
-        "report" => Arc::new(report::Report::new(channel, config)?),
+        "report" => Arc::new(report::Report::new(channel, config).ok_or(NotCreated::BadSettings)?),
         "validator" => Arc::new(validator::Validator),
         "debug" => Arc::new(debug::Debug),
         "loop_monitor" => Arc::new(loop_monitor::LoopMonitor::new(cali, config)),
         "region_monitor" => Arc::new(region_monitor::RegionMonitor::new(config)),
         "pthread" => Arc::new(thread_id::ThreadId::new(cali)),
-        _ => return None,
+        _ => return Err(NotCreated::Unknown),
     })
 }
 

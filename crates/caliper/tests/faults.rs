@@ -1,0 +1,169 @@
+//! Faults a host program really has, end to end: every service enabled
+//! alone and with the others, a bad service setting, and flushes and exits
+//! from signal handlers that interrupt annotating threads. Each scenario
+//! runs in a child process (this test binary re-run with
+//! `CALIPER_TEST_SCENARIO` set), with a time bound where it could hang.
+
+mod common;
+
+use caliper::services::SERVICES;
+use common::{nested, run, run_in, stderr};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Runs when this binary is re-run as a scenario; a no-op otherwise.
+#[test]
+fn scenario_child() {
+    let Ok(name) = std::env::var("CALIPER_TEST_SCENARIO") else { return };
+    match name.as_str() {
+        "workload" => workload(),
+        "flush_in_handler" => flush_in_signal_handler(),
+        other => panic!("unknown scenario {other}"),
+    }
+}
+
+/// Every kind of annotation, on the main thread and two others.
+fn workload() {
+    nested();
+    let threads: Vec<_> = (0..2)
+        .map(|t| {
+            std::thread::spawn(move || {
+                let lp = caliper::Loop::new("work");
+                for i in 0..50 {
+                    let _it = lp.iteration(i);
+                    let _r = caliper::region!("step");
+                    caliper::set_by_name("thread", t as i64);
+                    caliper::begin_by_name("phase", "inner");
+                    caliper::end_by_name("phase");
+                }
+            })
+        })
+        .collect();
+    let event = caliper::TimedAsyncEvent::begin("async");
+    for t in threads {
+        t.join().unwrap();
+    }
+    event.end();
+    caliper::flush();
+}
+
+/// A timer signal whose handler flushes, arriving while the thread
+/// annotates (by name too, which takes the registry's lock and allocates).
+fn flush_in_signal_handler() {
+    extern "C" fn on_alarm(_: libc::c_int) {
+        caliper::flush();
+    }
+    // SAFETY: installing a handler and starting a timer of this process.
+    unsafe {
+        libc::signal(libc::SIGALRM, on_alarm as *const () as libc::sighandler_t);
+        let every = libc::timeval { tv_sec: 0, tv_usec: 500 };
+        let timer = libc::itimerval { it_interval: every, it_value: every };
+        libc::setitimer(libc::ITIMER_REAL, &timer, std::ptr::null_mut());
+    }
+    let start = Instant::now();
+    let mut i = 0i64;
+    while start.elapsed() < Duration::from_millis(300) {
+        let _r = caliper::region!("loop");
+        caliper::begin_by_name("phase", "x");
+        caliper::set_by_name("i", i);
+        caliper::end_by_name("phase");
+        i += 1;
+    }
+    // SAFETY: stopping the timer.
+    unsafe {
+        let off = libc::itimerval {
+            it_interval: libc::timeval { tv_sec: 0, tv_usec: 0 },
+            it_value: libc::timeval { tv_sec: 0, tv_usec: 0 },
+        };
+        libc::setitimer(libc::ITIMER_REAL, &off, std::ptr::null_mut());
+    }
+    println!("done");
+}
+
+/// Every service alone, with the aggregating and the tracing pipelines,
+/// and all of them at once: the program runs to its end, nothing panics,
+/// and an output service writes what it should.
+#[test]
+fn every_service_runs_alone_and_with_the_others() {
+    let names: Vec<&str> = SERVICES.iter().map(|(name, _)| *name).collect();
+    let all = names.join(",");
+    let mut sets: Vec<String> = Vec::new();
+    for name in &names {
+        sets.push(name.to_string());
+        sets.push(format!("{name},event,timer,aggregate,report"));
+        sets.push(format!("{name},event,timer,trace,recorder"));
+    }
+    sets.push(all);
+    for services in &sets {
+        let dir = tempfile::tempdir().unwrap();
+        let out = run_in(
+            dir.path(),
+            "workload",
+            &[("CALI_SERVICES_ENABLE", services), ("CALI_CHANNEL_CONFIG_CHECK", "false"), ("CALI_LOG_VERBOSITY", "0")],
+        );
+        let err = stderr(&out);
+        assert!(out.status.success(), "{services}: {}\n{err}", out.status);
+        assert!(!err.contains("panicked") && !err.contains("internal error"), "{services}:\n{err}");
+        let listed: Vec<&str> = services.split(',').collect();
+        if listed.contains(&"report") && listed.contains(&"aggregate") && listed.contains(&"event") {
+            let report = String::from_utf8_lossy(&out.stdout);
+            assert!(report.contains("step"), "{services}: the report has the threads' region:\n{report}");
+        }
+        if listed.contains(&"recorder") && listed.contains(&"trace") && listed.contains(&"event") {
+            let files: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().path()).collect();
+            assert!(!files.is_empty(), "{services}: no .cali file");
+            for file in files {
+                let records = common::expand(&file);
+                assert!(records.iter().any(|r| r.contains("region=step")), "{services}: {}", file.display());
+            }
+        }
+    }
+}
+
+/// A report query that does not parse is said once, in one line; the
+/// service is not called missing.
+#[test]
+fn a_bad_report_query_is_reported_once_as_what_it_is() {
+    let out = run(
+        "workload",
+        &[("CALI_SERVICES_ENABLE", "event,aggregate,timer,report"), ("CALI_REPORT_CONFIG", "select count( group by")],
+    );
+    let err = stderr(&out);
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("== CALIPER: ")).collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(lines[0].contains("Report: config parse error"), "{err}");
+}
+
+/// Flushes from a signal handler that interrupts annotations (inside an
+/// update, holding the registry's lock, or allocating) never wait for
+/// themselves: the program ends within its time bound, every time.
+#[test]
+fn a_flush_in_a_signal_handler_never_hangs() {
+    for run in 0..5 {
+        let dir = tempfile::tempdir().unwrap();
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "scenario_child", "--nocapture", "--test-threads=1"])
+            .current_dir(dir.path())
+            .env("CALIPER_TEST_SCENARIO", "flush_in_handler")
+            .env("CALI_SERVICES_ENABLE", "event,aggregate,timer,report")
+            .env("CALI_REPORT_FILENAME", dir.path().join("report.txt"))
+            .env_remove("CALI_CONFIG")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let finished = child.try_wait().unwrap();
+        if finished.is_none() {
+            child.kill().unwrap();
+        }
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(finished.is_some_and(|s| s.success()), "run {run}: hung or failed ({:?}):\n{err}", finished);
+        assert!(String::from_utf8_lossy(&out.stdout).contains("done"), "run {run}");
+        assert!(!err.contains("panicked") && !err.contains("internal error"), "run {run}:\n{err}");
+    }
+}
