@@ -4,16 +4,20 @@
 //! must read as one `== CALIPER: ` line, not as Rust's panic report.
 
 use crate::log;
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 thread_local! {
     /// Set while the calling thread runs contained work: the panic hook
-    /// keeps the message here instead of printing it.
+    /// keeps the message in [`MESSAGE`] instead of printing it. (No
+    /// destructor: at exit, the flush runs after the exiting thread's
+    /// thread-locals with destructors are gone.)
     static CONTAINED: Cell<bool> = const { Cell::new(false) };
-    static MESSAGE: RefCell<Option<String>> = const { RefCell::new(None) };
 }
+
+/// The message of the last contained panic.
+static MESSAGE: Mutex<Option<String>> = Mutex::new(None);
 
 /// Runs `work`; a panic in it is caught and logged as one line,
 /// `<what>: internal error: <panic message>`, and gives `None`.
@@ -26,7 +30,7 @@ pub fn contain<R>(what: &str, work: impl FnOnce() -> R) -> Option<R> {
     match result {
         Ok(r) => Some(r),
         Err(_) => {
-            let message = MESSAGE.with(|m| m.borrow_mut().take()).unwrap_or_default();
+            let message = MESSAGE.lock().map(|mut m| m.take()).ok().flatten().unwrap_or_default();
             log::error(&format!("{what}: internal error: {message}"));
             None
         }
@@ -62,7 +66,9 @@ impl QuietHook {
                 .or_else(|| payload.downcast_ref::<String>().cloned())
                 .unwrap_or_default();
             let location = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
-            let _ = MESSAGE.try_with(|m| *m.borrow_mut() = Some(format!("{}{location}", text.replace('\n', " "))));
+            if let Ok(mut message) = MESSAGE.try_lock() {
+                *message = Some(format!("{}{location}", text.replace('\n', " ")));
+            }
         }));
         QuietHook { previous: Some(previous) }
     }
@@ -92,7 +98,7 @@ mod tests {
         let caught: Option<()> = contain("test", || panic!("formatter fault"));
         assert_eq!(caught, None);
         // The message was taken for the log line, not left for the next one.
-        assert!(MESSAGE.with(|m| m.borrow().is_none()));
+        assert!(MESSAGE.lock().unwrap().is_none());
         // Nested contained work restores the outer state.
         assert_eq!(contain("outer", || contain("inner", || panic!("inner fault")).is_none()), Some(true));
         assert!(!CONTAINED.with(Cell::get));

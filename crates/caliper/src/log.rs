@@ -75,13 +75,29 @@ pub fn log(level: u32, message: &str) {
     if WRITING.with(|w| w.replace(true)) {
         return;
     }
-    let line = format!("{PREFIX}{message}\n");
+    // A short line is put together on the stack: a message from a signal
+    // handler that interrupted an allocation must not allocate.
+    let mut stack = [0u8; 512];
+    let heap;
+    let parts = [PREFIX.as_bytes(), message.as_bytes(), b"\n"];
+    let len: usize = parts.iter().map(|p| p.len()).sum();
+    let line: &[u8] = if len <= stack.len() {
+        let mut at = 0;
+        for part in parts {
+            stack[at..at + part.len()].copy_from_slice(part);
+            at += part.len();
+        }
+        &stack[..len]
+    } else {
+        heap = parts.concat();
+        &heap
+    };
     if let Ok(mut sink) = SINK.lock() {
         let _ = match &mut *sink {
-            Sink::Stderr => std::io::stderr().write_all(line.as_bytes()),
-            Sink::Stdout => std::io::stdout().write_all(line.as_bytes()),
+            Sink::Stderr => std::io::stderr().write_all(line),
+            Sink::Stdout => std::io::stdout().write_all(line),
             Sink::None => Ok(()),
-            Sink::File(f) => f.write_all(line.as_bytes()),
+            Sink::File(f) => f.write_all(line),
         };
     }
     WRITING.with(|w| w.set(false));

@@ -756,7 +756,9 @@ impl Caliper {
     /// held a lock would wait for itself: it is skipped (and logged), and
     /// `f` not run.
     pub(crate) fn with_updates_stopped<R>(&self, f: impl FnOnce() -> R) -> Option<R> {
-        if interrupted_in_runtime() {
+        if interrupted_in_runtime() || own_slot().is_some_and(|s| s.busy.is_busy()) {
+            // Inside an update, too: the update cannot end before the flush
+            // does, and other threads' flushes would wait for it.
             log::error("Flush skipped: called from a signal handler that interrupted Caliper");
             return None;
         }
@@ -890,13 +892,18 @@ enum Stop {
     Dropped,
 }
 
-/// Stops updates on every thread of `slots` (see [`StopUpdates::new`]),
-/// and says how many threads' data the flush must leave out.
-fn stop_updates(slots: &[Arc<ThreadSlot>], stop: Stop) -> StopUpdates<'_> {
+/// The calling thread's slot if it has one, without registering it.
+fn own_slot() -> Option<&'static ThreadSlot> {
     let own = SLOT.with(Cell::get);
     // SAFETY: a non-null pointer comes from an `Arc` the runtime keeps for
     // the life of the process (see `current_slot`).
-    let own = (!own.is_null()).then(|| unsafe { &(*own).busy });
+    (!own.is_null()).then(|| unsafe { &*own })
+}
+
+/// Stops updates on every thread of `slots` (see [`StopUpdates::new`]),
+/// and says how many threads' data the flush must leave out.
+fn stop_updates(slots: &[Arc<ThreadSlot>], stop: Stop) -> StopUpdates<'_> {
+    let own = own_slot().map(|s| &s.busy);
     let flags = slots.iter().map(|s| &s.busy);
     let guard = match stop {
         Stop::Waited => StopUpdates::waited(flags, own),

@@ -238,7 +238,8 @@ impl BusyFlag {
         !self.abandoned.load(Ordering::Acquire)
     }
 
-    fn is_busy(&self) -> bool {
+    /// Whether the thread is inside an update.
+    pub fn is_busy(&self) -> bool {
         self.busy.load(Ordering::Acquire)
     }
 
