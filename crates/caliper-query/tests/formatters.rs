@@ -50,6 +50,19 @@ fn table_column_width_and_truncation() {
 }
 
 #[test]
+fn table_rows_from_before_a_new_column_get_empty_cells() {
+    // `select *` discovers columns as records arrive: the first records of
+    // the trace have no region, later ones add it.
+    let text = run("select * format table", TRACE);
+    let header = text.lines().next().unwrap();
+    let width = header.len();
+    assert!(header.contains("region"), "{header}");
+    let rows: Vec<&str> = text.lines().skip(1).collect();
+    assert!(rows.len() > 10, "{text}");
+    assert!(rows.iter().all(|l| l.len() == width), "every line as wide as the header:\n{text}");
+}
+
+#[test]
 fn table_sorts_with_the_last_key_first() {
     let q =
         "select region,count(),sum(time.duration.ns) group by region order by sum#time.duration.ns desc format table";

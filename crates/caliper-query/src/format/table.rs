@@ -118,6 +118,10 @@ impl RecordFormatter for TableFormatter {
     }
 
     fn finish(&mut self, db: &mut MetadataDb) -> io::Result<()> {
+        // Columns discovered after a row was stored are empty in that row.
+        for row in &mut self.rows {
+            row.cells.resize(self.columns.len(), String::new());
+        }
         // Stable sort per key in sequence: the last key is the primary one,
         // as in the reference.
         for (i, key) in self.spec.sort.iter().enumerate() {
