@@ -293,7 +293,10 @@ impl RecordFormatter for TreeFormatter {
             }
         }
         let columns = self.columns(db);
-        let longest = depth_first(&self.nodes, &self.roots).map(|(i, d)| 2 * d + self.nodes[i].label.chars().count()).max().unwrap_or(0);
+        let longest = depth_first(&self.nodes, &self.roots)
+            .map(|(i, d)| 2 * d + self.nodes[i].label.chars().count())
+            .max()
+            .unwrap_or(0);
         let path_width = self.path_width.map_or(longest, |cap| longest.min(cap)).max(4);
         let widths: Vec<usize> = columns
             .iter()
