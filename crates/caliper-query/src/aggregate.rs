@@ -510,11 +510,12 @@ impl Aggregator {
     /// first one already linked) and links each to its parent.
     fn link_ancestors(&mut self, db: &MetadataDb, mut g: usize) {
         while self.groups[g].parent.is_none() {
-            let key = &self.groups[g].key;
-            let parent = match key.path.and_then(|p| db.node(p)).and_then(|n| n.parent) {
-                Some(p) => Some(self.group_index(GroupKey { path: Some(p), ..key.clone() })),
-                None => None,
-            };
+            let key = self.groups[g].key.clone();
+            let parent = key
+                .path
+                .and_then(|p| db.node(p))
+                .and_then(|n| n.parent)
+                .map(|p| self.group_index(GroupKey { path: Some(p), ..key }));
             self.groups[g].parent = Some(parent);
             match parent {
                 Some(p) => g = p,
@@ -648,8 +649,7 @@ impl Aggregator {
             let node = db.node(id).expect("path node");
             let (attr_id, value) = (node.attribute, node.value.clone());
             if let Some(attr) = db.attribute(attr_id) {
-                let named =
-                    wanted.contains(&attr_id) || attr.metadata().iter().any(|(meta, _)| wanted.contains(meta));
+                let named = wanted.contains(&attr_id) || attr.metadata().iter().any(|(meta, _)| wanted.contains(meta));
                 let selected = self.key.all_tree || named || (self.key.path && attr.is_nested());
                 if selected && !attr.is_hidden() {
                     let chain = if attr.is_nested() { &mut nk.path_node } else { &mut nk.other_node };
