@@ -1,6 +1,6 @@
 //! The first cali-query: merging streams, options and error handling.
 
-use caliper_testutil::{fixture, read_with_caliper_reader};
+use caliper_testutil::{fixture, read_with_caliper_reader, repro_input};
 use serde_json::Value;
 use std::fs;
 use std::path::Path;
@@ -209,4 +209,24 @@ fn profile_option_profiles_the_tool_itself() {
     let out = cali_query(&["-P", "runtime-reprot", input.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(255));
     assert!(stderr(&out).starts_with("cali-query: error: profile config: Unknown config or parameter: runtime-reprot"));
+}
+
+#[test]
+fn a_bad_line_still_prints_what_was_read_before_it() {
+    let truncated = repro_input("truncated.cali");
+    let path = truncated.to_str().unwrap();
+    let message = format!("cali-query: error: {path}:17:18: field \"att\" has no value (truncated line?)\n");
+    for (args, expected) in [
+        (vec!["-t"], "0.000007          1 main"),
+        (vec!["-T"], "main              0.000007"),
+        (vec!["-j"], "{\"path\":\"main\",\"min#aggregate.slot\":1"),
+        (vec!["-q", "select * format json-split"], "[ 1, 0.000007, 0 ]"),
+        (vec!["-q", "select region,count() group by region format table"], "main       1"),
+    ] {
+        let out = cali_query(&[args.as_slice(), &[path]].concat());
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert_eq!(stderr(&out), message, "{args:?}");
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(text.contains(expected), "{args:?}: the records before the bad line:\n{text}");
+    }
 }

@@ -29,6 +29,13 @@ pub fn fixture(name: &str) -> PathBuf {
     path
 }
 
+/// An input that once broke the query side (`fixtures/repro`), by name.
+pub fn repro_input(name: &str) -> PathBuf {
+    let path = workspace_root().join("fixtures/repro").join(name);
+    assert!(path.exists(), "repro input {} is missing", path.display());
+    path
+}
+
 /// Every reference `.cali` fixture, sorted by name.
 pub fn cali_fixtures() -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = fs::read_dir(reference_fixtures())

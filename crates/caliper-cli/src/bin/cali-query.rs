@@ -322,6 +322,9 @@ fn query(parsed: &ParsedArgs) -> Result<(), Failure> {
     // records read before the problem); the exit status still says so.
     let keep_going = parsed.is_set("continue");
     let mut bad_inputs = Vec::new();
+    // Without --continue a bad input ends the reading; the results of what
+    // was read before it are still written, then the error.
+    let mut failure = None;
     for input in &inputs {
         let _read = caliper::region!("read");
         caliper::set_by_name("cali-query.input", input.as_str());
@@ -338,7 +341,10 @@ fn query(parsed: &ParsedArgs) -> Result<(), Failure> {
                 eprintln!("cali-query: error: {e} (skipping the rest of this input)");
                 bad_inputs.push(input.clone());
             }
-            Err(StreamError::Read(e)) => return Err(Failure::Fatal(e.to_string())),
+            Err(StreamError::Read(e)) => {
+                failure = Some(Failure::Fatal(e.to_string()));
+                break;
+            }
             Err(StreamError::Sink(e)) => return Err(write_failed(e)),
         }
     }
@@ -355,6 +361,9 @@ fn query(parsed: &ParsedArgs) -> Result<(), Failure> {
     {
         let _write = caliper::region!("write");
         processor.finish(&mut db).map_err(write_failed)?;
+    }
+    if let Some(failure) = failure {
+        return Err(failure);
     }
     match bad_inputs.len() {
         0 => Ok(()),

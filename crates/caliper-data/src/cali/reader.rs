@@ -112,6 +112,12 @@ impl<'db> CaliReader<'db> {
         }
     }
 
+    /// What the reader has read so far; after an error, the records before
+    /// the bad line (tools print results for those, as the reference does).
+    pub fn read_so_far(&self) -> &ReadSummary {
+        &self.summary
+    }
+
     /// Reads the whole input, handing every snapshot and globals record to
     /// `sink` (globals are also merged into the database). The sink may add
     /// nodes and attributes to the database (a query's results, say); the
