@@ -243,6 +243,9 @@ fn main() -> ExitCode {
             let mut cali = CaliReader::new(&mut db, name);
             let result = cali.read(reader, |db, r| stats.add(db, r, reuse));
             stats.nodes += cali.read_so_far().nodes;
+            if let Some(warning) = cali.warning() {
+                eprintln!("cali-stat: warning: {warning}");
+            }
             result
         });
         if let Err(e) = result {
