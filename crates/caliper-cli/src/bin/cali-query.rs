@@ -200,7 +200,7 @@ fn build_query(parsed: &ParsedArgs) -> Result<QuerySpec, Failure> {
         parse_into(text, &mut spec).map_err(|e| bad(&e))?;
     }
     if let Some(filter) = parsed.value("select") {
-        spec.filter.extend(parse_legacy_filter(filter));
+        spec.filter.extend(parse_legacy_filter(filter).map_err(|e| Failure::BadQuery(format!("-s {filter}: {e}")))?);
     }
     if let Some(list) = parsed.value("print-attributes") {
         spec.select = Selection::List(split_list(list));
@@ -332,8 +332,13 @@ fn query(parsed: &ParsedArgs) -> Result<(), Failure> {
             if parsed.is_set("verbose") {
                 eprintln!("cali-query: Reading {name}");
             }
-            CaliReader::new(&mut db, name)
-                .try_read_parallel(reader, |db, record| if list_only { Ok(()) } else { processor.process(db, record) })
+            let mut cali = CaliReader::new(&mut db, name);
+            let result = cali
+                .try_read_parallel(reader, |db, record| if list_only { Ok(()) } else { processor.process(db, record) });
+            if let Some(warning) = cali.warning() {
+                eprintln!("cali-query: warning: {warning}");
+            }
+            result
         });
         match result {
             Ok(_) => {}
