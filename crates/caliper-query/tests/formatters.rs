@@ -4,23 +4,7 @@ use caliper_data::MetadataDb;
 use caliper_data::cali::CaliReader;
 use caliper_query::spec::Formatter;
 use caliper_query::{QueryProcessor, parse_query};
-use caliper_testutil::fixture;
-use std::io::Write;
-use std::sync::{Arc, Mutex};
-
-/// An output the test can read after the processor is done with it.
-#[derive(Clone, Default)]
-struct Output(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Output {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
+use caliper_testutil::{SharedOutput, fixture};
 
 /// Runs `query` over a fixture and returns the output text.
 fn run(query: &str, file: &str) -> String {
@@ -30,13 +14,12 @@ fn run(query: &str, file: &str) -> String {
 /// Runs `query` over a `.cali` stream and returns the output text.
 fn run_on(query: &str, name: &str, data: &[u8]) -> String {
     let spec = parse_query(query).unwrap();
-    let out = Output::default();
+    let out = SharedOutput::default();
     let mut processor = QueryProcessor::new(&spec, Formatter::Cali, Box::new(out.clone())).unwrap();
     let mut db = MetadataDb::new();
     CaliReader::new(&mut db, name).read(data, |db, r| processor.process(db, r).unwrap()).unwrap();
     processor.finish(&mut db).unwrap();
-    let bytes = out.0.lock().unwrap().clone();
-    String::from_utf8(bytes).unwrap()
+    String::from_utf8(out.contents()).unwrap()
 }
 
 const TRACE: &str = "cxx-example.event-trace.cali";
@@ -206,4 +189,22 @@ fn inclusive_sums_over_a_deep_chain() {
     let last = text.lines().last().unwrap();
     assert!(last.trim_end().ends_with(" 999"), "{last}");
     assert_eq!(text.lines().count(), 2 + 1000);
+}
+
+#[test]
+fn json_outputs_stay_json_for_odd_numbers() {
+    // A uint immediate without a value, and doubles that JSON has no
+    // number for (found by the formatters fuzz target).
+    let stream = "__rec=node,id=60,attr=10,data=2113,parent=2\n\
+                  __rec=node,id=61,attr=8,data=n,parent=60\n\
+                  __rec=node,id=62,attr=10,data=2113,parent=5\n\
+                  __rec=node,id=63,attr=8,data=x,parent=62\n\
+                  __rec=ctx,attr=61=63,data==inf\n\
+                  __rec=ctx,attr=61=63,data=3=nan\n\
+                  __rec=ctx,attr=61=63,data=4=-2.5\n";
+    for query in ["select * format json", "select * format json-split", "select * format json(object,pretty)"] {
+        let text = run_on(query, "odd", stream.as_bytes());
+        let json: serde_json::Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{query}: {e}:\n{text}"));
+        assert!(text.contains("-2.5"), "{query}: plain numbers stay bare:\n{json}");
+    }
 }
