@@ -41,10 +41,11 @@ fuzz_target!(|data: &[u8]| {
             spec.format = Some(FormatSpec::new(formatter));
         }
         let Some(out) = run(&spec, stream) else { continue };
-        if matches!(formatter, Formatter::Json | Formatter::JsonSplit) && !out.is_empty() {
-            if let Err(e) = serde_json::from_slice::<serde_json::Value>(&out) {
-                panic!("{formatter:?} wrote invalid JSON ({e}):\n{}", String::from_utf8_lossy(&out));
-            }
+        if matches!(formatter, Formatter::Json | Formatter::JsonSplit)
+            && !out.is_empty()
+            && let Err(e) = serde_json::from_slice::<serde_json::Value>(&out)
+        {
+            panic!("{formatter:?} wrote invalid JSON ({e}):\n{}", String::from_utf8_lossy(&out));
         }
     }
 });
