@@ -1,6 +1,6 @@
 //! The first cali-query: merging streams, options and error handling.
 
-use caliper_testutil::{fixture, read_with_caliper_reader};
+use caliper_testutil::{fixture, read_with_caliper_reader, repro_input};
 use serde_json::Value;
 use std::fs;
 use std::path::Path;
@@ -209,4 +209,66 @@ fn profile_option_profiles_the_tool_itself() {
     let out = cali_query(&["-P", "runtime-reprot", input.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(255));
     assert!(stderr(&out).starts_with("cali-query: error: profile config: Unknown config or parameter: runtime-reprot"));
+}
+
+#[test]
+fn a_bad_line_still_prints_what_was_read_before_it() {
+    let truncated = repro_input("truncated.cali");
+    let path = truncated.to_str().unwrap();
+    let message = format!("cali-query: error: {path}:17:18: field \"att\" has no value (truncated line?)\n");
+    for (args, expected) in [
+        (vec!["-t"], "0.000007          1 main"),
+        (vec!["-T"], "main              0.000007"),
+        (vec!["-j"], "{\"path\":\"main\",\"min#aggregate.slot\":1"),
+        (vec!["-q", "select * format json-split"], "[ 1, 0.000007, 0 ]"),
+        (vec!["-q", "select region,count() group by region format table"], "main       1"),
+    ] {
+        let out = cali_query(&[args.as_slice(), &[path]].concat());
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert_eq!(stderr(&out), message, "{args:?}");
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(text.contains(expected), "{args:?}: the records before the bad line:\n{text}");
+    }
+}
+
+#[test]
+fn malformed_selectors_queries_and_node_ids_are_errors() {
+    let trace = fixture("c-example.event-trace.cali");
+    let trace = trace.to_str().unwrap();
+    let out = cali_query(&["-s", "-,=,==", trace]);
+    assert_eq!(out.status.code(), Some(254));
+    assert_eq!(stderr(&out), "cali-query: Invalid query: -s -,=,==: malformed selector clause \"-\" (at column 1)\n");
+    assert!(out.stdout.is_empty());
+    let out = cali_query(&["-q", r#"select * where region="\"#, trace]);
+    assert_eq!(out.status.code(), Some(254));
+    assert_eq!(
+        stderr(&out),
+        "cali-query: Invalid query: Unterminated quote: '\"' without a closing '\"' (at column 23)\n"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("ids.cali");
+    let header = "__rec=node,id=34,attr=10,data=276,parent=3\n__rec=node,id=35,attr=8,data=region,parent=34\n";
+    fs::write(
+        &file,
+        format!("{header}__rec=node,id=36,attr=35,data=main\n__rec=node,id=36,attr=35,data=other\n__rec=ctx,ref=36\n"),
+    )
+    .unwrap();
+    let out = cali_query(&["-e", file.to_str().unwrap()]);
+    assert!(out.status.success());
+    assert_eq!(
+        stderr(&out),
+        format!("cali-query: warning: {}:4: node id 36 defined again; the first definition is kept\n", file.display())
+    );
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), "region=main\n");
+    fs::write(&file, format!("{header}__rec=node,id=18446744073709551615,attr=35,data=x\n")).unwrap();
+    let out = cali_query(&["-e", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "cali-query: error: {}:3:15: node id 18446744073709551615 is the invalid id (CALI_INV_ID), not a node\n",
+            file.display()
+        )
+    );
 }

@@ -1,6 +1,6 @@
 //! cali-stat: the statistics of a known file, options and errors.
 
-use caliper_testutil::fixture;
+use caliper_testutil::{fixture, repro_input};
 use std::process::{Command, Output};
 
 fn cali_stat(args: &[&str]) -> Output {
@@ -60,4 +60,18 @@ fn errors() {
     let out = cali_stat(&["--help"]);
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).starts_with("Usage: cali-stat"));
+}
+
+#[test]
+fn a_bad_line_still_prints_the_statistics_of_what_was_read() {
+    let truncated = repro_input("truncated.cali");
+    let out = cali_stat(&[truncated.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!("cali-stat: error: {}:17:18: field \"att\" has no value (truncated line?)\n", truncated.display())
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(value(&text, "Number of records", "Nodes"), "14");
+    assert_eq!(value(&text, "Number of records", "Snapshots"), "2");
 }

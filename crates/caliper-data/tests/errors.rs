@@ -161,3 +161,39 @@ fn lenient_where_the_reference_is() {
     // A node without data has the empty value.
     assert_eq!(read(&format!("{HEADER}__rec=node,id=17,attr=13\n__rec=ctx,ref=17\n")).unwrap(), 1);
 }
+
+#[test]
+fn the_invalid_id_is_not_a_node() {
+    let (col, kind) = error_in("__rec=node,id=18446744073709551615,attr=13,data=x");
+    assert_eq!((col, kind), (15, ReadErrorKind::InvalidNodeId));
+    let err = read(&format!("{HEADER}__rec=node,id=18446744073709551615,attr=13,data=x\n")).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "bad.cali:6:15: node id 18446744073709551615 is the invalid id (CALI_INV_ID), not a node"
+    );
+}
+
+#[test]
+fn a_repeated_node_id_keeps_the_first_definition() {
+    let text =
+        format!("{HEADER}__rec=node,id=14,attr=13,data=other\n__rec=node,id=14,attr=13,data=third\n__rec=ctx,ref=14\n");
+    let mut db = MetadataDb::new();
+    let mut regions = Vec::new();
+    let mut reader = CaliReader::new(&mut db, "dup.cali");
+    reader
+        .read(text.as_bytes(), |db, r| {
+            regions.extend(db.expand_paths(r).into_iter().flat_map(|(_, v)| v).map(|v| v.to_string()))
+        })
+        .unwrap();
+    assert_eq!(regions, ["main"]);
+    assert_eq!(reader.duplicates().map(|d| (d.line, d.id, d.count)), Some((6, 14, 2)));
+    assert_eq!(
+        reader.warning().unwrap(),
+        "dup.cali:6: node id 14 defined again; the first definition is kept (2 node records repeat an id)"
+    );
+    // Bootstrap ids may be written again (id 11 is, by the reference).
+    let mut db = MetadataDb::new();
+    let mut reader = CaliReader::new(&mut db, "ok.cali");
+    reader.read(format!("{HEADER}__rec=ctx,ref=14\n").as_bytes(), |_, _| {}).unwrap();
+    assert_eq!(reader.warning(), None);
+}

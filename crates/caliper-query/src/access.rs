@@ -36,10 +36,14 @@ impl AttrRef {
 
 /// Every value of attribute `attr` in a record, entry by entry: for a
 /// reference entry the values on its path, innermost first; for an
-/// immediate entry its value.
+/// immediate entry its value. The values of an as-value attribute are
+/// immediate entries only, so paths are not walked for one: in a deep
+/// region tree that walk would make a query's time quadratic in the depth.
 pub fn values_of<'a>(db: &'a MetadataDb, record: &'a Record, attr: Id) -> impl Iterator<Item = &'a Variant> + 'a {
+    let as_value = db.attribute(attr).is_some_and(|a| a.is_asvalue());
     record.entries.iter().flat_map(move |entry| {
         let (path, imm) = match entry {
+            Entry::Reference(_) if as_value => (None, None),
             Entry::Reference(node) => (Some(PathIter { db, next: Some(*node) }), None),
             Entry::Immediate(a, v) => (None, (*a == attr).then_some(v)),
         };

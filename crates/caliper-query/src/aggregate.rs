@@ -75,12 +75,12 @@ struct GroupKey {
     immediates: Vec<(Id, Variant)>,
 }
 
-/// The selected nodes of one reference entry, root first, and the nodes
-/// rebuilt from them.
-#[derive(Clone, Debug, Default)]
+/// The key part of one reference entry: its selected nodes rebuilt as
+/// chains under the root (the NESTED ones, and the others). The chains
+/// themselves are the selected nodes, so a key takes constant memory
+/// however deep the entry's node is.
+#[derive(Clone, Copy, Debug, Default)]
 struct NodeKey {
-    nested: Vec<Id>,
-    other: Vec<Id>,
     path_node: Option<Id>,
     other_node: Option<Id>,
 }
@@ -122,6 +122,9 @@ struct Op {
 struct Group {
     key: GroupKey,
     states: Vec<State>,
+    /// With inclusive kernels, the group of the parent path (`Some(None)`
+    /// for a root), once looked up.
+    parent: Option<Option<usize>>,
 }
 
 /// The aggregation stage of a query.
@@ -197,6 +200,32 @@ impl Op {
             (0, (0.0, 0.0))
         };
         Ok(Op { op: op.clone(), a, b, merged: names.iter().map(|n| AttrRef::new(n)).collect(), factor, bins, range })
+    }
+
+    /// Adds the state of a child group to its parent's, for inclusive
+    /// kernels (the others keep the parent's own records only).
+    fn merge_inclusive(&self, into: &mut State, child: &State) {
+        if !self.op.kernel.is_inclusive() {
+            return;
+        }
+        match (into, child) {
+            (_, State::Value(v)) if v.is_empty() => {}
+            (State::Value(acc), State::Value(v)) => match self.op.kernel {
+                Kernel::InclusiveMin => *acc = acc.min_with(v),
+                Kernel::InclusiveMax => *acc = acc.max_with(v),
+                _ => acc.add_assign(v),
+            },
+            (State::Sum(sum, seen), State::Sum(x, x_seen)) => {
+                *sum += x;
+                *seen |= x_seen;
+            }
+            (State::Ratio(num, den, seen), State::Ratio(x_num, x_den, x_seen)) => {
+                *num += x_num;
+                *den += x_den;
+                *seen |= x_seen;
+            }
+            _ => {}
+        }
     }
 
     fn initial_state(&self) -> State {
@@ -461,28 +490,68 @@ impl Aggregator {
         self.ops.iter().map(|o| o.op.result_name()).collect()
     }
 
-    /// Adds a record to its group (and, for inclusive kernels, to the groups
-    /// of its path's ancestors).
+    /// Adds a record to its group (and, for inclusive kernels, makes sure
+    /// the groups of its path's ancestors exist: the flush adds each
+    /// group's inclusive results to its parent's, once, rather than each
+    /// record to every ancestor, which would cost time quadratic in the
+    /// depth).
     pub fn add(&mut self, db: &mut MetadataDb, record: &Record) {
         let g = self.group_of(db, record);
         for (i, op) in self.ops.iter_mut().enumerate() {
             let total = op.update(db, &mut self.groups[g].states[i], record);
             self.totals[i] += total;
         }
-        if !self.inclusive {
-            return;
+        if self.inclusive {
+            self.link_ancestors(db, g);
         }
-        let key = self.groups[g].key.clone();
-        let mut ancestor = key.path.and_then(|p| db.node(p)).and_then(|n| n.parent);
-        while let Some(p) = ancestor {
-            let g = self.group_index(GroupKey { path: Some(p), ..key.clone() });
-            for (i, op) in self.ops.iter_mut().enumerate() {
-                if op.op.kernel.is_inclusive() {
-                    op.update(db, &mut self.groups[g].states[i], record);
-                }
+    }
+
+    /// Creates the groups of the ancestors of group `g`'s path (up to the
+    /// first one already linked) and links each to its parent.
+    fn link_ancestors(&mut self, db: &MetadataDb, mut g: usize) {
+        while self.groups[g].parent.is_none() {
+            let key = self.groups[g].key.clone();
+            let parent = key
+                .path
+                .and_then(|p| db.node(p))
+                .and_then(|n| n.parent)
+                .map(|p| self.group_index(GroupKey { path: Some(p), ..key }));
+            self.groups[g].parent = Some(parent);
+            match parent {
+                Some(p) => g = p,
+                None => return,
             }
-            ancestor = db.node(p).and_then(|n| n.parent);
         }
+    }
+
+    /// Every group's states with the inclusive ones summed over the
+    /// group's subtree: children are added to their parent before the
+    /// parent is added to its own.
+    fn inclusive_states(&self) -> Vec<Vec<State>> {
+        let mut states: Vec<Vec<State>> = self.groups.iter().map(|g| g.states.clone()).collect();
+        if !self.inclusive {
+            return states;
+        }
+        let parent = |g: usize| self.groups[g].parent.flatten();
+        let mut children_left = vec![0usize; self.groups.len()];
+        for g in 0..self.groups.len() {
+            if let Some(p) = parent(g) {
+                children_left[p] += 1;
+            }
+        }
+        let mut ready: Vec<usize> = (0..self.groups.len()).filter(|&g| children_left[g] == 0).collect();
+        while let Some(g) = ready.pop() {
+            let Some(p) = parent(g) else { continue };
+            for (i, op) in self.ops.iter().enumerate() {
+                let child = states[g][i].clone();
+                op.merge_inclusive(&mut states[p][i], &child);
+            }
+            children_left[p] -= 1;
+            if children_left[p] == 0 {
+                ready.push(p);
+            }
+        }
+        states
     }
 
     /// The group of a record. Most records have a single reference entry
@@ -515,7 +584,7 @@ impl Aggregator {
             return g;
         }
         let states = self.ops.iter().map(Op::initial_state).collect();
-        self.groups.push(Group { key: key.clone(), states });
+        self.groups.push(Group { key: key.clone(), states, parent: None });
         self.index.insert(key, self.groups.len() - 1);
         self.groups.len() - 1
     }
@@ -534,14 +603,14 @@ impl Aggregator {
                 key.other = nk.other_node;
             }
             (Some(_), Some(_)) => {
-                let (mut nested, mut other) = (Vec::new(), Vec::new());
+                // The entries' chains one after the other: each later chain
+                // is rebuilt under the ones before it.
+                let mut path = Vec::new();
                 for r in record.refs() {
                     let nk = self.node_key(db, r);
-                    nested.extend_from_slice(&nk.nested);
-                    other.extend_from_slice(&nk.other);
+                    key.path = append_chain(db, key.path, nk.path_node, &mut path);
+                    key.other = append_chain(db, key.other, nk.other_node, &mut path);
                 }
-                key.path = rebuild(db, &nested);
-                key.other = rebuild(db, &other);
             }
         }
         if !self.key.names.is_empty() {
@@ -556,34 +625,40 @@ impl Aggregator {
         key
     }
 
-    /// The selected nodes of a reference entry, cached per node.
-    fn node_key(&mut self, db: &mut MetadataDb, node: Id) -> &NodeKey {
-        if self.node_keys.contains_key(&node) {
-            return &self.node_keys[&node];
+    /// The key part of a reference entry, cached per node. A node's key
+    /// is its parent's, extended by the node if it is selected: each node
+    /// is looked at once, so deep trees cost time linear in their size.
+    fn node_key(&mut self, db: &mut MetadataDb, node: Id) -> NodeKey {
+        if let Some(&nk) = self.node_keys.get(&node) {
+            return nk;
         }
-        let mut path = Vec::new();
-        db.path_to(node, &mut path);
-        let wanted = self.key.named_ids(db).to_vec();
+        let mut pending = Vec::new();
         let mut nk = NodeKey::default();
-        for id in path {
-            let attr_id = db.node(id).expect("path node").attribute;
-            let Some(attr) = db.attribute(attr_id) else {
-                continue;
-            };
-            let named = wanted.contains(&attr_id) || attr.metadata().iter().any(|(meta, _)| wanted.contains(meta));
-            let selected = self.key.all_tree || named || (self.key.path && attr.is_nested());
-            if !selected || attr.is_hidden() {
-                continue;
+        let mut next = Some(node);
+        while let Some(id) = next {
+            if let Some(&known) = self.node_keys.get(&id) {
+                nk = known;
+                break;
             }
-            if attr.is_nested() {
-                nk.nested.push(id);
-            } else {
-                nk.other.push(id);
-            }
+            let Some(n) = db.node(id) else { break };
+            pending.push(id);
+            next = n.parent;
         }
-        nk.path_node = rebuild(db, &nk.nested);
-        nk.other_node = rebuild(db, &nk.other);
-        self.node_keys.entry(node).or_insert(nk)
+        let wanted = self.key.named_ids(db).to_vec();
+        for id in pending.into_iter().rev() {
+            let node = db.node(id).expect("path node");
+            let (attr_id, value) = (node.attribute, node.value.clone());
+            if let Some(attr) = db.attribute(attr_id) {
+                let named = wanted.contains(&attr_id) || attr.metadata().iter().any(|(meta, _)| wanted.contains(meta));
+                let selected = self.key.all_tree || named || (self.key.path && attr.is_nested());
+                if selected && !attr.is_hidden() {
+                    let chain = if attr.is_nested() { &mut nk.path_node } else { &mut nk.other_node };
+                    *chain = Some(db.get_or_create_node(attr_id, value, *chain));
+                }
+            }
+            self.node_keys.insert(id, nk);
+        }
+        nk
     }
 
     /// Emits one record per group, in creation order: the key entries, then
@@ -592,7 +667,8 @@ impl Aggregator {
         let mut record = Record::ctx();
         let unit_attr = db.unit_attribute();
         let alias_attr = db.alias_attribute();
-        for group in &self.groups {
+        let states = self.inclusive_states();
+        for (group, states) in self.groups.iter().zip(&states) {
             record.clear();
             if let Some(p) = group.key.path {
                 record.push_ref(p);
@@ -604,7 +680,7 @@ impl Aggregator {
                 record.push_imm(*attr, value.clone());
             }
             for (i, op) in self.ops.iter().enumerate() {
-                for (name, ty, props, value) in op.results(&group.states[i], self.totals[i]) {
+                for (name, ty, props, value) in op.results(&states[i], self.totals[i]) {
                     let mut meta = Vec::new();
                     if let Some((_, unit)) = self.units.iter().rev().find(|(n, _)| *n == name) {
                         meta.push((unit_attr, Variant::string(unit)));
@@ -621,17 +697,18 @@ impl Aggregator {
     }
 }
 
-/// The node for a list of (attribute, value) nodes, rebuilt as one chain
-/// under the root; `None` for an empty list. A list that already is a
-/// root path gives back its own last node.
-fn rebuild(db: &mut MetadataDb, nodes: &[Id]) -> Option<Id> {
-    let mut parent = None;
-    for &id in nodes {
+/// The chain `base` continued by a copy of the chain `chain` (both under
+/// the root); `scratch` is working space.
+fn append_chain(db: &mut MetadataDb, base: Option<Id>, chain: Option<Id>, scratch: &mut Vec<Id>) -> Option<Id> {
+    let (Some(mut parent), Some(chain)) = (base, chain) else { return base.or(chain) };
+    scratch.clear();
+    db.path_to(chain, scratch);
+    for &id in scratch.iter() {
         let node = db.node(id).expect("path node");
         let (attr, value) = (node.attribute, node.value.clone());
-        parent = Some(db.get_or_create_node(attr, value, parent));
+        parent = db.get_or_create_node(attr, value, Some(parent));
     }
-    parent
+    Some(parent)
 }
 
 #[cfg(test)]

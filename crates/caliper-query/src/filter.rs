@@ -5,6 +5,7 @@
 //! negation of the positive one, so it passes when the attribute is absent.
 
 use crate::access::{AttrRef, values_of};
+use crate::parser::ParseError;
 use crate::spec::{Condition, ConditionOp};
 use caliper_data::{MetadataDb, Record, Variant};
 use std::cmp::Ordering;
@@ -16,27 +17,41 @@ pub struct RecordFilter {
 }
 
 /// The conditions of the legacy `cali-query -s` filter: a comma list of
-/// `[-]attr[=value]` (`-` negates).
-pub fn parse_legacy_filter(text: &str) -> Vec<Condition> {
-    text.split(',')
-        .map(str::trim)
-        .filter(|item| !item.is_empty())
-        .map(|item| {
-            let (negate, item) = match item.strip_prefix('-') {
-                Some(rest) => (true, rest),
-                None => (false, item),
-            };
-            let (attribute, value, op) = match item.split_once('=') {
-                Some((a, v)) => (a, v, ConditionOp::Equal),
-                None => (item, "", ConditionOp::Exist),
-            };
-            Condition {
-                op: if negate { op.negated() } else { op },
-                attribute: attribute.to_string(),
-                value: value.to_string(),
-            }
-        })
-        .collect()
+/// `[-]attr[=value]` (`-` negates). A clause without an attribute name
+/// (`-`, `=x`) is an error, as in the reference ("malformed selector
+/// clause"): accepted, it would match nothing and silently drop every
+/// record.
+pub fn parse_legacy_filter(text: &str) -> Result<Vec<Condition>, ParseError> {
+    let mut conditions = Vec::new();
+    let mut offset = 0;
+    for clause in text.split(',') {
+        let start = offset + (clause.len() - clause.trim_start().len());
+        offset += clause.len() + 1;
+        let item = clause.trim();
+        if item.is_empty() {
+            continue;
+        }
+        let (negate, item) = match item.strip_prefix('-') {
+            Some(rest) => (true, rest),
+            None => (false, item),
+        };
+        let (attribute, value, op) = match item.split_once('=') {
+            Some((a, v)) => (a.trim(), v, ConditionOp::Equal),
+            None => (item.trim(), "", ConditionOp::Exist),
+        };
+        if attribute.is_empty() {
+            return Err(ParseError {
+                message: format!("malformed selector clause \"{}\"", clause.trim()),
+                column: text[..start].chars().count() + 1,
+            });
+        }
+        conditions.push(Condition {
+            op: if negate { op.negated() } else { op },
+            attribute: attribute.to_string(),
+            value: value.to_string(),
+        });
+    }
+    Ok(conditions)
 }
 
 #[derive(Clone, Debug)]
@@ -164,8 +179,17 @@ mod tests {
     #[test]
     fn legacy_syntax() {
         let f = fixture();
-        let mut filter = RecordFilter::new(&parse_legacy_filter("region,-n=5"));
+        let mut filter = RecordFilter::new(&parse_legacy_filter("region,-n=5").unwrap());
         let pass: Vec<_> = (0..3).filter(|&i| filter.pass(&f.db, &f.records[i])).collect();
         assert_eq!(pass, [0]);
+    }
+
+    #[test]
+    fn malformed_legacy_clauses() {
+        let err = |text: &str| parse_legacy_filter(text).unwrap_err().to_string();
+        assert_eq!(err("-,=,=="), "malformed selector clause \"-\" (at column 1)");
+        assert_eq!(err("region, =5"), "malformed selector clause \"=5\" (at column 9)");
+        assert_eq!(err("a,-=x"), "malformed selector clause \"-=x\" (at column 3)");
+        assert_eq!(parse_legacy_filter("a,,b,").unwrap().len(), 2, "empty clauses are skipped");
     }
 }

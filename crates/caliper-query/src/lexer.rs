@@ -11,6 +11,27 @@ pub struct Lexer<'a> {
     text: &'a str,
     pos: usize,
     separators: &'static [char],
+    /// Where a word ran into the end of the text inside quotes or right
+    /// after a `\` (byte offset of the `"` or `\`), and which of the two.
+    unterminated: Option<(usize, Unterminated)>,
+}
+
+/// A word cut off by the end of the text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unterminated {
+    /// A `"` without its closing `"`.
+    Quote,
+    /// A `\` with nothing to escape.
+    Escape,
+}
+
+impl std::fmt::Display for Unterminated {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unterminated::Quote => f.write_str("Unterminated quote: '\"' without a closing '\"'"),
+            Unterminated::Escape => f.write_str("Incomplete escape: '\\' at the end of the text"),
+        }
+    }
 }
 
 /// A word and where it started (byte offset into the text).
@@ -27,12 +48,19 @@ pub struct Word {
 impl<'a> Lexer<'a> {
     /// A lexer over `text` that ends words at `separators`.
     pub fn new(text: &'a str, separators: &'static [char]) -> Lexer<'a> {
-        Lexer { text, pos: 0, separators }
+        Lexer { text, pos: 0, separators, unterminated: None }
     }
 
     /// The byte offset of the next character.
     pub fn position(&self) -> usize {
         self.pos
+    }
+
+    /// The first word cut off by the end of the text, if any: its
+    /// position and what is missing. Such a word is read as if it were
+    /// closed; callers that must reject it ask here.
+    pub fn unterminated(&self) -> Option<(usize, Unterminated)> {
+        self.unterminated
     }
 
     /// The unread rest of the text.
@@ -76,38 +104,34 @@ impl<'a> Lexer<'a> {
         let start = self.pos;
         let mut text = String::new();
         let mut quoted = false;
-        let mut in_quotes = false;
+        let mut in_quotes = None;
         let mut chars = self.rest().char_indices();
         let mut end = self.rest().len();
+        let mut cut = None;
         while let Some((i, c)) = chars.next() {
-            if in_quotes {
-                match c {
-                    '"' => in_quotes = false,
-                    '\\' => {
-                        if let Some((_, next)) = chars.next() {
-                            text.push(next);
-                        }
-                    }
-                    _ => text.push(c),
-                }
-                continue;
-            }
-            if c.is_whitespace() || self.separators.contains(&c) {
-                end = i;
-                break;
-            }
             match c {
-                '"' => {
-                    in_quotes = true;
-                    quoted = true;
+                '\\' => match chars.next() {
+                    Some((_, next)) => text.push(next),
+                    None => cut = Some((i, Unterminated::Escape)),
+                },
+                '"' if in_quotes.is_some() => in_quotes = None,
+                _ if in_quotes.is_some() => text.push(c),
+                _ if c.is_whitespace() || self.separators.contains(&c) => {
+                    end = i;
+                    break;
                 }
-                '\\' => {
-                    if let Some((_, next)) = chars.next() {
-                        text.push(next);
-                    }
+                '"' => {
+                    in_quotes = Some(i);
+                    quoted = true;
                 }
                 _ => text.push(c),
             }
+        }
+        if let Some(q) = in_quotes {
+            cut = Some((q, Unterminated::Quote));
+        }
+        if self.unterminated.is_none() {
+            self.unterminated = cut.map(|(i, what)| (start + i, what));
         }
         self.pos += end;
         if self.pos == start { None } else { Some(Word { text, start, quoted }) }

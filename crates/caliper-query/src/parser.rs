@@ -51,7 +51,14 @@ pub fn parse_query(text: &str) -> Result<QuerySpec, ParseError> {
 /// Parses a CalQL query and adds its clauses to `spec` (clauses
 /// accumulate, as repeated clauses in one query do).
 pub fn parse_into(text: &str, spec: &mut QuerySpec) -> Result<(), ParseError> {
-    Parser { lx: Lexer::new(text, SEPARATORS), text, spec }.query()
+    let mut parser = Parser { lx: Lexer::new(text, SEPARATORS), text, spec };
+    let result = parser.query();
+    // A word cut off by the end of the text is the real problem even when
+    // the parser stumbled over what followed from it.
+    if let Some((offset, what)) = parser.lx.unterminated() {
+        return Err(parser.error_at(offset, what.to_string()));
+    }
+    result
 }
 
 struct Parser<'a, 's> {
@@ -523,5 +530,17 @@ mod tests {
         assert_eq!(e.column, 10);
         let e = parse_query("sélect a").unwrap_err();
         assert_eq!(e.column, 1);
+    }
+
+    #[test]
+    fn words_cut_off_by_the_end_are_errors() {
+        let e = parse_query(r#"where region="\"#).unwrap_err();
+        assert_eq!(e.to_string(), "Unterminated quote: '\"' without a closing '\"' (at column 14)");
+        let e = parse_query(r#"select "a b"#).unwrap_err();
+        assert_eq!(e.column, 8);
+        let e = parse_query(r#"where region=ab\"#).unwrap_err();
+        assert_eq!(e.to_string(), "Incomplete escape: '\\' at the end of the text (at column 16)");
+        // Closed quotes and escapes are fine.
+        assert!(parse_query(r#"where region="a\"b", x=\,"#).is_ok());
     }
 }

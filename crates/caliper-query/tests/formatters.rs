@@ -4,35 +4,22 @@ use caliper_data::MetadataDb;
 use caliper_data::cali::CaliReader;
 use caliper_query::spec::Formatter;
 use caliper_query::{QueryProcessor, parse_query};
-use caliper_testutil::fixture;
-use std::io::Write;
-use std::sync::{Arc, Mutex};
-
-/// An output the test can read after the processor is done with it.
-#[derive(Clone, Default)]
-struct Output(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Output {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
+use caliper_testutil::{SharedOutput, fixture};
 
 /// Runs `query` over a fixture and returns the output text.
 fn run(query: &str, file: &str) -> String {
+    run_on(query, file, &std::fs::read(fixture(file)).unwrap())
+}
+
+/// Runs `query` over a `.cali` stream and returns the output text.
+fn run_on(query: &str, name: &str, data: &[u8]) -> String {
     let spec = parse_query(query).unwrap();
-    let out = Output::default();
+    let out = SharedOutput::default();
     let mut processor = QueryProcessor::new(&spec, Formatter::Cali, Box::new(out.clone())).unwrap();
     let mut db = MetadataDb::new();
-    let data = std::fs::read(fixture(file)).unwrap();
-    CaliReader::new(&mut db, file).read(data.as_slice(), |db, r| processor.process(db, r).unwrap()).unwrap();
+    CaliReader::new(&mut db, name).read(data, |db, r| processor.process(db, r).unwrap()).unwrap();
     processor.finish(&mut db).unwrap();
-    let bytes = out.0.lock().unwrap().clone();
-    String::from_utf8(bytes).unwrap()
+    String::from_utf8(out.contents()).unwrap()
 }
 
 const TRACE: &str = "cxx-example.event-trace.cali";
@@ -87,7 +74,10 @@ fn tree_arguments() {
     let q = "select sum(sum#sum#time.duration) group by path format tree(column-width=4)";
     let text = run(q, PROFILE);
     assert!(text.starts_with("Path s~~n \n"), "{text}");
-    assert!(text.contains("    .. "), "labels deeper than the column become ..:\n{text}");
+    // Labels deeper than the column become `..`, indented no further than
+    // the column allows.
+    assert_eq!(text.lines().nth(3), Some("  .. 0~~1 "), "{text}");
+    assert!(text.lines().all(|l| l.len() == "Path s~~n ".len()), "{text}");
     // ORDER BY sorts siblings: ascending by the smallest value below.
     let q = "select sum(sum#sum#time.duration) group by path order by sum#sum#sum#time.duration format tree";
     let order: Vec<String> =
@@ -150,4 +140,71 @@ fn let_and_where_in_the_pipeline() {
     let q = "let us=scale(time.duration.ns,0.001) select region, sum(us) where region group by region format expand";
     let text = run(q, TRACE);
     assert!(text.contains("region=main/foo,sum#us=702.375"), "{text}");
+}
+
+/// A synthetic region tree: a chain `depth` deep (a record on every
+/// `step`-th level) and `siblings` leaves under the root `main`.
+fn region_tree(depth: u64, siblings: u64, step: u64) -> Vec<u8> {
+    let mut data = Vec::new();
+    caliper_testutil::synthetic::write_region_tree(&mut data, depth, siblings, step).unwrap();
+    data
+}
+
+#[test]
+fn tree_path_column_stops_at_48_characters() {
+    let text = run_on("select count format tree", "deep", &region_tree(100, 0, 1));
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2 + 100, "header, main, the chain:\n{text}");
+    assert!(lines.iter().all(|l| l.len() == lines[0].len()), "one width for all lines:\n{text}");
+    assert!(lines[0].starts_with(&format!("Path{} count", " ".repeat(44))), "{text}");
+    // Region d21 is 22 levels deep: indent 44, room for 4 characters.
+    assert_eq!(&lines[23][..49], &format!("{}d21  ", " ".repeat(44)));
+    assert_eq!(&lines[24][..49], &format!("{}~~ ", " ".repeat(46)), "a label with 2 characters of room");
+    for line in &lines[25..] {
+        assert_eq!(&line[..49], &format!("{}.. ", " ".repeat(46)), "deeper labels:\n{text}");
+    }
+    assert!(lines[101].ends_with(" 99 "), "the last record's value is still printed: {}", lines[101]);
+    // Without a cap the indent grows.
+    let wide = run_on("select count format tree(column-width=0)", "deep", &region_tree(100, 0, 1));
+    assert!(wide.lines().last().unwrap().starts_with(&format!("{}d99 ", " ".repeat(200))));
+}
+
+#[test]
+fn tree_with_many_siblings() {
+    let text = run_on("select count format tree", "wide", &region_tree(0, 5000, 0));
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2 + 5000);
+    // Children come newest first, as the reference prepends them.
+    assert!(lines[2].starts_with("  s4999 "), "{}", lines[2]);
+    assert!(lines[5001].starts_with("  s0 "), "{}", lines[5001]);
+}
+
+#[test]
+fn inclusive_sums_over_a_deep_chain() {
+    let q = "select count(), inclusive_sum(count) group by path format tree";
+    let text = run_on(q, "deep", &region_tree(1000, 0, 1));
+    // main has 1; d0 .. d999 have their index: 1 + 999 * 1000 / 2.
+    let main = text.lines().nth(1).unwrap();
+    assert!(main.starts_with("main ") && main.trim_end().ends_with(" 499501"), "{main}");
+    let last = text.lines().last().unwrap();
+    assert!(last.trim_end().ends_with(" 999"), "{last}");
+    assert_eq!(text.lines().count(), 2 + 1000);
+}
+
+#[test]
+fn json_outputs_stay_json_for_odd_numbers() {
+    // A uint immediate without a value, and doubles that JSON has no
+    // number for (found by the formatters fuzz target).
+    let stream = "__rec=node,id=60,attr=10,data=2113,parent=2\n\
+                  __rec=node,id=61,attr=8,data=n,parent=60\n\
+                  __rec=node,id=62,attr=10,data=2113,parent=5\n\
+                  __rec=node,id=63,attr=8,data=x,parent=62\n\
+                  __rec=ctx,attr=61=63,data==inf\n\
+                  __rec=ctx,attr=61=63,data=3=nan\n\
+                  __rec=ctx,attr=61=63,data=4=-2.5\n";
+    for query in ["select * format json", "select * format json-split", "select * format json(object,pretty)"] {
+        let text = run_on(query, "odd", stream.as_bytes());
+        let json: serde_json::Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{query}: {e}:\n{text}"));
+        assert!(text.contains("-2.5"), "{query}: plain numbers stay bare:\n{json}");
+    }
 }

@@ -9,8 +9,33 @@
 pub mod synthetic;
 
 use std::fs::{self, File};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::{Arc, Mutex};
+
+/// An output that can be handed to a formatter as `Box<dyn Write>` and
+/// read after the formatter is done with it (clones share the buffer).
+#[derive(Clone, Default)]
+pub struct SharedOutput(Arc<Mutex<Vec<u8>>>);
+
+impl SharedOutput {
+    /// What was written so far.
+    pub fn contents(&self) -> Vec<u8> {
+        self.0.lock().expect("not poisoned").clone()
+    }
+}
+
+impl Write for SharedOutput {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().expect("not poisoned").extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
 
 /// The workspace root.
 pub fn workspace_root() -> PathBuf {
@@ -26,6 +51,13 @@ pub fn reference_fixtures() -> PathBuf {
 pub fn fixture(name: &str) -> PathBuf {
     let path = reference_fixtures().join(name);
     assert!(path.exists(), "fixture {} is missing", path.display());
+    path
+}
+
+/// An input that once broke the query side (`fixtures/repro`), by name.
+pub fn repro_input(name: &str) -> PathBuf {
+    let path = workspace_root().join("fixtures/repro").join(name);
+    assert!(path.exists(), "repro input {} is missing", path.display());
     path
 }
 

@@ -74,6 +74,41 @@ pub fn write_event_trace(out: &mut impl Write, n_records: u64) -> io::Result<u64
     Ok(w.bytes)
 }
 
+/// Writes a region profile shaped to stress tree output: under one root
+/// region `main`, a chain of `depth` nested regions `d0`, `d1`, ... and
+/// `siblings` leaf regions `s0`, `s1`, ... side by side. `main`, every
+/// sibling, the deepest chain region and every `step`-th one (none if
+/// `step` is 0) have one record with a `count` equal to their index, as an
+/// aggregated profile has. Formats that print each record's whole path
+/// (expand, json, table) print text quadratic in the depth when every
+/// chain region has a record; `step` keeps that in check. Returns the
+/// number of bytes written.
+pub fn write_region_tree(out: &mut impl Write, depth: u64, siblings: u64, step: u64) -> io::Result<u64> {
+    let mut w = CountingWriter { out, bytes: 0 };
+    writeln!(w, "__rec=node,id=34,attr=10,data=276,parent=3")?;
+    writeln!(w, "__rec=node,id=35,attr=8,data=region,parent=34")?;
+    writeln!(w, "__rec=node,id=60,attr=10,data=2113,parent=2")?;
+    writeln!(w, "__rec=node,id=61,attr=8,data=count,parent=60")?;
+    writeln!(w, "__rec=node,id=100,attr=35,data=main")?;
+    writeln!(w, "__rec=ctx,ref=100,attr=61,data=1")?;
+    let mut id = 100;
+    let mut parent = 100;
+    for i in 0..depth {
+        id += 1;
+        writeln!(w, "__rec=node,id={id},attr=35,data=d{i},parent={parent}")?;
+        if i + 1 == depth || (step > 0 && i % step == 0) {
+            writeln!(w, "__rec=ctx,ref={id},attr=61,data={i}")?;
+        }
+        parent = id;
+    }
+    for i in 0..siblings {
+        id += 1;
+        writeln!(w, "__rec=node,id={id},attr=35,data=s{i},parent=100")?;
+        writeln!(w, "__rec=ctx,ref={id},attr=61,data={i}")?;
+    }
+    Ok(w.bytes)
+}
+
 struct CountingWriter<'a, W> {
     out: &'a mut W,
     bytes: u64,

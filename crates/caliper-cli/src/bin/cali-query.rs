@@ -200,7 +200,7 @@ fn build_query(parsed: &ParsedArgs) -> Result<QuerySpec, Failure> {
         parse_into(text, &mut spec).map_err(|e| bad(&e))?;
     }
     if let Some(filter) = parsed.value("select") {
-        spec.filter.extend(parse_legacy_filter(filter));
+        spec.filter.extend(parse_legacy_filter(filter).map_err(|e| Failure::BadQuery(format!("-s {filter}: {e}")))?);
     }
     if let Some(list) = parsed.value("print-attributes") {
         spec.select = Selection::List(split_list(list));
@@ -322,6 +322,9 @@ fn query(parsed: &ParsedArgs) -> Result<(), Failure> {
     // records read before the problem); the exit status still says so.
     let keep_going = parsed.is_set("continue");
     let mut bad_inputs = Vec::new();
+    // Without --continue a bad input ends the reading; the results of what
+    // was read before it are still written, then the error.
+    let mut failure = None;
     for input in &inputs {
         let _read = caliper::region!("read");
         caliper::set_by_name("cali-query.input", input.as_str());
@@ -329,8 +332,13 @@ fn query(parsed: &ParsedArgs) -> Result<(), Failure> {
             if parsed.is_set("verbose") {
                 eprintln!("cali-query: Reading {name}");
             }
-            CaliReader::new(&mut db, name)
-                .try_read_parallel(reader, |db, record| if list_only { Ok(()) } else { processor.process(db, record) })
+            let mut cali = CaliReader::new(&mut db, name);
+            let result = cali
+                .try_read_parallel(reader, |db, record| if list_only { Ok(()) } else { processor.process(db, record) });
+            if let Some(warning) = cali.warning() {
+                eprintln!("cali-query: warning: {warning}");
+            }
+            result
         });
         match result {
             Ok(_) => {}
@@ -338,7 +346,10 @@ fn query(parsed: &ParsedArgs) -> Result<(), Failure> {
                 eprintln!("cali-query: error: {e} (skipping the rest of this input)");
                 bad_inputs.push(input.clone());
             }
-            Err(StreamError::Read(e)) => return Err(Failure::Fatal(e.to_string())),
+            Err(StreamError::Read(e)) => {
+                failure = Some(Failure::Fatal(e.to_string()));
+                break;
+            }
             Err(StreamError::Sink(e)) => return Err(write_failed(e)),
         }
     }
@@ -355,6 +366,9 @@ fn query(parsed: &ParsedArgs) -> Result<(), Failure> {
     {
         let _write = caliper::region!("write");
         processor.finish(&mut db).map_err(write_failed)?;
+    }
+    if let Some(failure) = failure {
+        return Err(failure);
     }
     match bad_inputs.len() {
         0 => Ok(()),

@@ -235,20 +235,33 @@ fn main() -> ExitCode {
     }
     let mut db = MetadataDb::new();
     let mut stats = Stats::default();
+    // A bad input ends the reading; the statistics of what was read before
+    // it are still printed, then the error.
+    let mut failure = None;
     for input in &inputs {
-        let result = open_input(Path::new(input))
-            .and_then(|(name, reader)| CaliReader::new(&mut db, name).read(reader, |db, r| stats.add(db, r, reuse)));
-        match result {
-            Ok(summary) => stats.nodes += summary.nodes,
-            Err(e) => {
-                eprintln!("cali-stat: error: {e}");
-                return ExitCode::FAILURE;
+        let result = open_input(Path::new(input)).and_then(|(name, reader)| {
+            let mut cali = CaliReader::new(&mut db, name);
+            let result = cali.read(reader, |db, r| stats.add(db, r, reuse));
+            stats.nodes += cali.read_so_far().nodes;
+            if let Some(warning) = cali.warning() {
+                eprintln!("cali-stat: warning: {warning}");
             }
+            result
+        });
+        if let Err(e) = result {
+            failure = Some(e);
+            break;
         }
     }
     if let Err(e) = out.write_all(stats.report(&db, reuse).as_bytes()).and_then(|()| out.flush()) {
         eprintln!("cali-stat: error: cannot write output: {e}");
         return ExitCode::FAILURE;
     }
-    ExitCode::SUCCESS
+    match failure {
+        Some(e) => {
+            eprintln!("cali-stat: error: {e}");
+            ExitCode::FAILURE
+        }
+        None => ExitCode::SUCCESS,
+    }
 }

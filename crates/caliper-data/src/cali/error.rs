@@ -27,6 +27,9 @@ pub enum ReadErrorKind {
     ExpectedOneValue(&'static str),
     /// An id that is not a decimal number.
     BadId(String),
+    /// A node defined with the invalid id (`CALI_INV_ID`, u64::MAX), which
+    /// the reference uses for "no node".
+    InvalidNodeId,
     /// A malformed escape sequence.
     BadEscape(EscapeError),
     /// A raw control character (binary data) inside a line.
@@ -63,6 +66,9 @@ impl fmt::Display for ReadErrorKind {
                 write!(f, "field \"{k}\" must have exactly one value")
             }
             ReadErrorKind::BadId(t) => write!(f, "invalid id \"{t}\": expected a decimal number"),
+            ReadErrorKind::InvalidNodeId => {
+                write!(f, "node id {} is the invalid id (CALI_INV_ID), not a node", crate::node::INV_ID)
+            }
             ReadErrorKind::BadEscape(e) => e.fmt(f),
             ReadErrorKind::ControlCharacter(b) => {
                 write!(f, "control character 0x{b:02x} in line (binary data?)")

@@ -9,5 +9,5 @@ mod writer;
 
 pub use error::{ReadError, ReadErrorKind, StreamError};
 pub use escape::{EscapeError, escape_into, unescape_into};
-pub use reader::{CaliReader, ReadSummary, open_input, read_path, read_records};
+pub use reader::{CaliReader, DuplicateNodes, ReadSummary, open_input, read_path, read_records};
 pub use writer::CaliWriter;

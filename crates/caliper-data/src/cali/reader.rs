@@ -96,6 +96,23 @@ pub struct CaliReader<'db> {
     recent: Vec<Id>,
     unescaped: Vec<u8>,
     summary: ReadSummary,
+    /// The id of the node record being applied, if the stream had defined
+    /// it before (`finish_line` knows the line and notes it).
+    repeated_id: Option<u64>,
+    duplicates: Option<DuplicateNodes>,
+}
+
+/// Node records that repeat an id the stream had defined: they are skipped
+/// and the first definition stays, as in the reference (whose reader keeps
+/// the first mapping of an id).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DuplicateNodes {
+    /// The line of the first such record.
+    pub line: u64,
+    /// Its node id.
+    pub id: u64,
+    /// How many there were.
+    pub count: u64,
 }
 
 impl<'db> CaliReader<'db> {
@@ -109,7 +126,28 @@ impl<'db> CaliReader<'db> {
             recent: Vec::new(),
             unescaped: Vec::new(),
             summary: ReadSummary::default(),
+            repeated_id: None,
+            duplicates: None,
         }
+    }
+
+    /// The node records skipped because their id was defined before.
+    pub fn duplicates(&self) -> Option<DuplicateNodes> {
+        self.duplicates
+    }
+
+    /// A one-line warning about skipped records, naming the file and line,
+    /// if there were any.
+    pub fn warning(&self) -> Option<String> {
+        let d = self.duplicates?;
+        let more = if d.count > 1 { format!(" ({} node records repeat an id)", d.count) } else { String::new() };
+        Some(format!("{}:{}: node id {} defined again; the first definition is kept{more}", self.source, d.line, d.id))
+    }
+
+    /// What the reader has read so far; after an error, the records before
+    /// the bad line (tools print results for those, as the reference does).
+    pub fn read_so_far(&self) -> &ReadSummary {
+        &self.summary
     }
 
     /// Reads the whole input, handing every snapshot and globals record to
@@ -195,10 +233,14 @@ impl<'db> CaliReader<'db> {
     /// Turns a line's outcome into an error with its place, or tells
     /// whether it left a record for the sink.
     fn finish_line<E>(
-        &self,
+        &mut self,
         line_no: u64,
         applied: Result<Option<RecordKind>, LineError>,
     ) -> Result<bool, StreamError<E>> {
+        if let Some(id) = self.repeated_id.take() {
+            let d = self.duplicates.get_or_insert(DuplicateNodes { line: line_no, id, count: 0 });
+            d.count += 1;
+        }
         match applied {
             Ok(kind) => Ok(kind.is_some()),
             Err((offset, kind)) => Err(StreamError::Read(ReadError {
@@ -255,6 +297,13 @@ impl<'db> CaliReader<'db> {
             [one] => *one,
             _ => return Err((f.data_column, ReadErrorKind::ExpectedOneValue("data"))),
         };
+        if id == crate::node::INV_ID {
+            return Err((id_col, ReadErrorKind::InvalidNodeId));
+        }
+        if id >= crate::node::BOOTSTRAP_NODE_COUNT && self.ids.get(id).is_some() {
+            self.repeated_id = Some(id);
+            return Ok(());
+        }
         let text = value_text(line, data, &mut self.unescaped)?;
         let node = self.db.import_node(&mut self.ids, id, attr, text, parent.map(|(p, _)| p)).map_err(|e| {
             let column = match e {

@@ -76,7 +76,11 @@ impl JsonFormatter {
             }
             let quoted =
                 field.entry.is_some() || self.quote_all || matches!(attr.attr_type(), AttrType::String | AttrType::Usr);
-            let value = if quoted { quote(&field.text) } else { field.text.clone() };
+            // An empty number (a value-less entry in the input) is no value.
+            if !quoted && field.text.is_empty() {
+                continue;
+            }
+            let value = if quoted { quote(&field.text) } else { bare_value(&field.text) };
             members.push((display_name(&self.spec, attr.name()).to_string(), value, quoted));
         }
         if !self.separate_nested {
@@ -185,6 +189,48 @@ pub(crate) fn quote(text: &str) -> String {
     }
     out.push('"');
     out
+}
+
+/// A number or boolean as a JSON value: bare if it is a JSON number,
+/// `true` or `false`, quoted otherwise (`inf`, `NaN`, a hex address), so
+/// that the output stays JSON whatever the input held.
+pub(crate) fn bare_value(text: &str) -> String {
+    if text == "true" || text == "false" || is_json_number(text) { text.to_string() } else { quote(text) }
+}
+
+/// Whether `text` follows JSON's number grammar:
+/// `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`.
+fn is_json_number(text: &str) -> bool {
+    let b = text.as_bytes();
+    let digits = |i: &mut usize| {
+        let start = *i;
+        while b.get(*i).is_some_and(u8::is_ascii_digit) {
+            *i += 1;
+        }
+        *i - start
+    };
+    let mut i = usize::from(b.first() == Some(&b'-'));
+    let int_start = i;
+    let n = digits(&mut i);
+    if n == 0 || (n > 1 && b[int_start] == b'0') {
+        return false;
+    }
+    if b.get(i) == Some(&b'.') {
+        i += 1;
+        if digits(&mut i) == 0 {
+            return false;
+        }
+    }
+    if matches!(b.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        if matches!(b.get(i), Some(b'+' | b'-')) {
+            i += 1;
+        }
+        if digits(&mut i) == 0 {
+            return false;
+        }
+    }
+    i == b.len()
 }
 
 impl RecordFormatter for JsonFormatter {

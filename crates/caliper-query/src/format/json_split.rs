@@ -10,7 +10,7 @@
 //! }
 //! ```
 
-use super::json::quote;
+use super::json::{bare_value, quote};
 use super::{RecordFormatter, fields};
 use crate::spec::{QuerySpec, Selection};
 use caliper_data::attribute::ALIAS_ATTR_NAME;
@@ -189,10 +189,11 @@ fn tree_values(db: &MetadataDb, record: &Record, attr: Id) -> Vec<String> {
     values
 }
 
-/// A value cell: numbers bare, everything else quoted.
+/// A value cell: numbers bare (unless JSON has no such number), everything
+/// else quoted.
 fn value_cell(value: &Variant) -> String {
     match value.attr_type() {
-        AttrType::Int | AttrType::Uint | AttrType::Double | AttrType::Bool => value.to_string(),
+        AttrType::Int | AttrType::Uint | AttrType::Double | AttrType::Bool => bare_value(&value.to_string()),
         _ => quote(&value.to_string()),
     }
 }

@@ -74,6 +74,14 @@ pub(crate) struct Field {
 /// order of first appearance), then one per immediate entry. References
 /// come before immediates, as the reference's reader orders them.
 pub(crate) fn fields(db: &MetadataDb, record: &Record) -> Vec<Field> {
+    fields_except(db, record, |_| false)
+}
+
+/// A record's fields but those of attributes for which `skip` holds. The
+/// tree formatter skips its path attributes this way: joining a deep path
+/// into text for every record would cost time and memory quadratic in the
+/// depth, for a field it does not show.
+pub(crate) fn fields_except(db: &MetadataDb, record: &Record, skip: impl Fn(Id) -> bool) -> Vec<Field> {
     let shown =
         |attr: Id, text: String| if db.attribute(attr).is_some_and(|a| a.is_hidden()) { String::new() } else { text };
     let mut out = Vec::new();
@@ -81,11 +89,14 @@ pub(crate) fn fields(db: &MetadataDb, record: &Record) -> Vec<Field> {
         let mut single = Record::ctx();
         single.push_ref(node);
         for (attr, values) in db.expand_paths(&single) {
+            if skip(attr) {
+                continue;
+            }
             let text = values.iter().map(|v| v.to_string()).collect::<Vec<_>>().join("/");
             out.push(Field { attr, text: shown(attr, text), entry: Some(i) });
         }
     }
-    for (attr, value) in record.immediates() {
+    for (attr, value) in record.immediates().filter(|(attr, _)| !skip(*attr)) {
         out.push(Field { attr, text: shown(attr, value.to_string()), entry: None });
     }
     out

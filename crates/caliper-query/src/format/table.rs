@@ -1,6 +1,6 @@
 //! `table`: records as an aligned text table.
 
-use super::{FormatError, RecordFormatter, display_name, fields, parse_width, print_globals, push_cell};
+use super::{FormatError, RecordFormatter, display_name, fields, fields_except, parse_width, print_globals, push_cell};
 use crate::spec::{FormatSpec, QuerySpec, Selection, SortOrder};
 use caliper_data::attribute::ALIAS_ATTR_NAME;
 use caliper_data::{MetadataDb, Record, RecordKind, Variant};
@@ -65,7 +65,30 @@ impl RecordFormatter for TableFormatter {
         if record.kind != RecordKind::Ctx {
             return Ok(());
         }
-        let values = fields(db, record);
+        // With a SELECT list, only its attributes (and the sort keys) are
+        // needed: other paths are not joined into text, and if all of them
+        // are as-value attributes, paths are not walked at all (in a deep
+        // region tree, either would cost time quadratic in the depth).
+        let values = if self.discover {
+            fields(db, record)
+        } else {
+            let wanted: Vec<&str> = self
+                .columns
+                .iter()
+                .map(|c| c.name.as_str())
+                .chain(self.spec.sort.iter().map(|k| k.attribute.as_str()))
+                .collect();
+            let skip = |attr| db.attribute(attr).is_none_or(|a| !wanted.contains(&a.name()));
+            if wanted.iter().any(|n| db.attribute_by_name(n).is_none_or(|a| !a.is_asvalue())) {
+                fields_except(db, record, skip)
+            } else {
+                let mut immediates = Record::ctx();
+                for (attr, value) in record.immediates() {
+                    immediates.push_imm(attr, value.clone());
+                }
+                fields_except(db, &immediates, skip)
+            }
+        };
         if self.discover {
             for field in &values {
                 let Some(a) = db.attribute(field.attr) else {

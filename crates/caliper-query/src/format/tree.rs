@@ -1,11 +1,13 @@
 //! `tree`: records arranged by their region path, as an indented table.
 
-use super::{FormatError, RecordFormatter, clamp, display_name, fields, parse_width, print_globals, push_cell};
+use super::{FormatError, RecordFormatter, clamp, display_name, parse_width, print_globals, push_cell};
 use crate::spec::{FormatSpec, QuerySpec, Selection, SortOrder};
 use caliper_data::node::Id;
-use caliper_data::{Entry, MetadataDb, Record, RecordKind, Variant};
+use caliper_data::{MetadataDb, Record, RecordKind, Variant};
 use std::cmp::Ordering;
-use std::io::{self, Write};
+use std::collections::HashMap;
+use std::io::{self, BufWriter, Write};
+use std::rc::Rc;
 
 /// Default cap on the path column's width.
 const DEFAULT_PATH_WIDTH: usize = 48;
@@ -17,6 +19,12 @@ const DEFAULT_COLUMN_WIDTH: usize = 60;
 /// level, with the values of the records that end at that node. Records
 /// without a path attribute are left out. A node with several records gets
 /// one extra ` |-` line per further record.
+///
+/// The path column is at most `column-width` (48) characters wide however
+/// deep the tree: the indent stops at the width less two, and a node whose
+/// indent reaches the width shows as `..`, as in the reference. Time and
+/// memory are linear in the number of tree nodes and records, whatever the
+/// depth or the number of siblings.
 pub struct TreeFormatter {
     out: Box<dyn Write>,
     spec: QuerySpec,
@@ -26,12 +34,30 @@ pub struct TreeFormatter {
     print_globals: bool,
     nodes: Vec<TreeNode>,
     roots: Vec<usize>,
+    /// Tree nodes by parent (`None`: a root), attribute and value, so
+    /// that finding a child does not scan its siblings.
+    index: HashMap<(Option<usize>, Id, Variant), usize>,
+    /// What a reference entry's context node amounts to, from the tree
+    /// node where the entry starts: a record then walks only the part of
+    /// its path no earlier record has walked, so deep trees cost time
+    /// linear in their size.
+    resolved: HashMap<(Option<usize>, Id), Resolved>,
+    /// Context nodes still to resolve (scratch space of `resolve`).
+    pending: Vec<Id>,
     /// Columns seen so far (attribute id, name), for the default selection.
     seen: Vec<(Id, String)>,
 }
 
+/// Where the path of a context node leads in the tree, and the texts of
+/// the other attributes on it (values root first, joined with `/`; empty
+/// for hidden attributes).
+#[derive(Clone, Default)]
+struct Resolved {
+    node: Option<usize>,
+    fields: Rc<Vec<(Id, String)>>,
+}
+
 struct TreeNode {
-    key: (Id, Variant),
     label: String,
     children: Vec<usize>,
     rows: Vec<Row>,
@@ -58,6 +84,9 @@ impl TreeFormatter {
             print_globals: format.flag("print-globals"),
             nodes: Vec::new(),
             roots: Vec::new(),
+            index: HashMap::new(),
+            resolved: HashMap::new(),
+            pending: Vec::new(),
             seen: Vec::new(),
         })
     }
@@ -73,25 +102,70 @@ impl TreeFormatter {
     }
 
     fn child(&mut self, parent: Option<usize>, attr: Id, value: &Variant) -> usize {
-        let siblings = match parent {
-            Some(p) => &self.nodes[p].children,
-            None => &self.roots,
-        };
-        if let Some(&i) = siblings.iter().find(|&&i| self.nodes[i].key.0 == attr && self.nodes[i].key.1 == *value) {
+        let key = (parent, attr, value.clone());
+        if let Some(&i) = self.index.get(&key) {
             return i;
         }
-        self.nodes.push(TreeNode {
-            key: (attr, value.clone()),
-            label: value.to_string(),
-            children: Vec::new(),
-            rows: Vec::new(),
-        });
+        self.nodes.push(TreeNode { label: value.to_string(), children: Vec::new(), rows: Vec::new() });
         let i = self.nodes.len() - 1;
+        self.index.insert(key, i);
         match parent {
             Some(p) => self.nodes[p].children.push(i),
             None => self.roots.push(i),
         }
         i
+    }
+
+    /// The tree node that the path of context node `ctx` leads to, starting
+    /// at tree node `start` (one level per path attribute on the way from
+    /// the root of the context tree to `ctx`), and the other attributes on
+    /// the way.
+    fn resolve(&mut self, db: &MetadataDb, start: Option<usize>, ctx: Id) -> Resolved {
+        let mut pending = std::mem::take(&mut self.pending);
+        pending.clear();
+        let mut at = Resolved { node: start, fields: Rc::default() };
+        let mut next = Some(ctx);
+        while let Some(id) = next {
+            if let Some(done) = self.resolved.get(&(start, id)) {
+                at = done.clone();
+                break;
+            }
+            let Some(node) = db.node(id) else { break };
+            pending.push(id);
+            next = node.parent;
+        }
+        for &id in pending.iter().rev() {
+            let Some(node) = db.node(id) else { continue };
+            if self.is_path_attribute(db, node.attribute) {
+                at.node = Some(self.child(at.node, node.attribute, &node.value));
+            } else {
+                let hidden = db.attribute(node.attribute).is_none_or(|a| a.is_hidden());
+                let fields = Rc::make_mut(&mut at.fields);
+                match fields.iter_mut().find(|(a, _)| *a == node.attribute) {
+                    Some((_, text)) if !hidden => {
+                        text.push('/');
+                        text.push_str(&node.value.to_string());
+                    }
+                    Some(_) => {}
+                    None => fields.push((node.attribute, if hidden { String::new() } else { node.value.to_string() })),
+                }
+            }
+            self.resolved.insert((start, id), at.clone());
+        }
+        self.pending = pending;
+        at
+    }
+
+    /// Adds a record's field to its cells (the first value per attribute
+    /// wins) and to the columns seen.
+    fn add_cell(&mut self, db: &MetadataDb, cells: &mut Vec<(String, String)>, attr: Id, text: &str) {
+        let Some(a) = db.attribute(attr) else { return };
+        if !self.seen.iter().any(|(id, _)| *id == attr) {
+            self.seen.push((attr, a.name().to_string()));
+        }
+        if !cells.iter().any(|(n, _)| n == a.name()) {
+            cells.push((a.name().to_string(), text.to_string()));
+        }
     }
 
     /// The columns to print: (attribute name, header, numeric).
@@ -177,33 +251,23 @@ impl RecordFormatter for TreeFormatter {
             return Ok(());
         }
         let mut node: Option<usize> = None;
-        let mut path = Vec::new();
-        for entry in &record.entries {
-            let Entry::Reference(r) = entry else { continue };
-            path.clear();
-            db.path_to(*r, &mut path);
-            for &id in &path {
-                let n = db.node(id).expect("path node");
-                if self.is_path_attribute(db, n.attribute) {
-                    let (attr, value) = (n.attribute, n.value.clone());
-                    node = Some(self.child(node, attr, &value));
-                }
+        let mut cells: Vec<(String, String)> = Vec::new();
+        for r in record.refs() {
+            let resolved = self.resolve(db, node, r);
+            node = resolved.node;
+            for (attr, text) in resolved.fields.iter() {
+                self.add_cell(db, &mut cells, *attr, text);
+            }
+        }
+        // Immediates after the references, as the reference's reader
+        // orders them.
+        for (attr, value) in record.immediates() {
+            if !self.is_path_attribute(db, attr) {
+                let hidden = db.attribute(attr).is_none_or(|a| a.is_hidden());
+                self.add_cell(db, &mut cells, attr, &if hidden { String::new() } else { value.to_string() });
             }
         }
         let Some(node) = node else { return Ok(()) };
-        let mut cells: Vec<(String, String)> = Vec::new();
-        for field in fields(db, record) {
-            if self.is_path_attribute(db, field.attr) {
-                continue;
-            }
-            let Some(a) = db.attribute(field.attr) else { continue };
-            if !self.seen.iter().any(|(id, _)| *id == field.attr) {
-                self.seen.push((field.attr, a.name().to_string()));
-            }
-            if !cells.iter().any(|(n, _)| n == a.name()) {
-                cells.push((a.name().to_string(), field.text));
-            }
-        }
         let sort = self
             .spec
             .sort
@@ -229,70 +293,77 @@ impl RecordFormatter for TreeFormatter {
             }
         }
         let columns = self.columns(db);
-        // Depth-first, children newest first (the reference prepends them).
-        let mut order: Vec<(usize, usize)> = Vec::new();
-        let mut stack: Vec<(usize, usize)> = self.roots.iter().map(|&r| (r, 0)).collect();
-        while let Some((i, depth)) = stack.pop() {
-            order.push((i, depth));
-            stack.extend(self.nodes[i].children.iter().map(|&c| (c, depth + 1)));
-        }
-        let longest = order.iter().map(|&(i, d)| 2 * d + self.nodes[i].label.chars().count()).max().unwrap_or(0);
+        let longest = depth_first(&self.nodes, &self.roots)
+            .map(|(i, d)| 2 * d + self.nodes[i].label.chars().count())
+            .max()
+            .unwrap_or(0);
         let path_width = self.path_width.map_or(longest, |cap| longest.min(cap)).max(4);
-
-        // Lines: path text, then one cell per column.
-        let mut lines: Vec<(String, Vec<String>)> = Vec::new();
-        for &(i, depth) in &order {
-            let node = &self.nodes[i];
-            let indent = 2 * depth;
-            let label = if indent >= path_width { "..".to_string() } else { clamp(&node.label, path_width - indent) };
-            let first = format!("{}{label}", " ".repeat(indent));
-            let row_cells = |row: Option<&Row>| -> Vec<String> {
-                columns
-                    .iter()
-                    .map(|(name, _, _)| {
-                        row.and_then(|r| r.cells.iter().find(|(n, _)| n == name))
-                            .map(|(_, t)| t.clone())
-                            .unwrap_or_default()
-                    })
-                    .collect()
-            };
-            lines.push((first, row_cells(node.rows.first())));
-            for row in node.rows.iter().skip(1) {
-                lines.push((format!("{} |-", " ".repeat(indent)), row_cells(Some(row))));
-            }
-        }
         let widths: Vec<usize> = columns
             .iter()
-            .enumerate()
-            .map(|(c, (_, header, _))| {
-                let w = lines
+            .map(|(name, header, _)| {
+                let w = self
+                    .nodes
                     .iter()
-                    .map(|(_, cells)| cells[c].chars().count())
+                    .flat_map(|n| &n.rows)
+                    .filter_map(|r| r.cells.iter().find(|(n, _)| n == name))
+                    .map(|(_, text)| text.chars().count())
                     .max()
                     .unwrap_or(0)
                     .max(header.chars().count());
                 self.column_width.map_or(w, |cap| w.min(cap))
             })
             .collect();
-        let mut text = String::new();
+
+        // Lines are written one at a time: the output can be large (one
+        // line per node), a line is not.
+        let mut out = BufWriter::new(&mut self.out);
         if self.print_globals {
-            text.push_str(&print_globals(db));
+            out.write_all(print_globals(db).as_bytes())?;
         }
-        let mut line = |path: &str, cells: &[String]| {
-            text.push_str(path);
-            text.extend(std::iter::repeat_n(' ', path_width.saturating_sub(path.chars().count())));
+        let mut text = String::new();
+        let mut line = |out: &mut BufWriter<_>, indent: usize, label: &str, cells: &mut dyn Iterator<Item = &str>| {
+            text.clear();
+            text.extend(std::iter::repeat_n(' ', indent));
+            text.push_str(label);
+            let pad = path_width.saturating_sub(indent + label.chars().count());
+            text.extend(std::iter::repeat_n(' ', pad));
             text.push(' ');
-            for ((cell, width), (_, _, numeric)) in cells.iter().zip(&widths).zip(&columns) {
+            for ((cell, width), (_, _, numeric)) in cells.zip(&widths).zip(&columns) {
                 push_cell(&mut text, cell, *width, *numeric);
             }
             text.push('\n');
+            out.write_all(text.as_bytes())
         };
-        let headers: Vec<String> = columns.iter().map(|(_, h, _)| h.clone()).collect();
-        line("Path", &headers);
-        for (path, cells) in &lines {
-            line(path, cells);
+        line(&mut out, 0, "Path", &mut columns.iter().map(|(_, h, _)| h.as_str()))?;
+        for (i, depth) in depth_first(&self.nodes, &self.roots) {
+            let node = &self.nodes[i];
+            // The indent stops short of the width so that `..` still fits.
+            let (indent, label) = match 2 * depth {
+                indent if indent >= path_width => (path_width - 2, "..".to_string()),
+                indent => (indent, clamp(&node.label, path_width - indent)),
+            };
+            let first = node.rows.first();
+            line(&mut out, indent, &label, &mut columns.iter().map(|(name, _, _)| cell(first, name)))?;
+            for row in node.rows.iter().skip(1) {
+                line(&mut out, indent, " |-", &mut columns.iter().map(|(name, _, _)| cell(Some(row), name)))?;
+            }
         }
-        self.out.write_all(text.as_bytes())?;
-        self.out.flush()
+        out.flush()
     }
+}
+
+/// The nodes depth-first with their depth, children newest first (the
+/// reference prepends them).
+fn depth_first<'a>(nodes: &'a [TreeNode], roots: &[usize]) -> impl Iterator<Item = (usize, usize)> + 'a {
+    let mut stack: Vec<(usize, usize)> = roots.iter().map(|&r| (r, 0)).collect();
+    std::iter::from_fn(move || {
+        let (i, depth) = stack.pop()?;
+        stack.extend(nodes[i].children.iter().map(|&c| (c, depth + 1)));
+        Some((i, depth))
+    })
+}
+
+/// A row's text for the column `name`, empty if it has none.
+fn cell<'a>(row: Option<&'a Row>, name: &str) -> &'a str {
+    row.and_then(|r| r.cells.iter().find(|(n, _)| n == name)).map_or("", |(_, t)| t.as_str())
 }
