@@ -31,6 +31,7 @@ rm -rf "$venv_probe"
 
 echo "== formatting"
 cargo fmt --all -- --check
+cargo fmt --manifest-path fuzz/Cargo.toml -- --check
 echo "== lints"
 cargo clippy --workspace --all-targets -- -D warnings
 echo "== release build"

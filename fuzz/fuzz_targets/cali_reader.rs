@@ -33,7 +33,9 @@ fuzz_target!(|data: &[u8]| {
             .map(|r| {
                 db.expand(r)
                     .into_iter()
-                    .map(|(a, v)| (db.attribute(a).map(|a| a.name().to_string()).unwrap_or_default(), v.to_cali_string()))
+                    .map(|(a, v)| {
+                        (db.attribute(a).map(|a| a.name().to_string()).unwrap_or_default(), v.to_cali_string())
+                    })
                     .collect()
             })
             .collect()

@@ -23,6 +23,7 @@ fn scenario_child() {
     match name.as_str() {
         "workload" => workload(),
         "flush_in_handler" => flush_in_signal_handler(),
+        "shapes" => shapes(),
         other => panic!("unknown scenario {other}"),
     }
 }
@@ -50,6 +51,23 @@ fn workload() {
     }
     event.end();
     caliper::flush();
+}
+
+/// A chain of 1,000 nested regions, then 10,000 siblings under `main`.
+fn shapes() {
+    let _main = caliper::region!("main");
+    let names: Vec<String> = (0..1000).map(|i| format!("d{i}")).collect();
+    for name in &names {
+        caliper::begin_region(name);
+    }
+    for name in names.iter().rev() {
+        caliper::end_region(name);
+    }
+    for i in 0..10_000 {
+        let name = format!("s{i}");
+        caliper::begin_region(&name);
+        caliper::end_region(&name);
+    }
 }
 
 /// A timer signal whose handler flushes, arriving while the thread
@@ -175,4 +193,20 @@ fn a_flush_in_a_signal_handler_never_hangs() {
         assert!(stdout.contains("done"), "run {run}");
         assert!(!err.contains("panicked") && !err.contains("internal error"), "run {run}:\n{err}");
     }
+}
+
+/// runtime-report on a deep chain and many siblings: a line per region,
+/// the path column cut at the reference's 48 characters however deep the
+/// region (time and memory are measured by the `region_shapes` example and
+/// the formatter bench, not here).
+#[test]
+fn runtime_report_of_deep_and_wide_regions() {
+    let out = run("shapes", &[("CALI_CONFIG", "runtime-report,output=stdout")]);
+    // The report comes at exit, after the test harness's own lines.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().skip_while(|l| !l.starts_with("Path")).collect();
+    assert_eq!(lines.len(), 1 + 1 + 1000 + 10_000, "header, main, the chain and the siblings");
+    assert!(lines.iter().all(|l| l.chars().nth(48) == Some(' ')), "a path column of 48 characters");
+    assert!(lines.iter().any(|l| l.trim_start().starts_with(".. ")), "labels past the width are cut");
+    assert!(lines.iter().any(|l| l.starts_with("  s9999 ")), "the last sibling");
 }
