@@ -756,9 +756,12 @@ impl Caliper {
     /// held a lock would wait for itself: it is skipped (and logged), and
     /// `f` not run.
     pub(crate) fn with_updates_stopped<R>(&self, f: impl FnOnce() -> R) -> Option<R> {
-        if interrupted_in_runtime() || own_slot().is_some_and(|s| s.busy.is_busy()) {
+        let inside_update = || own_slot().is_some_and(|s| s.busy.is_busy());
+        if interrupted_in_runtime() || (inside_update() && !sync::inside_flush()) {
             // Inside an update, too: the update cannot end before the flush
-            // does, and other threads' flushes would wait for it.
+            // does, and other threads' flushes would wait for it. (Not so
+            // a flush inside the flush at exit, which has left the
+            // interrupted update's data out.)
             log::error("Flush skipped: called from a signal handler that interrupted Caliper");
             return None;
         }

@@ -193,9 +193,33 @@ impl Cursor {
     }
 }
 
+/// A quote left open at the end is an error: read as closed (as the
+/// reference does), `output="x,region.count` would silently make
+/// everything after the quote part of the value.
+fn check_quotes(text: &str) -> Result<(), SyntaxError> {
+    let (mut quoted, mut escaped, mut opened_at) = (false, false, 0);
+    for (i, c) in text.chars().enumerate() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' => escaped = true,
+            '"' => {
+                quoted = !quoted;
+                opened_at = i;
+            }
+            _ => {}
+        }
+    }
+    if quoted {
+        let rest: String = text.chars().skip(opened_at).take(15).collect();
+        return Err(SyntaxError(format!("Unterminated quote at {rest}")));
+    }
+    Ok(())
+}
+
 /// Parses a config string; `is_config` tells config names (and aliases)
 /// from parameter keys.
 pub fn parse(text: &str, is_config: impl Fn(&str) -> bool) -> Result<Vec<Item>, SyntaxError> {
+    check_quotes(text)?;
     let mut c = Cursor::new(text);
     let mut items = Vec::new();
     loop {
@@ -304,6 +328,9 @@ mod tests {
         assert_eq!(err("metadata(a=b"), "Missing ')' after \"metadata\"(");
         assert_eq!(err("runtime-report output"), "Unexpected 'o' at output");
         assert_eq!(err("runtime-report,)"), "Unexpected ')' at )");
+        // Not the reference's, which reads an open quote as closed.
+        assert_eq!(err("runtime-report,output=\"x.txt,region.count"), "Unterminated quote at \"x.txt,region.co");
+        assert!(parse("x=\"a\\\"b\"", configs).is_ok(), "an escaped quote does not open one");
         assert_eq!(err("load"), "Expected '(' after \"load\"");
         assert_eq!(err("load()"), "Expected filename for \"load\"");
         assert_eq!(err("load(a.json"), "Missing ')' after \"load(\"");
