@@ -329,7 +329,7 @@ mod tests {
         assert_eq!(err("runtime-report output"), "Unexpected 'o' at output");
         assert_eq!(err("runtime-report,)"), "Unexpected ')' at )");
         // Not the reference's, which reads an open quote as closed.
-        assert_eq!(err("runtime-report,output=\"x.txt,region.count"), "Unterminated quote at \"x.txt,region.co");
+        assert_eq!(err("runtime-report,output=\"x.txt,region.count"), "Unterminated quote at \"x.txt,region.c");
         assert!(parse("x=\"a\\\"b\"", configs).is_ok(), "an escaped quote does not open one");
         assert_eq!(err("load"), "Expected '(' after \"load\"");
         assert_eq!(err("load()"), "Expected filename for \"load\"");
