@@ -121,10 +121,13 @@ fn current_slot() -> Option<&'static ThreadSlot> {
 }
 
 extern "C" fn finish_at_exit() {
-    if let Some(c) = CALIPER.get() {
-        // Never let a panic cross into the C runtime's exit path.
-        contain("Flush at exit", || c.finish());
+    let Some(c) = CALIPER.get() else { return };
+    // Checked before anything allocates (`contain` does).
+    if !c.may_finish() {
+        return;
     }
+    // Never let a panic cross into the C runtime's exit path.
+    contain("Flush at exit", || c.finish());
 }
 
 /// In a forked child, where only the forking thread exists: the parent's
@@ -829,6 +832,25 @@ impl Caliper {
         channels.iter().any(|c| c.is_locked()).then_some("a channel's metadata")
     }
 
+    /// Whether the flush at exit may run on the calling thread: not when a
+    /// signal handler calling `exit()` interrupted the runtime's
+    /// initialisation (its channels are half made), a lock, an allocation
+    /// or a flush on it. Allocates nothing; says why not, once.
+    fn may_finish(&self) -> bool {
+        let reason = if !READY.load(Ordering::Acquire) {
+            "Program exit interrupted Caliper's initialisation: not writing the report"
+        } else if interrupted_in_runtime() || sync::inside_flush() {
+            "Program exit interrupted Caliper on the exiting thread (exit() in a signal handler?): \
+             not writing the report"
+        } else {
+            return true;
+        };
+        if !self.finished.swap(true, Ordering::AcqRel) {
+            log::error(reason);
+        }
+        false
+    }
+
     /// The end of the program: flush the channels that flush on exit, in
     /// creation order.
     ///
@@ -840,13 +862,6 @@ impl Caliper {
     /// `clone`), which leaves the parent's threads unaccounted for.
     fn finish(&self) {
         if self.finished.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        if interrupted_in_runtime() || sync::inside_flush() {
-            log::error(
-                "Program exit interrupted Caliper on the exiting thread (exit() in a signal handler?): \
-                 not writing the report",
-            );
             return;
         }
         let pid = std::process::id();
