@@ -581,7 +581,7 @@ fn exit_from_a_signal_handler_never_hangs() {
             // out) or inside the runtime (no report).
             let text = std::fs::read_to_string(&report).unwrap_or_default();
             if text.starts_with("Path") && stderr.is_empty() {
-                assert!(text.contains("main"), "{context}{text}");
+                assert!(text.contains("setup"), "{context}{text}");
                 whole += 1;
             } else if text.starts_with("Path") {
                 assert!(stderr.contains("their data is not included"), "{context}");
