@@ -191,7 +191,7 @@ impl Caliper {
             "process" => Properties::SCOPE_PROCESS,
             "thread" => Properties::SCOPE_THREAD,
             other => {
-                log::error(&format!("Invalid value \"{other}\" for CALI_CALIPER_ATTRIBUTE_DEFAULT_SCOPE"));
+                log::error(format_args!("Invalid value \"{other}\" for CALI_CALIPER_ATTRIBUTE_DEFAULT_SCOPE"));
                 Properties::SCOPE_THREAD
             }
         };
@@ -263,7 +263,7 @@ impl Caliper {
         if let Some(config_string) = self.config.get("CALI_CONFIG") {
             crate::configmgr::start_from_env(self, &config_string);
         }
-        log::info("Initialized");
+        log::info(format_args!("Initialized"));
     }
 
     /// The attributes every program has.
@@ -363,7 +363,7 @@ impl Caliper {
         }
         for channel in self.all_channels() {
             if channel.services().iter().any(|s| s.take_flush_request()) {
-                log::info(&format!("{}: Trace buffer full, flushing", channel.name()));
+                log::info(format_args!("{}: Trace buffer full, flushing", channel.name()));
                 // One stop for the write and the clear, so that no snapshot
                 // lands between them (cleared unwritten).
                 self.with_updates_stopped(|| {
@@ -536,10 +536,10 @@ impl Caliper {
                 top.value.to_variant()
             ),
         };
-        log::error(&message);
+        log::error(format_args!("{message}"));
         self.stack_errors.fetch_add(1, Ordering::Relaxed);
         if matches!(error, EndError::OtherRegion(_)) || !attr.is_process_scope() {
-            log::error("Ceasing region tracking!");
+            log::error(format_args!("Ceasing region tracking!"));
             t.tracking = false;
         }
     }
@@ -652,7 +652,7 @@ impl Caliper {
             }
             match services::create(service, self, name, &config) {
                 Ok(s) => list.push(s),
-                Err(services::NotCreated::Unknown) => log::error(&format!("Service \"{service}\" not found!")),
+                Err(services::NotCreated::Unknown) => log::error(format_args!("Service \"{service}\" not found!")),
                 Err(services::NotCreated::BadSettings) => {}
             }
         }
@@ -681,7 +681,7 @@ impl Caliper {
         drop(creating);
         self.channels_version.fetch_add(1, Ordering::Release);
         for s in channel.services() {
-            log::info(&format!("{name}: Registered {} service", s.name()));
+            log::info(format_args!("{name}: Registered {} service", s.name()));
         }
         channel
     }
@@ -739,7 +739,7 @@ impl Caliper {
     /// Flushes a channel and writes its outputs (reports, files). A service
     /// that fails costs its own output only (see [`contain`]).
     pub fn flush_and_write(&self, channel: &Channel) {
-        log::info(&format!("{}: Flushing Caliper data", channel.name()));
+        log::info(format_args!("{}: Flushing Caliper data", channel.name()));
         self.with_updates_stopped(|| {
             for service in channel.services() {
                 if service.writes_output() {
@@ -762,7 +762,7 @@ impl Caliper {
             // does, and other threads' flushes would wait for it. (Not so
             // a flush inside the flush at exit, which has left the
             // interrupted update's data out.)
-            log::error("Flush skipped: called from a signal handler that interrupted Caliper");
+            log::error(format_args!("Flush skipped: called from a signal handler that interrupted Caliper"));
             return None;
         }
         let slots = self.thread_slots();
@@ -843,22 +843,22 @@ impl Caliper {
             return;
         }
         if interrupted_in_runtime() || sync::inside_flush() {
-            log::error(
+            log::error(format_args!(
                 "Program exit interrupted Caliper on the exiting thread (exit() in a signal handler?): \
                  not writing the report",
-            );
+            ));
             return;
         }
         let pid = std::process::id();
         if pid != self.pid {
             if pid != self.forked_pid.load(Ordering::Acquire) {
-                log::error("Forked child process (without fork handlers): not writing a report");
+                log::error(format_args!("Forked child process (without fork handlers): not writing a report"));
                 return;
             }
             if let Some(lock) = self.locked_at_fork.get() {
                 // A log held at the fork would block this message too.
                 if !log::is_busy() {
-                    log::error(&format!(
+                    log::error(format_args!(
                         "Forked child process: not writing a report: another thread held {lock} at the fork"
                     ));
                 }
@@ -875,7 +875,7 @@ impl Caliper {
                 contain(&format!("{}: {}", channel.name(), service.name()), || service.finish(self, &channel));
             }
         }
-        log::info("Finished");
+        log::info(format_args!("Finished"));
     }
 }
 
@@ -913,7 +913,7 @@ fn stop_updates(slots: &[Arc<ThreadSlot>], stop: Stop) -> StopUpdates<'_> {
         Stop::Dropped => StopUpdates::new(flags, own),
     };
     if guard.abandoned() > 0 {
-        log::error(&format!(
+        log::error(format_args!(
             "Flush: {} thread(s) stayed inside an annotation update (stopped, or interrupted by a signal); \
              their data is not included",
             guard.abandoned()
@@ -930,7 +930,7 @@ fn event_level(config: &RuntimeConfig) -> u32 {
         Some(v) => match v.trim().parse::<u32>() {
             Ok(l) if l <= 7 => l,
             _ => {
-                log::error(&format!("Invalid region level \"{v}\""));
+                log::error(format_args!("Invalid region level \"{v}\""));
                 0
             }
         },
@@ -940,7 +940,7 @@ fn event_level(config: &RuntimeConfig) -> u32 {
 /// A region filter setting (logged and ignored if malformed).
 fn name_filter(config: &RuntimeConfig, key: &str) -> NameFilter {
     NameFilter::parse(&config.get_or(key, "")).unwrap_or_else(|e| {
-        log::error(&format!("{key}: {e}"));
+        log::error(format_args!("{key}: {e}"));
         NameFilter::default()
     })
 }

@@ -42,7 +42,7 @@ impl ThreadService for DebugThread {
             EventKind::Explicit => "snapshot",
         };
         let name = cali.attribute_info(attr.id()).map(|i| i.name.to_string()).unwrap_or_default();
-        log::info(&format!("Event: {event} ({name}={})", value.to_variant()));
+        log::info(format_args!("Event: {event} ({name}={})", value.to_variant()));
         Observation::Ignore
     }
 }

@@ -144,7 +144,7 @@ impl Trace {
             None => DEFAULT_CHUNK_BYTES,
             Some(Ok(bytes)) => bytes,
             Some(Err(why)) => {
-                log::error(&format!(
+                log::error(format_args!(
                     "{channel}: trace: CALI_TRACE_BUFFER_SIZE \"{}\" is {why}, using {} MiB",
                     setting.unwrap_or_default(),
                     DEFAULT_CHUNK_BYTES >> 20
@@ -157,7 +157,7 @@ impl Trace {
             "stop" => Policy::Stop,
             "flush" => Policy::Flush,
             other => {
-                log::error(&format!("trace: error: unknown buffer policy \"{other}\""));
+                log::error(format_args!("trace: error: unknown buffer policy \"{other}\""));
                 Policy::Grow
             }
         };
@@ -548,10 +548,10 @@ impl Service for Trace {
             dropped += t.dropped;
         }
         if dropped > 0 {
-            log::error(&format!("{}: trace: {dropped} snapshots were dropped", self.channel));
+            log::error(format_args!("{}: trace: {dropped} snapshots were dropped", self.channel));
         }
-        log::info(&format!("{}: trace: Flushed {flushed} snapshots.", self.channel));
-        log::log(2, &format!("{}: trace: {bytes} bytes of buffer in use.", self.channel));
+        log::info(format_args!("{}: trace: Flushed {flushed} snapshots.", self.channel));
+        log::log(2, format_args!("{}: trace: {bytes} bytes of buffer in use.", self.channel));
     }
 
     fn clear(&self, states: &mut [&mut dyn ThreadService]) {
@@ -587,7 +587,7 @@ impl TraceThread {
         if !self.stopped && self.policy == Policy::Stop && !self.chunks.is_empty() {
             self.stopped = true;
             if !self.shared.stopped.swap(true, Ordering::Relaxed) {
-                log::error(&format!("{}: trace: Trace buffer full, recording stopped!", self.channel));
+                log::error(format_args!("{}: trace: Trace buffer full, recording stopped!", self.channel));
             }
         }
         if self.stopped {
@@ -622,7 +622,7 @@ impl TraceThread {
                 .compare_exchange(size, DEFAULT_CHUNK_BYTES, Ordering::Relaxed, Ordering::Relaxed)
                 .is_ok()
         {
-            log::error(&format!(
+            log::error(format_args!(
                 "{}: trace: could not allocate a trace buffer of {} MiB, using {} MiB",
                 self.channel,
                 size >> 20,
