@@ -135,11 +135,12 @@ pub(crate) fn check_pipeline(channel: &str, names: &[String]) {
                 "Config check: Warning: {group_a} service \"{service}\" requires {group_b} services, but none are active."
             ));
             let options: Vec<String> = b.iter().map(|s| format!("\"{s}\"")).collect();
-            let (last, rest) = options.split_last().expect("non-empty");
-            log::error(format_args!(
-                "Add {} or {last} to CALI_SERVICES_ENABLE to generate Caliper output.",
-                rest.join(", ")
-            ));
+            if let Some((last, rest)) = options.split_last() {
+                log::error(format_args!(
+                    "Add {} or {last} to CALI_SERVICES_ENABLE to generate Caliper output.",
+                    rest.join(", ")
+                ));
+            }
         }
     }
 }

@@ -423,6 +423,8 @@ impl Encoder {
         let which = usize::from(region.count.is_some()) | (usize::from(region.time.is_some()) << 1);
         match self.regions[which] {
             Some((known, n)) if known.context == region.context.len() => {
+                // Our invariant, not the host's: the channel fixes the
+                // region attributes of a shape when it starts.
                 debug_assert!(known == RegionShape::of(region), "a channel's region attributes are fixed");
                 put_varint(out, n);
             }
@@ -490,6 +492,8 @@ impl Decoder {
                     ValueKey::uint(u)
                 }
                 _ => {
+                    // Neither the indexing nor the 8-byte slice can fail:
+                    // the chunk holds only whole entries `Encoder` wrote.
                     let ty = AttrType::from_code(data[*pos]).unwrap_or(AttrType::Inv);
                     *pos += 1;
                     let bits = match ty {
