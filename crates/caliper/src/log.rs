@@ -65,12 +65,19 @@ pub fn set_destination(name: &str) {
     }
 }
 
+/// Whether messages at `level` appear: for a caller whose message
+/// arguments cost something to compute (`format_args!` evaluates them
+/// before [`log`] can drop the message).
+pub fn enabled(level: u32) -> bool {
+    level <= verbosity()
+}
+
 /// Logs the message if the verbosity is at least `level` (level 0
 /// messages, errors and warnings, always appear). The message is formatted
 /// only past that check: callers pass `format_args!`, so a message the
 /// verbosity drops costs a comparison.
 pub fn log(level: u32, message: fmt::Arguments<'_>) {
-    if level > verbosity() {
+    if !enabled(level) {
         return;
     }
     // A message from a signal handler that interrupted this thread's

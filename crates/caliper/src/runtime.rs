@@ -516,27 +516,29 @@ impl Caliper {
     #[cold]
     fn stack_error(&self, t: &mut ThreadData, attr: Attribute, expect: Option<ValueKey>, error: EndError) {
         let name = |a: Attribute| self.registry.info(a.id()).map(|i| i.name.to_string()).unwrap_or_default();
-        let message = match (&error, expect) {
-            (EndError::Empty, None) => {
-                format!("Region stack mismatch: Trying to end \"{}\" but region stack is empty!", name(attr))
-            }
-            (EndError::Empty, Some(v)) => {
-                format!("Stack value mismatch: Trying to end {}={} but stack is empty", name(attr), v.to_variant())
-            }
-            (EndError::OtherRegion(top), _) => format!(
+        match (&error, expect) {
+            (EndError::Empty, None) => log::error(format_args!(
+                "Region stack mismatch: Trying to end \"{}\" but region stack is empty!",
+                name(attr)
+            )),
+            (EndError::Empty, Some(v)) => log::error(format_args!(
+                "Stack value mismatch: Trying to end {}={} but stack is empty",
+                name(attr),
+                v.to_variant()
+            )),
+            (EndError::OtherRegion(top), _) => log::error(format_args!(
                 "Region stack mismatch: Trying to end \"{}\" but current region is \"{}\".",
                 name(attr),
                 top.value.to_variant()
-            ),
-            (EndError::OtherValue(top), v) => format!(
+            )),
+            (EndError::OtherValue(top), v) => log::error(format_args!(
                 "Stack value mismatch: Trying to end {}={} but current value is {}={}",
                 name(attr),
                 v.map(|v| v.to_variant().to_string()).unwrap_or_default(),
                 name(top.attr),
                 top.value.to_variant()
-            ),
-        };
-        log::error(format_args!("{message}"));
+            )),
+        }
         self.stack_errors.fetch_add(1, Ordering::Relaxed);
         if matches!(error, EndError::OtherRegion(_)) || !attr.is_process_scope() {
             log::error(format_args!("Ceasing region tracking!"));
