@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Runs every check and test of the workspace on a fresh machine.
 #
-# Installs what the tests need first: a Python 3 with the venv module (the
-# interoperability tests create target/test-venv and install the reference
-# clients, e.g. caliper-reader, into it from PyPI), and the C, C++ and
+# Installs what the tests need first (the tests themselves install nothing,
+# and fail naming this script when something is missing): the C, C++ and
 # Fortran compilers, CMake and pkg-config (the caliper-c tests build the
-# examples against `make install`; the fuzz step builds libFuzzer with g++).
+# examples against `make install`; the fuzz step builds libFuzzer with g++),
+# and a Python virtualenv at target/test-venv (or under $CARGO_TARGET_DIR)
+# with the reference's clients from crates/caliper-testutil/py/requirements.txt
+# (the interoperability tests run them). $PYTHON picks the Python.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,15 +21,19 @@ if [ ${#missing[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
 fi
 
-# Creating a venv with pip is what the tests do; on Debian that needs the
-# python3-venv package even where the venv module imports.
-venv_probe=$(mktemp -d)
-if ! python3 -m venv "$venv_probe/v" >/dev/null 2>&1; then
+# On Debian a venv with pip needs the python3-venv package even where the
+# venv module imports.
+python=${PYTHON:-python3}
+venv=${CARGO_TARGET_DIR:-target}/test-venv
+if [ ! -x "$venv/bin/python" ] && ! "$python" -m venv "$venv" >/dev/null 2>&1; then
     echo "== installing python3-venv"
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-venv python3-pip
+    rm -rf "$venv"
+    "$python" -m venv "$venv"
 fi
-rm -rf "$venv_probe"
+echo "== Python test clients in $venv"
+"$venv/bin/python" -m pip install --quiet -r crates/caliper-testutil/py/requirements.txt
 
 echo "== formatting"
 cargo fmt --all -- --check

@@ -22,7 +22,7 @@ use std::ffi::{c_char, c_int, c_void};
 fn region<const END: bool>(entry: &str, which: impl Fn(&Builtins) -> Attribute, name: *const c_char) {
     guard(entry, (), || {
         if name.is_null() {
-            log::error(&format!("{entry}: NULL region name, call ignored"));
+            log::error(format_args!("{entry}: NULL region name, call ignored"));
             return;
         }
         let Some(c) = cali() else { return };
@@ -76,7 +76,7 @@ fn update(entry: &str, id: cali_id_t, op: Op, value: impl FnOnce() -> Option<Val
         let Some(attr) = attribute(entry, c, id) else { return };
         let Some(value) = value() else { return };
         if value.attr_type() != attr.attr_type() {
-            log::error(&format!(
+            log::error(format_args!(
                 "{entry}: attribute type mismatch: {} value for {} attribute {id}",
                 value.attr_type().name(),
                 attr.attr_type().name()
@@ -93,7 +93,7 @@ fn update(entry: &str, id: cali_id_t, op: Op, value: impl FnOnce() -> Option<Val
 /// The value of a string argument; NULL is logged.
 fn string_value(entry: &str, s: *const c_char) -> Option<ValueKey> {
     if s.is_null() {
-        log::error(&format!("{entry}: NULL string value, call ignored"));
+        log::error(format_args!("{entry}: NULL string value, call ignored"));
         return None;
     }
     // SAFETY: non-NULL; the C API passes NUL-terminated strings.
@@ -152,7 +152,7 @@ pub unsafe extern "C" fn cali_set(attr: cali_id_t, value: *const c_void, size: u
         let Some(c) = cali() else { return };
         let Some(a) = attribute(ENTRY, c, attr) else { return };
         if value.is_null() {
-            log::error(&format!("{ENTRY}: NULL value, call ignored"));
+            log::error(format_args!("{ENTRY}: NULL value, call ignored"));
             return;
         }
         // SAFETY: `size` readable bytes per the caller; the copy is taken

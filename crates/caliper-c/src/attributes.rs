@@ -70,7 +70,7 @@ fn create(entry: &str, name: *const c_char, ty: c_int, props: c_int, metadata: &
     // SAFETY: the C API passes a NUL-terminated name (NULL is checked).
     let Some(name) = (unsafe { text(entry, name) }) else { return CALI_INV_ID };
     let Some(ty) = AttrType::from_code(ty as u8).filter(|_| (0..=9).contains(&ty)) else {
-        log::error(&format!("{entry}: invalid type {ty} for attribute \"{name}\""));
+        log::error(format_args!("{entry}: invalid type {ty} for attribute \"{name}\""));
         return CALI_INV_ID;
     };
     let Some(c) = cali() else { return CALI_INV_ID };
@@ -105,7 +105,7 @@ pub unsafe extern "C" fn cali_create_attribute_with_metadata(
     guard(ENTRY, CALI_INV_ID, || {
         let n = usize::try_from(n).unwrap_or(0);
         if n > 0 && (meta_attr_list.is_null() || meta_val_list.is_null()) {
-            log::error(&format!("{ENTRY}: NULL metadata lists, metadata ignored"));
+            log::error(format_args!("{ENTRY}: NULL metadata lists, metadata ignored"));
             return create(ENTRY, name, ty, props, &[]);
         }
         let metadata: Vec<(u64, Variant)> = (0..n)

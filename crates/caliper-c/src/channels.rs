@@ -24,7 +24,7 @@ pub(crate) fn channel(entry: &str, id: cali_id_t) -> Option<(&'static Caliper, A
     match found {
         Some(ch) => Some((c, ch)),
         None => {
-            log::error(&format!("{entry}: invalid channel id {id}"));
+            log::error(format_args!("{entry}: invalid channel id {id}"));
             None
         }
     }
@@ -131,7 +131,7 @@ pub unsafe extern "C" fn cali_configset_set(cfg: *mut ConfigSet, key: *const c_c
         let (Some(set), Some(k), Some(v)) =
             (unsafe { cfg.as_mut() }, unsafe { text(ENTRY, key) }, unsafe { text(ENTRY, value) })
         else {
-            log::error(&format!("{ENTRY}: NULL argument, call ignored"));
+            log::error(format_args!("{ENTRY}: NULL argument, call ignored"));
             return;
         };
         set.set(k.into_owned(), v.into_owned());

@@ -13,7 +13,7 @@ fn ignored(entry: &str) {
     static SAID: Once = Once::new();
     guard(entry, (), || {
         SAID.call_once(|| {
-            log::error(&format!(
+            log::error(format_args!(
                 "{entry}: memory tracking needs the alloc service, which is not available; cali_datatracker calls are ignored"
             ))
         })

@@ -31,7 +31,7 @@ pub(crate) fn guard<R>(entry: &str, fallback: R, body: impl FnOnce() -> R) -> R 
 #[cold]
 #[inline(never)]
 fn internal_error(entry: &str) {
-    log::error(&format!("{entry}: internal error, call ignored"));
+    log::error(format_args!("{entry}: internal error, call ignored"));
 }
 
 /// Replaces the default panic message (several lines, naming the Rust
@@ -46,7 +46,7 @@ fn install_panic_hook() {
             .or_else(|| info.payload().downcast_ref::<String>().cloned())
             .unwrap_or_default();
         let location = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
-        log::error(&format!("internal error: {}{location}", message.replace('\n', " ")));
+        log::error(format_args!("internal error: {}{location}", message.replace('\n', " ")));
     }));
 }
 
@@ -75,7 +75,7 @@ pub(crate) fn cali() -> Option<&'static Caliper> {
 /// `s` is NULL or a NUL-terminated string.
 pub(crate) unsafe fn text<'a>(entry: &str, s: *const c_char) -> Option<Cow<'a, str>> {
     if s.is_null() {
-        log::error(&format!("{entry}: NULL string argument, call ignored"));
+        log::error(format_args!("{entry}: NULL string argument, call ignored"));
         return None;
     }
     // SAFETY: non-NULL and NUL-terminated per the caller.
@@ -100,7 +100,7 @@ pub(crate) fn attribute(entry: &str, cali: &Caliper, id: cali_id_t) -> Option<At
             Some(info.attr)
         }
         None => {
-            log::error(&format!("{entry}: invalid attribute id {id}"));
+            log::error(format_args!("{entry}: invalid attribute id {id}"));
             None
         }
     }

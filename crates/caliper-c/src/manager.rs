@@ -51,7 +51,7 @@ unsafe fn manager<'a>(entry: &str, cap: *mut Capsule) -> Option<&'a mut Manager>
     // SAFETY: per the caller.
     let found = unsafe { cap.as_ref() }.and_then(|c| unsafe { (c.addr as *mut Manager).as_mut() });
     if found.is_none() {
-        log::error(&format!("{entry}: no ConfigManager (NULL or deleted), call ignored"));
+        log::error(format_args!("{entry}: no ConfigManager (NULL or deleted), call ignored"));
     }
     found
 }
@@ -65,7 +65,7 @@ pub unsafe extern "C" fn cali_ConfigManager_new(rv: *mut Capsule) -> *mut Capsul
     guard("cali_ConfigManager_new", rv, || {
         // SAFETY: per the caller.
         let Some(cap) = (unsafe { rv.as_mut() }) else {
-            log::error("cali_ConfigManager_new: NULL capsule, call ignored");
+            log::error(format_args!("cali_ConfigManager_new: NULL capsule, call ignored"));
             return rv;
         };
         let boxed = Box::new(Manager { mgr: ConfigManager::new(), last: CString::default() });
@@ -411,7 +411,7 @@ unsafe fn controller(entry: &str, cap: *mut Capsule, index: usize) -> Option<Arc
     let m = unsafe { manager(entry, cap) }?;
     let found = m.mgr.channels().get(index).cloned();
     if found.is_none() {
-        log::error(&format!("{entry}: no channel controller {index}, call ignored"));
+        log::error(format_args!("{entry}: no channel controller {index}, call ignored"));
     }
     found
 }

@@ -57,12 +57,12 @@ pub unsafe extern "C" fn cali_write_report_for_query(
         // SAFETY: per the caller.
         let Some(calql) = (unsafe { text(ENTRY, calql) }) else { return };
         let Some(write) = write else {
-            log::error(&format!("{ENTRY}: NULL write function, call ignored"));
+            log::error(format_args!("{ENTRY}: NULL write function, call ignored"));
             return;
         };
         let Some((c, ch)) = channel(ENTRY, chn) else { return };
         if let Err(e) = write_report_for_query(c, &ch, &calql, Box::new(Callback { write, user_arg })) {
-            log::error(&format!("{ENTRY}: {e}"));
+            log::error(format_args!("{ENTRY}: {e}"));
         }
     })
 }

@@ -35,7 +35,7 @@ unsafe fn trigger_entries(
 ) -> Vec<Entry> {
     let n = usize::try_from(n).unwrap_or(0).min(MAX_TRIGGER);
     if n > 0 && (attrs.is_null() || vals.is_null()) {
-        log::error(&format!("{entry}: NULL trigger lists, no trigger information"));
+        log::error(format_args!("{entry}: NULL trigger lists, no trigger information"));
         return Vec::new();
     }
     let mut entries = Vec::new();
@@ -46,7 +46,7 @@ unsafe fn trigger_entries(
         match c.attribute_info(id) {
             Some(info) if info.attr.is_asvalue() => entries.push(Entry::Immediate(id, value)),
             Some(_) => path.push((id, value)),
-            None => log::error(&format!("{entry}: invalid attribute id {id}, entry ignored")),
+            None => log::error(format_args!("{entry}: invalid attribute id {id}, entry ignored")),
         }
     }
     if let Some(node) = c.tree().get_path(&path, None) {
@@ -148,7 +148,7 @@ struct Decoded {
 /// `buf` holds a snapshot written by `cali_channel_pull_snapshot`.
 unsafe fn decode(entry: &str, buf: *const u8) -> Option<Decoded> {
     if buf.is_null() {
-        log::error(&format!("{entry}: NULL snapshot buffer"));
+        log::error(format_args!("{entry}: NULL snapshot buffer"));
         return None;
     }
     let c = cali()?;

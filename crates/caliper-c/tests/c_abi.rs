@@ -5,9 +5,9 @@
 //! of `cali.h`, escaping, threads, and `LD_PRELOAD` into a program that
 //! never calls Caliper.
 //!
-//! The compilers and build tools are installed with apt-get when missing
-//! (the test machines are Debian, as root); without them the tests fail
-//! rather than pass vacuously.
+//! The compilers and build tools are installed by `scripts/test-all.sh`;
+//! without them the tests fail, naming the script, rather than pass
+//! vacuously.
 
 use caliper_data::cali::read_records;
 use caliper_data::{MetadataDb, Record, RecordKind};
@@ -17,15 +17,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-/// The tools the tests build with: (command, Debian package).
-const TOOLS: &[(&str, &str)] = &[
-    ("gcc", "gcc"),
-    ("g++", "g++"),
-    ("gfortran", "gfortran"),
-    ("cmake", "cmake"),
-    ("pkg-config", "pkg-config"),
-    ("make", "make"),
-];
+/// The tools the tests build with.
+const TOOLS: &[&str] = &["gcc", "g++", "gfortran", "cmake", "pkg-config", "make"];
 
 fn has(tool: &str) -> bool {
     Command::new("sh").args(["-c", &format!("command -v {tool}")]).output().is_ok_and(|o| o.status.success())
@@ -44,15 +37,9 @@ fn must(cmd: &mut Command) -> Output {
     out
 }
 
-fn ensure_tools() {
-    let missing: Vec<&str> = TOOLS.iter().filter(|(t, _)| !has(t)).map(|(_, p)| *p).collect();
-    if missing.is_empty() {
-        return;
-    }
-    must(Command::new("apt-get").arg("update").arg("-qq"));
-    must(
-        Command::new("apt-get").args(["install", "-y", "-qq"]).args(&missing).env("DEBIAN_FRONTEND", "noninteractive"),
-    );
+fn require_tools() {
+    let missing: Vec<&str> = TOOLS.iter().copied().filter(|t| !has(t)).collect();
+    assert!(missing.is_empty(), "missing {}: run scripts/test-all.sh once, which installs them", missing.join(", "));
 }
 
 fn target_dir() -> PathBuf {
@@ -64,7 +51,7 @@ fn target_dir() -> PathBuf {
 fn prefix() -> &'static Path {
     static PREFIX: OnceLock<PathBuf> = OnceLock::new();
     PREFIX.get_or_init(|| {
-        ensure_tools();
+        require_tools();
         let dir = target_dir().join("c-abi");
         std::fs::create_dir_all(&dir).unwrap();
         let lock = File::create(dir.join("install.lock")).unwrap();

@@ -1,6 +1,6 @@
 //! Interoperability with the reference's Python reader (`caliper-reader`
-//! from PyPI, installed into a test virtualenv on first use): it must read
-//! our files to the same records and globals we wrote.
+//! from PyPI, in the test virtualenv `scripts/test-all.sh` sets up): it
+//! must read our files to the same records and globals we wrote.
 
 mod common;
 

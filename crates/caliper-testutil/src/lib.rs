@@ -1,14 +1,16 @@
 //! Test support shared by the workspace's crates: where the reference
-//! fixtures are, and a Python virtualenv with the real client packages
-//! (`caliper-reader`, later `llnl-hatchet`) for interoperability tests.
+//! fixtures are, and the Python virtualenv with the real client packages
+//! (`caliper-reader`, `llnl-hatchet`) for interoperability tests.
 //!
-//! The virtualenv is created on first use under `target/test-venv`, so a
-//! plain `cargo test` on a fresh machine sets up what it needs; a file lock
-//! keeps concurrent test binaries from building it twice.
+//! `scripts/test-all.sh` creates the virtualenv under `target/test-venv`
+//! and installs `py/requirements.txt` into it: tests do not install
+//! software (a test run would then depend on the network and race other
+//! test binaries doing the same). After one run of the script, plain
+//! `cargo test` finds it; without it, the tests fail and say so.
 
 pub mod synthetic;
 
-use std::fs::{self, File};
+use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -77,52 +79,42 @@ fn target_dir() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| workspace_root().join("target"))
 }
 
-/// A Python package a test needs: the pip requirement and the module name
-/// that proves it is installed.
+/// A Python package a test needs (pinned in `py/requirements.txt`): its
+/// name and the module that proves it is installed.
 pub struct PyPackage {
-    /// What to give pip, e.g. `caliper-reader==0.4.1`.
-    pub requirement: &'static str,
+    /// The distribution's name, e.g. `caliper-reader`.
+    pub name: &'static str,
     /// The module to import, e.g. `caliperreader`.
     pub module: &'static str,
 }
 
 /// The `caliper-reader` package, the reference's Python reader.
-pub const CALIPER_READER: PyPackage = PyPackage { requirement: "caliper-reader==0.4.1", module: "caliperreader" };
+pub const CALIPER_READER: PyPackage = PyPackage { name: "caliper-reader", module: "caliperreader" };
 
 /// The `llnl-hatchet` package, which reads our profiles into GraphFrames.
-pub const HATCHET: PyPackage = PyPackage { requirement: "llnl-hatchet==2026.2.0", module: "hatchet" };
+pub const HATCHET: PyPackage = PyPackage { name: "llnl-hatchet", module: "hatchet" };
 
-/// The path of a Python interpreter in the test virtualenv with `packages`
-/// installed, creating the virtualenv and installing what is missing.
-/// Panics with the failing command's output if that is impossible: an
-/// interoperability test must not pass without its client.
+/// The path of the test virtualenv's Python interpreter, which must have
+/// `packages`. Panics, naming `scripts/test-all.sh`, if the virtualenv or
+/// a package is missing: an interoperability test must not pass without
+/// its client.
 pub fn python_with(packages: &[PyPackage]) -> PathBuf {
-    let venv = target_dir().join("test-venv");
-    fs::create_dir_all(target_dir()).expect("create target dir");
-    let lock = File::create(target_dir().join("test-venv.lock")).expect("create venv lock file");
-    lock.lock().expect("lock the venv");
-    let python = venv.join("bin/python");
-    if !python.exists() {
-        let system_python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".to_string());
-        run(Command::new(&system_python).args(["-m", "venv"]).arg(&venv));
-    }
+    let python = target_dir().join("test-venv/bin/python");
+    assert!(
+        python.exists(),
+        "no Python virtualenv at {}: run scripts/test-all.sh once, which creates it",
+        python.display()
+    );
     for pkg in packages {
         let present = Command::new(&python).args(["-c", &format!("import {}", pkg.module)]).output();
-        if !present.is_ok_and(|o| o.status.success()) {
-            run(Command::new(&python).args(["-m", "pip", "install", "--quiet", pkg.requirement]));
-        }
+        assert!(
+            present.is_ok_and(|o| o.status.success()),
+            "{} is not installed in {}: run scripts/test-all.sh once, which installs it",
+            pkg.name,
+            python.display()
+        );
     }
     python
-}
-
-fn run(cmd: &mut Command) {
-    let out = cmd.output().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{cmd:?} failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 /// Reads `.cali` files with the reference's Python reader and returns, per

@@ -7,7 +7,7 @@ use crate::tree::ContextTree;
 use caliper_data::hash::FxHashMap;
 use caliper_data::node::{Id, NAME_ATTR_ID, PROP_ATTR_ID};
 use caliper_data::{AttrType, Properties, Scope, Text, Variant};
-use std::sync::RwLock;
+use std::sync::{PoisonError, RwLock};
 
 /// An attribute: a typed key with properties. Cheap to copy; the hot path
 /// reads everything it needs from the handle itself. Two handles are equal
@@ -148,13 +148,12 @@ impl Registry {
             }
         }
         for (id, ty) in [(8, AttrType::String), (9, AttrType::Type), (10, AttrType::Int)] {
-            let name = match &tree.get(id).expect("bootstrap node").value {
-                Variant::Str(s) => s.clone(),
-                _ => unreachable!("bootstrap attribute names are strings"),
-            };
+            // (Always a name: every tree starts with the bootstrap nodes.)
+            let Some(Variant::Str(name)) = tree.get(id).map(|n| n.value.clone()) else { continue };
             let attr = Attribute::new(id, ty, Properties::DEFAULT);
-            reg.by_name.get_mut().expect("fresh lock").insert(name.clone(), attr);
-            reg.by_id.get_mut().expect("fresh lock").insert(id, AttributeInfo { attr, name, metadata: Vec::new() });
+            reg.by_name.get_mut().unwrap_or_else(PoisonError::into_inner).insert(name.clone(), attr);
+            let info = AttributeInfo { attr, name, metadata: Vec::new() };
+            reg.by_id.get_mut().unwrap_or_else(PoisonError::into_inner).insert(id, info);
         }
         reg
     }

@@ -301,8 +301,8 @@ impl Blackboard {
         let value = self.check_end(attr, expect)?;
         if attr.is_asvalue() {
             self.values.retain(|(a, _)| a.id() != attr.id());
-        } else {
-            let i = self.unaligned.innermost(attr).expect("checked");
+        } else if let Some(i) = self.unaligned.innermost(attr) {
+            // (Always found: `check_end` has just looked it up.)
             self.unaligned.remove(i);
         }
         Ok(value)

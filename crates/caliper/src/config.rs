@@ -161,7 +161,7 @@ impl RuntimeConfig {
         match self.get(key) {
             None => default,
             Some(v) => caliper_data::variant::parse_bool(&v).unwrap_or_else(|| {
-                log::error(&format!("Invalid value \"{v}\" for {key}"));
+                log::error(format_args!("Invalid value \"{v}\" for {key}"));
                 default
             }),
         }
@@ -172,7 +172,7 @@ impl RuntimeConfig {
         match self.get(key) {
             None => default,
             Some(v) => v.trim().parse().unwrap_or_else(|_| {
-                log::error(&format!("Invalid value \"{v}\" for {key}"));
+                log::error(format_args!("Invalid value \"{v}\" for {key}"));
                 default
             }),
         }

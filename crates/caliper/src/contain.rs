@@ -31,7 +31,7 @@ pub fn contain<R>(what: &str, work: impl FnOnce() -> R) -> Option<R> {
         Ok(r) => Some(r),
         Err(_) => {
             let message = MESSAGE.lock().map(|mut m| m.take()).ok().flatten().unwrap_or_default();
-            log::error(&format!("{what}: internal error: {message}"));
+            log::error(format_args!("{what}: internal error: {message}"));
             None
         }
     }

@@ -18,7 +18,7 @@ static TAKEN: Mutex<bool> = Mutex::new(false);
 pub fn update(what: &str, change: impl FnOnce(&mut RuntimeConfig)) -> bool {
     let taken = TAKEN.lock().unwrap_or_else(|e| e.into_inner());
     if *taken {
-        log::error(&format!("Caliper is already initialized. {what} has no effect."));
+        log::error(format_args!("Caliper is already initialized. {what} has no effect."));
         return false;
     }
     let mut pending = PENDING.lock().unwrap_or_else(|e| e.into_inner());

@@ -6,6 +6,7 @@
 //! `none`, or a file name). Logging never fails the host program: a write
 //! error is ignored.
 
+use std::fmt;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::sync::Mutex;
@@ -54,7 +55,7 @@ pub fn set_destination(name: &str) {
         path => match OpenOptions::new().create(true).append(true).open(path) {
             Ok(f) => Sink::File(f),
             Err(e) => {
-                error(&format!("Could not open log file {path}: {e}"));
+                error(format_args!("Could not open log file {path}: {e}"));
                 return;
             }
         },
@@ -64,10 +65,19 @@ pub fn set_destination(name: &str) {
     }
 }
 
-/// Logs `message` if the verbosity is at least `level` (level 0 messages,
-/// errors and warnings, always appear).
-pub fn log(level: u32, message: &str) {
-    if level > verbosity() {
+/// Whether messages at `level` appear: for a caller whose message
+/// arguments cost something to compute (`format_args!` evaluates them
+/// before [`log`] can drop the message).
+pub fn enabled(level: u32) -> bool {
+    level <= verbosity()
+}
+
+/// Logs the message if the verbosity is at least `level` (level 0
+/// messages, errors and warnings, always appear). The message is formatted
+/// only past that check: callers pass `format_args!`, so a message the
+/// verbosity drops costs a comparison.
+pub fn log(level: u32, message: fmt::Arguments<'_>) {
+    if !enabled(level) {
         return;
     }
     // A message from a signal handler that interrupted this thread's
@@ -75,40 +85,98 @@ pub fn log(level: u32, message: &str) {
     if WRITING.with(|w| w.replace(true)) {
         return;
     }
-    // A short line is put together on the stack: a message from a signal
-    // handler that interrupted an allocation must not allocate.
-    let mut stack = [0u8; 512];
-    let heap;
-    let parts = [PREFIX.as_bytes(), message.as_bytes(), b"\n"];
-    let len: usize = parts.iter().map(|p| p.len()).sum();
-    let line: &[u8] = if len <= stack.len() {
-        let mut at = 0;
-        for part in parts {
-            stack[at..at + part.len()].copy_from_slice(part);
-            at += part.len();
-        }
-        &stack[..len]
-    } else {
-        heap = parts.concat();
-        &heap
-    };
+    let mut line = Line::new();
+    // Formatting into a `Line` cannot fail; a `Display` impl of the
+    // caller's that returns an error leaves its part out.
+    let _ = fmt::write(&mut line, format_args!("{PREFIX}{message}\n"));
     if let Ok(mut sink) = SINK.lock() {
+        let bytes = line.bytes();
         let _ = match &mut *sink {
-            Sink::Stderr => std::io::stderr().write_all(line),
-            Sink::Stdout => std::io::stdout().write_all(line),
+            Sink::Stderr => std::io::stderr().write_all(bytes),
+            Sink::Stdout => std::io::stdout().write_all(bytes),
             Sink::None => Ok(()),
-            Sink::File(f) => f.write_all(line),
+            Sink::File(f) => f.write_all(bytes),
         };
     }
     WRITING.with(|w| w.set(false));
 }
 
+/// A line being put together: on the stack while it is short, so that a
+/// message from a signal handler that interrupted an allocation does not
+/// allocate; moved to the heap when it outgrows the stack buffer.
+struct Line {
+    stack: [u8; 512],
+    len: usize,
+    heap: Vec<u8>,
+}
+
+impl Line {
+    fn new() -> Line {
+        Line { stack: [0; 512], len: 0, heap: Vec::new() }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        if self.heap.is_empty() { &self.stack[..self.len] } else { &self.heap }
+    }
+}
+
+impl fmt::Write for Line {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        if self.heap.is_empty() {
+            if let Some(free) = self.stack.get_mut(self.len..self.len + s.len()) {
+                free.copy_from_slice(s.as_bytes());
+                self.len += s.len();
+                return Ok(());
+            }
+            self.heap.extend_from_slice(&self.stack[..self.len]);
+        }
+        self.heap.extend_from_slice(s.as_bytes());
+        Ok(())
+    }
+}
+
 /// Logs an error or warning (always shown).
-pub fn error(message: &str) {
+pub fn error(message: fmt::Arguments<'_>) {
     log(0, message);
 }
 
 /// Logs basic information (verbosity 1).
-pub fn info(message: &str) {
+pub fn info(message: fmt::Arguments<'_>) {
     log(1, message);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    /// Counts how often it is formatted.
+    struct Counted<'a>(&'a Cell<u32>);
+
+    impl fmt::Display for Counted<'_> {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            self.0.set(self.0.get() + 1);
+            f.write_str("counted")
+        }
+    }
+
+    #[test]
+    fn a_dropped_message_is_not_formatted() {
+        let calls = Cell::new(0);
+        // No verbosity reaches this level, whatever other tests set.
+        log(u32::MAX, format_args!("{}", Counted(&calls)));
+        assert_eq!(calls.get(), 0);
+    }
+
+    #[test]
+    fn lines_longer_than_the_stack_buffer_are_whole() {
+        let mut line = Line::new();
+        let long = "x".repeat(700);
+        fmt::write(&mut line, format_args!("{PREFIX}{}{long}\n", 5)).unwrap();
+        assert_eq!(line.bytes(), format!("{PREFIX}5{long}\n").as_bytes());
+        let mut short = Line::new();
+        fmt::write(&mut short, format_args!("{PREFIX}{}\n", 5)).unwrap();
+        assert_eq!(short.bytes(), format!("{PREFIX}5\n").as_bytes());
+        assert!(short.heap.is_empty(), "a short line stays on the stack");
+    }
 }

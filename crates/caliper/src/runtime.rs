@@ -194,7 +194,7 @@ impl Caliper {
             "process" => Properties::SCOPE_PROCESS,
             "thread" => Properties::SCOPE_THREAD,
             other => {
-                log::error(&format!("Invalid value \"{other}\" for CALI_CALIPER_ATTRIBUTE_DEFAULT_SCOPE"));
+                log::error(format_args!("Invalid value \"{other}\" for CALI_CALIPER_ATTRIBUTE_DEFAULT_SCOPE"));
                 Properties::SCOPE_THREAD
             }
         };
@@ -266,7 +266,7 @@ impl Caliper {
         if let Some(config_string) = self.config.get("CALI_CONFIG") {
             crate::configmgr::start_from_env(self, &config_string);
         }
-        log::info("Initialized");
+        log::info(format_args!("Initialized"));
     }
 
     /// The attributes every program has.
@@ -366,7 +366,7 @@ impl Caliper {
         }
         for channel in self.all_channels() {
             if channel.services().iter().any(|s| s.take_flush_request()) {
-                log::info(&format!("{}: Trace buffer full, flushing", channel.name()));
+                log::info(format_args!("{}: Trace buffer full, flushing", channel.name()));
                 // One stop for the write and the clear, so that no snapshot
                 // lands between them (cleared unwritten).
                 self.with_updates_stopped(|| {
@@ -519,30 +519,32 @@ impl Caliper {
     #[cold]
     fn stack_error(&self, t: &mut ThreadData, attr: Attribute, expect: Option<ValueKey>, error: EndError) {
         let name = |a: Attribute| self.registry.info(a.id()).map(|i| i.name.to_string()).unwrap_or_default();
-        let message = match (&error, expect) {
-            (EndError::Empty, None) => {
-                format!("Region stack mismatch: Trying to end \"{}\" but region stack is empty!", name(attr))
-            }
-            (EndError::Empty, Some(v)) => {
-                format!("Stack value mismatch: Trying to end {}={} but stack is empty", name(attr), v.to_variant())
-            }
-            (EndError::OtherRegion(top), _) => format!(
+        match (&error, expect) {
+            (EndError::Empty, None) => log::error(format_args!(
+                "Region stack mismatch: Trying to end \"{}\" but region stack is empty!",
+                name(attr)
+            )),
+            (EndError::Empty, Some(v)) => log::error(format_args!(
+                "Stack value mismatch: Trying to end {}={} but stack is empty",
+                name(attr),
+                v.to_variant()
+            )),
+            (EndError::OtherRegion(top), _) => log::error(format_args!(
                 "Region stack mismatch: Trying to end \"{}\" but current region is \"{}\".",
                 name(attr),
                 top.value.to_variant()
-            ),
-            (EndError::OtherValue(top), v) => format!(
+            )),
+            (EndError::OtherValue(top), v) => log::error(format_args!(
                 "Stack value mismatch: Trying to end {}={} but current value is {}={}",
                 name(attr),
                 v.map(|v| v.to_variant().to_string()).unwrap_or_default(),
                 name(top.attr),
                 top.value.to_variant()
-            ),
-        };
-        log::error(&message);
+            )),
+        }
         self.stack_errors.fetch_add(1, Ordering::Relaxed);
         if matches!(error, EndError::OtherRegion(_)) || !attr.is_process_scope() {
-            log::error("Ceasing region tracking!");
+            log::error(format_args!("Ceasing region tracking!"));
             t.tracking = false;
         }
     }
@@ -655,7 +657,7 @@ impl Caliper {
             }
             match services::create(service, self, name, &config) {
                 Ok(s) => list.push(s),
-                Err(services::NotCreated::Unknown) => log::error(&format!("Service \"{service}\" not found!")),
+                Err(services::NotCreated::Unknown) => log::error(format_args!("Service \"{service}\" not found!")),
                 Err(services::NotCreated::BadSettings) => {}
             }
         }
@@ -684,7 +686,7 @@ impl Caliper {
         drop(creating);
         self.channels_version.fetch_add(1, Ordering::Release);
         for s in channel.services() {
-            log::info(&format!("{name}: Registered {} service", s.name()));
+            log::info(format_args!("{name}: Registered {} service", s.name()));
         }
         channel
     }
@@ -742,7 +744,7 @@ impl Caliper {
     /// Flushes a channel and writes its outputs (reports, files). A service
     /// that fails costs its own output only (see [`contain`]).
     pub fn flush_and_write(&self, channel: &Channel) {
-        log::info(&format!("{}: Flushing Caliper data", channel.name()));
+        log::info(format_args!("{}: Flushing Caliper data", channel.name()));
         self.with_updates_stopped(|| {
             for service in channel.services() {
                 if service.writes_output() {
@@ -765,7 +767,7 @@ impl Caliper {
             // does, and other threads' flushes would wait for it. (Not so
             // a flush inside the flush at exit, which has left the
             // interrupted update's data out.)
-            log::error("Flush skipped: called from a signal handler that interrupted Caliper");
+            log::error(format_args!("Flush skipped: called from a signal handler that interrupted Caliper"));
             return None;
         }
         let slots = self.thread_slots();
@@ -846,7 +848,7 @@ impl Caliper {
             return true;
         };
         if !self.finished.swap(true, Ordering::AcqRel) {
-            log::error(reason);
+            log::error(format_args!("{reason}"));
         }
         false
     }
@@ -867,13 +869,13 @@ impl Caliper {
         let pid = std::process::id();
         if pid != self.pid {
             if pid != self.forked_pid.load(Ordering::Acquire) {
-                log::error("Forked child process (without fork handlers): not writing a report");
+                log::error(format_args!("Forked child process (without fork handlers): not writing a report"));
                 return;
             }
             if let Some(lock) = self.locked_at_fork.get() {
                 // A log held at the fork would block this message too.
                 if !log::is_busy() {
-                    log::error(&format!(
+                    log::error(format_args!(
                         "Forked child process: not writing a report: another thread held {lock} at the fork"
                     ));
                 }
@@ -890,7 +892,7 @@ impl Caliper {
                 contain(&format!("{}: {}", channel.name(), service.name()), || service.finish(self, &channel));
             }
         }
-        log::info("Finished");
+        log::info(format_args!("Finished"));
     }
 }
 
@@ -928,7 +930,7 @@ fn stop_updates(slots: &[Arc<ThreadSlot>], stop: Stop) -> StopUpdates<'_> {
         Stop::Dropped => StopUpdates::new(flags, own),
     };
     if guard.abandoned() > 0 {
-        log::error(&format!(
+        log::error(format_args!(
             "Flush: {} thread(s) stayed inside an annotation update (stopped, or interrupted by a signal); \
              their data is not included",
             guard.abandoned()
@@ -945,7 +947,7 @@ fn event_level(config: &RuntimeConfig) -> u32 {
         Some(v) => match v.trim().parse::<u32>() {
             Ok(l) if l <= 7 => l,
             _ => {
-                log::error(&format!("Invalid region level \"{v}\""));
+                log::error(format_args!("Invalid region level \"{v}\""));
                 0
             }
         },
@@ -955,7 +957,7 @@ fn event_level(config: &RuntimeConfig) -> u32 {
 /// A region filter setting (logged and ignored if malformed).
 fn name_filter(config: &RuntimeConfig, key: &str) -> NameFilter {
     NameFilter::parse(&config.get_or(key, "")).unwrap_or_else(|e| {
-        log::error(&format!("{key}: {e}"));
+        log::error(format_args!("{key}: {e}"));
         NameFilter::default()
     })
 }

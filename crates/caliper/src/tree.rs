@@ -8,13 +8,13 @@
 //! threads keep their own caches of child lookups, so in the steady state
 //! they never ask the tree.
 
-use crate::sync;
+use crate::{log, sync};
 use caliper_data::hash::FxHashMap;
 use caliper_data::node::{INV_ID, Id, bootstrap_nodes};
 use caliper_data::{Node, NodeRef, NodeStore, Variant};
 use std::mem::MaybeUninit;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 
 /// Nodes per chunk.
 const CHUNK_BITS: u32 = 12;
@@ -27,6 +27,8 @@ pub struct ContextTree {
     chunks: Box<[AtomicPtr<MaybeUninit<Node>>]>,
     len: AtomicU64,
     index: Mutex<FxHashMap<(Id, Id, Variant), Id>>,
+    /// Whether a node was refused for want of room (said once).
+    full: AtomicBool,
 }
 
 impl Default for ContextTree {
@@ -43,10 +45,20 @@ impl ContextTree {
 
     /// A tree holding the bootstrap nodes 0 to 11.
     pub fn new() -> ContextTree {
-        let chunks = (0..MAX_CHUNKS).map(|_| AtomicPtr::new(std::ptr::null_mut())).collect();
-        let tree = ContextTree { chunks, len: AtomicU64::new(0), index: Mutex::new(FxHashMap::default()) };
+        ContextTree::with_chunks(MAX_CHUNKS)
+    }
+
+    /// A tree with room for `chunks` chunks (tests fill a small one).
+    fn with_chunks(chunks: usize) -> ContextTree {
+        let chunks = (0..chunks).map(|_| AtomicPtr::new(std::ptr::null_mut())).collect();
+        let tree = ContextTree {
+            chunks,
+            len: AtomicU64::new(0),
+            index: Mutex::new(FxHashMap::default()),
+            full: AtomicBool::new(false),
+        };
         {
-            let mut index = tree.index.lock().expect("fresh lock");
+            let mut index = sync::lock(&tree.index);
             for node in bootstrap_nodes() {
                 tree.append(&mut index, node);
             }
@@ -70,6 +82,7 @@ impl ContextTree {
         if id >= self.len.load(Ordering::Acquire) {
             return None;
         }
+        // In range: `len` never passes the chunks' capacity.
         let chunk = self.chunks[(id >> CHUNK_BITS) as usize].load(Ordering::Acquire);
         // SAFETY: ids below `len` were written before `len` was advanced
         // (release), their chunk pointer was published before that, and
@@ -101,12 +114,20 @@ impl ContextTree {
     fn append(&self, index: &mut FxHashMap<(Id, Id, Variant), Id>, node: Node) -> Id {
         let id = self.len.load(Ordering::Relaxed);
         let chunk_no = (id >> CHUNK_BITS) as usize;
-        assert!(chunk_no < MAX_CHUNKS, "context tree full");
-        let mut chunk = self.chunks[chunk_no].load(Ordering::Relaxed);
+        let Some(slot) = self.chunks.get(chunk_no) else {
+            // Full: the new context is folded into the last node created,
+            // a real node, so that the host goes on and every id in use
+            // stays below the bound that per-thread tables rely on.
+            if !self.full.swap(true, Ordering::Relaxed) {
+                log::error(format_args!("Context tree full ({id} nodes): new context is not recorded"));
+            }
+            return id - 1;
+        };
+        let mut chunk = slot.load(Ordering::Relaxed);
         if chunk.is_null() {
             let storage: Box<[MaybeUninit<Node>]> = (0..CHUNK).map(|_| MaybeUninit::uninit()).collect();
             chunk = Box::leak(storage).as_mut_ptr();
-            self.chunks[chunk_no].store(chunk, Ordering::Release);
+            slot.store(chunk, Ordering::Release);
         }
         let key = (node.parent.unwrap_or(INV_ID), node.attribute, node.value.clone());
         // SAFETY: the slot is past `len`, so no reader looks at it, and the
@@ -152,6 +173,21 @@ mod tests {
         let b = tree.get_child(a, Variant::Int(1), None);
         assert_eq!(tree.get(b).unwrap().parent, None);
         assert!(tree.get(10_000).is_none());
+    }
+
+    #[test]
+    fn a_full_tree_folds_new_context_into_its_last_node() {
+        let tree = ContextTree::with_chunks(1);
+        let mut last = 0;
+        for i in 0..CHUNK as i64 {
+            last = tree.get_child(NAME_ATTR_ID, Variant::Int(i), None);
+        }
+        assert_eq!(tree.len(), CHUNK as u64);
+        assert_eq!(last, CHUNK as u64 - 1, "the tree filled up");
+        let refused = tree.get_child(NAME_ATTR_ID, Variant::Int(-1), Some(last));
+        assert_eq!(refused, last);
+        assert!(tree.get(refused).is_some());
+        assert_eq!(tree.len(), CHUNK as u64);
     }
 
     #[test]

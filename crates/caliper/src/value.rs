@@ -2,10 +2,10 @@
 //! [`Variant`] whose strings are interned, so that begin/end never touch a
 //! shared reference count.
 
-use crate::sync;
+use crate::{log, sync};
 use caliper_data::hash::FxHashMap;
 use caliper_data::{AttrType, Text, Variant};
-use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 /// A value as the blackboard keeps it: the type and 64 bits of payload;
@@ -132,7 +132,13 @@ struct Interner {
     chunks: Box<[AtomicPtr<Variant>]>,
     len: AtomicU32,
     index: Mutex<FxHashMap<Variant, u32>>,
+    /// Whether a value was refused for want of room (said once).
+    full: AtomicBool,
 }
+
+/// The symbol of every value refused by a full table: past any symbol in
+/// use, so it reads as an empty value.
+const FULL: u32 = u32::MAX;
 
 /// Whether another thread is interning a string (see
 /// [`crate::sync::is_held`]).
@@ -142,14 +148,20 @@ pub(crate) fn interner_is_locked() -> bool {
 
 fn interner() -> &'static Interner {
     static INTERNER: OnceLock<Interner> = OnceLock::new();
-    INTERNER.get_or_init(|| Interner {
-        chunks: (0..MAX_CHUNKS).map(|_| AtomicPtr::new(std::ptr::null_mut())).collect(),
-        len: AtomicU32::new(0),
-        index: Mutex::new(FxHashMap::default()),
-    })
+    INTERNER.get_or_init(|| Interner::with_chunks(MAX_CHUNKS))
 }
 
 impl Interner {
+    /// A table with room for `chunks` chunks (tests fill a small one).
+    fn with_chunks(chunks: usize) -> Interner {
+        Interner {
+            chunks: (0..chunks).map(|_| AtomicPtr::new(std::ptr::null_mut())).collect(),
+            len: AtomicU32::new(0),
+            index: Mutex::new(FxHashMap::default()),
+            full: AtomicBool::new(false),
+        }
+    }
+
     fn intern_str(&self, s: &str) -> u32 {
         self.intern(Variant::string(s))
     }
@@ -161,12 +173,19 @@ impl Interner {
         }
         let sym = self.len.load(Ordering::Relaxed);
         let chunk_no = (sym >> CHUNK_BITS) as usize;
-        assert!(chunk_no < MAX_CHUNKS, "too many distinct strings");
-        let mut chunk = self.chunks[chunk_no].load(Ordering::Relaxed);
+        let Some(slot) = self.chunks.get(chunk_no) else {
+            // Full: the value is not kept; its symbol reads as an empty
+            // value, and the host goes on.
+            if !self.full.swap(true, Ordering::Relaxed) {
+                log::error(format_args!("String table full ({sym} strings): new strings read as empty"));
+            }
+            return FULL;
+        };
+        let mut chunk = slot.load(Ordering::Relaxed);
         if chunk.is_null() {
             let storage: Box<[Variant]> = (0..CHUNK).map(|_| Variant::Empty).collect();
             chunk = Box::leak(storage).as_mut_ptr();
-            self.chunks[chunk_no].store(chunk, Ordering::Release);
+            slot.store(chunk, Ordering::Release);
         }
         // SAFETY: the slot is past `len`: no reader looks at it yet, and the
         // index lock keeps other writers out.
@@ -180,6 +199,7 @@ impl Interner {
         if sym >= self.len.load(Ordering::Acquire) {
             return Variant::Empty;
         }
+        // In range: `len` never passes the chunks' capacity.
         let chunk = self.chunks[(sym >> CHUNK_BITS) as usize].load(Ordering::Acquire);
         // SAFETY: published before `len` was advanced; never freed.
         unsafe { (*chunk.add(sym as usize & (CHUNK - 1))).clone() }
@@ -207,5 +227,16 @@ mod tests {
         assert_eq!(ValueKey::string("main"), ValueKey::string("main"));
         assert_ne!(ValueKey::string("main"), ValueKey::string("foo"));
         assert_eq!(Symbol::new("x").text(), "x");
+    }
+
+    #[test]
+    fn a_full_table_reads_new_strings_as_empty() {
+        let table = Interner::with_chunks(1);
+        for i in 0..CHUNK {
+            assert_eq!(table.intern_str(&i.to_string()), i as u32);
+        }
+        let refused = table.intern_str("one too many");
+        assert_eq!(table.get(refused), Variant::Empty);
+        assert_eq!(table.get(5), Variant::string("5"), "earlier strings stay");
     }
 }

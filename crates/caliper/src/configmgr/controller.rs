@@ -136,7 +136,7 @@ impl ChannelController {
 
     pub(crate) fn flush_with(&self, cali: &Caliper) {
         let Some(channel) = self.channel() else {
-            log::info(&format!("{}: not started, nothing to flush", self.name));
+            log::info(format_args!("{}: not started, nothing to flush", self.name));
             return;
         };
         match &self.output {
@@ -158,7 +158,7 @@ fn write_output(cali: &Caliper, channel: &Channel, pattern: &str, write: impl Fn
     cali.with_updates_stopped(|| {
         let name = output::substitute(cali, pattern);
         if let Err(e) = write(&name) {
-            log::error(&format!("{}: could not write {name}: {e}", channel.name()));
+            log::error(format_args!("{}: could not write {name}: {e}", channel.name()));
         }
     });
 }

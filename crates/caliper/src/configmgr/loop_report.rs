@@ -83,7 +83,7 @@ impl LoopReport {
         let per_loop = queries::collect(&mut db, &records, &queries::parse(SUMMARY_LOCAL)?)?;
         let loops = loop_infos(&db, &per_loop);
         if loops.is_empty() {
-            log::info(&format!("{}: No instrumented loops found", channel.name()));
+            log::info(format_args!("{}: No instrumented loops found", channel.name()));
             return Ok(());
         }
         let Some(out) = output::open(name, false) else { return Ok(()) };

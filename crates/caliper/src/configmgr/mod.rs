@@ -51,7 +51,7 @@ fn builtin_specs() -> &'static SpecSet {
             .map_err(|e| e.to_string())
             .and_then(|doc| SpecSet::from_json(&doc).map_err(|e| e.0))
             .unwrap_or_else(|e| {
-                log::error(&format!("built-in config specs: {e}"));
+                log::error(format_args!("built-in config specs: {e}"));
                 SpecSet::default()
             })
     })
@@ -417,7 +417,7 @@ impl ConfigManager {
 pub(crate) fn start_from_env(cali: &Caliper, config_string: &str) {
     let mut manager = ConfigManager::new();
     if !manager.add(config_string) {
-        log::error(&format!("CALI_CONFIG: error: {}", manager.error_msg()));
+        log::error(format_args!("CALI_CONFIG: error: {}", manager.error_msg()));
         return;
     }
     let flush = Arc::new(FlushOnce { manager, flushed: AtomicBool::new(false) });

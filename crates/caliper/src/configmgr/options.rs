@@ -216,7 +216,7 @@ fn metadata_entries(text: &str) -> Vec<(String, String)> {
     let pairs = match parse_pairs(text) {
         Ok(p) => p,
         Err(e) => {
-            log::error(&format!("metadata: {}", e.0));
+            log::error(format_args!("metadata: {}", e.0));
             return Vec::new();
         }
     };
@@ -227,7 +227,7 @@ fn metadata_entries(text: &str) -> Vec<(String, String)> {
     {
         Ok(doc) => doc,
         Err(e) => {
-            log::error(&format!("metadata: could not read {file}: {e}"));
+            log::error(format_args!("metadata: could not read {file}: {e}"));
             return Vec::new();
         }
     };
@@ -246,7 +246,7 @@ fn metadata_entries(text: &str) -> Vec<(String, String)> {
         }
         match value {
             Some(v) => flatten(&key, v, &mut out),
-            None => log::error(&format!("metadata: {file}: key \"{key}\" not found")),
+            None => log::error(format_args!("metadata: {file}: key \"{key}\" not found")),
         }
     }
     out

@@ -192,7 +192,9 @@ impl SpotOutput {
             parent = Some(db.get_or_create_node(attr, value, parent));
         }
         let mut record = Record::globals();
-        record.push_ref(parent.expect("five globals"));
+        if let Some(node) = parent {
+            record.push_ref(node);
+        }
         db.import_globals(&record);
         writer.borrow_mut().finish(&mut db)
     }

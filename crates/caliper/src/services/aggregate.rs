@@ -279,7 +279,7 @@ impl AggThread {
                     if info.attr.is_asvalue() {
                         KEY
                     } else {
-                        log::error(&format!(
+                        log::error(format_args!(
                             "Reference attributes are no longer supported in CALI_AGGREGATE_KEY, ignoring {}",
                             info.name
                         ));
@@ -489,7 +489,7 @@ impl Service for Aggregate {
                 flushed += 1;
             }
         }
-        log::info(&format!("Aggregate: flushed {flushed} snapshots."));
+        log::info(format_args!("Aggregate: flushed {flushed} snapshots."));
     }
 
     fn clear(&self, states: &mut [&mut dyn ThreadService]) {

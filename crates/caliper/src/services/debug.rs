@@ -41,8 +41,12 @@ impl ThreadService for DebugThread {
             EventKind::End => "pre_end",
             EventKind::Explicit => "snapshot",
         };
-        let name = cali.attribute_info(attr.id()).map(|i| i.name.to_string()).unwrap_or_default();
-        log::info(&format!("Event: {event} ({name}={})", value.to_variant()));
+        // The name lookup and the value are not worth computing for a
+        // message the verbosity drops.
+        if log::enabled(1) {
+            let name = cali.attribute_info(attr.id()).map(|i| i.name.to_string()).unwrap_or_default();
+            log::info(format_args!("Event: {event} ({name}={})", value.to_variant()));
+        }
         Observation::Ignore
     }
 }

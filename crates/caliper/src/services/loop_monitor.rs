@@ -82,7 +82,10 @@ impl Service for LoopMonitor {
     }
 
     fn finish(&self, _cali: &Caliper, _channel: &Channel) {
-        log::info(&format!("loop_monitor: Triggered {} snapshots.", self.settings.snapshots.load(Ordering::Relaxed)));
+        log::info(format_args!(
+            "loop_monitor: Triggered {} snapshots.",
+            self.settings.snapshots.load(Ordering::Relaxed)
+        ));
     }
 }
 

@@ -113,7 +113,7 @@ const OUTPUTS: &[&str] = &["recorder", "report", "mpireport"];
 /// without a buffer.
 pub(crate) fn check_pipeline(channel: &str, names: &[String]) {
     if names.is_empty() {
-        log::info(&format!("{channel}: No services enabled, {channel} channel will not record data."));
+        log::info(format_args!("{channel}: No services enabled, {channel} channel will not record data."));
         return;
     }
     if names.iter().any(|n| n == "debug" || n == "validator") {
@@ -131,15 +131,16 @@ pub(crate) fn check_pipeline(channel: &str, names: &[String]) {
             continue;
         }
         if let Some(service) = names.iter().find(|n| a.contains(&n.as_str())) {
-            log::error(&format!(
+            log::error(format_args!(
                 "Config check: Warning: {group_a} service \"{service}\" requires {group_b} services, but none are active."
             ));
             let options: Vec<String> = b.iter().map(|s| format!("\"{s}\"")).collect();
-            let (last, rest) = options.split_last().expect("non-empty");
-            log::error(&format!(
-                "Add {} or {last} to CALI_SERVICES_ENABLE to generate Caliper output.",
-                rest.join(", ")
-            ));
+            if let Some((last, rest)) = options.split_last() {
+                log::error(format_args!(
+                    "Add {} or {last} to CALI_SERVICES_ENABLE to generate Caliper output.",
+                    rest.join(", ")
+                ));
+            }
         }
     }
 }

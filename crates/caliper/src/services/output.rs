@@ -23,7 +23,7 @@ pub fn open(name: &str, append: bool) -> Option<Box<dyn Write>> {
             match file {
                 Ok(f) => Some(Box::new(io::BufWriter::new(f))),
                 Err(e) => {
-                    log::error(&format!("Could not open output stream {path}: {e}"));
+                    log::error(format_args!("Could not open output stream {path}: {e}"));
                     None
                 }
             }

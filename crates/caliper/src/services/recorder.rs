@@ -59,8 +59,8 @@ impl Service for Recorder {
         };
         let lines = writer.lines_written();
         match result.and_then(|_| writer.finish().and_then(|mut w| w.flush())) {
-            Ok(()) => log::info(&format!("{}: Recorder: Wrote {lines} records.", channel.name())),
-            Err(e) => log::error(&format!("{}: Recorder: could not write {name}: {e}", channel.name())),
+            Ok(()) => log::info(format_args!("{}: Recorder: Wrote {lines} records.", channel.name())),
+            Err(e) => log::error(format_args!("{}: Recorder: could not write {name}: {e}", channel.name())),
         }
     }
 }

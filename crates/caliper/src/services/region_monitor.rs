@@ -58,7 +58,7 @@ impl Service for RegionMonitor {
     }
 
     fn finish(&self, _cali: &Caliper, channel: &Channel) {
-        log::info(&format!(
+        log::info(format_args!(
             "{}: region_monitor: {} regions marked, {} instances measured.",
             channel.name(),
             self.counters.marked.load(Ordering::Relaxed),

@@ -30,7 +30,7 @@ impl Report {
                 append: config.get_bool("CALI_REPORT_APPEND", false),
             }),
             Err(e) => {
-                log::error(&format!("{channel}: Report: config parse error: {e}"));
+                log::error(format_args!("{channel}: Report: config parse error: {e}"));
                 None
             }
         }
@@ -50,7 +50,7 @@ pub fn write_query(
     let mut processor = match QueryProcessor::new(query, default, out) {
         Ok(p) => p,
         Err(e) => {
-            log::error(&format!("{}: Report: {e}", channel.name()));
+            log::error(format_args!("{}: Report: {e}", channel.name()));
             return Ok(());
         }
     };
@@ -76,7 +76,7 @@ pub fn import_channel(
         }
         match db.import_record(&mut ids, cali.tree(), record) {
             Ok(imported) => result = sink(db, &imported),
-            Err(e) => log::error(&format!("{}: Report: {e}", channel.name())),
+            Err(e) => log::error(format_args!("{}: Report: {e}", channel.name())),
         }
     });
     result
@@ -113,7 +113,7 @@ impl Service for Report {
         let name = output::substitute(cali, &self.filename);
         let Some(out) = output::open(&name, self.append) else { return };
         if let Err(e) = write_query(cali, channel, &self.query, Formatter::Table, out) {
-            log::error(&format!("{}: Report: could not write {name}: {e}", channel.name()));
+            log::error(format_args!("{}: Report: could not write {name}: {e}", channel.name()));
         }
     }
 }

@@ -144,7 +144,7 @@ impl Trace {
             None => DEFAULT_CHUNK_BYTES,
             Some(Ok(bytes)) => bytes,
             Some(Err(why)) => {
-                log::error(&format!(
+                log::error(format_args!(
                     "{channel}: trace: CALI_TRACE_BUFFER_SIZE \"{}\" is {why}, using {} MiB",
                     setting.unwrap_or_default(),
                     DEFAULT_CHUNK_BYTES >> 20
@@ -157,7 +157,7 @@ impl Trace {
             "stop" => Policy::Stop,
             "flush" => Policy::Flush,
             other => {
-                log::error(&format!("trace: error: unknown buffer policy \"{other}\""));
+                log::error(format_args!("trace: error: unknown buffer policy \"{other}\""));
                 Policy::Grow
             }
         };
@@ -423,6 +423,8 @@ impl Encoder {
         let which = usize::from(region.count.is_some()) | (usize::from(region.time.is_some()) << 1);
         match self.regions[which] {
             Some((known, n)) if known.context == region.context.len() => {
+                // Our invariant, not the host's: the channel fixes the
+                // region attributes of a shape when it starts.
                 debug_assert!(known == RegionShape::of(region), "a channel's region attributes are fixed");
                 put_varint(out, n);
             }
@@ -490,6 +492,8 @@ impl Decoder {
                     ValueKey::uint(u)
                 }
                 _ => {
+                    // Neither the indexing nor the 8-byte slice can fail:
+                    // the chunk holds only whole entries `Encoder` wrote.
                     let ty = AttrType::from_code(data[*pos]).unwrap_or(AttrType::Inv);
                     *pos += 1;
                     let bits = match ty {
@@ -548,10 +552,10 @@ impl Service for Trace {
             dropped += t.dropped;
         }
         if dropped > 0 {
-            log::error(&format!("{}: trace: {dropped} snapshots were dropped", self.channel));
+            log::error(format_args!("{}: trace: {dropped} snapshots were dropped", self.channel));
         }
-        log::info(&format!("{}: trace: Flushed {flushed} snapshots.", self.channel));
-        log::log(2, &format!("{}: trace: {bytes} bytes of buffer in use.", self.channel));
+        log::info(format_args!("{}: trace: Flushed {flushed} snapshots.", self.channel));
+        log::log(2, format_args!("{}: trace: {bytes} bytes of buffer in use.", self.channel));
     }
 
     fn clear(&self, states: &mut [&mut dyn ThreadService]) {
@@ -587,7 +591,7 @@ impl TraceThread {
         if !self.stopped && self.policy == Policy::Stop && !self.chunks.is_empty() {
             self.stopped = true;
             if !self.shared.stopped.swap(true, Ordering::Relaxed) {
-                log::error(&format!("{}: trace: Trace buffer full, recording stopped!", self.channel));
+                log::error(format_args!("{}: trace: Trace buffer full, recording stopped!", self.channel));
             }
         }
         if self.stopped {
@@ -622,7 +626,7 @@ impl TraceThread {
                 .compare_exchange(size, DEFAULT_CHUNK_BYTES, Ordering::Relaxed, Ordering::Relaxed)
                 .is_ok()
         {
-            log::error(&format!(
+            log::error(format_args!(
                 "{}: trace: could not allocate a trace buffer of {} MiB, using {} MiB",
                 self.channel,
                 size >> 20,

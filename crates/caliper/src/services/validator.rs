@@ -17,12 +17,12 @@ impl Service for Validator {
     fn finish(&self, cali: &Caliper, _channel: &Channel) {
         let open = cali.open_regions();
         for path in &open {
-            log::error(&format!("validator: Regions not closed: {path}"));
+            log::error(format_args!("validator: Regions not closed: {path}"));
         }
         if cali.stack_errors() > 0 || !open.is_empty() {
-            log::error("validator: Annotation nesting errors found");
+            log::error(format_args!("validator: Annotation nesting errors found"));
         } else {
-            log::info("validator: No annotation nesting errors found");
+            log::info(format_args!("validator: No annotation nesting errors found"));
         }
     }
 }
