@@ -140,7 +140,9 @@ fn help_topics() {
         assert!(text.lines().any(|l| l.starts_with(service)), "{service} in\n{text}");
     }
     let out = cali_query(&["--help=trace"]);
-    assert!(String::from_utf8(out.stdout).unwrap().starts_with("trace service:\n"));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with("trace service:\n"), "{text}");
+    assert!(text.contains("\n  CALI_TRACE_BUFFER_POLICY=grow (string)\n"), "{text}");
     let out = cali_query(&["--help=configs"]);
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.starts_with("Available config recipes:\n"), "{text}");

@@ -4,12 +4,11 @@
 
 use crate::attributes::{Attribute, AttributeInfo, Registry};
 use crate::blackboard::{Blackboard, ChildCache, EndError};
-use crate::channel::{Channel, EventConfig, EventKind, Service};
+use crate::channel::{Channel, EventKind, Service};
 use crate::config::RuntimeConfig;
 use crate::contain::contain;
 use crate::log;
-use crate::region_filter::{NameFilter, RegionFilter};
-use crate::services;
+use crate::services::{self, Created, NotCreated};
 use crate::snapshot::Snapshot;
 use crate::sync::{self, StopUpdates};
 use crate::thread::{ActiveChannels, ThreadData, ThreadHandle, ThreadSlot};
@@ -645,20 +644,11 @@ impl Caliper {
         let mut list = Vec::new();
         let mut events = None;
         for service in &names {
-            if service == "event" {
-                events = Some(EventConfig {
-                    snapshot_info: config.get_bool("CALI_EVENT_ENABLE_SNAPSHOT_INFO", true),
-                    level: event_level(&config),
-                    triggers: config.get_list("CALI_EVENT_TRIGGER", true),
-                    filter: region_filter(&config),
-                    branches: name_filter(&config, "CALI_EVENT_INCLUDE_BRANCHES"),
-                });
-                continue;
-            }
             match services::create(service, self, name, &config) {
-                Ok(s) => list.push(s),
-                Err(services::NotCreated::Unknown) => log::error(format_args!("Service \"{service}\" not found!")),
-                Err(services::NotCreated::BadSettings) => {}
+                Ok(Created::Service(s)) => list.push(s),
+                Ok(Created::Events(e)) => events = Some(e),
+                Err(NotCreated::Unknown) => log::error(format_args!("Service \"{service}\" not found!")),
+                Err(NotCreated::BadSettings) => {}
             }
         }
         if config.get_bool("CALI_CHANNEL_CONFIG_CHECK", true) {
@@ -937,35 +927,4 @@ fn stop_updates(slots: &[Arc<ThreadSlot>], stop: Stop) -> StopUpdates<'_> {
         ));
     }
     guard
-}
-
-/// `CALI_EVENT_REGION_LEVEL`: a level 0–7 or `phase` (4).
-fn event_level(config: &RuntimeConfig) -> u32 {
-    match config.get("CALI_EVENT_REGION_LEVEL") {
-        None => 0,
-        Some(v) if v.trim() == "phase" => 4,
-        Some(v) => match v.trim().parse::<u32>() {
-            Ok(l) if l <= 7 => l,
-            _ => {
-                log::error(format_args!("Invalid region level \"{v}\""));
-                0
-            }
-        },
-    }
-}
-
-/// A region filter setting (logged and ignored if malformed).
-fn name_filter(config: &RuntimeConfig, key: &str) -> NameFilter {
-    NameFilter::parse(&config.get_or(key, "")).unwrap_or_else(|e| {
-        log::error(format_args!("{key}: {e}"));
-        NameFilter::default()
-    })
-}
-
-/// `CALI_EVENT_INCLUDE_REGIONS` and `CALI_EVENT_EXCLUDE_REGIONS`.
-fn region_filter(config: &RuntimeConfig) -> RegionFilter {
-    RegionFilter::from_lists(
-        name_filter(config, "CALI_EVENT_INCLUDE_REGIONS"),
-        name_filter(config, "CALI_EVENT_EXCLUDE_REGIONS"),
-    )
 }

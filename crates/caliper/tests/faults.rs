@@ -109,7 +109,7 @@ fn flush_in_signal_handler() {
 /// and an output service writes what it should.
 #[test]
 fn every_service_runs_alone_and_with_the_others() {
-    let names: Vec<&str> = SERVICES.iter().map(|(name, _)| *name).collect();
+    let names: Vec<&str> = SERVICES.iter().map(|s| s.name).collect();
     let all = names.join(",");
     let mut sets: Vec<String> = Vec::new();
     for name in &names {
@@ -209,4 +209,30 @@ fn runtime_report_of_deep_and_wide_regions() {
     assert!(lines.iter().all(|l| l.chars().nth(48) == Some(' ')), "a path column of 48 characters");
     assert!(lines.iter().any(|l| l.trim_start().starts_with(".. ")), "labels past the width are cut");
     assert!(lines.iter().any(|l| l.starts_with("  s9999 ")), "the last sibling");
+}
+
+/// The example measuring service: each snapshot adds 1 to
+/// `measurement.<name>`, so its sum per region is the region's snapshot
+/// count, and `measurement.val.<name>` is absolute.
+#[test]
+fn the_measurement_template_service_measures_every_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("report.txt");
+    run(
+        "workload",
+        &[
+            ("CALI_SERVICES_ENABLE", "aggregate,event,measurement_template,report"),
+            ("CALI_MEASUREMENT_TEMPLATE_NAMES", "x"),
+            ("CALI_REPORT_FILENAME", file.to_str().unwrap()),
+            ("CALI_REPORT_CONFIG", "select sum(count),sum(measurement.x) group by region format expand"),
+        ],
+    );
+    let text = std::fs::read_to_string(&file).unwrap();
+    let mut rows = 0;
+    for line in text.lines() {
+        let field = |name: &str| line.split(',').find_map(|f| f.strip_prefix(name)).map(str::to_string);
+        assert_eq!(field("sum#count="), field("sum#measurement.x="), "{line}");
+        rows += 1;
+    }
+    assert!(rows > 3, "{text}");
 }

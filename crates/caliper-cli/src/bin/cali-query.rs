@@ -166,13 +166,17 @@ fn help(topic: &str) -> Result<(), Failure> {
         return Ok(());
     }
     if topic == "services" {
-        for (name, description) in caliper::services::SERVICES {
-            println!("{name:<12} {description}");
+        let width = caliper::services::SERVICES.iter().map(|s| s.name.len()).max().unwrap_or(0);
+        for s in caliper::services::SERVICES {
+            println!("{:<width$} {}", s.name, s.description);
+            for alias in s.aliases {
+                println!("{alias:<width$} Alias of {}", s.name);
+            }
         }
         return Ok(());
     }
-    if let Some((name, description)) = caliper::services::SERVICES.iter().find(|(n, _)| *n == topic) {
-        println!("{name} service:\n  {description}");
+    if let Some(service) = caliper::services::find(topic) {
+        print!("{}", service.help());
         return Ok(());
     }
     match caliper_query::help::help(topic) {

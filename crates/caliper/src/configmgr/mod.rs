@@ -59,7 +59,7 @@ fn builtin_specs() -> &'static SpecSet {
 
 /// Whether the runtime has a service of this name.
 fn service_exists(name: &str) -> bool {
-    services::SERVICES.iter().any(|(s, _)| *s == name)
+    services::find(name).is_some()
 }
 
 /// Whether every service a config needs exists.

@@ -6,9 +6,9 @@
 //! the key, `min#X`, `max#X`, `sum#X`, `avg#X`, `count` and
 //! `aggregate.slot` (the entry's creation order in its thread).
 
+use super::registry::{Created, NotCreated, ServiceSpec, SettingKind, SettingSpec, Setup, Stage};
 use crate::attributes::Attribute;
 use crate::channel::{Service, ServiceState, ThreadService, state_mut};
-use crate::config::RuntimeConfig;
 use crate::log;
 use crate::runtime::Caliper;
 use crate::services::{InlineProcessor, Processor};
@@ -18,6 +18,22 @@ use caliper_data::hash::FxHashMap;
 use caliper_data::node::Id;
 use caliper_data::{AttrType, Properties, Record, Variant};
 use std::sync::Arc;
+
+pub(super) const SPEC: ServiceSpec = ServiceSpec {
+    name: "aggregate",
+    aliases: &[],
+    description: "Aggregate snapshots by context in place: min, max, sum and count of each metric",
+    stage: Stage::Buffer,
+    settings: &[SettingSpec {
+        key: "key",
+        kind: SettingKind::StringList,
+        default: "",
+        description: "As-value attributes added to the aggregation key (e.g. pthread.id)",
+    }],
+    create: |setup: &Setup<'_>| -> Result<Created, NotCreated> {
+        Ok(Created::Service(Arc::new(Aggregate::new(setup))))
+    },
+};
 
 pub struct Aggregate {
     key_names: Arc<[String]>,
@@ -202,10 +218,11 @@ const ENTRY_COUNT: usize = 0;
 const NO_SLOT: usize = usize::MAX;
 
 impl Aggregate {
-    pub fn new(cali: &Caliper, config: &RuntimeConfig) -> Aggregate {
+    pub fn new(setup: &Setup<'_>) -> Aggregate {
+        let cali = setup.cali;
         let props = Properties::ASVALUE | Properties::SKIP_EVENTS;
         Aggregate {
-            key_names: config.get_list("CALI_AGGREGATE_KEY", false).into(),
+            key_names: setup.settings.list("key", false).into(),
             count: cali.create_attribute("count", AttrType::Uint, props | Properties::AGGREGATABLE, &[]),
             slot: cali.create_attribute("aggregate.slot", AttrType::Uint, props, &[]),
         }
@@ -556,7 +573,9 @@ mod tests {
         let metric =
             |name: &str, ty| cali.create_attribute(name, ty, Properties::ASVALUE | Properties::AGGREGATABLE, &[]).id();
         let (u, i) = (metric("test.agg.u", AttrType::Uint), metric("test.agg.i", AttrType::Int));
-        let agg = Aggregate::new(cali, &RuntimeConfig::from_pairs([], false));
+        let config = crate::config::RuntimeConfig::from_pairs([], false);
+        let settings = super::super::registry::Settings::new(&SPEC, &config);
+        let agg = Aggregate::new(&Setup { cali, channel: "test", settings });
         let mut state = agg.thread_state();
         let mut snapshot = Snapshot::default();
         let mut take = |nodes: &[Id], values: &[(Id, ValueKey)]| {

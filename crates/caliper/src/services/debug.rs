@@ -1,12 +1,23 @@
 //! `debug`: logs every update a channel sees (verbosity 1), e.g.
 //! `Event: pre_begin (region=main)`.
 
+use super::registry::{Created, NotCreated, ServiceSpec, Setup, Stage};
 use crate::attributes::Attribute;
 use crate::channel::{EventKind, Observation, Service, ServiceState, ThreadService};
 use crate::log;
 use crate::runtime::Caliper;
 use crate::value::ValueKey;
 use caliper_data::Entry;
+use std::sync::Arc;
+
+pub(super) const SPEC: ServiceSpec = ServiceSpec {
+    name: "debug",
+    aliases: &[],
+    description: "Log every annotation update (verbosity 1)",
+    stage: Stage::Other,
+    settings: &[],
+    create: |_: &Setup<'_>| -> Result<Created, NotCreated> { Ok(Created::Service(Arc::new(Debug))) },
+};
 
 pub struct Debug;
 

@@ -11,9 +11,9 @@
 //! `loop.iterations` and `loop.start_iteration` (the first iteration of
 //! the block).
 
+use super::registry::{Created, NotCreated, ServiceSpec, SettingKind, SettingSpec, Setup, Stage};
 use crate::attributes::Attribute;
 use crate::channel::{Channel, EventKind, Observation, Service, ServiceState, ThreadService};
-use crate::config::RuntimeConfig;
 use crate::log;
 use crate::runtime::Caliper;
 use crate::value::ValueKey;
@@ -34,15 +34,46 @@ struct Settings {
     snapshots: AtomicU64,
 }
 
+pub(super) const SPEC: ServiceSpec = ServiceSpec {
+    name: "loop_monitor",
+    aliases: &[],
+    description: "Take snapshots every N iterations or T seconds inside a loop (loop.iterations)",
+    stage: Stage::Trigger,
+    settings: &[
+        SettingSpec {
+            key: "iteration_interval",
+            kind: SettingKind::Uint,
+            default: "0",
+            description: "Take a snapshot every N iterations (0: not by iterations)",
+        },
+        SettingSpec {
+            key: "time_interval",
+            kind: SettingKind::Double,
+            default: "0",
+            description: "Take a snapshot every T seconds (0: not by time)",
+        },
+        SettingSpec {
+            key: "target_loops",
+            kind: SettingKind::StringList,
+            default: "",
+            description: "Only these loops (all if empty)",
+        },
+    ],
+    create: |setup: &Setup<'_>| -> Result<Created, NotCreated> {
+        Ok(Created::Service(Arc::new(LoopMonitor::new(setup))))
+    },
+};
+
 pub struct LoopMonitor {
     settings: Arc<Settings>,
 }
 
 impl LoopMonitor {
-    pub fn new(cali: &Caliper, config: &RuntimeConfig) -> LoopMonitor {
+    pub fn new(setup: &Setup<'_>) -> LoopMonitor {
+        let (cali, settings) = (setup.cali, &setup.settings);
         let props = Properties::ASVALUE | Properties::SKIP_EVENTS;
         let b = cali.builtins();
-        let seconds: f64 = config.get_number("CALI_LOOP_MONITOR_TIME_INTERVAL", 0.0);
+        let seconds: f64 = settings.number("time_interval");
         LoopMonitor {
             settings: Arc::new(Settings {
                 loop_attr: b.loop_attr.id(),
@@ -51,9 +82,9 @@ impl LoopMonitor {
                     .create_attribute("loop.iterations", AttrType::Int, props | Properties::AGGREGATABLE, &[])
                     .id(),
                 start_iteration: cali.create_attribute("loop.start_iteration", AttrType::Int, props, &[]).id(),
-                iteration_interval: config.get_number("CALI_LOOP_MONITOR_ITERATION_INTERVAL", 0u64),
+                iteration_interval: settings.number("iteration_interval"),
                 time_interval_ns: (seconds.max(0.0) * 1e9) as u64,
-                targets: config.get_list("CALI_LOOP_MONITOR_TARGET_LOOPS", false),
+                targets: settings.list("target_loops", false),
                 snapshots: AtomicU64::new(0),
             }),
         }

@@ -1,73 +1,58 @@
-//! The services a channel can enable, one module each, and the table that
-//! creates them by name.
+//! The services a channel can enable, one module each, and the registry
+//! that lists them: a new service is one file (with its [`ServiceSpec`])
+//! and one row of [`SERVICES`].
 
 mod aggregate;
 mod async_event;
 mod debug;
+mod event;
 mod loop_monitor;
+mod measurement_template;
 pub(crate) mod output;
 mod recorder;
 mod region_monitor;
+pub mod registry;
 pub(crate) mod report;
 mod thread_id;
 pub mod timer;
 mod trace;
 mod validator;
 
-use crate::channel::{Service, ThreadService};
+use crate::channel::ThreadService;
 use crate::config::RuntimeConfig;
 use crate::log;
 use crate::runtime::Caliper;
 use crate::snapshot::{RegionSnapshot, Snapshot};
-use std::sync::Arc;
+pub(crate) use registry::{Created, NotCreated};
+use registry::{ServiceSpec, Settings, Setup, Stage};
 
-/// Every service name this runtime knows, with a one-line description
-/// (`event` is part of the channel itself).
-pub const SERVICES: &[(&str, &str)] = &[
-    ("aggregate", "Aggregate snapshots by context in place: min, max, sum and count of each metric"),
-    ("async_event", "Take snapshots of asynchronous events (async.begin, async.end, event.duration.ns)"),
-    ("debug", "Log every annotation update (verbosity 1)"),
-    ("event", "Take snapshots when annotated attributes begin, change or end"),
-    ("loop_monitor", "Take snapshots every N iterations or T seconds inside a loop (loop.iterations)"),
-    ("pthread", "Mark snapshots with the thread id (pthread.id) and whether it is the main thread"),
-    ("recorder", "Write flushed records to a .cali file"),
-    ("region_monitor", "Take snapshots only of region instances that took longer than a time interval before"),
-    ("report", "Run a CalQL query over the flushed records and print the result"),
-    ("timer", "Add time offsets and durations to snapshots"),
-    ("timestamp", "Alias of timer"),
-    ("trace", "Keep every snapshot in per-thread trace buffers"),
-    ("validator", "Check annotation nesting; report regions left open at the end of the program"),
+/// Every service this runtime has.
+pub const SERVICES: &[ServiceSpec] = &[
+    aggregate::SPEC,
+    async_event::SPEC,
+    debug::SPEC,
+    event::SPEC,
+    loop_monitor::SPEC,
+    measurement_template::SPEC,
+    thread_id::SPEC,
+    recorder::SPEC,
+    region_monitor::SPEC,
+    report::SPEC,
+    timer::SPEC,
+    trace::SPEC,
+    validator::SPEC,
 ];
 
-/// Why a service was not created.
-pub(crate) enum NotCreated {
-    /// There is no service of that name.
-    Unknown,
-    /// Its settings are wrong; the service has said how.
-    BadSettings,
+/// The service enabled by `name` (its name or an alias).
+pub fn find(name: &str) -> Option<&'static ServiceSpec> {
+    SERVICES.iter().find(|s| s.is_named(name))
 }
 
-/// Creates the service `name` for a channel.
-pub(crate) fn create(
-    name: &str,
-    cali: &Caliper,
-    channel: &str,
-    config: &RuntimeConfig,
-) -> Result<Arc<dyn Service>, NotCreated> {
-    Ok(match name {
-        "timer" | "timestamp" => Arc::new(timer::Timer::new(cali, config)),
-        "aggregate" => Arc::new(aggregate::Aggregate::new(cali, config)),
-        "async_event" => Arc::new(async_event::AsyncEvent),
-        "trace" => Arc::new(trace::Trace::new(channel, config)),
-        "recorder" => Arc::new(recorder::Recorder::new(config)),
-        "report" => Arc::new(report::Report::new(channel, config).ok_or(NotCreated::BadSettings)?),
-        "validator" => Arc::new(validator::Validator),
-        "debug" => Arc::new(debug::Debug),
-        "loop_monitor" => Arc::new(loop_monitor::LoopMonitor::new(cali, config)),
-        "region_monitor" => Arc::new(region_monitor::RegionMonitor::new(config)),
-        "pthread" => Arc::new(thread_id::ThreadId::new(cali)),
-        _ => return Err(NotCreated::Unknown),
-    })
+/// Creates the service `name` for a channel, its settings read from
+/// `config`.
+pub(crate) fn create(name: &str, cali: &Caliper, channel: &str, config: &RuntimeConfig) -> Result<Created, NotCreated> {
+    let spec = find(name).ok_or(NotCreated::Unknown)?;
+    (spec.create)(&Setup { cali, channel, settings: Settings::new(spec, config) })
 }
 
 /// The thread object of a processing service that a channel keeps inline
@@ -103,11 +88,6 @@ impl InlineProcessor {
     }
 }
 
-/// The pipeline stages, for the configuration check.
-const TRIGGERS: &[&str] = &["event", "async_event", "loop_monitor", "region_monitor", "sampler", "alloc"];
-const BUFFERS: &[&str] = &["aggregate", "trace"];
-const OUTPUTS: &[&str] = &["recorder", "report", "mpireport"];
-
 /// Warns when a channel's services cannot produce output: a trigger
 /// without a buffer, a buffer without a trigger or an output, an output
 /// without a buffer.
@@ -119,22 +99,23 @@ pub(crate) fn check_pipeline(channel: &str, names: &[String]) {
     if names.iter().any(|n| n == "debug" || n == "validator") {
         return;
     }
-    let has = |group: &[&str]| names.iter().any(|n| group.contains(&n.as_str()));
-    let rules: [(&str, &[&str], &str, &[&str]); 4] = [
-        ("snapshot trigger", TRIGGERS, "snapshot processing", BUFFERS),
-        ("snapshot processing", BUFFERS, "snapshot trigger", TRIGGERS),
-        ("snapshot buffer", BUFFERS, "offline output", OUTPUTS),
-        ("offline output", OUTPUTS, "snapshot buffer", BUFFERS),
+    let stage_of = |name: &str| find(name).map(|s| s.stage);
+    let has = |stage: Stage| names.iter().any(|n| stage_of(n) == Some(stage));
+    let rules = [
+        ("snapshot trigger", Stage::Trigger, "snapshot processing", Stage::Buffer),
+        ("snapshot processing", Stage::Buffer, "snapshot trigger", Stage::Trigger),
+        ("snapshot buffer", Stage::Buffer, "offline output", Stage::Output),
+        ("offline output", Stage::Output, "snapshot buffer", Stage::Buffer),
     ];
     for (group_a, a, group_b, b) in rules {
         if has(b) {
             continue;
         }
-        if let Some(service) = names.iter().find(|n| a.contains(&n.as_str())) {
+        if let Some(service) = names.iter().find(|n| stage_of(n) == Some(a)) {
             log::error(format_args!(
                 "Config check: Warning: {group_a} service \"{service}\" requires {group_b} services, but none are active."
             ));
-            let options: Vec<String> = b.iter().map(|s| format!("\"{s}\"")).collect();
+            let options: Vec<String> = b.reference_services().iter().map(|s| format!("\"{s}\"")).collect();
             if let Some((last, rest)) = options.split_last() {
                 log::error(format_args!(
                     "Add {} or {last} to CALI_SERVICES_ENABLE to generate Caliper output.",

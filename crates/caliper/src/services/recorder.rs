@@ -3,11 +3,29 @@
 //! unset; `stdout`/`stderr`; in `CALI_RECORDER_DIRECTORY` if set).
 
 use super::output;
+use super::registry::{Created, NotCreated, ServiceSpec, SettingKind, SettingSpec, Setup, Stage};
 use crate::channel::{Channel, Service};
-use crate::config::RuntimeConfig;
 use crate::log;
 use crate::runtime::Caliper;
 use caliper_data::cali::CaliWriter;
+use std::sync::Arc;
+
+pub(super) const SPEC: ServiceSpec = ServiceSpec {
+    name: "recorder",
+    aliases: &[],
+    description: "Write flushed records to a .cali file",
+    stage: Stage::Output,
+    settings: &[
+        SettingSpec {
+            key: "filename",
+            kind: SettingKind::String,
+            default: "",
+            description: "File name (stdout, stderr, or a name with %attr% fields); automatic if unset",
+        },
+        SettingSpec { key: "directory", kind: SettingKind::String, default: "", description: "Directory for the file" },
+    ],
+    create: |setup: &Setup<'_>| -> Result<Created, NotCreated> { Ok(Created::Service(Arc::new(Recorder::new(setup)))) },
+};
 
 pub struct Recorder {
     filename: Option<String>,
@@ -15,10 +33,10 @@ pub struct Recorder {
 }
 
 impl Recorder {
-    pub fn new(config: &RuntimeConfig) -> Recorder {
+    pub fn new(setup: &Setup<'_>) -> Recorder {
         Recorder {
-            filename: config.get("CALI_RECORDER_FILENAME").filter(|f| !f.is_empty()),
-            directory: config.get("CALI_RECORDER_DIRECTORY").filter(|d| !d.is_empty()),
+            filename: setup.settings.get("filename").filter(|f| !f.is_empty()),
+            directory: setup.settings.get("directory").filter(|d| !d.is_empty()),
         }
     }
 }

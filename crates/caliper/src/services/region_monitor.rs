@@ -8,9 +8,9 @@
 //! snapshot is taken at its end, so snapshots land on long regions at
 //! the finest level where time is spent, whatever the program's shape.
 
+use super::registry::{Created, NotCreated, ServiceSpec, SettingKind, SettingSpec, Setup, Stage};
 use crate::attributes::Attribute;
 use crate::channel::{Channel, EventKind, Observation, Service, ServiceState, ThreadService};
-use crate::config::RuntimeConfig;
 use crate::log;
 use crate::runtime::Caliper;
 use crate::value::ValueKey;
@@ -24,14 +24,30 @@ struct Counters {
     measured: AtomicU64,
 }
 
+pub(super) const SPEC: ServiceSpec = ServiceSpec {
+    name: "region_monitor",
+    aliases: &[],
+    description: "Take snapshots only of region instances that took longer than a time interval before",
+    stage: Stage::Trigger,
+    settings: &[SettingSpec {
+        key: "time_interval",
+        kind: SettingKind::Double,
+        default: "0.01",
+        description: "Seconds a region instance must take for its place to be measured",
+    }],
+    create: |setup: &Setup<'_>| -> Result<Created, NotCreated> {
+        Ok(Created::Service(Arc::new(RegionMonitor::new(setup))))
+    },
+};
+
 pub struct RegionMonitor {
     interval_ns: u64,
     counters: Arc<Counters>,
 }
 
 impl RegionMonitor {
-    pub fn new(config: &RuntimeConfig) -> RegionMonitor {
-        let seconds: f64 = config.get_number("CALI_REGION_MONITOR_TIME_INTERVAL", 0.01);
+    pub fn new(setup: &Setup<'_>) -> RegionMonitor {
+        let seconds: f64 = setup.settings.number("time_interval");
         RegionMonitor {
             interval_ns: (seconds.max(0.0) * 1e9) as u64,
             counters: Arc::new(Counters { marked: AtomicU64::new(0), measured: AtomicU64::new(0) }),

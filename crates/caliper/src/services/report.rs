@@ -4,14 +4,45 @@
 //! a table.
 
 use super::output;
+use super::registry::{Created, NotCreated, ServiceSpec, SettingKind, SettingSpec, Setup, Stage};
 use crate::channel::{Channel, Service};
-use crate::config::RuntimeConfig;
 use crate::log;
 use crate::runtime::Caliper;
 use caliper_data::idmap::IdMap;
 use caliper_data::{MetadataDb, Record};
 use caliper_query::spec::Formatter;
 use caliper_query::{QueryProcessor, QuerySpec, parse_query};
+use std::sync::Arc;
+
+pub(super) const SPEC: ServiceSpec = ServiceSpec {
+    name: "report",
+    aliases: &[],
+    description: "Run a CalQL query over the flushed records and print the result",
+    stage: Stage::Output,
+    settings: &[
+        SettingSpec {
+            key: "config",
+            kind: SettingKind::String,
+            default: "select * format table",
+            description: "The CalQL query",
+        },
+        SettingSpec {
+            key: "filename",
+            kind: SettingKind::String,
+            default: "stdout",
+            description: "Where to write: stdout, stderr or a file name",
+        },
+        SettingSpec {
+            key: "append",
+            kind: SettingKind::Bool,
+            default: "false",
+            description: "Append to the file rather than replace it",
+        },
+    ],
+    create: |setup: &Setup<'_>| -> Result<Created, NotCreated> {
+        Report::new(setup).map(|r| Created::Service(Arc::new(r))).ok_or(NotCreated::BadSettings)
+    },
+};
 
 pub struct Report {
     query: QuerySpec,
@@ -21,14 +52,11 @@ pub struct Report {
 
 impl Report {
     /// The service, or `None` (logged) if the query does not parse.
-    pub fn new(channel: &str, config: &RuntimeConfig) -> Option<Report> {
-        let text = config.get_or("CALI_REPORT_CONFIG", "select * format table");
+    pub fn new(setup: &Setup<'_>) -> Option<Report> {
+        let (channel, settings) = (setup.channel, &setup.settings);
+        let text = settings.text("config");
         match parse_query(&text) {
-            Ok(query) => Some(Report {
-                query,
-                filename: config.get_or("CALI_REPORT_FILENAME", "stdout"),
-                append: config.get_bool("CALI_REPORT_APPEND", false),
-            }),
+            Ok(query) => Some(Report { query, filename: settings.text("filename"), append: settings.bool("append") }),
             Err(e) => {
                 log::error(format_args!("{channel}: Report: config parse error: {e}"));
                 None

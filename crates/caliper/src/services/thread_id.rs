@@ -2,12 +2,25 @@
 //! (`pthread.id`, the kernel thread id) and whether it is the process's
 //! main thread (`pthread.is_master`), so output tells threads apart.
 
+use super::registry::{Created, NotCreated, ServiceSpec, Setup, Stage};
 use crate::attributes::Attribute;
 use crate::blackboard::Blackboard;
 use crate::channel::Service;
 use crate::runtime::Caliper;
 use crate::value::ValueKey;
 use caliper_data::{AttrType, Properties, Variant};
+use std::sync::Arc;
+
+pub(super) const SPEC: ServiceSpec = ServiceSpec {
+    name: "pthread",
+    aliases: &[],
+    description: "Mark snapshots with the thread id (pthread.id) and whether it is the main thread",
+    stage: Stage::Other,
+    settings: &[],
+    create: |setup: &Setup<'_>| -> Result<Created, NotCreated> {
+        Ok(Created::Service(Arc::new(ThreadId::new(setup.cali))))
+    },
+};
 
 pub struct ThreadId {
     id: Attribute,

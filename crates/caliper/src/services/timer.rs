@@ -6,15 +6,29 @@
 //! `CALI_TIMER_INCLUSIVE_DURATION`, `time.inclusive.duration.ns` on end
 //! events: since the matching begin.
 
+use super::registry::{Created, NotCreated, ServiceSpec, SettingKind, SettingSpec, Setup, Stage};
 use crate::attributes::Attribute;
 use crate::channel::{EventKind, Service, ServiceState, ThreadService, Trigger};
 use crate::clock::Clock;
-use crate::config::RuntimeConfig;
-use crate::runtime::Caliper;
 use crate::snapshot::{Snapshot, Time};
 use crate::value::ValueKey;
 use caliper_data::node::Id;
 use caliper_data::{AttrType, Properties, Variant};
+use std::sync::Arc;
+
+pub(super) const SPEC: ServiceSpec = ServiceSpec {
+    name: "timer",
+    aliases: &["timestamp"],
+    description: "Add time offsets and durations to snapshots",
+    stage: Stage::Other,
+    settings: &[SettingSpec {
+        key: "inclusive_duration",
+        kind: SettingKind::Bool,
+        default: "false",
+        description: "Also record time.inclusive.duration.ns on region ends",
+    }],
+    create: |setup: &Setup<'_>| -> Result<Created, NotCreated> { Ok(Created::Service(Arc::new(Timer::new(setup)))) },
+};
 
 /// The timer service of a channel. Public for [`TimerThread`], which a
 /// channel keeps inline (see [`Service::inline_timer`]).
@@ -40,7 +54,8 @@ pub struct TimerThread {
 
 impl Timer {
     /// The service, with its attributes created.
-    pub fn new(cali: &Caliper, config: &RuntimeConfig) -> Timer {
+    pub fn new(setup: &Setup<'_>) -> Timer {
+        let cali = setup.cali;
         let unit = cali.create_attribute("time.unit", AttrType::String, Properties::SKIP_EVENTS, &[]);
         let meta = [(unit.id(), Variant::string("nsec"))];
         let value = Properties::ASVALUE | Properties::SKIP_EVENTS;
@@ -49,8 +64,9 @@ impl Timer {
             start: crate::clock::clock().now_ns(),
             offset: cali.create_attribute("time.offset.ns", AttrType::Uint, value, &meta),
             duration: cali.create_attribute("time.duration.ns", AttrType::Uint, metric, &meta),
-            inclusive: config
-                .get_bool("CALI_TIMER_INCLUSIVE_DURATION", false)
+            inclusive: setup
+                .settings
+                .bool("inclusive_duration")
                 .then(|| cali.create_attribute("time.inclusive.duration.ns", AttrType::Uint, metric, &meta)),
         }
     }

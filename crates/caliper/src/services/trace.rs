@@ -24,8 +24,8 @@
 //! when its first chunk is full, and with `flush` a full chunk makes the
 //! runtime write the channel's output and clear the buffers.
 
+use super::registry::{Created, NotCreated, ServiceSpec, SettingKind, SettingSpec, Setup, Stage};
 use crate::channel::{Service, ServiceState, ThreadService, state_mut};
-use crate::config::RuntimeConfig;
 use crate::log;
 use crate::runtime::Caliper;
 use crate::services::{InlineProcessor, Processor};
@@ -138,8 +138,9 @@ impl Trace {
         }
     }
 
-    pub fn new(channel: &str, config: &RuntimeConfig) -> Trace {
-        let setting = config.get("CALI_TRACE_BUFFER_SIZE").filter(|s| !s.trim().is_empty());
+    pub fn new(setup: &Setup<'_>) -> Trace {
+        let (channel, settings) = (setup.channel, &setup.settings);
+        let setting = settings.get("buffer_size").filter(|s| !s.trim().is_empty());
         let chunk_bytes = match setting.as_deref().map(|s| chunk_bytes(s, physical_memory())) {
             None => DEFAULT_CHUNK_BYTES,
             Some(Ok(bytes)) => bytes,
@@ -152,7 +153,7 @@ impl Trace {
                 DEFAULT_CHUNK_BYTES
             }
         };
-        let policy = match config.get_or("CALI_TRACE_BUFFER_POLICY", "grow").as_str() {
+        let policy = match settings.text("buffer_policy").as_str() {
             "grow" => Policy::Grow,
             "stop" => Policy::Stop,
             "flush" => Policy::Flush,
@@ -169,6 +170,28 @@ impl Trace {
         Trace { channel: channel.into(), policy, shared: Arc::new(shared) }
     }
 }
+
+pub(super) const SPEC: ServiceSpec = ServiceSpec {
+    name: "trace",
+    aliases: &[],
+    description: "Keep every snapshot in per-thread trace buffers",
+    stage: Stage::Buffer,
+    settings: &[
+        SettingSpec {
+            key: "buffer_size",
+            kind: SettingKind::Double,
+            default: "2",
+            description: "Size of a trace buffer chunk in MiB",
+        },
+        SettingSpec {
+            key: "buffer_policy",
+            kind: SettingKind::String,
+            default: "grow",
+            description: "What a full chunk does: grow (add one), stop (record no more), flush (write and clear)",
+        },
+    ],
+    create: |setup: &Setup<'_>| -> Result<Created, NotCreated> { Ok(Created::Service(Arc::new(Trace::new(setup)))) },
+};
 
 /// A chunk of encoded snapshots. Its storage is allocated zeroed, which
 /// for a chunk this large maps fresh pages that the kernel provides as

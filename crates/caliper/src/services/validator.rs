@@ -3,9 +3,20 @@
 //! validator lists the regions each thread left open and says whether any
 //! nesting error was found.
 
+use super::registry::{Created, NotCreated, ServiceSpec, Setup, Stage};
 use crate::channel::{Channel, Service};
 use crate::log;
 use crate::runtime::Caliper;
+use std::sync::Arc;
+
+pub(super) const SPEC: ServiceSpec = ServiceSpec {
+    name: "validator",
+    aliases: &[],
+    description: "Check annotation nesting; report regions left open at the end of the program",
+    stage: Stage::Other,
+    settings: &[],
+    create: |_: &Setup<'_>| -> Result<Created, NotCreated> { Ok(Created::Service(Arc::new(Validator))) },
+};
 
 pub struct Validator;
 
