@@ -23,6 +23,7 @@ mod manager;
 mod names;
 mod preload;
 mod report;
+mod setup;
 mod snapshot;
 mod types;
 mod variant;
