@@ -167,6 +167,15 @@ pub trait Service: Send + Sync {
     fn flush(&self, _cali: &Caliper, _states: &mut [&mut dyn ThreadService], _emit: &mut dyn FnMut(&Record)) {}
     /// Drops what the threads' states gathered.
     fn clear(&self, _states: &mut [&mut dyn ThreadService]) {}
+    /// Adds what `from`, the state of a thread that has exited, gathered
+    /// to `into`, the state of threads that exited before (kept by the
+    /// channel until they are flushed), so that the channel keeps one
+    /// such state, not one per exited thread; `from` is dropped after.
+    /// `false` if the service does not merge: the channel then keeps
+    /// `from` beside `into`.
+    fn absorb(&self, _cali: &Caliper, _into: &mut dyn ThreadService, _from: &mut dyn ThreadService) -> bool {
+        false
+    }
     /// Writes the channel's output (flushing the channel as needed).
     fn write_output(&self, _cali: &Caliper, _channel: &Channel) {}
     /// Last words at the end of the program.
@@ -227,6 +236,14 @@ impl ChannelThread {
         match &mut self.inline {
             Some((j, p)) if *j == i => p.as_dyn(),
             _ => self.states[i].as_mut(),
+        }
+    }
+
+    /// Takes the thread object of service `i` out (at thread exit).
+    fn take_state(&mut self, i: usize) -> ServiceState {
+        match self.inline.take_if(|(j, _)| *j == i) {
+            Some((_, p)) => p.into_boxed(),
+            None => std::mem::replace(&mut self.states[i], Box::new(())),
         }
     }
 
@@ -444,6 +461,11 @@ pub struct Channel {
     fused: bool,
     events: Option<EventConfig>,
     marks: RwLock<FxHashMap<Id, Option<EventAttributes>>>,
+    /// What threads that have exited gathered, per service (empty for
+    /// those that do not process): their states, merged where the service
+    /// can (see [`Service::absorb`]). Filled by exiting threads inside
+    /// their update protocol, read by flushes with updates stopped.
+    retired: Mutex<Vec<Vec<ServiceState>>>,
     flush_on_exit: bool,
     blackboard: Mutex<Blackboard>,
     region_count: Attribute,
@@ -510,6 +532,7 @@ impl Channel {
             Properties::ASVALUE | Properties::AGGREGATABLE | Properties::SKIP_EVENTS,
             &[],
         );
+        let retired = Mutex::new(services.iter().map(|_| Vec::new()).collect());
         Channel {
             id,
             name: name.to_string(),
@@ -523,6 +546,7 @@ impl Channel {
             fused,
             events,
             marks: RwLock::new(FxHashMap::default()),
+            retired,
             flush_on_exit,
             blackboard: Mutex::new(Blackboard::default()),
             region_count,
@@ -570,7 +594,26 @@ impl Channel {
     /// Whether another thread holds one of the channel's locks (see
     /// [`crate::sync::is_held`]).
     pub(crate) fn is_locked(&self) -> bool {
-        crate::sync::is_rw_held(&self.marks) || crate::sync::is_held(&self.blackboard)
+        crate::sync::is_rw_held(&self.marks)
+            || crate::sync::is_held(&self.blackboard)
+            || crate::sync::is_held(&self.retired)
+    }
+
+    /// Takes over the processing services' states of a thread that exits,
+    /// so that their data is flushed with the other threads' and the rest
+    /// of the thread's state (caches, memos) can go. Called inside the
+    /// thread's update protocol (see `Caliper::retire_thread`).
+    pub(crate) fn retire(&self, cali: &Caliper, mut ct: ChannelThread) {
+        let mut retired = sync::lock(&self.retired);
+        for &i in &self.process {
+            let mut state = ct.take_state(i);
+            let kept = &mut retired[i];
+            let absorbed =
+                kept.last_mut().is_some_and(|into| self.services[i].absorb(cali, into.as_mut(), state.as_mut()));
+            if !absorbed {
+                kept.push(state);
+            }
+        }
     }
 
     /// Decides whether `attr` triggers snapshots in this channel, creating
@@ -861,8 +904,9 @@ impl Channel {
     /// thread. Updates must be stopped (the caller holds `StopUpdates`).
     fn with_process_states(&self, cali: &Caliper, mut f: impl FnMut(&dyn Service, &mut [&mut dyn ThreadService])) {
         let slots = cali.thread_slots();
+        let mut retired = sync::lock(&self.retired);
         for &i in &self.process {
-            let mut states: Vec<&mut dyn ThreadService> = Vec::new();
+            let mut states: Vec<&mut dyn ThreadService> = retired[i].iter_mut().map(|s| s.as_mut()).collect();
             for slot in slots.iter().filter(|s| s.busy.is_readable()) {
                 // SAFETY: updates are stopped, the slot's thread is not
                 // inside an update, and each slot's data is borrowed once,

@@ -420,6 +420,55 @@ impl AggThread {
         self.process(cali, scratch);
     }
 
+    /// Adds the entries of `from` (an exited thread's) to this one's: the
+    /// same key is the same entry, and its statistics combine as if this
+    /// thread had seen `from`'s values too.
+    fn absorb(&mut self, cali: &Caliper, from: &AggThread) {
+        for (e, key) in from.keys.iter().enumerate() {
+            let into = self.entry(cali, key);
+            self.stats[into * self.stride + ENTRY_COUNT].n += from.stats[e * from.stride + ENTRY_COUNT].n;
+            for &metric in &from.extras.orders[e] {
+                let kind = self.kind_of(cali, from.metrics[metric as usize - 1]);
+                let (stat, slot) = (from.stats[e * from.stride + metric as usize], (kind - METRIC) as usize);
+                let old = self.stats[into * self.stride + slot];
+                self.stats[into * self.stride + slot] = match old.n {
+                    0 if stat.plain() => stat,
+                    _ if old.plain() && stat.plain() => Stat {
+                        min: old.min.min(stat.min),
+                        max: old.max.max(stat.max),
+                        sum: old.sum.wrapping_add(stat.sum),
+                        n: old.n + stat.n,
+                    },
+                    _ => self.absorb_other(old, from.variants(&stat), stat.count()),
+                };
+                if old.n == 0 {
+                    self.extras.orders[into].push(slot as u32);
+                }
+            }
+        }
+    }
+
+    /// A statistic `old` of this thread combined with another thread's
+    /// min, max and sum of `n` values when either is not plain.
+    fn absorb_other(&mut self, old: Stat, [min, max, sum]: [Variant; 3], n: u64) -> Stat {
+        let stats = if old.n == 0 {
+            [min, max, sum]
+        } else {
+            let [old_min, old_max, mut old_sum] = self.variants(&old);
+            old_sum.add_assign(&sum);
+            [old_min.min_with(&min), old_max.max_with(&max), old_sum]
+        };
+        let others = &mut self.extras.others;
+        let index = if old.n & OTHER != 0 {
+            others[old.sum as usize] = stats;
+            old.sum
+        } else {
+            others.push(stats);
+            others.len() as u64 - 1
+        };
+        Stat { min: 0, max: 0, sum: index, n: (old.count() + n) | OTHER }
+    }
+
     /// The entry of a key of the snapshot's nodes and key values (sorted by
     /// attribute).
     fn key_entry(&mut self, cali: &Caliper, snapshot: &Snapshot) -> usize {
@@ -497,6 +546,16 @@ impl Service for Aggregate {
             if let Some(t) = state_mut::<AggThread>(&mut **state) {
                 t.clear();
             }
+        }
+    }
+
+    fn absorb(&self, cali: &Caliper, into: &mut dyn ThreadService, from: &mut dyn ThreadService) -> bool {
+        match (state_mut::<AggThread>(into), state_mut::<AggThread>(from)) {
+            (Some(into), Some(from)) => {
+                into.absorb(cali, from);
+                true
+            }
+            _ => false,
         }
     }
 }
