@@ -116,6 +116,14 @@ struct Registration {
 
 impl Drop for Registration {
     fn drop(&mut self) {
+        // SAFETY: plain queries without pointers.
+        if unsafe { libc::gettid() == libc::getpid() } {
+            // The main thread's destructors run in `exit()`, before the
+            // flush at exit and the C++ static destructors, which may still
+            // annotate; the slot stays (the list keeps it), as the process
+            // ends anyway.
+            return;
+        }
         // Other thread-local destructors may still annotate: they find no
         // slot (`THREAD` is gone) and are not recorded.
         SLOT.with(|s| s.set(std::ptr::null()));
@@ -318,8 +326,16 @@ impl Caliper {
     /// from a signal handler that interrupted an update), the slot stays in
     /// the list as it is, and a flush still reads it there. So it does when
     /// the thread exits with regions open, which the validator's report at
-    /// exit names (a rare case: a program's threads close what they open).
+    /// exit names (a rare case: a program's threads close what they open),
+    /// or when a signal handler that interrupted the runtime ends the
+    /// thread or the program.
     fn retire_thread(&self, slot: &Arc<ThreadSlot>) {
+        if interrupted_in_runtime() {
+            // `exit()` from a signal handler runs the exiting thread's
+            // destructors: the locks and allocations below could wait for
+            // the interrupted code or corrupt the heap.
+            return;
+        }
         let handed_over = slot.update(|t, _| {
             if !(t.blackboard.regions.is_empty() && t.blackboard.unaligned.is_empty()) {
                 return false;
