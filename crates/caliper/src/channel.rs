@@ -16,6 +16,7 @@ use crate::runtime::Caliper;
 use crate::services::InlineProcessor;
 use crate::services::timer::TimerThread;
 use crate::snapshot::{RegionAttributes, RegionSnapshot, Snapshot};
+use crate::sparse::{PAGE, Sparse};
 use crate::sync;
 use crate::thread::ThreadData;
 use crate::tree::ContextTree;
@@ -190,6 +191,9 @@ pub struct EventAttributes {
     end: Attribute,
 }
 
+/// A page of attributes not looked up yet (see [`Sparse`]).
+static UNMARKED: [Option<Option<EventAttributes>>; PAGE] = [None; PAGE];
+
 /// How the channel's `event` service takes snapshots.
 #[derive(Clone, Debug)]
 pub struct EventConfig {
@@ -216,9 +220,9 @@ pub struct ChannelThread {
     /// The channel's inline timer (see [`Service::inline_timer`]).
     timer: Option<TimerThread>,
     /// Per attribute id: `None` not looked up, `Some(None)` not marked.
-    marks: Vec<Option<Option<EventAttributes>>>,
+    marks: Sparse<Option<Option<EventAttributes>>>,
     /// Per region-stack node (by id; the empty stack at 0).
-    memo: Vec<NodeMemo>,
+    memo: Sparse<NodeMemo>,
     /// Begins the memo has forgotten (see [`BeginCache`]).
     begins: BeginCache,
     /// Per string value seen by the region filters: whether it passes the
@@ -293,11 +297,7 @@ impl ChannelThread {
     #[cold]
     fn look_up_mark(&mut self, cali: &Caliper, channel: &Channel, attr: Id) -> &Option<EventAttributes> {
         let Some(mark) = channel.decide_mark(cali, attr) else { return &None };
-        let i = attr as usize;
-        if self.marks.len() <= i {
-            self.marks.resize(i + 1, None);
-        }
-        self.marks[i].insert(mark)
+        self.marks.get_mut(attr as usize).insert(mark)
     }
 
     /// The node of an update's event information `info = entry.value`
@@ -430,10 +430,7 @@ impl ChannelThread {
     /// The memo of node `i`, if its id fits the table's 32 bits.
     fn memo_mut(&mut self, i: usize) -> Option<&mut NodeMemo> {
         u32::try_from(i).ok()?;
-        if self.memo.len() <= i {
-            self.memo.resize(i + 1, NodeMemo::UNKNOWN);
-        }
-        self.memo.get_mut(i)
+        Some(self.memo.get_mut(i))
     }
 }
 
@@ -706,8 +703,8 @@ impl Channel {
             states: states.collect(),
             inline,
             timer,
-            marks: Vec::new(),
-            memo: Vec::new(),
+            marks: Sparse::new(&UNMARKED),
+            memo: Sparse::new(&memo::UNKNOWN_PAGE),
             begins: BeginCache::default(),
             filtered: FxHashMap::default(),
             branches: Vec::new(),
@@ -1103,24 +1100,25 @@ mod tests {
         }
     }
 
-    #[test]
-    fn an_attribute_created_but_not_yet_marked_is_marked_on_first_update() {
+    /// Begins and ends the attribute `make` returns in a channel of its
+    /// own, and checks that the end is recorded once (unless another test's
+    /// flush dropped an update).
+    fn check_one_end(channel: &str, make: impl FnOnce(&Caliper) -> Attribute) {
         let cali = Caliper::instance().expect("runtime");
         let config = RuntimeConfig::from_pairs(
             [("CALI_SERVICES_ENABLE", "aggregate,event"), ("CALI_CHANNEL_FLUSH_ON_EXIT", "false")],
             false,
         );
-        let channel = cali.create_channel("test.late-mark", config);
+        let channel = cali.create_channel(channel, config);
         cali.set_channel_active(&channel, true);
-        // As if another thread had just created it and not marked it yet.
-        let (attr, _) = cali.registry.create(&cali.tree, "test.late", AttrType::String, Properties::NESTED, &[]);
+        let attr = make(cali);
+        let name = cali.attribute_info(attr.id()).expect("attribute").name;
         let skipped = skipped_updates();
         cali.begin(attr, ValueKey::string("x"));
         cali.end(attr, None);
-        // Unless another test's flush dropped one of them.
         let all_taken = skipped_updates() == skipped;
         cali.set_channel_active(&channel, false);
-        let end = cali.find_attribute("event.end#test.late").expect("marked").id();
+        let end = cali.find_attribute(&format!("event.end#{name}")).expect("marked").id();
         let mut ends = 0;
         cali.flush(&channel, &mut |record| {
             for node in record.refs() {
@@ -1132,5 +1130,26 @@ mod tests {
         if all_taken {
             assert_eq!(ends, 1);
         }
+    }
+
+    #[test]
+    fn an_attribute_created_but_not_yet_marked_is_marked_on_first_update() {
+        // As if another thread had just created it and not marked it yet.
+        check_one_end("test.late-mark", |cali| {
+            cali.registry.create(&cali.tree, "test.late", AttrType::String, Properties::NESTED, &[]).0
+        });
+    }
+
+    /// The thread's tables by node and attribute id are sparse: an
+    /// attribute (and nodes) with ids past many others work.
+    #[test]
+    fn an_attribute_created_after_many_nodes_works() {
+        check_one_end("test.far", |cali| {
+            let base = cali.create_attribute("test.far.base", AttrType::Int, Properties::DEFAULT, &[]);
+            for i in 0..100_000 {
+                cali.tree.get_child(base.id(), Variant::Int(i), None);
+            }
+            cali.create_attribute("test.far", AttrType::String, Properties::NESTED, &[])
+        });
     }
 }

@@ -13,6 +13,7 @@ use crate::log;
 use crate::runtime::Caliper;
 use crate::services::{InlineProcessor, Processor};
 use crate::snapshot::{RegionAttributes, RegionSnapshot, Snapshot};
+use crate::sparse::{PAGE, Sparse};
 use crate::value::ValueKey;
 use caliper_data::hash::FxHashMap;
 use caliper_data::node::Id;
@@ -157,12 +158,12 @@ struct Extras {
 pub(super) struct AggThread {
     key_names: Arc<[String]>,
     /// Entry index + 1 of the records keyed by exactly one node, by node id.
-    by_node: Vec<u32>,
+    by_node: Sparse<u32>,
     /// Entries of records keyed by exactly two nodes, by the second node:
     /// the first node and entry index + 1 of the first such key seen. The
     /// first node is nearly always the same (the process context); keys
     /// with another one are in `by_other_pair`.
-    by_pair: Vec<(Id, u32)>,
+    by_pair: Sparse<(Id, u32)>,
     by_other_pair: FxHashMap<(Id, Id), u32>,
     /// Entries of other keys.
     by_key: FxHashMap<Snapshot, u32>,
@@ -185,7 +186,7 @@ pub(super) struct AggThread {
     /// Per attribute id: [`UNKNOWN`] not looked up, [`PLAIN`] not
     /// aggregated, [`KEY`] a key attribute, else [`METRIC`] + the metric's
     /// slot in the entries' statistics.
-    kind: Vec<u32>,
+    kind: Sparse<u32>,
     /// The attribute of each metric slot, from slot 1 on (slot 0 is the
     /// entry count).
     metrics: Vec<Id>,
@@ -195,6 +196,11 @@ const UNKNOWN: u32 = 0;
 const PLAIN: u32 = 1;
 const KEY: u32 = 2;
 const METRIC: u32 = 3;
+
+/// Empty pages of the tables by node and attribute id (see [`Sparse`]):
+/// no entry, and [`UNKNOWN`] kinds.
+static NO_ENTRIES: [u32; PAGE] = [0; PAGE];
+static NO_PAIRS: [(Id, u32); PAGE] = [(0, 0); PAGE];
 
 /// The index of the entry's snapshot count in its row of statistics.
 const ENTRY_COUNT: usize = 0;
@@ -227,8 +233,8 @@ impl AggThread {
     fn new(key_names: Arc<[String]>) -> AggThread {
         AggThread {
             key_names,
-            by_node: Vec::new(),
-            by_pair: Vec::new(),
+            by_node: Sparse::new(&NO_ENTRIES),
+            by_pair: Sparse::new(&NO_PAIRS),
             by_other_pair: FxHashMap::default(),
             by_key: FxHashMap::default(),
             keys: Vec::new(),
@@ -236,7 +242,7 @@ impl AggThread {
             stride: ENTRY_COUNT + 1,
             extras: Extras::default(),
             region_slots: [NO_SLOT; 3],
-            kind: Vec::new(),
+            kind: Sparse::new(&NO_ENTRIES),
             metrics: Vec::new(),
         }
     }
@@ -264,11 +270,8 @@ impl AggThread {
     #[cold]
     fn look_up_kind(&mut self, cali: &Caliper, attr: Id) -> u32 {
         let i = attr as usize;
-        if self.kind.len() <= i {
-            self.kind.resize(i + 1, UNKNOWN);
-        }
-        if self.kind[i] == UNKNOWN {
-            self.kind[i] = match cali.attribute_info(attr) {
+        if *self.kind.get_mut(i) == UNKNOWN {
+            *self.kind.get_mut(i) = match cali.attribute_info(attr) {
                 Some(info) if info.attr.properties().is_aggregatable() => {
                     self.metrics.push(attr);
                     self.widen();
@@ -289,7 +292,7 @@ impl AggThread {
                 _ => PLAIN,
             };
         }
-        self.kind[i]
+        *self.kind.get_mut(i)
     }
 
     /// Makes room in every entry for a new metric slot.
@@ -367,12 +370,8 @@ impl AggThread {
 
     #[cold]
     fn new_node_entry(&mut self, node: Id) -> usize {
-        let i = node as usize;
-        if self.by_node.len() <= i {
-            self.by_node.resize(i + 1, 0);
-        }
         let e = self.push_node_entry(&[node]);
-        self.by_node[i] = e + 1;
+        *self.by_node.get_mut(node as usize) = e + 1;
         e as usize
     }
 
@@ -386,14 +385,10 @@ impl AggThread {
 
     #[cold]
     fn new_pair_entry(&mut self, a: Id, b: Id) -> usize {
-        let i = b as usize;
-        if self.by_pair.len() <= i {
-            self.by_pair.resize(i + 1, (0, 0));
-        }
-        match self.by_pair[i] {
+        match *self.by_pair.get_mut(b as usize) {
             (_, 0) => {
                 let e = self.push_node_entry(&[a, b]);
-                self.by_pair[i] = (a, e + 1);
+                *self.by_pair.get_mut(b as usize) = (a, e + 1);
                 e as usize
             }
             _ => self.other_pair_entry(a, b),
@@ -609,26 +604,22 @@ impl ThreadService for AggThread {
 mod tests {
     use super::*;
 
-    #[test]
-    fn statistics_follow_metrics_that_appear_late() {
-        let cali = Caliper::instance().expect("runtime");
-        let metric =
-            |name: &str, ty| cali.create_attribute(name, ty, Properties::ASVALUE | Properties::AGGREGATABLE, &[]).id();
-        let (u, i) = (metric("test.agg.u", AttrType::Uint), metric("test.agg.i", AttrType::Int));
-        let agg = Aggregate::new(cali, &RuntimeConfig::from_pairs([], false));
-        let mut state = agg.thread_state();
+    /// A snapshot's nodes and values.
+    type Taken<'a> = (&'a [Id], &'a [(Id, ValueKey)]);
+
+    /// Feeds snapshots to `state`.
+    fn take(cali: &Caliper, state: &mut ServiceState, snapshots: &[Taken<'_>]) {
         let mut snapshot = Snapshot::default();
-        let mut take = |nodes: &[Id], values: &[(Id, ValueKey)]| {
+        for (nodes, values) in snapshots {
             snapshot.clear();
             nodes.iter().for_each(|&n| snapshot.push_node(n));
             values.iter().for_each(|&(a, v)| snapshot.push_value(a, v));
             state.process(cali, &snapshot);
-        };
-        take(&[100], &[(u, ValueKey::uint(5))]);
-        // A second metric after the entry exists; an integer, not native.
-        take(&[100], &[(i, ValueKey::int(-3)), (u, ValueKey::uint(7))]);
-        take(&[100, 200], &[(u, ValueKey::uint(1))]);
-        take(&[100], &[(i, ValueKey::int(4))]);
+        }
+    }
+
+    /// The records flushed from `state`, as text.
+    fn flushed(cali: &Caliper, agg: &Aggregate, state: &mut ServiceState) -> Vec<String> {
         let mut lines = Vec::new();
         agg.flush(cali, &mut [state.as_mut()], &mut |r| {
             let text: Vec<String> = r
@@ -643,13 +634,58 @@ mod tests {
                 .collect();
             lines.push(text.join(","));
         });
-        assert_eq!(
-            lines,
-            [
-                "@100,min#test.agg.u=5,max#test.agg.u=7,sum#test.agg.u=12,avg#test.agg.u=6,\
-                 min#test.agg.i=-3,max#test.agg.i=4,sum#test.agg.i=1,avg#test.agg.i=0,count=3,aggregate.slot=0",
-                "@100,@200,min#test.agg.u=1,max#test.agg.u=1,sum#test.agg.u=1,avg#test.agg.u=1,count=1,aggregate.slot=1",
-            ]
+        lines
+    }
+
+    /// Two metrics: an unsigned, and an integer (not native).
+    fn metrics(cali: &Caliper) -> (Id, Id) {
+        let metric =
+            |name: &str, ty| cali.create_attribute(name, ty, Properties::ASVALUE | Properties::AGGREGATABLE, &[]).id();
+        (metric("test.agg.u", AttrType::Uint), metric("test.agg.i", AttrType::Int))
+    }
+
+    /// The records of the snapshots both tests take.
+    const EXPECTED: [&str; 2] = [
+        "@100,min#test.agg.u=5,max#test.agg.u=7,sum#test.agg.u=12,avg#test.agg.u=6,\
+         min#test.agg.i=-3,max#test.agg.i=4,sum#test.agg.i=1,avg#test.agg.i=0,count=3,aggregate.slot=0",
+        "@100,@200,min#test.agg.u=1,max#test.agg.u=1,sum#test.agg.u=1,avg#test.agg.u=1,count=1,aggregate.slot=1",
+    ];
+
+    #[test]
+    fn statistics_follow_metrics_that_appear_late() {
+        let cali = Caliper::instance().expect("runtime");
+        let (u, i) = metrics(cali);
+        let agg = Aggregate::new(cali, &RuntimeConfig::from_pairs([], false));
+        let mut state = agg.thread_state();
+        take(
+            cali,
+            &mut state,
+            &[
+                (&[100], &[(u, ValueKey::uint(5))]),
+                // A second metric after the entry exists.
+                (&[100], &[(i, ValueKey::int(-3)), (u, ValueKey::uint(7))]),
+                (&[100, 200], &[(u, ValueKey::uint(1))]),
+                (&[100], &[(i, ValueKey::int(4))]),
+            ],
         );
+        assert_eq!(flushed(cali, &agg, &mut state), EXPECTED);
+    }
+
+    /// An exited thread's entries merge into another's as if that thread
+    /// had taken its snapshots, whatever order each met the metrics in.
+    #[test]
+    fn an_exited_threads_entries_are_absorbed() {
+        let cali = Caliper::instance().expect("runtime");
+        let (u, i) = metrics(cali);
+        let agg = Aggregate::new(cali, &RuntimeConfig::from_pairs([], false));
+        let (mut into, mut from) = (agg.thread_state(), agg.thread_state());
+        take(cali, &mut into, &[(&[100], &[(u, ValueKey::uint(5))]), (&[100, 200], &[(u, ValueKey::uint(1))])]);
+        take(
+            cali,
+            &mut from,
+            &[(&[100], &[(i, ValueKey::int(-3)), (u, ValueKey::uint(7))]), (&[100], &[(i, ValueKey::int(4))])],
+        );
+        assert!(agg.absorb(cali, into.as_mut(), from.as_mut()));
+        assert_eq!(flushed(cali, &agg, &mut into), EXPECTED);
     }
 }
