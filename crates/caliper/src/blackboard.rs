@@ -16,7 +16,10 @@ use caliper_data::node::{INV_ID, Id};
 /// A small direct-mapped table in front of a hash map answers the lookups
 /// a program repeats (the same regions in a loop) without hashing into
 /// the map. The table grows with the map, up to [`RECENT_MAX_BITS`]: a
-/// thread that makes few lookups (most of them) keeps a small one.
+/// thread that makes few lookups (most of them) keeps a small one. The
+/// map is a cache too, emptied when it reaches [`MAP_MAX`] lookups: a
+/// thread that meets many distinct paths (a million region names) would
+/// otherwise keep a second copy of the tree's index.
 #[derive(Default)]
 pub struct ChildCache {
     recent: Box<[(Id, Id, ValueKey, Id)]>,
@@ -25,6 +28,8 @@ pub struct ChildCache {
 
 /// log2 of the largest direct-mapped table (1024 slots of 40 bytes).
 const RECENT_MAX_BITS: u32 = 10;
+/// The most lookups the map keeps (about 3 MB).
+const MAP_MAX: usize = 1 << 16;
 
 impl ChildCache {
     /// The node `attr = value` under `parent`, from the cache or the tree.
@@ -48,6 +53,9 @@ impl ChildCache {
             Some(&id) => id,
             None => {
                 let id = tree.get_child(attr, value.to_variant(), (parent != INV_ID).then_some(parent));
+                if self.map.len() >= MAP_MAX {
+                    self.map = FxHashMap::default();
+                }
                 self.map.insert(key, id);
                 self.grow();
                 id
