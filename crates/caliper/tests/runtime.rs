@@ -196,17 +196,16 @@ fn threads_that_exit_early_keep_their_data() {
             ("CALI_RECORDER_FILENAME", file.to_str().unwrap()),
         ],
     );
-    let mut db = MetadataDb::new();
-    let records = read_records(&mut db, "agg", &std::fs::read(&file).unwrap()).unwrap();
-    let count = db.attribute_by_name("count").unwrap().id();
-    let total: u64 = records
-        .iter()
-        .flat_map(|r| r.immediates())
-        .filter(|(a, _)| *a == count)
-        .map(|(_, v)| v.to_u64().unwrap())
-        .sum();
     // 4 threads x 100 iterations x (begin work, set thread, end work).
-    assert_eq!(total, 1200);
+    assert_eq!(total_count(&file), 1200);
+}
+
+/// The sum of the `count`s of the records of an aggregation in a `.cali`
+/// file: the number of snapshots aggregated.
+fn total_count(file: &std::path::Path) -> u64 {
+    let (db, records) = common::read(file);
+    let count = db.attribute_by_name("count").unwrap().id();
+    records.iter().flat_map(|r| r.immediates()).filter(|(a, _)| *a == count).map(|(_, v)| v.to_u64().unwrap()).sum()
 }
 
 /// Threads that exit before the flush are in it exactly once, their slots
@@ -221,15 +220,7 @@ fn short_lived_threads_are_flushed_exactly_once() {
         env.extend(flushes.map(|f| ("SCENARIO_FLUSHES", f)));
         env.push(("CALI_SERVICES_ENABLE", "aggregate,event,timer,recorder"));
         run("short_lived_threads", &env);
-        let (db, records) = common::read(&file);
-        let count = db.attribute_by_name("count").unwrap().id();
-        let total: u64 = records
-            .iter()
-            .flat_map(|r| r.immediates())
-            .filter(|(a, _)| *a == count)
-            .map(|(_, v)| v.to_u64().unwrap())
-            .sum();
-        assert_eq!(total, 200 * 100, "aggregate, flushes meanwhile: {flushes:?}");
+        assert_eq!(total_count(&file), 200 * 100, "aggregate, flushes meanwhile: {flushes:?}");
 
         env.pop();
         env.push(("CALI_SERVICES_ENABLE", "event,trace,timer,recorder"));
