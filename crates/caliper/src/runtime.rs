@@ -124,10 +124,12 @@ impl Drop for Registration {
             // ends anyway.
             return;
         }
+        // The slot stays the thread's during the hand-over, so that a
+        // signal handler's flush or update on this thread sees it busy.
+        contain("Thread exit", || self.cali.retire_thread(&self.slot));
         // Other thread-local destructors may still annotate: they find no
         // slot (`THREAD` is gone) and are not recorded.
         SLOT.with(|s| s.set(std::ptr::null()));
-        contain("Thread exit", || self.cali.retire_thread(&self.slot));
     }
 }
 
