@@ -608,3 +608,24 @@ fn a_forked_child_writes_its_own_report() {
         .collect();
     assert_eq!(reports, [["main", "before_fork", "child_work"], ["main", "before_fork", "parent_work"]], "{stderr}");
 }
+
+/// The memory benchmark (`tests/c/memory.c`) builds and runs: the report
+/// has the regions of its threads, all exited before the flush, and of its
+/// many names.
+#[test]
+fn the_memory_benchmark_runs() {
+    let exe = test_program("memory");
+    for (args, expected) in [(["threads", "20"], ["worker", "step"]), (["names", "100"], ["name.0", "name.99"])] {
+        let out = program(&exe)
+            .args(args)
+            .env("CALI_CONFIG", "runtime-report,output=stdout")
+            .env_remove("CALI_SERVICES_ENABLE")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success() && stdout.contains("done"), "{args:?}: {stdout}");
+        for region in expected {
+            assert!(stdout.lines().any(|l| l.split_whitespace().next() == Some(region)), "{args:?}: {stdout}");
+        }
+    }
+}

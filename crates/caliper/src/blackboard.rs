@@ -15,20 +15,21 @@ use caliper_data::node::{INV_ID, Id};
 /// Child lookups a thread has made: (parent, attribute, value) → node.
 /// A small direct-mapped table in front of a hash map answers the lookups
 /// a program repeats (the same regions in a loop) without hashing into
-/// the map.
+/// the map. The table grows with the map, up to [`RECENT_MAX_BITS`]: a
+/// thread that makes few lookups (most of them) keeps a small one. The
+/// map is a cache too, emptied when it reaches [`MAP_MAX`] lookups: a
+/// thread that meets many distinct paths (a million region names) would
+/// otherwise keep a second copy of the tree's index.
+#[derive(Default)]
 pub struct ChildCache {
     recent: Box<[(Id, Id, ValueKey, Id)]>,
     map: FxHashMap<(Id, Id, ValueKey), Id>,
 }
 
-const RECENT_BITS: u32 = 10;
-
-impl Default for ChildCache {
-    fn default() -> ChildCache {
-        let empty = (INV_ID, INV_ID, ValueKey::int(0), INV_ID);
-        ChildCache { recent: vec![empty; 1 << RECENT_BITS].into_boxed_slice(), map: FxHashMap::default() }
-    }
-}
+/// log2 of the largest direct-mapped table (1024 slots of 40 bytes).
+const RECENT_MAX_BITS: u32 = 10;
+/// The most lookups the map keeps (about 3 MB).
+const MAP_MAX: usize = 1 << 16;
 
 impl ChildCache {
     /// The node `attr = value` under `parent`, from the cache or the tree.
@@ -38,21 +39,43 @@ impl ChildCache {
         let h = parent.wrapping_mul(0x9E37_79B9_7F4A_7C15)
             ^ attr.wrapping_mul(0xC2B2_AE3D_27D4_EB4F)
             ^ value.hash_bits().wrapping_mul(0x1656_67B1_9E37_79F9);
-        let slot = &mut self.recent[(h >> (64 - RECENT_BITS)) as usize];
-        if slot.0 == parent && slot.1 == attr && slot.2 == value {
-            return slot.3;
+        // The top bits, as many as the table's size has (none when empty).
+        let slot = h.checked_shr(64 - self.recent.len().trailing_zeros()).unwrap_or(0) as usize;
+        if let Some(&(p, a, v, id)) = self.recent.get(slot)
+            && p == parent
+            && a == attr
+            && v == value
+        {
+            return id;
         }
         let key = (parent, attr, value);
         let id = match self.map.get(&key) {
             Some(&id) => id,
             None => {
                 let id = tree.get_child(attr, value.to_variant(), (parent != INV_ID).then_some(parent));
+                if self.map.len() >= MAP_MAX {
+                    self.map = FxHashMap::default();
+                }
                 self.map.insert(key, id);
+                self.grow();
                 id
             }
         };
-        *slot = (parent, attr, value, id);
+        if let Some(slot) = self.recent.get_mut(slot) {
+            *slot = (parent, attr, value, id);
+        }
         id
+    }
+
+    /// Doubles the direct-mapped table (emptied: it is only a cache) when
+    /// the map has outgrown it.
+    #[cold]
+    fn grow(&mut self) {
+        let len = self.recent.len();
+        if self.map.len() > len && len < 1 << RECENT_MAX_BITS {
+            let empty = (INV_ID, INV_ID, ValueKey::int(0), INV_ID);
+            self.recent = vec![empty; (len * 2).max(16)].into_boxed_slice();
+        }
     }
 }
 

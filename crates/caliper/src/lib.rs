@@ -35,6 +35,7 @@ pub mod region_filter;
 pub mod runtime;
 pub mod services;
 pub mod snapshot;
+mod sparse;
 mod sync;
 mod thread;
 pub mod tree;

@@ -7,7 +7,6 @@ use crate::snapshot::Snapshot;
 use crate::sync::BusyFlag;
 use std::cell::UnsafeCell;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Everything a thread owns.
 pub struct ThreadData {
@@ -52,9 +51,9 @@ pub struct ActiveChannels {
     pub version: u64,
 }
 
-/// A thread's data as the runtime's thread list holds it: it outlives the
-/// thread, so a flush can still read what an exited thread measured.
-/// Aligned to two cache lines (the unit the hardware prefetches), so that
+/// A thread's data as the runtime's thread list holds it, shared with the
+/// thread. When the thread exits, its channels take over what it measured
+/// and the list lets go of the slot (see `runtime`). Aligned to two cache lines (the unit the hardware prefetches), so that
 /// threads writing their own slots never share a line.
 #[repr(align(128))]
 pub struct ThreadSlot {
@@ -64,8 +63,6 @@ pub struct ThreadSlot {
     /// Read and written, like `data`, by the owner inside `busy`; a flush
     /// never reads it.
     active: UnsafeCell<ActiveChannels>,
-    /// Set when the thread has exited.
-    pub exited: AtomicBool,
 }
 
 // SAFETY: `data` is accessed by the owning thread inside `busy.enter()` /
@@ -80,7 +77,6 @@ impl ThreadSlot {
             busy: BusyFlag::default(),
             data: UnsafeCell::new(ThreadData::new()),
             active: UnsafeCell::new(ActiveChannels { list: Vec::new(), version: u64::MAX }),
-            exited: AtomicBool::new(false),
         }
     }
 
@@ -114,17 +110,5 @@ impl ThreadSlot {
         // SAFETY: the busy flag is set: no flush reads the data, and a
         // re-entrant call was refused above; the two cells are distinct.
         Some(f(unsafe { &mut *self.data.get() }, unsafe { &mut *self.active.get() }))
-    }
-}
-
-/// The calling thread's handle to its slot.
-pub struct ThreadHandle {
-    /// The slot, shared with the runtime's thread list.
-    pub slot: Arc<ThreadSlot>,
-}
-
-impl Drop for ThreadHandle {
-    fn drop(&mut self) {
-        self.slot.exited.store(true, Ordering::Release);
     }
 }

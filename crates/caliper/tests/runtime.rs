@@ -23,6 +23,7 @@ fn scenario_child() {
             std::mem::forget(caliper::region!("forgotten"));
         }
         "threads" => threads(),
+        "short_lived_threads" => short_lived_threads(),
         "fork" => fork(),
         "metadata" => {
             let bytes = caliper::Annotation::with_properties(
@@ -72,6 +73,38 @@ fn threads() {
         h.join().unwrap();
     }
     // The threads have exited; their data is flushed at exit.
+}
+
+/// 200 threads started and joined 8 at a time, each making 100 updates
+/// (50 `step` regions), with flushes running meanwhile if
+/// `SCENARIO_FLUSHES` is set.
+fn short_lived_threads() {
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        if std::env::var_os("SCENARIO_FLUSHES").is_some() {
+            s.spawn(|| {
+                while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                    caliper::flush();
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                }
+            });
+        }
+        for _ in 0..25 {
+            let batch: Vec<_> = (0..8)
+                .map(|_| {
+                    std::thread::spawn(|| {
+                        for _ in 0..50 {
+                            let _s = caliper::region!("step");
+                        }
+                    })
+                })
+                .collect();
+            for t in batch {
+                t.join().unwrap();
+            }
+        }
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+    });
 }
 
 fn fork() {
@@ -163,17 +196,41 @@ fn threads_that_exit_early_keep_their_data() {
             ("CALI_RECORDER_FILENAME", file.to_str().unwrap()),
         ],
     );
-    let mut db = MetadataDb::new();
-    let records = read_records(&mut db, "agg", &std::fs::read(&file).unwrap()).unwrap();
-    let count = db.attribute_by_name("count").unwrap().id();
-    let total: u64 = records
-        .iter()
-        .flat_map(|r| r.immediates())
-        .filter(|(a, _)| *a == count)
-        .map(|(_, v)| v.to_u64().unwrap())
-        .sum();
     // 4 threads x 100 iterations x (begin work, set thread, end work).
-    assert_eq!(total, 1200);
+    assert_eq!(total_count(&file), 1200);
+}
+
+/// The sum of the `count`s of the records of an aggregation in a `.cali`
+/// file: the number of snapshots aggregated.
+fn total_count(file: &std::path::Path) -> u64 {
+    let (db, records) = common::read(file);
+    let count = db.attribute_by_name("count").unwrap().id();
+    records.iter().flat_map(|r| r.immediates()).filter(|(a, _)| *a == count).map(|(_, v)| v.to_u64().unwrap()).sum()
+}
+
+/// Threads that exit before the flush are in it exactly once, their slots
+/// freed and their data kept by the channels (aggregate entries merged,
+/// trace chunks kept), also when flushes run while threads exit.
+#[test]
+fn short_lived_threads_are_flushed_exactly_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("out.cali");
+    for flushes in [None, Some("1")] {
+        let mut env = vec![("CALI_RECORDER_FILENAME", file.to_str().unwrap())];
+        env.extend(flushes.map(|f| ("SCENARIO_FLUSHES", f)));
+        env.push(("CALI_SERVICES_ENABLE", "aggregate,event,timer,recorder"));
+        run("short_lived_threads", &env);
+        assert_eq!(total_count(&file), 200 * 100, "aggregate, flushes meanwhile: {flushes:?}");
+
+        env.pop();
+        env.push(("CALI_SERVICES_ENABLE", "event,trace,timer,recorder"));
+        run("short_lived_threads", &env);
+        let lines = expand(&file);
+        for event in ["event.begin#region=step", "event.end#region=step"] {
+            let n = lines.iter().filter(|l| l.contains(event)).count();
+            assert_eq!(n, 200 * 50, "trace, {event}, flushes meanwhile: {flushes:?}");
+        }
+    }
 }
 
 /// The child writes its own trace, as the reference's does: what the

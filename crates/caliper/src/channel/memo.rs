@@ -9,6 +9,7 @@
 //! 2^24 nodes), which keeps the tables small; 0 stands for "not known"
 //! (node 0 is a bootstrap attribute, never a stack or event node).
 
+use crate::sparse::PAGE;
 use crate::value::ValueKey;
 use caliper_data::node::Id;
 
@@ -30,6 +31,9 @@ impl NodeMemo {
     pub const UNKNOWN: NodeMemo =
         NodeMemo { end: 0, child: 0, child_attr: 0, begin: 0, child_value: ValueKey::uint(0) };
 }
+
+/// A page of unknown nodes (see [`Sparse`](crate::sparse::Sparse)).
+pub(super) static UNKNOWN_PAGE: [NodeMemo; PAGE] = [NodeMemo::UNKNOWN; PAGE];
 
 /// A begin: the entry `attr = value` under `parent`, the node it makes and
 /// its event node.

@@ -13,6 +13,7 @@ use crate::log;
 use crate::runtime::Caliper;
 use crate::services::{InlineProcessor, Processor};
 use crate::snapshot::{RegionAttributes, RegionSnapshot, Snapshot};
+use crate::sparse::{PAGE, Sparse};
 use crate::value::ValueKey;
 use caliper_data::hash::FxHashMap;
 use caliper_data::node::Id;
@@ -173,12 +174,12 @@ struct Extras {
 pub(super) struct AggThread {
     key_names: Arc<[String]>,
     /// Entry index + 1 of the records keyed by exactly one node, by node id.
-    by_node: Vec<u32>,
+    by_node: Sparse<u32>,
     /// Entries of records keyed by exactly two nodes, by the second node:
     /// the first node and entry index + 1 of the first such key seen. The
     /// first node is nearly always the same (the process context); keys
     /// with another one are in `by_other_pair`.
-    by_pair: Vec<(Id, u32)>,
+    by_pair: Sparse<(Id, u32)>,
     by_other_pair: FxHashMap<(Id, Id), u32>,
     /// Entries of other keys.
     by_key: FxHashMap<Snapshot, u32>,
@@ -201,7 +202,7 @@ pub(super) struct AggThread {
     /// Per attribute id: [`UNKNOWN`] not looked up, [`PLAIN`] not
     /// aggregated, [`KEY`] a key attribute, else [`METRIC`] + the metric's
     /// slot in the entries' statistics.
-    kind: Vec<u32>,
+    kind: Sparse<u32>,
     /// The attribute of each metric slot, from slot 1 on (slot 0 is the
     /// entry count).
     metrics: Vec<Id>,
@@ -211,6 +212,11 @@ const UNKNOWN: u32 = 0;
 const PLAIN: u32 = 1;
 const KEY: u32 = 2;
 const METRIC: u32 = 3;
+
+/// Empty pages of the tables by node and attribute id (see [`Sparse`]):
+/// no entry, and [`UNKNOWN`] kinds.
+static NO_ENTRIES: [u32; PAGE] = [0; PAGE];
+static NO_PAIRS: [(Id, u32); PAGE] = [(0, 0); PAGE];
 
 /// The index of the entry's snapshot count in its row of statistics.
 const ENTRY_COUNT: usize = 0;
@@ -244,8 +250,8 @@ impl AggThread {
     fn new(key_names: Arc<[String]>) -> AggThread {
         AggThread {
             key_names,
-            by_node: Vec::new(),
-            by_pair: Vec::new(),
+            by_node: Sparse::new(&NO_ENTRIES),
+            by_pair: Sparse::new(&NO_PAIRS),
             by_other_pair: FxHashMap::default(),
             by_key: FxHashMap::default(),
             keys: Vec::new(),
@@ -253,7 +259,7 @@ impl AggThread {
             stride: ENTRY_COUNT + 1,
             extras: Extras::default(),
             region_slots: [NO_SLOT; 3],
-            kind: Vec::new(),
+            kind: Sparse::new(&NO_ENTRIES),
             metrics: Vec::new(),
         }
     }
@@ -281,11 +287,8 @@ impl AggThread {
     #[cold]
     fn look_up_kind(&mut self, cali: &Caliper, attr: Id) -> u32 {
         let i = attr as usize;
-        if self.kind.len() <= i {
-            self.kind.resize(i + 1, UNKNOWN);
-        }
-        if self.kind[i] == UNKNOWN {
-            self.kind[i] = match cali.attribute_info(attr) {
+        if *self.kind.get_mut(i) == UNKNOWN {
+            *self.kind.get_mut(i) = match cali.attribute_info(attr) {
                 Some(info) if info.attr.properties().is_aggregatable() => {
                     self.metrics.push(attr);
                     self.widen();
@@ -306,7 +309,7 @@ impl AggThread {
                 _ => PLAIN,
             };
         }
-        self.kind[i]
+        *self.kind.get_mut(i)
     }
 
     /// Makes room in every entry for a new metric slot.
@@ -384,12 +387,8 @@ impl AggThread {
 
     #[cold]
     fn new_node_entry(&mut self, node: Id) -> usize {
-        let i = node as usize;
-        if self.by_node.len() <= i {
-            self.by_node.resize(i + 1, 0);
-        }
         let e = self.push_node_entry(&[node]);
-        self.by_node[i] = e + 1;
+        *self.by_node.get_mut(node as usize) = e + 1;
         e as usize
     }
 
@@ -403,14 +402,10 @@ impl AggThread {
 
     #[cold]
     fn new_pair_entry(&mut self, a: Id, b: Id) -> usize {
-        let i = b as usize;
-        if self.by_pair.len() <= i {
-            self.by_pair.resize(i + 1, (0, 0));
-        }
-        match self.by_pair[i] {
+        match *self.by_pair.get_mut(b as usize) {
             (_, 0) => {
                 let e = self.push_node_entry(&[a, b]);
-                self.by_pair[i] = (a, e + 1);
+                *self.by_pair.get_mut(b as usize) = (a, e + 1);
                 e as usize
             }
             _ => self.other_pair_entry(a, b),
@@ -435,6 +430,55 @@ impl AggThread {
     fn process_other_region(&mut self, cali: &Caliper, region: RegionSnapshot<'_>, scratch: &mut Snapshot) {
         region.write_to(scratch);
         self.process(cali, scratch);
+    }
+
+    /// Adds the entries of `from` (an exited thread's) to this one's: the
+    /// same key is the same entry, and its statistics combine as if this
+    /// thread had seen `from`'s values too.
+    fn absorb(&mut self, cali: &Caliper, from: &AggThread) {
+        for (e, key) in from.keys.iter().enumerate() {
+            let into = self.entry(cali, key);
+            self.stats[into * self.stride + ENTRY_COUNT].n += from.stats[e * from.stride + ENTRY_COUNT].n;
+            for &metric in &from.extras.orders[e] {
+                let kind = self.kind_of(cali, from.metrics[metric as usize - 1]);
+                let (stat, slot) = (from.stats[e * from.stride + metric as usize], (kind - METRIC) as usize);
+                let old = self.stats[into * self.stride + slot];
+                self.stats[into * self.stride + slot] = match old.n {
+                    0 if stat.plain() => stat,
+                    _ if old.plain() && stat.plain() => Stat {
+                        min: old.min.min(stat.min),
+                        max: old.max.max(stat.max),
+                        sum: old.sum.wrapping_add(stat.sum),
+                        n: old.n + stat.n,
+                    },
+                    _ => self.absorb_other(old, from.variants(&stat), stat.count()),
+                };
+                if old.n == 0 {
+                    self.extras.orders[into].push(slot as u32);
+                }
+            }
+        }
+    }
+
+    /// A statistic `old` of this thread combined with another thread's
+    /// min, max and sum of `n` values when either is not plain.
+    fn absorb_other(&mut self, old: Stat, [min, max, sum]: [Variant; 3], n: u64) -> Stat {
+        let stats = if old.n == 0 {
+            [min, max, sum]
+        } else {
+            let [old_min, old_max, mut old_sum] = self.variants(&old);
+            old_sum.add_assign(&sum);
+            [old_min.min_with(&min), old_max.max_with(&max), old_sum]
+        };
+        let others = &mut self.extras.others;
+        let index = if old.n & OTHER != 0 {
+            others[old.sum as usize] = stats;
+            old.sum
+        } else {
+            others.push(stats);
+            others.len() as u64 - 1
+        };
+        Stat { min: 0, max: 0, sum: index, n: (old.count() + n) | OTHER }
     }
 
     /// The entry of a key of the snapshot's nodes and key values (sorted by
@@ -516,6 +560,16 @@ impl Service for Aggregate {
             }
         }
     }
+
+    fn absorb(&self, cali: &Caliper, into: &mut dyn ThreadService, from: &mut dyn ThreadService) -> bool {
+        match (state_mut::<AggThread>(into), state_mut::<AggThread>(from)) {
+            (Some(into), Some(from)) => {
+                into.absorb(cali, from);
+                true
+            }
+            _ => false,
+        }
+    }
 }
 
 impl ThreadService for AggThread {
@@ -567,28 +621,22 @@ impl ThreadService for AggThread {
 mod tests {
     use super::*;
 
-    #[test]
-    fn statistics_follow_metrics_that_appear_late() {
-        let cali = Caliper::instance().expect("runtime");
-        let metric =
-            |name: &str, ty| cali.create_attribute(name, ty, Properties::ASVALUE | Properties::AGGREGATABLE, &[]).id();
-        let (u, i) = (metric("test.agg.u", AttrType::Uint), metric("test.agg.i", AttrType::Int));
-        let config = crate::config::RuntimeConfig::from_pairs([], false);
-        let settings = super::super::registry::Settings::new(&SPEC, &config);
-        let agg = Aggregate::new(&Setup { cali, channel: "test", settings });
-        let mut state = agg.thread_state();
+    /// A snapshot's nodes and values.
+    type Taken<'a> = (&'a [Id], &'a [(Id, ValueKey)]);
+
+    /// Feeds snapshots to `state`.
+    fn take(cali: &Caliper, state: &mut ServiceState, snapshots: &[Taken<'_>]) {
         let mut snapshot = Snapshot::default();
-        let mut take = |nodes: &[Id], values: &[(Id, ValueKey)]| {
+        for (nodes, values) in snapshots {
             snapshot.clear();
             nodes.iter().for_each(|&n| snapshot.push_node(n));
             values.iter().for_each(|&(a, v)| snapshot.push_value(a, v));
             state.process(cali, &snapshot);
-        };
-        take(&[100], &[(u, ValueKey::uint(5))]);
-        // A second metric after the entry exists; an integer, not native.
-        take(&[100], &[(i, ValueKey::int(-3)), (u, ValueKey::uint(7))]);
-        take(&[100, 200], &[(u, ValueKey::uint(1))]);
-        take(&[100], &[(i, ValueKey::int(4))]);
+        }
+    }
+
+    /// The records flushed from `state`, as text.
+    fn flushed(cali: &Caliper, agg: &Aggregate, state: &mut ServiceState) -> Vec<String> {
         let mut lines = Vec::new();
         agg.flush(cali, &mut [state.as_mut()], &mut |r| {
             let text: Vec<String> = r
@@ -603,13 +651,68 @@ mod tests {
                 .collect();
             lines.push(text.join(","));
         });
-        assert_eq!(
-            lines,
-            [
-                "@100,min#test.agg.u=5,max#test.agg.u=7,sum#test.agg.u=12,avg#test.agg.u=6,\
-                 min#test.agg.i=-3,max#test.agg.i=4,sum#test.agg.i=1,avg#test.agg.i=0,count=3,aggregate.slot=0",
-                "@100,@200,min#test.agg.u=1,max#test.agg.u=1,sum#test.agg.u=1,avg#test.agg.u=1,count=1,aggregate.slot=1",
-            ]
+        lines
+    }
+
+    /// An aggregate service with the default settings.
+    fn aggregate(cali: &Caliper) -> Aggregate {
+        let config = crate::config::RuntimeConfig::from_pairs([], false);
+        Aggregate::new(&Setup {
+            cali,
+            channel: "test",
+            settings: super::super::registry::Settings::new(&SPEC, &config),
+        })
+    }
+
+    /// Two metrics: an unsigned, and an integer (not native).
+    fn metrics(cali: &Caliper) -> (Id, Id) {
+        let metric =
+            |name: &str, ty| cali.create_attribute(name, ty, Properties::ASVALUE | Properties::AGGREGATABLE, &[]).id();
+        (metric("test.agg.u", AttrType::Uint), metric("test.agg.i", AttrType::Int))
+    }
+
+    /// The records of the snapshots both tests take.
+    const EXPECTED: [&str; 2] = [
+        "@100,min#test.agg.u=5,max#test.agg.u=7,sum#test.agg.u=12,avg#test.agg.u=6,\
+         min#test.agg.i=-3,max#test.agg.i=4,sum#test.agg.i=1,avg#test.agg.i=0,count=3,aggregate.slot=0",
+        "@100,@200,min#test.agg.u=1,max#test.agg.u=1,sum#test.agg.u=1,avg#test.agg.u=1,count=1,aggregate.slot=1",
+    ];
+
+    #[test]
+    fn statistics_follow_metrics_that_appear_late() {
+        let cali = Caliper::instance().expect("runtime");
+        let (u, i) = metrics(cali);
+        let agg = aggregate(cali);
+        let mut state = agg.thread_state();
+        take(
+            cali,
+            &mut state,
+            &[
+                (&[100], &[(u, ValueKey::uint(5))]),
+                // A second metric after the entry exists.
+                (&[100], &[(i, ValueKey::int(-3)), (u, ValueKey::uint(7))]),
+                (&[100, 200], &[(u, ValueKey::uint(1))]),
+                (&[100], &[(i, ValueKey::int(4))]),
+            ],
         );
+        assert_eq!(flushed(cali, &agg, &mut state), EXPECTED);
+    }
+
+    /// An exited thread's entries merge into another's as if that thread
+    /// had taken its snapshots, whatever order each met the metrics in.
+    #[test]
+    fn an_exited_threads_entries_are_absorbed() {
+        let cali = Caliper::instance().expect("runtime");
+        let (u, i) = metrics(cali);
+        let agg = aggregate(cali);
+        let (mut into, mut from) = (agg.thread_state(), agg.thread_state());
+        take(cali, &mut into, &[(&[100], &[(u, ValueKey::uint(5))]), (&[100, 200], &[(u, ValueKey::uint(1))])]);
+        take(
+            cali,
+            &mut from,
+            &[(&[100], &[(i, ValueKey::int(-3)), (u, ValueKey::uint(7))]), (&[100], &[(i, ValueKey::int(4))])],
+        );
+        assert!(agg.absorb(cali, into.as_mut(), from.as_mut()));
+        assert_eq!(flushed(cali, &agg, &mut into), EXPECTED);
     }
 }

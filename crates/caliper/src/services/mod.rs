@@ -18,7 +18,7 @@ pub mod timer;
 mod trace;
 mod validator;
 
-use crate::channel::ThreadService;
+use crate::channel::{ServiceState, ThreadService};
 use crate::config::RuntimeConfig;
 use crate::log;
 use crate::runtime::Caliper;
@@ -75,6 +75,14 @@ impl InlineProcessor {
         match &mut self.0 {
             Processor::Aggregate(a) => a,
             Processor::Trace(t) => t,
+        }
+    }
+
+    /// The thread object on its own, when the thread exits.
+    pub(crate) fn into_boxed(self) -> ServiceState {
+        match self.0 {
+            Processor::Aggregate(a) => Box::new(a),
+            Processor::Trace(t) => Box::new(t),
         }
     }
 

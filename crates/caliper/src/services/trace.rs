@@ -242,6 +242,12 @@ impl Chunk {
         &self.data[..self.len]
     }
 
+    /// The chunk cut to the bytes written, to be kept but no longer
+    /// written (an exited thread's): a thread's chunk is mostly free space.
+    fn shrunk(self) -> Chunk {
+        Chunk { data: self.bytes().into(), len: self.len }
+    }
+
     /// A writer of the chunk's free space.
     #[inline(always)]
     fn writer(&mut self) -> Writer<'_> {
@@ -590,6 +596,20 @@ impl Service for Trace {
             }
         }
         self.shared.stopped.store(false, Ordering::Relaxed);
+    }
+
+    /// Keeps an exited thread's chunks, after those of the threads that
+    /// exited before it: each chunk is read on its own at flush.
+    fn absorb(&self, _cali: &Caliper, into: &mut dyn ThreadService, from: &mut dyn ThreadService) -> bool {
+        match (state_mut::<TraceThread>(into), state_mut::<TraceThread>(from)) {
+            (Some(into), Some(from)) => {
+                into.chunks.extend(from.chunks.drain(..).map(Chunk::shrunk));
+                into.records += from.records;
+                into.dropped += from.dropped;
+                true
+            }
+            _ => false,
+        }
     }
 }
 
