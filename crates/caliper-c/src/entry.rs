@@ -50,15 +50,20 @@ fn install_panic_hook() {
     }));
 }
 
-static PANIC_HOOK: Once = Once::new();
+static SETUP: Once = Once::new();
 
 /// The runtime, initialised on first use; `None` after it has finished.
-/// (What the library does when the runtime starts is in `setup`.)
+/// The first call also publishes the built-in attribute ids to C and
+/// arranges for standard error to be usable at exit (see `preload`).
 #[inline]
 pub(crate) fn cali() -> Option<&'static Caliper> {
     let c = Caliper::instance()?;
-    if !PANIC_HOOK.is_completed() {
-        PANIC_HOOK.call_once(install_panic_hook);
+    if !SETUP.is_completed() {
+        SETUP.call_once(|| {
+            install_panic_hook();
+            crate::attributes::publish_ids(c);
+            crate::preload::rescue_stderr_at_exit();
+        });
     }
     Some(c)
 }

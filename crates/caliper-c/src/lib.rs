@@ -23,7 +23,6 @@ mod manager;
 mod names;
 mod preload;
 mod report;
-mod setup;
 mod snapshot;
 mod types;
 mod variant;

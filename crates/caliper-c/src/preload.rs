@@ -11,12 +11,16 @@
 //! outputs. A descriptor 2 that the program reopened (to a log file, say)
 //! is left alone.
 
-use crate::entry::cali;
+use crate::entry::{cali, guard};
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicI32, Ordering};
 
 /// The duplicate of standard error taken at load time, or -1.
 static SAVED_STDERR: AtomicI32 = AtomicI32::new(-1);
+
+#[used]
+#[unsafe(link_section = ".init_array")]
+static INIT: extern "C" fn() = init_from_environment;
 
 /// Whether the environment asks for measurements.
 fn configured() -> bool {
@@ -25,17 +29,17 @@ fn configured() -> bool {
         .any(|k| std::env::var_os(k).is_some_and(|v| !v.is_empty()))
 }
 
-/// Starts the runtime at load time if the environment asks for
-/// measurements (called by the library's constructor, in `setup`).
-pub(crate) fn init_from_environment() {
-    if !configured() {
-        return;
-    }
-    // SAFETY: duplicating a descriptor has no memory effects; a closed
-    // descriptor 2 just fails.
-    let fd = unsafe { libc::fcntl(2, libc::F_DUPFD_CLOEXEC, 3) };
-    SAVED_STDERR.store(fd, Ordering::Release);
-    cali();
+extern "C" fn init_from_environment() {
+    guard("library constructor", (), || {
+        if !configured() {
+            return;
+        }
+        // SAFETY: duplicating a descriptor has no memory effects; a closed
+        // descriptor 2 just fails.
+        let fd = unsafe { libc::fcntl(2, libc::F_DUPFD_CLOEXEC, 3) };
+        SAVED_STDERR.store(fd, Ordering::Release);
+        cali();
+    })
 }
 
 /// Registers the exit handler that restores descriptor 2. Called when the

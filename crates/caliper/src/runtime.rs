@@ -91,31 +91,6 @@ pub(crate) fn request_deferred_flush() {
     DEFERRED_FLUSH.store(true, Ordering::Release);
 }
 static POST_INIT: Once = Once::new();
-
-/// Functions to run once the runtime has started (see [`on_start`]), and
-/// whether it has: under one lock, so that a function registered while the
-/// runtime starts runs exactly once.
-static START_HOOKS: Mutex<StartHooks> = Mutex::new(StartHooks { started: false, waiting: Vec::new() });
-
-struct StartHooks {
-    started: bool,
-    waiting: Vec<fn(&'static Caliper)>,
-}
-
-/// Runs `hook` once the runtime has started (at once if it has): after it
-/// registered its exit handler and made its channels. For what embeds the
-/// runtime, such as the C library's exported attribute ids.
-pub fn on_start(hook: fn(&'static Caliper)) {
-    let mut hooks = sync::lock(&START_HOOKS);
-    if !hooks.started {
-        hooks.waiting.push(hook);
-        return;
-    }
-    drop(hooks);
-    if let Some(c) = Caliper::instance() {
-        hook(c);
-    }
-}
 /// Set once the runtime is fully initialised.
 static READY: AtomicBool = AtomicBool::new(false);
 
@@ -317,14 +292,6 @@ impl Caliper {
         }
         if let Some(config_string) = self.config.get("CALI_CONFIG") {
             crate::configmgr::start_from_env(self, &config_string);
-        }
-        let hooks = {
-            let mut hooks = sync::lock(&START_HOOKS);
-            hooks.started = true;
-            std::mem::take(&mut hooks.waiting)
-        };
-        for hook in hooks {
-            hook(self);
         }
         log::info(format_args!("Initialized"));
     }
