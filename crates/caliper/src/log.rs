@@ -101,6 +101,27 @@ pub fn log(level: u32, message: fmt::Arguments<'_>) {
     WRITING.with(|w| w.set(false));
 }
 
+/// Logs an error in a forked child, from the fork handler: with `write(2)`
+/// on the sink's descriptor, taking no lock that a thread of the parent
+/// (which does not exist in the child) may have held at the fork: not the
+/// standard streams' locks, and the sink's only if it is free (else the
+/// message is dropped).
+pub(crate) fn error_in_forked_child(message: fmt::Arguments<'_>) {
+    use std::os::fd::AsRawFd;
+    let mut line = Line::new();
+    let _ = fmt::write(&mut line, format_args!("{PREFIX}{message}\n"));
+    let Ok(sink) = SINK.try_lock() else { return };
+    let fd = match &*sink {
+        Sink::Stderr => 2,
+        Sink::Stdout => 1,
+        Sink::None => return,
+        Sink::File(f) => f.as_raw_fd(),
+    };
+    let bytes = line.bytes();
+    // SAFETY: writing a buffer we own to a descriptor; a failure is ignored.
+    unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) };
+}
+
 /// A line being put together: on the stack while it is short, so that a
 /// message from a signal handler that interrupted an allocation does not
 /// allocate; moved to the heap when it outgrows the stack buffer.

@@ -72,9 +72,6 @@ pub struct Caliper {
     /// In a forked child, its pid, set once the fork has been taken care
     /// of (see [`after_fork_in_child`]).
     forked_pid: AtomicU32,
-    /// In a forked child, a lock of the runtime that a thread of the
-    /// parent held at the fork.
-    locked_at_fork: OnceLock<&'static str>,
     finished: AtomicBool,
     /// Mismatched ends so far.
     stack_errors: AtomicU64,
@@ -158,11 +155,12 @@ extern "C" fn finish_at_exit() {
 }
 
 /// In a forked child, where only the forking thread exists: the parent's
-/// other threads must not hold up the child's flush. Their data, copied
-/// at the fork, is flushed with the child's own unless a thread was inside
-/// an update then; and if one of them held a runtime lock, which stays
-/// held for good in the child, the child writes no report at all (see
-/// [`Caliper::finish`]).
+/// other threads must not hold up the child. Their data, copied at the
+/// fork, is flushed with the child's own unless a thread was inside an
+/// update then. If one of them held a runtime lock, which stays held for
+/// good in the child (and guards data it may have left half-changed), the
+/// runtime is off in the child: its annotations do nothing and it writes
+/// no report, rather than wait for ever.
 extern "C" fn after_fork_in_child() {
     if let Some(c) = CALIPER.get() {
         let own = SLOT.with(Cell::get);
@@ -173,7 +171,10 @@ extern "C" fn after_fork_in_child() {
         }
         sync::reset_after_fork();
         if let Some(lock) = c.lock_held_by_another_thread() {
-            let _ = c.locked_at_fork.set(lock);
+            c.finished.store(true, Ordering::Release);
+            log::error_in_forked_child(format_args!(
+                "Forked child process: Caliper is off in this process: another thread held {lock} at the fork"
+            ));
         }
         c.forked_pid.store(std::process::id(), Ordering::Release);
     }
@@ -268,7 +269,6 @@ impl Caliper {
             threads: Mutex::new(Vec::new()),
             pid: std::process::id(),
             forked_pid: AtomicU32::new(0),
-            locked_at_fork: OnceLock::new(),
             finished: AtomicBool::new(false),
             stack_errors: AtomicU64::new(0),
         }
@@ -925,20 +925,9 @@ impl Caliper {
             return;
         }
         let pid = std::process::id();
-        if pid != self.pid {
-            if pid != self.forked_pid.load(Ordering::Acquire) {
-                log::error(format_args!("Forked child process (without fork handlers): not writing a report"));
-                return;
-            }
-            if let Some(lock) = self.locked_at_fork.get() {
-                // A log held at the fork would block this message too.
-                if !log::is_busy() {
-                    log::error(format_args!(
-                        "Forked child process: not writing a report: another thread held {lock} at the fork"
-                    ));
-                }
-                return;
-            }
+        if pid != self.pid && pid != self.forked_pid.load(Ordering::Acquire) {
+            log::error(format_args!("Forked child process (without fork handlers): not writing a report"));
+            return;
         }
         let slots = self.thread_slots();
         stop_updates(&slots, Stop::Dropped).forever();

@@ -24,6 +24,7 @@ fn scenario_child() {
         "workload" => workload(),
         "flush_in_handler" => flush_in_signal_handler(),
         "shapes" => shapes(),
+        "fork_while_busy" => fork_while_another_thread_is_busy(),
         other => panic!("unknown scenario {other}"),
     }
 }
@@ -51,6 +52,41 @@ fn workload() {
     }
     event.end();
     caliper::flush();
+}
+
+/// Forks 20 times while another thread creates attributes and annotates
+/// without pause (so it often holds a runtime lock at the fork); each
+/// child begins a region and exits normally.
+fn fork_while_another_thread_is_busy() {
+    nested();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let busy = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut i = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                caliper::begin_by_name(&format!("busy.{}", i % 64), "x");
+                caliper::end_by_name(&format!("busy.{}", i % 64));
+                i += 1;
+            }
+        })
+    };
+    for _ in 0..20 {
+        std::thread::sleep(Duration::from_millis(2));
+        // SAFETY: the child annotates and exits; it touches nothing the
+        // other thread may have held but through the runtime, whose locks
+        // the runtime checks at the fork.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            let _r = caliper::region!("child");
+            std::process::exit(0);
+        }
+        let mut status = 0;
+        // SAFETY: waiting for our own child.
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    busy.join().unwrap();
 }
 
 /// A chain of 1,000 nested regions, then 10,000 siblings under `main`.
@@ -235,4 +271,37 @@ fn the_measurement_template_service_measures_every_snapshot() {
         rows += 1;
     }
     assert!(rows > 3, "{text}");
+}
+
+/// A child forked while another thread holds a runtime lock never waits
+/// for it: every child ends, and writes its report or says why not (the
+/// runtime is off in it).
+#[test]
+fn forked_children_never_block_on_the_parents_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let err_path = dir.path().join("stderr");
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "scenario_child", "--nocapture", "--test-threads=1"])
+        .env("CALIPER_TEST_SCENARIO", "fork_while_busy")
+        .env("CALI_CONFIG", "runtime-report")
+        .env_remove("CALI_SERVICES_ENABLE")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&err_path).unwrap())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let finished = child.try_wait().unwrap();
+    if finished.is_none() {
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+    let err = std::fs::read_to_string(&err_path).unwrap();
+    assert!(finished.is_some_and(|s| s.success()), "hung or failed ({finished:?}):\n{err}");
+    let reports = err.lines().filter(|l| l.starts_with("Path")).count();
+    let declined = err.matches("Caliper is off in this process: another thread held").count();
+    assert_eq!(reports + declined, 21, "20 children and the parent:\n{err}");
+    assert!(reports >= 1, "{err}");
 }
