@@ -12,8 +12,7 @@ mod common;
 static ALLOC: caliper::TrackedAllocator = caliper::TrackedAllocator;
 
 use caliper::services::SERVICES;
-use common::{nested, run, run_in, stderr};
-use std::process::Command;
+use common::{nested, run, run_bounded, run_in, stderr};
 use std::time::{Duration, Instant};
 
 /// Runs when this binary is re-run as a scenario; a no-op otherwise.
@@ -201,30 +200,12 @@ fn a_bad_report_query_is_reported_once_as_what_it_is() {
 fn a_flush_in_a_signal_handler_never_hangs() {
     for run in 0..10 {
         let dir = tempfile::tempdir().unwrap();
-        // To files, not pipes: a pipe nobody reads while waiting fills up.
-        let (out_path, err_path) = (dir.path().join("stdout"), dir.path().join("stderr"));
-        let mut child = Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "scenario_child", "--nocapture", "--test-threads=1"])
-            .current_dir(dir.path())
-            .env("CALIPER_TEST_SCENARIO", "flush_in_handler")
-            .env("CALI_SERVICES_ENABLE", "event,aggregate,timer,report")
-            .env("CALI_REPORT_FILENAME", dir.path().join("report.txt"))
-            .env_remove("CALI_CONFIG")
-            .stdout(std::fs::File::create(&out_path).unwrap())
-            .stderr(std::fs::File::create(&err_path).unwrap())
-            .spawn()
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        let finished = child.try_wait().unwrap();
-        if finished.is_none() {
-            child.kill().unwrap();
-            child.wait().unwrap();
-        }
-        let err = std::fs::read_to_string(&err_path).unwrap();
-        let stdout = std::fs::read_to_string(&out_path).unwrap();
+        let report = dir.path().join("report.txt");
+        let env = [
+            ("CALI_SERVICES_ENABLE", "event,aggregate,timer,report"),
+            ("CALI_REPORT_FILENAME", report.to_str().unwrap()),
+        ];
+        let (finished, stdout, err) = run_bounded(dir.path(), "flush_in_handler", &env, Duration::from_secs(30));
         assert!(finished.is_some_and(|s| s.success()), "run {run}: hung or failed ({:?}):\n{err}", finished);
         assert!(stdout.contains("done"), "run {run}");
         assert!(!err.contains("panicked") && !err.contains("internal error"), "run {run}:\n{err}");
@@ -279,26 +260,8 @@ fn the_measurement_template_service_measures_every_snapshot() {
 #[test]
 fn forked_children_never_block_on_the_parents_threads() {
     let dir = tempfile::tempdir().unwrap();
-    let err_path = dir.path().join("stderr");
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "scenario_child", "--nocapture", "--test-threads=1"])
-        .env("CALIPER_TEST_SCENARIO", "fork_while_busy")
-        .env("CALI_CONFIG", "runtime-report")
-        .env_remove("CALI_SERVICES_ENABLE")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::fs::File::create(&err_path).unwrap())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let finished = child.try_wait().unwrap();
-    if finished.is_none() {
-        child.kill().unwrap();
-        child.wait().unwrap();
-    }
-    let err = std::fs::read_to_string(&err_path).unwrap();
+    let env = [("CALI_CONFIG", "runtime-report")];
+    let (finished, _, err) = run_bounded(dir.path(), "fork_while_busy", &env, Duration::from_secs(60));
     assert!(finished.is_some_and(|s| s.success()), "hung or failed ({finished:?}):\n{err}");
     let reports = err.lines().filter(|l| l.starts_with("Path")).count();
     let declined = err.matches("Caliper is off in this process: another thread held").count();

@@ -7,8 +7,10 @@
 
 use caliper_data::cali::read_records;
 use caliper_data::{MetadataDb, Record, RecordKind};
+use std::fs::File;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::{Command, ExitStatus, Output};
+use std::time::{Duration, Instant};
 
 /// The fixtures' example program: main > init; main > mainloop (a loop of
 /// 4 iterations) > foo; the global `iterations`.
@@ -28,6 +30,14 @@ pub fn nested() {
 /// Runs `scenario` in a child process with `env` (and no `CALI_*`
 /// settings from the test's own environment); it must succeed.
 pub fn run(scenario: &str, env: &[(&str, &str)]) -> Output {
+    let out = scenario_command(scenario, env).output().unwrap();
+    assert!(out.status.success(), "scenario {scenario} failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+/// This test binary re-run as `scenario` with `env` and no `CALI_*`
+/// settings from the test's own environment.
+fn scenario_command(scenario: &str, env: &[(&str, &str)]) -> Command {
     let mut cmd = Command::new(std::env::current_exe().unwrap());
     cmd.args(["--exact", "scenario_child", "--nocapture", "--test-threads=1"]);
     cmd.env("CALIPER_TEST_SCENARIO", scenario);
@@ -35,9 +45,7 @@ pub fn run(scenario: &str, env: &[(&str, &str)]) -> Output {
         cmd.env_remove(key);
     }
     cmd.envs(env.iter().copied());
-    let out = cmd.output().unwrap();
-    assert!(out.status.success(), "scenario {scenario} failed:\n{}", String::from_utf8_lossy(&out.stderr));
-    out
+    cmd
 }
 
 /// [`run`] with owned values.
@@ -104,11 +112,35 @@ pub fn globals_with(path: &Path, keep: &dyn Fn(&str) -> bool) -> String {
 
 /// Runs `scenario` in `dir` with `env`, without asserting success.
 pub fn run_in(dir: &Path, scenario: &str, env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args(["--exact", "scenario_child", "--nocapture", "--test-threads=1"]).current_dir(dir);
-    cmd.env("CALIPER_TEST_SCENARIO", scenario);
-    for key in ["CALI_SERVICES_ENABLE", "CALI_CONFIG", "CALI_CONFIG_PROFILE", "CALI_LOG_VERBOSITY"] {
-        cmd.env_remove(key);
+    scenario_command(scenario, env).current_dir(dir).output().unwrap()
+}
+
+/// A scenario that may hang: run in `dir` with `env`, killed if still
+/// running after `limit`. Its output goes to files in `dir` (a pipe nobody
+/// reads while waiting would fill up and stall it). Gives its exit status
+/// (`None` if it was killed), standard output and standard error.
+pub fn run_bounded(
+    dir: &Path,
+    scenario: &str,
+    env: &[(&str, &str)],
+    limit: Duration,
+) -> (Option<ExitStatus>, String, String) {
+    let (out_path, err_path) = (dir.join("scenario.stdout"), dir.join("scenario.stderr"));
+    let mut child = scenario_command(scenario, env)
+        .current_dir(dir)
+        .stdout(File::create(&out_path).unwrap())
+        .stderr(File::create(&err_path).unwrap())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + limit;
+    while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
     }
-    cmd.envs(env.iter().copied()).output().unwrap()
+    let finished = child.try_wait().unwrap();
+    if finished.is_none() {
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+    let read = |path| std::fs::read_to_string(path).unwrap();
+    (finished, read(&out_path), read(&err_path))
 }
