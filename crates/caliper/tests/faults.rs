@@ -12,7 +12,7 @@ mod common;
 static ALLOC: caliper::TrackedAllocator = caliper::TrackedAllocator;
 
 use caliper::services::SERVICES;
-use common::{nested, run, run_bounded, run_in, stderr};
+use common::{fork_a_child_that_annotates, nested, run, run_bounded, run_in, stderr};
 use std::time::{Duration, Instant};
 
 /// Runs when this binary is re-run as a scenario; a no-op otherwise.
@@ -72,17 +72,7 @@ fn fork_while_another_thread_is_busy() {
     };
     for _ in 0..20 {
         std::thread::sleep(Duration::from_millis(2));
-        // SAFETY: the child annotates and exits; it touches nothing the
-        // other thread may have held but through the runtime, whose locks
-        // the runtime checks at the fork.
-        let pid = unsafe { libc::fork() };
-        if pid == 0 {
-            let _r = caliper::region!("child");
-            std::process::exit(0);
-        }
-        let mut status = 0;
-        // SAFETY: waiting for our own child.
-        unsafe { libc::waitpid(pid, &mut status, 0) };
+        fork_a_child_that_annotates();
     }
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     busy.join().unwrap();

@@ -7,7 +7,7 @@ mod common;
 
 use caliper_data::MetadataDb;
 use caliper_data::cali::read_records;
-use common::{expand, nested, run, run_with, stderr, trace_env};
+use common::{expand, fork_a_child_that_annotates, nested, run, run_with, stderr, trace_env};
 use std::path::PathBuf;
 
 /// Runs when this binary is re-run as a scenario; a no-op otherwise.
@@ -109,15 +109,7 @@ fn short_lived_threads() {
 
 fn fork() {
     nested();
-    // SAFETY: the child only annotates and exits.
-    let pid = unsafe { libc::fork() };
-    if pid == 0 {
-        let _child = caliper::region!("child");
-        std::process::exit(0);
-    }
-    let mut status = 0;
-    // SAFETY: waiting for our own child.
-    unsafe { libc::waitpid(pid, &mut status, 0) };
+    fork_a_child_that_annotates();
 }
 
 #[test]

@@ -27,6 +27,20 @@ pub fn nested() {
     }
 }
 
+/// Forks a child that begins the region `child` and exits (inside it,
+/// through `exit`, so that its flush at exit runs), and waits for it.
+pub fn fork_a_child_that_annotates() {
+    // SAFETY: the child only annotates and exits.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        let _child = caliper::region!("child");
+        std::process::exit(0);
+    }
+    let mut status = 0;
+    // SAFETY: waiting for our own child.
+    unsafe { libc::waitpid(pid, &mut status, 0) };
+}
+
 /// Runs `scenario` in a child process with `env` (and no `CALI_*`
 /// settings from the test's own environment); it must succeed.
 pub fn run(scenario: &str, env: &[(&str, &str)]) -> Output {
