@@ -39,14 +39,7 @@ fn internal_error(entry: &str) {
 /// failed. The hook belongs to this library's own Rust runtime only.
 fn install_panic_hook() {
     std::panic::set_hook(Box::new(|info| {
-        let message = info
-            .payload()
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| info.payload().downcast_ref::<String>().cloned())
-            .unwrap_or_default();
-        let location = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
-        log::error(format_args!("internal error: {}{location}", message.replace('\n', " ")));
+        log::error(format_args!("internal error: {}", runtime::contain::describe_panic(info)));
     }));
 }
 

@@ -37,6 +37,19 @@ pub fn contain<R>(what: &str, work: impl FnOnce() -> R) -> Option<R> {
     }
 }
 
+/// A panic as one line: its message (newlines made spaces) and where it
+/// happened, ` at file:line`.
+pub fn describe_panic(info: &std::panic::PanicHookInfo<'_>) -> String {
+    let payload = info.payload();
+    let text = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_default();
+    let location = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
+    format!("{}{location}", text.replace('\n', " "))
+}
+
 type Hook = Box<dyn Fn(&std::panic::PanicHookInfo<'_>) + Sync + Send + 'static>;
 
 /// A panic hook in front of the one in place (the host program's, or
@@ -59,15 +72,8 @@ impl QuietHook {
             if !CONTAINED.with(Cell::get) {
                 return chained(info);
             }
-            let payload = info.payload();
-            let text = payload
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_default();
-            let location = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
             if let Ok(mut message) = MESSAGE.try_lock() {
-                *message = Some(format!("{}{location}", text.replace('\n', " ")));
+                *message = Some(describe_panic(info));
             }
         }));
         QuietHook { previous: Some(previous) }

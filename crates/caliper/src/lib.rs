@@ -27,7 +27,7 @@ pub mod channel;
 mod clock;
 pub mod config;
 pub mod configmgr;
-mod contain;
+pub mod contain;
 pub mod default_config;
 pub mod log;
 pub mod query_report;
