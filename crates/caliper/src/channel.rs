@@ -15,7 +15,7 @@ use crate::region_filter::{NameFilter, RegionFilter};
 use crate::runtime::Caliper;
 use crate::services::InlineProcessor;
 use crate::services::timer::TimerThread;
-use crate::snapshot::{RegionAttributes, RegionSnapshot, Snapshot};
+use crate::snapshot::{Measured, RegionAttributes, RegionSnapshot, Snapshot};
 use crate::sparse::{PAGE, Sparse};
 use crate::sync;
 use crate::thread::ThreadData;
@@ -25,6 +25,7 @@ use caliper_data::hash::FxHashMap;
 use caliper_data::node::Id;
 use caliper_data::{AttrType, Entry, Properties, Record, Variant};
 use std::any::Any;
+use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -54,8 +55,16 @@ pub struct Trigger {
 /// per-snapshot hooks. The channel calls the hooks on the thread's own
 /// object, so a snapshot costs no lookup of the service's state.
 pub trait ThreadService: Any + Send {
-    /// Adds measurements to a snapshot.
+    /// Adds measurements to a snapshot. Not called for a service with
+    /// [region measurements](Service::region_measurements), whose
+    /// [`measure_region`](ThreadService::measure_region) the channel calls
+    /// instead.
     fn measure(&mut self, _snapshot: &mut Snapshot, _trigger: &Trigger) {}
+    /// Writes the service's measurements of a snapshot, one value per
+    /// attribute of its [region measurements](Service::region_measurements),
+    /// in that order, into `values`: called on every snapshot, begin, end
+    /// or other, from the channel's fused path without a [`Snapshot`].
+    fn measure_region(&mut self, _values: &mut [u64]) {}
     /// Consumes a snapshot.
     fn process(&mut self, _cali: &Caliper, _snapshot: &Snapshot) {}
     /// Consumes the snapshot of a region begin or end in its common shape;
@@ -151,6 +160,16 @@ pub trait Service: Send + Sync {
     fn inline_timer(&self) -> Option<TimerThread> {
         None
     }
+    /// The attributes of the unsigned values the service adds to every
+    /// snapshot, whatever its trigger, written by
+    /// [`ThreadService::measure_region`]: a channel whose measuring
+    /// services all have them keeps the fused path, with these values in
+    /// the region snapshots' [measurement slots](crate::snapshot::Measured).
+    /// Empty for a service whose measurements depend on the trigger (it
+    /// implements [`ThreadService::measure`]).
+    fn region_measurements(&self) -> Vec<Id> {
+        Vec::new()
+    }
     /// Sets up a thread's context the first time it meets the channel.
     fn on_new_thread(&self, _cali: &Caliper, _blackboard: &mut Blackboard) {}
     /// A new thread's part of this service.
@@ -219,6 +238,9 @@ pub struct ChannelThread {
     inline: Option<(usize, InlineProcessor)>,
     /// The channel's inline timer (see [`Service::inline_timer`]).
     timer: Option<TimerThread>,
+    /// The values of the channel's region measurements (see
+    /// [`Service::region_measurements`]), overwritten by every snapshot.
+    measured: Box<[u64]>,
     /// Per attribute id: `None` not looked up, `Some(None)` not marked.
     marks: Sparse<Option<Option<EventAttributes>>>,
     /// Per region-stack node (by id; the empty stack at 0).
@@ -437,6 +459,18 @@ impl ChannelThread {
     }
 }
 
+/// Whether a channel takes region snapshots on its fused path (see
+/// [`Channel::fused_update`]), and which one.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Fused {
+    /// Never: every update takes the generic path.
+    No,
+    /// Yes, without region measurements besides the inline timer.
+    Plain,
+    /// Yes, with region measurements (see [`Service::region_measurements`]).
+    Measured,
+}
+
 /// The trigger of snapshots that are not taken for an update.
 const EXPLICIT: Trigger = Trigger { kind: EventKind::Explicit, attr: None };
 
@@ -448,8 +482,15 @@ pub struct Channel {
     config: RuntimeConfig,
     services: Vec<Arc<dyn Service>>,
     observe: Vec<usize>,
-    /// The measuring services but the inline timer.
+    /// The measuring services but the inline timer and those with region
+    /// measurements.
     measure: Vec<usize>,
+    /// The services with region measurements (see
+    /// [`Service::region_measurements`]), each with its values' place in
+    /// the threads' measurement buffers.
+    slots: Vec<(usize, Range<usize>)>,
+    /// The attributes of all region measurements, in buffer order.
+    measured: Vec<Id>,
     process: Vec<usize>,
     /// The service whose timer the threads keep inline: the only measuring
     /// service, if it has one (see [`Service::inline_timer`]).
@@ -457,8 +498,9 @@ pub struct Channel {
     /// Whether region begins and ends may take the fused path
     /// ([`Channel::fused_update`]): decided once, as nothing that rules it
     /// out (observers, filters, measuring services other than the inline
-    /// timer, snapshots without event nodes) changes after creation.
-    fused: bool,
+    /// timer without region measurements, snapshots without event nodes)
+    /// changes after creation.
+    fused: Fused,
     events: Option<EventConfig>,
     marks: RwLock<FxHashMap<Id, Option<EventAttributes>>>,
     /// What threads that have exited gathered, per service (empty for
@@ -515,6 +557,16 @@ impl Channel {
             services.iter().enumerate().filter(|(_, s)| f(s.as_ref())).map(|(i, _)| i).collect()
         };
         let (observe, mut measure, process) = (pick(|s| s.observes()), pick(|s| s.measures()), pick(|s| s.processes()));
+        let (mut slots, mut measured) = (Vec::new(), Vec::new());
+        measure.retain(|&i| {
+            let attrs = services[i].region_measurements();
+            if attrs.is_empty() {
+                return true;
+            }
+            slots.push((i, measured.len()..measured.len() + attrs.len()));
+            measured.extend(attrs);
+            false
+        });
         let timer = match *measure {
             [i] if services[i].inline_timer().is_some() => Some(i),
             _ => None,
@@ -522,9 +574,14 @@ impl Channel {
         if timer.is_some() {
             measure.clear();
         }
-        let fused = observe.is_empty()
+        let fused = match observe.is_empty()
             && measure.is_empty()
-            && events.as_ref().is_some_and(|e| e.snapshot_info && e.filter.is_empty() && e.branches.is_empty());
+            && events.as_ref().is_some_and(|e| e.snapshot_info && e.filter.is_empty() && e.branches.is_empty())
+        {
+            false => Fused::No,
+            true if slots.is_empty() => Fused::Plain,
+            true => Fused::Measured,
+        };
         let flush_on_exit = config.get_bool("CALI_CHANNEL_FLUSH_ON_EXIT", true);
         let region_count = cali.create_attribute(
             "region.count",
@@ -541,6 +598,8 @@ impl Channel {
             services,
             observe,
             measure,
+            slots,
+            measured,
             process,
             timer,
             fused,
@@ -706,6 +765,7 @@ impl Channel {
             states: states.collect(),
             inline,
             timer,
+            measured: vec![0; self.measured.len()].into_boxed_slice(),
             marks: Sparse::new(&UNMARKED),
             memo: Sparse::new(&memo::UNKNOWN_PAGE),
             begins: BeginCache::default(),
@@ -713,9 +773,9 @@ impl Channel {
             branches: Vec::new(),
             observed: Vec::new(),
         };
-        if self.fused {
+        if self.fused != Fused::No {
             let time = ct.timer.as_ref().map(TimerThread::attributes);
-            let attrs = RegionAttributes { count: self.region_count.id(), time };
+            let attrs = RegionAttributes { count: self.region_count.id(), time, measured: self.measured.clone() };
             for &i in &self.process {
                 ct.state(i).region_attributes(cali, &attrs);
             }
@@ -734,7 +794,12 @@ impl Channel {
         attr: Attribute,
         value: ValueKey,
     ) {
-        if !(self.fused && self.fused_update(cali, t, kind, attr, value)) {
+        let fused = match self.fused {
+            Fused::Plain => self.fused_update::<false>(cali, t, kind, attr, value),
+            Fused::Measured => self.measured_fused_update(cali, t, kind, attr, value),
+            Fused::No => false,
+        };
+        if !fused {
             self.generic_update(cali, t, kind, attr, value);
         }
     }
@@ -782,6 +847,21 @@ impl Channel {
         self.run_pipeline(cali, ct, snapshot, &Trigger { kind, attr: Some(attr) });
     }
 
+    /// [`Channel::fused_update`] in a channel with region measurements: out
+    /// of line, so that the other channels' path stays short (inlined
+    /// beside it, it cost the plain path 15 instructions per update).
+    #[inline(never)]
+    fn measured_fused_update(
+        &self,
+        cali: &Caliper,
+        t: &mut ThreadData,
+        kind: EventKind,
+        attr: Attribute,
+        value: ValueKey,
+    ) -> bool {
+        self.fused_update::<true>(cali, t, kind, attr, value)
+    }
+
     /// Handles an update in a channel that takes fused region snapshots:
     /// takes the snapshot of a region begin or end without building a
     /// [`Snapshot`] if it has the common shape (see [`RegionSnapshot`]):
@@ -791,8 +871,11 @@ impl Channel {
     /// takes it. Inlined into the runtime's loop over the active channels
     /// (a call less per update); the generic path stays out of line, so
     /// that the common case is a short function that spills little.
+    /// `MEASURED`: whether the channel has region measurements (see
+    /// [`Service::region_measurements`]); a channel without compiles to a
+    /// path without them.
     #[inline(always)]
-    fn fused_update(
+    fn fused_update<const MEASURED: bool>(
         &self,
         cali: &Caliper,
         t: &mut ThreadData,
@@ -826,6 +909,10 @@ impl Channel {
             event,
             count: (kind == EventKind::End).then_some(self.region_count.id()),
             time: ct.timer.as_mut().map(TimerThread::stamp),
+            measured: match MEASURED {
+                false => Measured::default(),
+                true => self.measure_slots(&mut ct.states, &mut ct.measured),
+            },
         };
         match &mut ct.inline {
             Some((_, processor)) => processor.process_region(cali, &region, &mut t.snapshot),
@@ -891,6 +978,23 @@ impl Channel {
         for &i in &self.measure {
             ct.states[i].measure(snapshot, trigger);
         }
+        if !self.slots.is_empty() {
+            for (attr, value) in self.measure_slots(&mut ct.states, &mut ct.measured).iter() {
+                snapshot.push_value(attr, ValueKey::uint(value));
+            }
+        }
+    }
+
+    /// Lets the services with region measurements write them into the
+    /// thread's buffer `values`.
+    #[inline(always)]
+    fn measure_slots<'a>(&'a self, states: &mut [ServiceState], values: &'a mut [u64]) -> Measured<'a> {
+        for (i, range) in &self.slots {
+            if let (Some(state), Some(values)) = (states.get_mut(*i), values.get_mut(range.clone())) {
+                state.measure_region(values);
+            }
+        }
+        Measured::new(&self.measured, values)
     }
 
     fn run_pipeline(&self, cali: &Caliper, ct: &mut ChannelThread, snapshot: &mut Snapshot, trigger: &Trigger) {
@@ -1014,8 +1118,16 @@ mod tests {
                 })
             })
         };
-        // One processing service (kept inline), and two (behind boxes).
-        for services in ["aggregate,event", "event,trace", "aggregate,event,trace"] {
+        // One processing service (kept inline), and two (behind boxes); with
+        // region measurements (the template's values count the channel's
+        // snapshots on the thread, the same in both channels).
+        for services in [
+            "aggregate,event",
+            "event,trace",
+            "aggregate,event,trace",
+            "aggregate,event,measurement_template",
+            "event,measurement_template,trace",
+        ] {
             let open = |services: &str| {
                 let config = RuntimeConfig::from_pairs(
                     [
@@ -1030,8 +1142,10 @@ mod tests {
                 channel
             };
             let (fused, generic) = (open(services), open(&format!("{services},debug")));
-            assert!(fused.fused && !generic.fused);
-            let one_processor = services != "aggregate,event,trace";
+            let measured = services.contains("measurement_template");
+            let mode = if measured { Fused::Measured } else { Fused::Plain };
+            assert!(fused.fused == mode && generic.fused == Fused::No, "{services}");
+            let one_processor = !services.contains("aggregate,event,trace");
             let thread = fused.new_thread_state(cali, &mut Blackboard::default());
             assert_eq!(thread.inline.is_some(), one_processor, "{services}");
             let errors = cali.stack_errors();

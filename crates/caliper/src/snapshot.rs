@@ -99,12 +99,66 @@ pub struct Time {
 
 /// The attributes of a channel's [`RegionSnapshot`]s, the same in all of
 /// them: services resolve them once per thread.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RegionAttributes {
     /// `region.count`, on ends.
     pub count: Id,
     /// `time.offset.ns` and `time.duration.ns`, if the channel has a timer.
     pub time: Option<(Id, Id)>,
+    /// The attributes of the other measurements, in the order of
+    /// [`RegionSnapshot::measured`]'s values.
+    pub measured: Vec<Id>,
+}
+
+/// The measurements of a [`RegionSnapshot`] besides the timer's: one
+/// unsigned value per attribute, written in place by the channel's
+/// measuring services (see
+/// [`Service::region_measurements`](crate::channel::Service::region_measurements)).
+/// The attributes are the channel's, fixed when it starts; the values are
+/// a per-thread buffer the services overwrite on every snapshot, so that
+/// measuring allocates nothing.
+#[derive(Copy, Clone, Debug, Default)]
+pub struct Measured<'a> {
+    attrs: &'a [Id],
+    values: &'a [u64],
+}
+
+impl<'a> Measured<'a> {
+    /// The values of `attrs`, one each.
+    #[inline]
+    pub fn new(attrs: &'a [Id], values: &'a [u64]) -> Measured<'a> {
+        let n = attrs.len().min(values.len());
+        Measured { attrs: &attrs[..n], values: &values[..n] }
+    }
+
+    /// Whether there are no measurements.
+    #[inline(always)]
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+
+    /// How many measurements there are.
+    #[inline(always)]
+    pub fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    /// The attributes, in order.
+    pub fn attrs(&self) -> &'a [Id] {
+        self.attrs
+    }
+
+    /// The values, in the order of [`attrs`](Measured::attrs).
+    #[inline(always)]
+    pub fn values(&self) -> &'a [u64] {
+        self.values
+    }
+
+    /// (attribute, value) pairs, in order.
+    #[inline]
+    pub fn iter(&self) -> impl Iterator<Item = (Id, u64)> + 'a {
+        self.attrs.iter().copied().zip(self.values.iter().copied())
+    }
 }
 
 /// The snapshot of a region begin or end in the shape nearly every
@@ -124,12 +178,14 @@ pub struct RegionSnapshot<'a> {
     pub count: Option<Id>,
     /// The timer's values, if the channel has a timer.
     pub time: Option<Time>,
+    /// The other measuring services' values.
+    pub measured: Measured<'a>,
 }
 
 impl RegionSnapshot<'_> {
     /// Replaces `snapshot`'s entries with this snapshot's, as the generic
     /// pipeline would have built them: the context nodes, the event node,
-    /// `region.count`, then the timer's values.
+    /// `region.count`, the timer's values, then the other measurements.
     pub fn write_to(&self, snapshot: &mut Snapshot) {
         snapshot.clear();
         snapshot.nodes.extend_from_slice(self.context);
@@ -140,6 +196,9 @@ impl RegionSnapshot<'_> {
         if let Some(t) = self.time {
             snapshot.push_value(t.offset_attr, ValueKey::uint(t.offset));
             snapshot.push_value(t.duration_attr, ValueKey::uint(t.duration));
+        }
+        for (attr, value) in self.measured.iter() {
+            snapshot.push_value(attr, ValueKey::uint(value));
         }
     }
 }

@@ -102,7 +102,13 @@ struct Row<'a> {
     extras: &'a mut Extras,
 }
 
-impl Row<'_> {
+impl<'a> Row<'a> {
+    /// The row of entry `e` in `stats`, rows of `stride` statistics.
+    #[inline(always)]
+    fn of(stats: &'a mut [Stat], stride: usize, extras: &'a mut Extras, e: usize) -> Option<Row<'a>> {
+        Some(Row { stats: stats.get_mut(e * stride..)?, e, extras })
+    }
+
     /// Adds `value` to the statistic of metric slot `slot` (none for a
     /// slot past the table, such as [`NO_SLOT`]).
     #[inline(always)]
@@ -199,6 +205,9 @@ pub(super) struct AggThread {
     /// the row lookup also skips an absent metric, and the slots stay in
     /// registers.
     region_slots: [usize; 3],
+    /// The metric slots of the region snapshots' other measurements (see
+    /// [`RegionAttributes::measured`]), in their order.
+    measured_slots: Box<[usize]>,
     /// Per attribute id: [`UNKNOWN`] not looked up, [`PLAIN`] not
     /// aggregated, [`KEY`] a key attribute, else [`METRIC`] + the metric's
     /// slot in the entries' statistics.
@@ -259,6 +268,7 @@ impl AggThread {
             stride: ENTRY_COUNT + 1,
             extras: Extras::default(),
             region_slots: [NO_SLOT; 3],
+            measured_slots: Box::default(),
             kind: Sparse::new(&NO_ENTRIES),
             metrics: Vec::new(),
         }
@@ -335,7 +345,7 @@ impl AggThread {
     /// The row of entry `e`, to add to.
     #[inline(always)]
     fn row(&mut self, e: usize) -> Option<Row<'_>> {
-        Some(Row { stats: self.stats.get_mut(e * self.stride..)?, e, extras: &mut self.extras })
+        Row::of(&mut self.stats, self.stride, &mut self.extras, e)
     }
 
     /// min, max and sum of a statistic.
@@ -594,13 +604,16 @@ impl ThreadService for AggThread {
             _ => return self.process_other_region(cali, *region, scratch),
         };
         let [count, offset, duration] = self.region_slots;
-        let Some(mut row) = self.row(e) else { return };
+        let Some(mut row) = Row::of(&mut self.stats, self.stride, &mut self.extras, e) else { return };
         if region.count.is_some() {
             row.add(count, ValueKey::uint(1));
         }
         if let Some(t) = region.time {
             row.add(offset, ValueKey::uint(t.offset));
             row.add(duration, ValueKey::uint(t.duration));
+        }
+        for (&slot, &value) in self.measured_slots.iter().zip(region.measured.values()) {
+            row.add(slot, ValueKey::uint(value));
         }
         row.count();
     }
@@ -614,6 +627,7 @@ impl ThreadService for AggThread {
         let [count, offset, duration] =
             [slot(self, Some(attrs.count)), slot(self, offset), slot(self, duration)].map(|s| s.unwrap_or(NO_SLOT));
         self.region_slots = [count, offset, duration];
+        self.measured_slots = attrs.measured.iter().map(|&a| slot(self, Some(a)).unwrap_or(NO_SLOT)).collect();
     }
 }
 

@@ -8,9 +8,7 @@
 //! count of the snapshots taken, so each snapshot adds 1.
 
 use super::registry::{Created, NotCreated, ServiceSpec, SettingKind, SettingSpec, Setup, Stage};
-use crate::channel::{Service, ServiceState, ThreadService, Trigger};
-use crate::snapshot::Snapshot;
-use crate::value::ValueKey;
+use crate::channel::{Service, ServiceState, ThreadService};
 use caliper_data::node::Id;
 use caliper_data::{AttrType, Properties};
 use std::sync::Arc;
@@ -33,7 +31,7 @@ pub(super) const SPEC: ServiceSpec = ServiceSpec {
 
 struct MeasurementTemplate {
     /// Per name: the absolute and the delta attribute.
-    attributes: Arc<[(Id, Id)]>,
+    attributes: Vec<(Id, Id)>,
 }
 
 impl MeasurementTemplate {
@@ -64,24 +62,31 @@ impl Service for MeasurementTemplate {
         true
     }
 
+    /// Every snapshot gets the same values: the service joins the
+    /// channel's fused path.
+    fn region_measurements(&self) -> Vec<Id> {
+        self.attributes.iter().flat_map(|&(absolute, delta)| [absolute, delta]).collect()
+    }
+
     fn thread_state(&self) -> ServiceState {
-        Box::new(Counters { attributes: self.attributes.clone(), count: 0 })
+        Box::new(Counter { count: 0 })
     }
 }
 
-/// A thread's source and the value it had at the previous snapshot.
-struct Counters {
-    attributes: Arc<[(Id, Id)]>,
+/// A thread's source: its count of snapshots so far.
+struct Counter {
     count: u64,
 }
 
-impl ThreadService for Counters {
-    fn measure(&mut self, snapshot: &mut Snapshot, _trigger: &Trigger) {
+impl ThreadService for Counter {
+    /// Per name, the absolute value and the change since the previous
+    /// snapshot (which is 1, as the source counts snapshots).
+    fn measure_region(&mut self, values: &mut [u64]) {
         let previous = self.count;
         self.count += 1;
-        for &(absolute, delta) in self.attributes.iter() {
-            snapshot.push_value(absolute, ValueKey::uint(self.count));
-            snapshot.push_value(delta, ValueKey::uint(self.count - previous));
+        let (absolute, delta) = (self.count, self.count - previous);
+        for (i, value) in values.iter_mut().enumerate() {
+            *value = if i % 2 == 0 { absolute } else { delta };
         }
     }
 }

@@ -362,6 +362,9 @@ struct RegionShape {
     context: usize,
     count: Option<Id>,
     time: Option<(Id, Id)>,
+    /// The number of other measurements (whose attributes the channel
+    /// fixes when it starts).
+    measured: usize,
 }
 
 impl RegionShape {
@@ -370,6 +373,7 @@ impl RegionShape {
             context: region.context.len(),
             count: region.count,
             time: region.time.map(|t| (t.offset_attr, t.duration_attr)),
+            measured: region.measured.len(),
         }
     }
 }
@@ -457,7 +461,7 @@ impl Encoder {
                 debug_assert!(known == RegionShape::of(region), "a channel's region attributes are fixed");
                 put_varint(out, n);
             }
-            _ => self.put_region_shape(RegionShape::of(region), which, out),
+            _ => self.put_region_shape(RegionShape::of(region), region.measured.attrs(), which, out),
         }
         for &n in region.context {
             put_varint(out, n);
@@ -470,10 +474,13 @@ impl Encoder {
             self.put_uint(out, t.offset_attr, t.offset);
             self.put_uint(out, t.duration_attr, t.duration);
         }
+        for (attr, value) in region.measured.iter() {
+            self.put_uint(out, attr, value);
+        }
     }
 
     #[cold]
-    fn put_region_shape(&mut self, shape: RegionShape, which: usize, out: &mut Writer<'_>) {
+    fn put_region_shape(&mut self, shape: RegionShape, measured: &[Id], which: usize, out: &mut Writer<'_>) {
         self.heads.clear();
         self.heads.resize(shape.context + 1, TAG_NODE);
         if let Some(count) = shape.count {
@@ -482,6 +489,7 @@ impl Encoder {
         if let Some((offset, duration)) = shape.time {
             self.heads.extend([(offset << 2) | TAG_UINT, (duration << 2) | TAG_UINT]);
         }
+        self.heads.extend(measured.iter().map(|&a| (a << 2) | TAG_UINT));
         let n = self.put_shape(out);
         self.regions[which] = Some((shape, n));
     }
@@ -689,7 +697,7 @@ impl ThreadService for TraceThread {
 
     #[inline]
     fn process_region(&mut self, _cali: &Caliper, region: &RegionSnapshot<'_>, _scratch: &mut Snapshot) {
-        if let Some((encoder, chunk)) = self.chunk(region.context.len() + 4) {
+        if let Some((encoder, chunk)) = self.chunk(region.context.len() + 4 + region.measured.len()) {
             encoder.encode_region(region, &mut chunk.writer());
         }
     }
@@ -698,7 +706,7 @@ impl ThreadService for TraceThread {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::snapshot::Time;
+    use crate::snapshot::{Measured, Time};
     use caliper_data::{Entry, Variant};
 
     fn decode_all(buf: &[u8]) -> Vec<Record> {
@@ -775,11 +783,15 @@ mod tests {
         let context = [40];
         for i in 0..6u64 {
             let time = Time { offset_attr: 20, offset: 1000 + 10 * i, duration_attr: 21, duration: 10 + i % 2 };
+            // The channel's other measurements: the same attributes in
+            // every region snapshot.
+            let values = [5 * i, 7];
             let region = RegionSnapshot {
                 context: &context[..(i % 3) as usize % 2],
                 event: 300 + i,
                 count: (i % 2 == 1).then_some(22),
                 time: (i != 4).then_some(time),
+                measured: Measured::new(&[23, 24], &values),
             };
             encoder.encode_region(&region, &mut buf.writer());
             region.write_to(&mut scratch);
