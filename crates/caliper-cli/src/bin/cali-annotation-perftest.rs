@@ -12,7 +12,10 @@
 //!
 //! `-P` lists the services of the measuring channel(s), e.g.
 //! `aggregate,event,timer` or `event,trace,timer`; without it nothing is
-//! measured and the figure is the cost of the annotations alone.
+//! measured and the figure is the cost of the annotations alone. The
+//! services' settings come from the environment as usual
+//! (`CALI_MEASUREMENT_TEMPLATE_NAMES=a`, `CALI_AGGREGATE_KEY=...`); the
+//! channel is not flushed.
 
 use caliper::value::ValueKey;
 use caliper::{AttrType, Caliper, Properties, RuntimeConfig};
@@ -102,7 +105,7 @@ fn main() -> ExitCode {
     for i in 0..measuring {
         let config = RuntimeConfig::from_pairs(
             [("CALI_SERVICES_ENABLE", services), ("CALI_CHANNEL_FLUSH_ON_EXIT", "false")],
-            false,
+            true,
         );
         let channel = cali.create_channel(&format!("perftest.{i}"), config);
         cali.set_channel_active(&channel, true);
