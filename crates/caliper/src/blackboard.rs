@@ -162,6 +162,13 @@ impl Stack {
         self.entries.iter().rposition(|e| e.attr.id() == attr.id())
     }
 
+    /// The node of the entries that have one (the outermost ones), and the
+    /// entries above them: the stack as it is without a lookup.
+    pub fn cut(&self) -> (Option<Id>, &[StackEntry]) {
+        let made = self.nodes.len().min(self.entries.len());
+        (self.nodes[..made].last().copied(), &self.entries[made..])
+    }
+
     /// The tree node of the whole stack (`None` if empty), creating nodes
     /// for the entries that have none yet.
     #[inline(always)]

@@ -15,7 +15,8 @@ use crate::region_filter::{NameFilter, RegionFilter};
 use crate::runtime::Caliper;
 use crate::services::InlineProcessor;
 use crate::services::timer::TimerThread;
-use crate::snapshot::{Measured, RegionAttributes, RegionSnapshot, Snapshot};
+use crate::signal::{Capture, MAX_MEASURED};
+use crate::snapshot::{Measured, RegionAttributes, RegionSnapshot, Snapshot, Time};
 use crate::sparse::{PAGE, Sparse};
 use crate::sync;
 use crate::thread::ThreadData;
@@ -999,6 +1000,74 @@ impl Channel {
 
     fn run_pipeline(&self, cali: &Caliper, ct: &mut ChannelThread, snapshot: &mut Snapshot, trigger: &Trigger) {
         self.run_measure(ct, snapshot, trigger);
+        for &i in &self.process {
+            ct.state(i).process(cali, snapshot);
+        }
+    }
+
+    /// Makes the calling thread's state in this channel if it has none
+    /// yet, so that a signal handler finds it (see [`crate::signal`]).
+    pub(crate) fn prepare_thread(&self, cali: &Caliper, t: &mut ThreadData) {
+        self.thread_state(cali, &mut t.channels, &mut t.blackboard);
+    }
+
+    /// Measures a capture in a signal handler (see [`crate::signal`]):
+    /// the timer's reading and the region measurements, into `time` and
+    /// `measured`. `false` if the channel has more region measurements
+    /// than a capture holds. Async-signal-safe as the services'
+    /// [`ThreadService::measure_region`] are.
+    pub(crate) fn measure_capture(
+        &self,
+        ct: &mut ChannelThread,
+        time: &mut Option<Time>,
+        measured: &mut [u64; MAX_MEASURED],
+    ) -> bool {
+        let Some(out) = measured.get_mut(..self.measured.len()) else { return false };
+        *time = ct.timer.as_mut().map(TimerThread::stamp);
+        if !self.slots.is_empty() {
+            out.copy_from_slice(self.measure_slots(&mut ct.states, &mut ct.measured).values());
+        }
+        true
+    }
+
+    /// Processes a capture taken in a signal handler on thread `t` (see
+    /// [`crate::signal`]) as the explicit snapshot it stands for: the
+    /// captured context, the process's context as it is now, the trigger
+    /// entries, the measurements taken in the handler, those of the
+    /// services that measure only here, then the processing services.
+    pub(crate) fn process_capture(&self, cali: &Caliper, t: &mut ThreadData, capture: &Capture) {
+        let Some(Some(ct)) = t.channels.get_mut(self.id) else { return };
+        let snapshot = &mut t.snapshot;
+        snapshot.clear();
+        for cut in [&capture.regions, &capture.unaligned] {
+            let mut node = cut.node;
+            for &(attr, value) in cut.open.as_slice() {
+                node = Some(t.cache.child(&cali.tree, node, attr, value));
+            }
+            if let Some(node) = node {
+                snapshot.push_node(node);
+            }
+        }
+        let values = capture.values.as_slice();
+        let (context, trigger) = values.split_at(values.len().saturating_sub(capture.trigger));
+        for &(attr, value) in context {
+            snapshot.push_value(attr, value);
+        }
+        cali.refresh_process_entries(&mut t.process_entries, &mut t.process_version);
+        snapshot.append(&t.process_entries);
+        for &(attr, value) in trigger {
+            snapshot.push_value(attr, value);
+        }
+        if let Some(time) = capture.time {
+            snapshot.push_value(time.offset_attr, ValueKey::uint(time.offset));
+            snapshot.push_value(time.duration_attr, ValueKey::uint(time.duration));
+        }
+        for &i in &self.measure {
+            ct.states[i].measure(snapshot, &EXPLICIT);
+        }
+        for (&attr, &value) in self.measured.iter().zip(&capture.measured) {
+            snapshot.push_value(attr, ValueKey::uint(value));
+        }
         for &i in &self.process {
             ct.state(i).process(cali, snapshot);
         }

@@ -34,6 +34,7 @@ pub mod query_report;
 pub mod region_filter;
 pub mod runtime;
 pub mod services;
+pub mod signal;
 pub mod snapshot;
 mod sparse;
 mod sync;

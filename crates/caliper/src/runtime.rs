@@ -9,6 +9,7 @@ use crate::config::RuntimeConfig;
 use crate::contain::contain;
 use crate::log;
 use crate::services::{self, Created, NotCreated};
+use crate::signal;
 use crate::snapshot::Snapshot;
 use crate::sync::{self, StopUpdates};
 use crate::thread::{ActiveChannels, ThreadData, ThreadSlot};
@@ -142,6 +143,78 @@ fn current_slot() -> Option<&'static ThreadSlot> {
     SLOT.with(|s| s.set(slot));
     // SAFETY: as above.
     Some(unsafe { &*slot })
+}
+
+/// The async-signal-safe part of
+/// [`signal::push_snapshot_from_signal`]: reads only atomics, the
+/// thread's slot pointer (a constant-initialised thread local) and the
+/// thread's data, and writes the capture into the thread's buffer.
+pub(crate) fn capture_in_signal(channel: usize, trigger: &[(Id, ValueKey)]) -> signal::Outcome {
+    use signal::{Entries, Outcome, StackCut};
+    let ready = READY.load(Ordering::Acquire) && CALIPER.get().is_some_and(|c| !c.finished.load(Ordering::Relaxed));
+    let slot = SLOT.with(Cell::get);
+    if !ready || slot.is_null() {
+        return Outcome::NoThread;
+    }
+    // SAFETY: the slot outlives the pointer (see `current_slot`); a signal
+    // handler runs on the thread that owns it.
+    let slot = unsafe { &*slot };
+    let outcome = slot.update_in_signal(|t, active| {
+        let Some(captures) = t.captures.as_mut() else { return Outcome::NoThread };
+        let (Some(ch), Some(Some(ct))) = (active.list.iter().find(|c| c.id() == channel), t.channels.get_mut(channel))
+        else {
+            return Outcome::Unfit;
+        };
+        let Some(capture) = captures.next_free() else { return Outcome::Full };
+        let cut = |stack: &crate::blackboard::Stack| {
+            let (node, open) = stack.cut();
+            Some(StackCut { node, open: Entries::of(open.iter().map(|e| (e.attr.id(), e.value)))? })
+        };
+        let context = t.blackboard.values.iter().filter(|(a, _)| !a.properties().is_hidden());
+        let values = Entries::of(context.map(|(a, v)| (a.id(), *v)).chain(trigger.iter().copied()));
+        let (Some(regions), Some(unaligned), Some(values)) =
+            (cut(&t.blackboard.regions), cut(&t.blackboard.unaligned), values)
+        else {
+            return Outcome::Unfit;
+        };
+        *capture = signal::Capture {
+            channel,
+            regions,
+            unaligned,
+            values,
+            trigger: trigger.len(),
+            time: None,
+            measured: [0; signal::MAX_MEASURED],
+        };
+        if !ch.measure_capture(ct, &mut capture.time, &mut capture.measured) {
+            return Outcome::Unfit;
+        }
+        captures.commit();
+        active.version |= CAPTURES_WAITING;
+        Outcome::Taken
+    });
+    outcome.unwrap_or(Outcome::Busy)
+}
+
+/// Set in a thread's [`ActiveChannels::version`] by a signal handler that
+/// left a capture in the thread's buffer: the next update's check of the
+/// version then processes it. Channel-list versions never reach it.
+const CAPTURES_WAITING: u64 = 1 << 63;
+
+/// Registers the calling thread (outside any signal handler) and makes
+/// its signal snapshot buffer (see [`signal::prepare_thread`]); every
+/// other thread makes its own at its next update.
+pub(crate) fn prepare_thread_for_signals() {
+    if let Some(c) = Caliper::instance() {
+        c.channels_version.fetch_add(1, Ordering::AcqRel);
+        c.with_thread(|t, active| {
+            t.captures.get_or_insert_with(signal::Captures::new);
+            c.refresh_active(t, active);
+            for channel in &active.list {
+                channel.prepare_thread(c, t);
+            }
+        });
+    }
 }
 
 extern "C" fn finish_at_exit() {
@@ -345,6 +418,7 @@ impl Caliper {
                 return false;
             }
             let channels = self.all_channels();
+            self.process_captures(t, &channels);
             for (ct, channel) in std::mem::take(&mut t.channels).into_iter().zip(&channels) {
                 if let Some(ct) = ct {
                     channel.retire(self, ct);
@@ -445,18 +519,35 @@ impl Caliper {
     }
 
     /// Refreshes a thread's list of active channels if it changed.
+    /// The same check tells an update that signal snapshots wait in the
+    /// thread's buffer: the handler that takes one marks the list's version
+    /// ([`CAPTURES_WAITING`]), so that updates pay nothing for it.
     #[inline]
-    fn refresh_active(&self, active: &mut ActiveChannels) {
+    fn refresh_active(&self, t: &mut ThreadData, active: &mut ActiveChannels) {
         let version = self.channels_version.load(Ordering::Acquire);
         if active.version != version {
-            self.reload_active(active, version);
+            self.reload_active(t, active, version);
         }
     }
 
     #[cold]
-    fn reload_active(&self, active: &mut ActiveChannels, version: u64) {
-        active.list = self.all_channels().into_iter().filter(|c| c.is_active()).collect();
+    #[inline(never)]
+    fn reload_active(&self, t: &mut ThreadData, active: &mut ActiveChannels, version: u64) {
+        if active.version & !CAPTURES_WAITING != version {
+            active.list = self.all_channels().into_iter().filter(|c| c.is_active()).collect();
+        }
         active.version = version;
+        if signal::WANTED.load(Ordering::Acquire) {
+            match &t.captures {
+                None => t.captures = Some(signal::Captures::new()),
+                Some(c) if !c.is_empty() => self.process_captures(t, &active.list),
+                Some(_) => {}
+            }
+            // A capture holds only a few stack entries without nodes: give
+            // the thread's current entries theirs.
+            t.blackboard.regions.node(&self.tree, &mut t.cache);
+            t.blackboard.unaligned.node(&self.tree, &mut t.cache);
+        }
     }
 
     /// Whether an update of `attr` may take snapshots. Checked inline by
@@ -477,7 +568,7 @@ impl Caliper {
         attr: Attribute,
         value: ValueKey,
     ) {
-        self.refresh_active(active);
+        self.refresh_active(t, active);
         for channel in &active.list {
             channel.on_update(self, t, kind, attr, value);
         }
@@ -672,7 +763,7 @@ impl Caliper {
 
     fn snapshot_on(&self, takes: impl Fn(&Channel) -> bool, trigger: &[Entry]) {
         self.with_thread(|t, active| {
-            self.refresh_active(active);
+            self.refresh_active(t, active);
             for channel in active.list.iter().filter(|c| takes(c)) {
                 channel.push_snapshot(self, t, trigger);
             }
@@ -830,9 +921,40 @@ impl Caliper {
         }
         let slots = self.thread_slots();
         let guard = stop_updates(&slots, Stop::Waited);
+        if signal::WANTED.load(Ordering::Acquire) {
+            self.process_all_captures(&slots);
+        }
         let result = f();
         drop(guard);
         Some(result)
+    }
+
+    /// Processes the signal snapshots every thread captured (see
+    /// [`crate::signal`]), so that a flush sees them. Updates must be
+    /// stopped.
+    fn process_all_captures(&self, slots: &[Arc<ThreadSlot>]) {
+        let channels = self.all_channels();
+        for slot in slots.iter().filter(|s| s.busy.is_readable()) {
+            // SAFETY: updates are stopped, and each slot's data is borrowed
+            // once, for this call only.
+            self.process_captures(unsafe { slot.data_for_flush() }, &channels);
+        }
+    }
+
+    /// Processes the captures waiting in thread `t` on their channels
+    /// (captures of channels not in `channels` are dropped), in the order
+    /// taken. Inside the thread's update, or with updates stopped.
+    fn process_captures(&self, t: &mut ThreadData, channels: &[Arc<Channel>]) {
+        let waiting = t.captures.as_ref().map_or(0, signal::Captures::len);
+        for i in 0..waiting {
+            let Some(capture) = t.captures.as_ref().and_then(|c| c.get(i)) else { break };
+            if let Some(channel) = channels.iter().find(|c| c.id() == capture.channel) {
+                channel.process_capture(self, t, &capture);
+            }
+        }
+        if let Some(captures) = &mut t.captures {
+            captures.clear();
+        }
     }
 
     /// Records gathered by a channel's processing services, for output
@@ -938,6 +1060,13 @@ impl Caliper {
             for service in channel.services() {
                 contain(&format!("{}: {}", channel.name(), service.name()), || service.finish(self, &channel));
             }
+        }
+        if signal::WANTED.load(Ordering::Acquire) {
+            let c = signal::counts();
+            log::info(format_args!(
+                "Signal snapshots: {} taken, dropped {} (no thread state), {} (busy), {} (buffer full), {} (did not fit)",
+                c.taken, c.no_thread, c.busy, c.full, c.unfit
+            ));
         }
         log::info(format_args!("Finished"));
     }

@@ -186,6 +186,28 @@ impl BusyFlag {
         state == 0 || self.enter_checked(state)
     }
 
+    /// [`BusyFlag::enter`] for a signal handler: never waits, and so
+    /// `false` whenever a flush runs (the handler may have interrupted the
+    /// flushing thread itself).
+    #[inline]
+    pub fn try_enter(&self) -> bool {
+        if self.busy.load(Ordering::Relaxed) {
+            return false;
+        }
+        self.busy.store(true, Ordering::Relaxed);
+        compiler_fence(Ordering::SeqCst);
+        let mut state = STATE.load(Ordering::Relaxed);
+        if state & FULL_FENCES != 0 {
+            fence(Ordering::SeqCst);
+            state = STATE.load(Ordering::Relaxed);
+        }
+        if state < ONE_FLUSH {
+            return true;
+        }
+        self.busy.store(false, Ordering::Release);
+        false
+    }
+
     /// The rest of [`BusyFlag::enter`] when a flush runs or updates need
     /// full fences (`state` read before the fence, with the flag set).
     #[cold]

@@ -3,6 +3,7 @@
 
 use crate::blackboard::{Blackboard, ChildCache};
 use crate::channel::{Channel, ChannelThread};
+use crate::signal::Captures;
 use crate::snapshot::Snapshot;
 use crate::sync::BusyFlag;
 use std::cell::UnsafeCell;
@@ -24,6 +25,9 @@ pub struct ThreadData {
     pub process_version: u64,
     /// A reusable snapshot.
     pub snapshot: Snapshot,
+    /// Snapshots taken in signal handlers, waiting to be processed (see
+    /// [`crate::signal`]); allocated once the program asks for them.
+    pub(crate) captures: Option<Captures>,
 }
 
 impl ThreadData {
@@ -36,6 +40,7 @@ impl ThreadData {
             process_entries: Arc::default(),
             process_version: u64::MAX,
             snapshot: Snapshot::default(),
+            captures: None,
         }
     }
 }
@@ -89,6 +94,21 @@ impl ThreadSlot {
     pub unsafe fn data_for_flush(&self) -> &mut ThreadData {
         // SAFETY: guaranteed by the caller.
         unsafe { &mut *self.data.get() }
+    }
+
+    /// [`ThreadSlot::update`] from a signal handler on the owning thread:
+    /// `None` at once, without waiting, if the handler interrupted an
+    /// update or a flush runs.
+    #[inline]
+    pub fn update_in_signal<R>(&self, f: impl FnOnce(&mut ThreadData, &mut ActiveChannels) -> R) -> Option<R> {
+        if !self.busy.try_enter() {
+            return None;
+        }
+        // SAFETY: as in `update`; the handler runs on the owning thread,
+        // which was not inside an update.
+        let r = f(unsafe { &mut *self.data.get() }, unsafe { &mut *self.active.get() });
+        self.busy.leave();
+        Some(r)
     }
 
     /// Runs `f` on the data and the active channels if the thread may

@@ -17,6 +17,9 @@ pub struct ValueKey {
 }
 
 impl ValueKey {
+    /// No value (type `inv`): a placeholder in fixed-size tables.
+    pub const EMPTY: ValueKey = ValueKey { ty: AttrType::Inv, bits: 0 };
+
     /// The key of a string value (interned on first use).
     pub fn string(s: &str) -> ValueKey {
         ValueKey { ty: AttrType::String, bits: u64::from(interner().intern_str(s)) }
