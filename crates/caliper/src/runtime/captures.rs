@@ -1,0 +1,107 @@
+//! The runtime's side of snapshots taken in signal handlers (see
+//! [`crate::signal`]): the capture itself, and processing the captures
+//! the threads hold.
+
+use super::*;
+
+/// The async-signal-safe part of
+/// [`signal::push_snapshot_from_signal`]: reads only atomics, the
+/// thread's slot pointer (a constant-initialised thread local) and the
+/// thread's data, and writes the capture into the thread's buffer.
+pub(crate) fn capture_in_signal(channel: usize, trigger: &[(Id, ValueKey)]) -> signal::Outcome {
+    use signal::{Entries, Outcome, StackCut};
+    let ready = READY.load(Ordering::Acquire) && CALIPER.get().is_some_and(|c| !c.finished.load(Ordering::Relaxed));
+    let slot = SLOT.with(Cell::get);
+    if !ready || slot.is_null() {
+        return Outcome::NoThread;
+    }
+    // SAFETY: the slot outlives the pointer (see `current_slot`); a signal
+    // handler runs on the thread that owns it.
+    let slot = unsafe { &*slot };
+    let outcome = slot.update_in_signal(|t, active| {
+        let Some(captures) = t.captures.as_mut() else { return Outcome::NoThread };
+        let (Some(ch), Some(Some(ct))) = (active.list.iter().find(|c| c.id() == channel), t.channels.get_mut(channel))
+        else {
+            return Outcome::Unfit;
+        };
+        let Some(capture) = captures.next_free() else { return Outcome::Full };
+        let cut = |stack: &crate::blackboard::Stack| {
+            let (node, open) = stack.cut();
+            Some(StackCut { node, open: Entries::of(open.iter().map(|e| (e.attr.id(), e.value)))? })
+        };
+        let context = t.blackboard.values.iter().filter(|(a, _)| !a.properties().is_hidden());
+        let values = Entries::of(context.map(|(a, v)| (a.id(), *v)).chain(trigger.iter().copied()));
+        let (Some(regions), Some(unaligned), Some(values)) =
+            (cut(&t.blackboard.regions), cut(&t.blackboard.unaligned), values)
+        else {
+            return Outcome::Unfit;
+        };
+        *capture = signal::Capture {
+            channel,
+            regions,
+            unaligned,
+            values,
+            trigger: trigger.len(),
+            time: None,
+            measured: [0; signal::MAX_MEASURED],
+        };
+        if !ch.measure_capture(ct, &mut capture.time, &mut capture.measured) {
+            return Outcome::Unfit;
+        }
+        captures.commit();
+        active.version |= CAPTURES_WAITING;
+        Outcome::Taken
+    });
+    outcome.unwrap_or(Outcome::Busy)
+}
+
+/// Set in a thread's [`ActiveChannels::version`] by a signal handler that
+/// left a capture in the thread's buffer: the next update's check of the
+/// version then processes it. Channel-list versions never reach it.
+pub(super) const CAPTURES_WAITING: u64 = 1 << 63;
+
+/// Registers the calling thread (outside any signal handler) and makes
+/// its signal snapshot buffer (see [`signal::prepare_thread`]); every
+/// other thread makes its own at its next update.
+pub(crate) fn prepare_thread_for_signals() {
+    if let Some(c) = Caliper::instance() {
+        c.channels_version.fetch_add(1, Ordering::AcqRel);
+        c.with_thread(|t, active| {
+            t.captures.get_or_insert_with(signal::Captures::new);
+            c.refresh_active(t, active);
+            for channel in &active.list {
+                channel.prepare_thread(c, t);
+            }
+        });
+    }
+}
+
+impl Caliper {
+    /// Processes the signal snapshots every thread captured (see
+    /// [`crate::signal`]), so that a flush sees them. Updates must be
+    /// stopped.
+    pub(super) fn process_all_captures(&self, slots: &[Arc<ThreadSlot>]) {
+        let channels = self.all_channels();
+        for slot in slots.iter().filter(|s| s.busy.is_readable()) {
+            // SAFETY: updates are stopped, and each slot's data is borrowed
+            // once, for this call only.
+            self.process_captures(unsafe { slot.data_for_flush() }, &channels);
+        }
+    }
+
+    /// Processes the captures waiting in thread `t` on their channels
+    /// (captures of channels not in `channels` are dropped), in the order
+    /// taken. Inside the thread's update, or with updates stopped.
+    pub(super) fn process_captures(&self, t: &mut ThreadData, channels: &[Arc<Channel>]) {
+        let waiting = t.captures.as_ref().map_or(0, signal::Captures::len);
+        for i in 0..waiting {
+            let Some(capture) = t.captures.as_ref().and_then(|c| c.get(i)) else { break };
+            if let Some(channel) = channels.iter().find(|c| c.id() == capture.channel) {
+                channel.process_capture(self, t, &capture);
+            }
+        }
+        if let Some(captures) = &mut t.captures {
+            captures.clear();
+        }
+    }
+}

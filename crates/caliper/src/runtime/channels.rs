@@ -1,0 +1,109 @@
+//! Channels: creating them from a configuration, turning them on and
+//! off, and their run metadata.
+
+use super::*;
+
+impl Caliper {
+    /// Every channel, in creation order.
+    pub fn all_channels(&self) -> Vec<Arc<Channel>> {
+        sync::read(&self.channels).clone()
+    }
+
+    /// Creates a channel with `config`; it starts inactive.
+    pub fn create_channel(&self, name: &str, config: RuntimeConfig) -> Arc<Channel> {
+        self.create_channel_with(name, config, Vec::new())
+    }
+
+    /// Creates a channel with `config` and, besides the services it
+    /// enables, the given service objects; it starts inactive.
+    pub(crate) fn create_channel_with(
+        &self,
+        name: &str,
+        config: RuntimeConfig,
+        extra: Vec<Arc<dyn Service>>,
+    ) -> Arc<Channel> {
+        let names = config.get_list("CALI_SERVICES_ENABLE", true);
+        let mut list = Vec::new();
+        let mut events = None;
+        for service in &names {
+            match services::create(service, self, name, &config) {
+                Ok(Created::Service(s)) => list.push(s),
+                Ok(Created::Events(e)) => events = Some(e),
+                Err(NotCreated::Unknown) => log::error(format_args!("Service \"{service}\" not found!")),
+                Err(NotCreated::BadSettings) => {}
+            }
+        }
+        if config.get_bool("CALI_CHANNEL_CONFIG_CHECK", true) {
+            services::check_pipeline(name, &names);
+        }
+        list.extend(extra);
+        // A channel's id is its position in the list: held until the
+        // channel is in it, so that channels created at once on several
+        // threads get distinct ids (threads keep their per-channel states
+        // by id).
+        let creating = sync::lock(&self.creating_channel);
+        let id = sync::read(&self.channels).len();
+        let channel = Arc::new(Channel::new(self, id, name, config, list, events));
+        {
+            let mut bb = sync::lock(channel.blackboard());
+            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+            bb.set(self.builtins.channel, ValueKey::string(name));
+            bb.set(self.builtins.starttime_sec, ValueKey::from_variant(&Variant::Uint(now.as_secs())));
+            bb.set(self.builtins.starttime_nsec, ValueKey::from_variant(&Variant::Uint(u64::from(now.subsec_nanos()))));
+        }
+        for info in self.registry.all() {
+            channel.mark_attribute(self, info.attr, &info.name);
+        }
+        sync::write(&self.channels).push(channel.clone());
+        drop(creating);
+        self.channels_version.fetch_add(1, Ordering::Release);
+        for s in channel.services() {
+            log::info(format_args!("{name}: Registered {} service", s.name()));
+        }
+        channel
+    }
+
+    /// Activates or deactivates a channel.
+    pub fn set_channel_active(&self, channel: &Channel, active: bool) {
+        if channel.is_active() != active {
+            channel.set_active(active);
+            if active {
+                self.active_channels.fetch_add(1, Ordering::AcqRel);
+            } else {
+                self.active_channels.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
+        self.channels_version.fetch_add(1, Ordering::Release);
+    }
+
+    /// The run metadata of a channel: the process's and the channel's
+    /// global entries.
+    pub fn globals(&self, channel: &Channel) -> Record {
+        let mut record = Record::globals();
+        {
+            let mut p = self.lock_process();
+            let ProcessContext { blackboard, cache, .. } = &mut *p;
+            if let Some(n) = blackboard.unaligned.node(&self.tree, cache) {
+                record.push_ref(n);
+            }
+            for (a, v) in &blackboard.values {
+                if a.properties().is_global() {
+                    record.push_imm(a.id(), v.to_variant());
+                }
+            }
+        }
+        let mut bb = sync::lock(channel.blackboard());
+        let mut cache = ChildCache::default();
+        if let Some(n) = bb.unaligned.node(&self.tree, &mut cache) {
+            record.push_ref(n);
+        }
+        record.kind = RecordKind::Globals;
+        record
+    }
+
+    /// Sets a global attribute of a channel (its run metadata), e.g. an
+    /// `opts:` entry.
+    pub fn set_channel_global(&self, channel: &Channel, attr: Attribute, value: &Variant) {
+        sync::lock(channel.blackboard()).set(attr, ValueKey::from_variant(value));
+    }
+}
