@@ -33,6 +33,7 @@ pub mod log;
 pub mod query_report;
 pub mod region_filter;
 pub mod runtime;
+pub mod service;
 pub mod services;
 pub mod signal;
 pub mod snapshot;

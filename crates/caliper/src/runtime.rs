@@ -4,10 +4,11 @@
 
 use crate::attributes::{Attribute, AttributeInfo, Registry};
 use crate::blackboard::{Blackboard, ChildCache, EndError};
-use crate::channel::{Channel, EventKind, Service};
+use crate::channel::Channel;
 use crate::config::RuntimeConfig;
 use crate::contain::contain;
 use crate::log;
+use crate::service::{EventKind, Service};
 use crate::services::{self, Created, NotCreated};
 use crate::signal;
 use crate::snapshot::Snapshot;

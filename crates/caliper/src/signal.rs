@@ -15,9 +15,9 @@
 //! flush, the buffer is full, or the context is deeper than a capture
 //! holds.
 //!
-//! The measuring services' [`measure_region`](crate::channel::ThreadService::measure_region)
+//! The measuring services' [`measure_region`](crate::service::ThreadService::measure_region)
 //! runs in the handler and must be async-signal-safe too; services that
-//! measure only through [`measure`](crate::channel::ThreadService::measure)
+//! measure only through [`measure`](crate::service::ThreadService::measure)
 //! measure a capture when it is processed.
 
 use crate::snapshot::Time;

@@ -113,7 +113,7 @@ pub struct RegionAttributes {
 /// The measurements of a [`RegionSnapshot`] besides the timer's: one
 /// unsigned value per attribute, written in place by the channel's
 /// measuring services (see
-/// [`Service::region_measurements`](crate::channel::Service::region_measurements)).
+/// [`Service::region_measurements`](crate::service::Service::region_measurements)).
 /// The attributes are the channel's, fixed when it starts; the values are
 /// a per-thread buffer the services overwrite on every snapshot, so that
 /// measuring allocates nothing.
@@ -167,7 +167,7 @@ impl<'a> Measured<'a> {
 /// `event.end#region=foo` under the region), `region.count` on an end and
 /// the timer's values. A channel whose snapshots take this shape hands it
 /// to the processing services as is, so that they need not rediscover the
-/// shape in a [`Snapshot`] (see [`ThreadService::process_region`](crate::channel::ThreadService::process_region)).
+/// shape in a [`Snapshot`] (see [`ThreadService::process_region`](crate::service::ThreadService::process_region)).
 #[derive(Copy, Clone, Debug)]
 pub struct RegionSnapshot<'a> {
     /// The process context's nodes.

@@ -34,9 +34,10 @@ mod spot;
 pub use controller::ChannelController;
 pub use options::Options;
 
-use crate::channel::{Channel, Service};
+use crate::channel::Channel;
 use crate::log;
 use crate::runtime::Caliper;
+use crate::service::Service;
 use crate::services;
 use parse::{Item, parse as parse_config_string};
 use spec::{ConfigSpec, OptionSpec, SpecSet};

@@ -8,9 +8,9 @@
 
 use super::registry::{Created, NotCreated, ServiceSpec, SettingKind, SettingSpec, Setup, Stage};
 use crate::attributes::Attribute;
-use crate::channel::{Service, ServiceState, ThreadService, state_mut};
 use crate::log;
 use crate::runtime::Caliper;
+use crate::service::{Service, ServiceState, ThreadService, state_mut};
 use crate::services::{InlineProcessor, Processor};
 use crate::snapshot::{RegionAttributes, RegionSnapshot, Snapshot};
 use crate::sparse::{PAGE, Sparse};

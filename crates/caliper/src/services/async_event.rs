@@ -2,7 +2,7 @@
 //! into snapshots of the channel. Without it a channel ignores them.
 
 use super::registry::{Created, NotCreated, ServiceSpec, Setup, Stage};
-use crate::channel::Service;
+use crate::service::Service;
 use std::sync::Arc;
 
 pub(super) const SPEC: ServiceSpec = ServiceSpec {

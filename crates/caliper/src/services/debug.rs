@@ -3,9 +3,9 @@
 
 use super::registry::{Created, NotCreated, ServiceSpec, Setup, Stage};
 use crate::attributes::Attribute;
-use crate::channel::{EventKind, Observation, Service, ServiceState, ThreadService};
 use crate::log;
 use crate::runtime::Caliper;
+use crate::service::{EventKind, Observation, Service, ServiceState, ThreadService};
 use crate::value::ValueKey;
 use caliper_data::Entry;
 use std::sync::Arc;

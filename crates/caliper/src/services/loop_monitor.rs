@@ -13,9 +13,10 @@
 
 use super::registry::{Created, NotCreated, ServiceSpec, SettingKind, SettingSpec, Setup, Stage};
 use crate::attributes::Attribute;
-use crate::channel::{Channel, EventKind, Observation, Service, ServiceState, ThreadService};
+use crate::channel::Channel;
 use crate::log;
 use crate::runtime::Caliper;
+use crate::service::{EventKind, Observation, Service, ServiceState, ThreadService};
 use crate::value::ValueKey;
 use caliper_data::node::Id;
 use caliper_data::{AttrType, Entry, Properties, Variant};

@@ -8,7 +8,7 @@
 //! count of the snapshots taken, so each snapshot adds 1.
 
 use super::registry::{Created, NotCreated, ServiceSpec, SettingKind, SettingSpec, Setup, Stage};
-use crate::channel::{Service, ServiceState, ThreadService};
+use crate::service::{Service, ServiceState, ThreadService};
 use caliper_data::node::Id;
 use caliper_data::{AttrType, Properties};
 use std::sync::Arc;

@@ -18,10 +18,10 @@ pub mod timer;
 mod trace;
 mod validator;
 
-use crate::channel::{ServiceState, ThreadService};
 use crate::config::RuntimeConfig;
 use crate::log;
 use crate::runtime::Caliper;
+use crate::service::{ServiceState, ThreadService};
 use crate::snapshot::{RegionSnapshot, Snapshot};
 pub(crate) use registry::{Created, NotCreated};
 use registry::{ServiceSpec, Settings, Setup, Stage};

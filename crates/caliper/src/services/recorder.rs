@@ -4,9 +4,10 @@
 
 use super::output;
 use super::registry::{Created, NotCreated, ServiceSpec, SettingKind, SettingSpec, Setup, Stage};
-use crate::channel::{Channel, Service};
+use crate::channel::Channel;
 use crate::log;
 use crate::runtime::Caliper;
+use crate::service::Service;
 use caliper_data::cali::CaliWriter;
 use std::sync::Arc;
 

@@ -10,9 +10,10 @@
 
 use super::registry::{Created, NotCreated, ServiceSpec, SettingKind, SettingSpec, Setup, Stage};
 use crate::attributes::Attribute;
-use crate::channel::{Channel, EventKind, Observation, Service, ServiceState, ThreadService};
+use crate::channel::Channel;
 use crate::log;
 use crate::runtime::Caliper;
+use crate::service::{EventKind, Observation, Service, ServiceState, ThreadService};
 use crate::value::ValueKey;
 use caliper_data::Entry;
 use caliper_data::hash::FxHashMap;

@@ -5,9 +5,10 @@
 //! them from this declaration, so that `cali-query --help=<service>` and
 //! the service agree by construction.
 
-use crate::channel::{EventConfig, Service};
+use crate::channel::EventConfig;
 use crate::config::RuntimeConfig;
 use crate::runtime::Caliper;
+use crate::service::Service;
 use std::fmt::Write as _;
 use std::sync::Arc;
 

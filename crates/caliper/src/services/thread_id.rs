@@ -5,8 +5,8 @@
 use super::registry::{Created, NotCreated, ServiceSpec, Setup, Stage};
 use crate::attributes::Attribute;
 use crate::blackboard::Blackboard;
-use crate::channel::Service;
 use crate::runtime::Caliper;
+use crate::service::Service;
 use crate::value::ValueKey;
 use caliper_data::{AttrType, Properties, Variant};
 use std::sync::Arc;

@@ -8,8 +8,8 @@
 
 use super::registry::{Created, NotCreated, ServiceSpec, SettingKind, SettingSpec, Setup, Stage};
 use crate::attributes::Attribute;
-use crate::channel::{EventKind, Service, ServiceState, ThreadService, Trigger};
 use crate::clock::Clock;
+use crate::service::{EventKind, Service, ServiceState, ThreadService, Trigger};
 use crate::snapshot::{Snapshot, Time};
 use crate::value::ValueKey;
 use caliper_data::node::Id;

@@ -25,9 +25,9 @@
 //! runtime write the channel's output and clear the buffers.
 
 use super::registry::{Created, NotCreated, ServiceSpec, SettingKind, SettingSpec, Setup, Stage};
-use crate::channel::{Service, ServiceState, ThreadService, state_mut};
 use crate::log;
 use crate::runtime::Caliper;
+use crate::service::{Service, ServiceState, ThreadService, state_mut};
 use crate::services::{InlineProcessor, Processor};
 use crate::snapshot::{RegionSnapshot, Snapshot};
 use crate::value::ValueKey;
@@ -386,7 +386,7 @@ struct Encoder {
     /// The shapes of region snapshots as last written, with their
     /// numbers, by whether they have a count and times: a channel's region
     /// snapshots carry the same attributes (see
-    /// [`ThreadService::region_attributes`](crate::channel::ThreadService::region_attributes)),
+    /// [`ThreadService::region_attributes`](crate::service::ThreadService::region_attributes)),
     /// so that only the length of their context can differ.
     regions: [Option<(RegionShape, u64)>; 4],
     /// A reusable buffer for a shape.

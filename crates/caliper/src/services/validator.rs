@@ -4,9 +4,10 @@
 //! nesting error was found.
 
 use super::registry::{Created, NotCreated, ServiceSpec, Setup, Stage};
-use crate::channel::{Channel, Service};
+use crate::channel::Channel;
 use crate::log;
 use crate::runtime::Caliper;
+use crate::service::Service;
 use std::sync::Arc;
 
 pub(super) const SPEC: ServiceSpec = ServiceSpec {

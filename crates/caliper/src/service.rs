@@ -1,0 +1,191 @@
+//! The service interface: what a service is to a channel. A [`Service`]
+//! is a channel's part of the pipeline (its settings, its flush and its
+//! output); its [`ThreadService`] is one thread's part (the hooks every
+//! snapshot runs, and the data gathered). The channel calls the thread
+//! objects on their own thread, and the service's flush sees them all
+//! with updates stopped.
+
+use crate::attributes::Attribute;
+use crate::blackboard::Blackboard;
+use crate::channel::Channel;
+use crate::runtime::Caliper;
+use crate::services::InlineProcessor;
+use crate::services::timer::TimerThread;
+use crate::snapshot::{RegionAttributes, RegionSnapshot, Snapshot};
+use crate::value::ValueKey;
+use caliper_data::node::Id;
+use caliper_data::{Entry, Record};
+use std::any::Any;
+
+/// What triggered a snapshot.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum EventKind {
+    /// A begin of an attribute.
+    Begin,
+    /// A set.
+    Set,
+    /// An end.
+    End,
+    /// An explicit snapshot request.
+    Explicit,
+}
+
+/// The trigger of a snapshot, for measuring services.
+#[derive(Copy, Clone, Debug)]
+pub struct Trigger {
+    /// The kind of event.
+    pub kind: EventKind,
+    /// The attribute updated, for begin/set/end.
+    pub attr: Option<Attribute>,
+}
+
+/// A service's part of one thread in one channel: its data and the
+/// per-snapshot hooks. The channel calls the hooks on the thread's own
+/// object, so a snapshot costs no lookup of the service's state.
+pub trait ThreadService: Any + Send {
+    /// Adds measurements to a snapshot. Not called for a service with
+    /// [region measurements](Service::region_measurements), whose
+    /// [`measure_region`](ThreadService::measure_region) the channel calls
+    /// instead.
+    fn measure(&mut self, _snapshot: &mut Snapshot, _trigger: &Trigger) {}
+    /// Writes the service's measurements of a snapshot, one value per
+    /// attribute of its [region measurements](Service::region_measurements),
+    /// in that order, into `values`: called on every snapshot, begin, end
+    /// or other, from the channel's fused path without a [`Snapshot`].
+    fn measure_region(&mut self, _values: &mut [u64]) {}
+    /// Consumes a snapshot.
+    fn process(&mut self, _cali: &Caliper, _snapshot: &Snapshot) {}
+    /// Consumes the snapshot of a region begin or end in its common shape;
+    /// the same as [`process`](ThreadService::process) of the equivalent
+    /// snapshot (which this default builds in `scratch`). Services that
+    /// override it read the shape directly.
+    fn process_region(&mut self, cali: &Caliper, region: &RegionSnapshot<'_>, scratch: &mut Snapshot) {
+        region.write_to(scratch);
+        self.process(cali, scratch);
+    }
+    /// Learns the attributes of the channel's region snapshots before the
+    /// first [`process_region`](ThreadService::process_region), in a
+    /// channel that takes them: those snapshots carry these and no others.
+    fn region_attributes(&mut self, _cali: &Caliper, _attrs: &RegionAttributes) {}
+    /// Sees an update before it happens (if the service
+    /// [observes](Service::observes)) and says whether the channel takes a
+    /// snapshot for it, with the entries added to `trigger`.
+    fn observe(
+        &mut self,
+        _cali: &Caliper,
+        _kind: EventKind,
+        _attr: Attribute,
+        _value: ValueKey,
+        _trigger: &mut Vec<Entry>,
+    ) -> Observation {
+        Observation::Ignore
+    }
+}
+
+/// What an observing service asks of the channel after an update.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Observation {
+    /// Nothing.
+    Ignore,
+    /// Run the measuring services only (e.g. to restart the timer's
+    /// duration), keeping no snapshot.
+    Measure,
+    /// Take a snapshot with the trigger entries.
+    Snapshot,
+}
+
+/// Services without per-thread data.
+impl ThreadService for () {}
+
+/// Per-thread state of one service in one channel.
+pub type ServiceState = Box<dyn ThreadService>;
+
+/// A thread state as its service's own type, for the service's flush and
+/// clear.
+pub fn state_mut<T: ThreadService>(state: &mut dyn ThreadService) -> Option<&mut T> {
+    let any: &mut dyn Any = state;
+    any.downcast_mut::<T>()
+}
+
+/// A service: a part of a channel's pipeline. Every hook is optional.
+pub trait Service: Send + Sync {
+    /// The service's name.
+    fn name(&self) -> &'static str;
+    /// Whether the service's thread objects see every update
+    /// ([`ThreadService::observe`]).
+    fn observes(&self) -> bool {
+        false
+    }
+    /// Whether the service adds measurements to snapshots
+    /// ([`ThreadService::measure`]).
+    fn measures(&self) -> bool {
+        false
+    }
+    /// Whether the service consumes snapshots ([`ThreadService::process`])
+    /// and emits records at flush.
+    fn processes(&self) -> bool {
+        false
+    }
+    /// Whether the service writes output at flush.
+    fn writes_output(&self) -> bool {
+        false
+    }
+    /// Whether the service asked, since the last call, for the channel to
+    /// be flushed (e.g. a full trace buffer under the flush policy). The
+    /// runtime flushes after the update that asked, outside it.
+    fn take_flush_request(&self) -> bool {
+        false
+    }
+    /// Whether the channel takes snapshots of asynchronous events because
+    /// of this service.
+    fn takes_async_events(&self) -> bool {
+        false
+    }
+    /// The thread object of a timer that adds only offsets and durations,
+    /// whatever the trigger: the channel keeps it inline instead of behind
+    /// [`thread_state`](Service::thread_state), and stamps region snapshots
+    /// with it without building a [`Snapshot`]. `None` for other services.
+    fn inline_timer(&self) -> Option<TimerThread> {
+        None
+    }
+    /// The attributes of the unsigned values the service adds to every
+    /// snapshot, whatever its trigger, written by
+    /// [`ThreadService::measure_region`]: a channel whose measuring
+    /// services all have them keeps the fused path, with these values in
+    /// the region snapshots' [measurement slots](crate::snapshot::Measured).
+    /// Empty for a service whose measurements depend on the trigger (it
+    /// implements [`ThreadService::measure`]).
+    fn region_measurements(&self) -> Vec<Id> {
+        Vec::new()
+    }
+    /// Sets up a thread's context the first time it meets the channel.
+    fn on_new_thread(&self, _cali: &Caliper, _blackboard: &mut Blackboard) {}
+    /// A new thread's part of this service.
+    fn thread_state(&self) -> ServiceState {
+        Box::new(())
+    }
+    /// A new thread's part of this service kept inline by the channel, if
+    /// it is the channel's only processing service (see
+    /// [`InlineProcessor`]); `None` for services not in that set, whose
+    /// part is [`thread_state`](Service::thread_state).
+    fn inline_processor(&self) -> Option<InlineProcessor> {
+        None
+    }
+    /// Emits the records gathered in the threads' states.
+    fn flush(&self, _cali: &Caliper, _states: &mut [&mut dyn ThreadService], _emit: &mut dyn FnMut(&Record)) {}
+    /// Drops what the threads' states gathered.
+    fn clear(&self, _states: &mut [&mut dyn ThreadService]) {}
+    /// Adds what `from`, the state of a thread that has exited, gathered
+    /// to `into`, the state of threads that exited before (kept by the
+    /// channel until they are flushed), so that the channel keeps one
+    /// such state, not one per exited thread; `from` is dropped after.
+    /// `false` if the service does not merge: the channel then keeps
+    /// `from` beside `into`.
+    fn absorb(&self, _cali: &Caliper, _into: &mut dyn ThreadService, _from: &mut dyn ThreadService) -> bool {
+        false
+    }
+    /// Writes the channel's output (flushing the channel as needed).
+    fn write_output(&self, _cali: &Caliper, _channel: &Channel) {}
+    /// Last words at the end of the program.
+    fn finish(&self, _cali: &Caliper, _channel: &Channel) {}
+}
