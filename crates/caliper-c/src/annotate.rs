@@ -8,7 +8,7 @@ use crate::names::key_of;
 use crate::variant::{cali_variant_t, from_raw, from_variant, to_variant};
 use caliper_data::Variant;
 use runtime::api::{begin_by_name, end_by_name, set_by_name, set_global};
-use runtime::runtime::Builtins;
+use runtime::attributes::Builtins;
 use runtime::value::ValueKey;
 use runtime::{Attribute, log};
 use std::ffi::{c_char, c_int, c_void};

@@ -224,6 +224,26 @@ impl Registry {
     }
 }
 
+/// Attributes every program has.
+pub struct Builtins {
+    /// `region`: code regions.
+    pub region: Attribute,
+    /// `phase`: coarse program phases (level 4).
+    pub phase: Attribute,
+    /// `comm.region`: communication regions (level 1).
+    pub comm_region: Attribute,
+    /// `loop`: loops.
+    pub loop_attr: Attribute,
+    /// `class.iteration`: marks loop iteration attributes.
+    pub class_iteration: Attribute,
+    /// `cali.channel`: a channel's name (global).
+    pub channel: Attribute,
+    /// `starttime.sec` / `starttime.nsec`: when a channel started (global).
+    pub starttime_sec: Attribute,
+    /// See `starttime_sec`.
+    pub starttime_nsec: Attribute,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

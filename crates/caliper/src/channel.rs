@@ -15,9 +15,8 @@ use crate::region_filter::{NameFilter, RegionFilter};
 use crate::runtime::Caliper;
 use crate::service::{EventKind, Observation, Service, ServiceState, ThreadService, Trigger};
 use crate::services::InlineProcessor;
-use crate::services::timer::TimerThread;
 use crate::signal::{Capture, MAX_MEASURED};
-use crate::snapshot::{Measured, RegionAttributes, RegionSnapshot, Snapshot, Time};
+use crate::snapshot::{Measured, RegionAttributes, RegionSnapshot, Snapshot, Stamps, Time};
 use crate::sparse::{PAGE, Sparse};
 use crate::sync;
 use crate::thread::ThreadData;
@@ -65,7 +64,7 @@ pub struct ChannelThread {
     /// [`InlineProcessor`]), with its index.
     inline: Option<(usize, InlineProcessor)>,
     /// The channel's inline timer (see [`Service::inline_timer`]).
-    timer: Option<TimerThread>,
+    timer: Option<Stamps>,
     /// The values of the channel's region measurements (see
     /// [`Service::region_measurements`]), overwritten by every snapshot.
     measured: Box<[u64]>,
@@ -602,7 +601,7 @@ impl Channel {
             observed: Vec::new(),
         };
         if self.fused != Fused::No {
-            let time = ct.timer.as_ref().map(TimerThread::attributes);
+            let time = ct.timer.as_ref().map(Stamps::attributes);
             let attrs = RegionAttributes { count: self.region_count.id(), time, measured: self.measured.clone() };
             for &i in &self.process {
                 ct.state(i).region_attributes(cali, &attrs);
@@ -736,7 +735,7 @@ impl Channel {
             context: t.process_entries.nodes(),
             event,
             count: (kind == EventKind::End).then_some(self.region_count.id()),
-            time: ct.timer.as_mut().map(TimerThread::stamp),
+            time: ct.timer.as_mut().map(Stamps::stamp),
             measured: match MEASURED {
                 false => Measured::default(),
                 true => self.measure_slots(&mut ct.states, &mut ct.measured),
@@ -801,7 +800,7 @@ impl Channel {
 
     fn run_measure(&self, ct: &mut ChannelThread, snapshot: &mut Snapshot, trigger: &Trigger) {
         if let Some(timer) = &mut ct.timer {
-            timer.measure(snapshot, trigger);
+            timer.stamp().write_to(snapshot);
         }
         for &i in &self.measure {
             ct.states[i].measure(snapshot, trigger);
@@ -850,7 +849,7 @@ impl Channel {
         measured: &mut [u64; MAX_MEASURED],
     ) -> bool {
         let Some(out) = measured.get_mut(..self.measured.len()) else { return false };
-        *time = ct.timer.as_mut().map(TimerThread::stamp);
+        *time = ct.timer.as_mut().map(Stamps::stamp);
         if !self.slots.is_empty() {
             out.copy_from_slice(self.measure_slots(&mut ct.states, &mut ct.measured).values());
         }
@@ -886,8 +885,7 @@ impl Channel {
             snapshot.push_value(attr, value);
         }
         if let Some(time) = capture.time {
-            snapshot.push_value(time.offset_attr, ValueKey::uint(time.offset));
-            snapshot.push_value(time.duration_attr, ValueKey::uint(time.duration));
+            time.write_to(snapshot);
         }
         for &i in &self.measure {
             ct.states[i].measure(snapshot, &EXPLICIT);

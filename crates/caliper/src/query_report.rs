@@ -3,7 +3,7 @@
 //! `cali::write_report_for_query`).
 
 use crate::channel::Channel;
-use crate::runtime::Caliper;
+use crate::runtime::{Caliper, ChannelOutput};
 use crate::services::report::write_query;
 use caliper_query::parse_query;
 use caliper_query::spec::Formatter;
@@ -23,7 +23,7 @@ pub fn write_report_for_query(
     out: Box<dyn Write>,
 ) -> Result<(), String> {
     let query = parse_query(calql).map_err(|e| format!("query parse error: {e}"))?;
-    cali.with_updates_stopped(|| write_query(cali, channel, &query, Formatter::Expand, out))
+    cali.with_updates_stopped(|| write_query(cali, &ChannelOutput::new(cali, channel), &query, Formatter::Expand, out))
         .ok_or_else(|| "flush skipped: called from a signal handler that interrupted Caliper".to_string())?
         .map_err(|e| format!("could not write the report: {e}"))
 }

@@ -2,12 +2,13 @@
 //! blackboard, channels, threads), initialised on first use and flushed
 //! when the program ends.
 
-use crate::attributes::{Attribute, AttributeInfo, Registry};
+use crate::attributes::{Attribute, AttributeInfo, Builtins, Registry};
 use crate::blackboard::{Blackboard, ChildCache, EndError};
 use crate::channel::Channel;
 use crate::config::RuntimeConfig;
 use crate::contain::contain;
 use crate::log;
+use crate::service::{ChannelView, Runtime};
 use crate::service::{EventKind, Service};
 use crate::services::{self, Created, NotCreated};
 use crate::signal;
@@ -31,31 +32,12 @@ mod updates;
 
 use captures::CAPTURES_WAITING;
 pub(crate) use captures::{capture_in_signal, prepare_thread_for_signals};
+pub use channels::ChannelOutput;
 use flush::{after_fork_in_child, finish_at_exit, interrupted_in_runtime};
 use threads::{Registration, own_slot};
 
 /// The version this runtime reports as `cali.caliper.version`.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
-
-/// Attributes every program has.
-pub struct Builtins {
-    /// `region`: code regions.
-    pub region: Attribute,
-    /// `phase`: coarse program phases (level 4).
-    pub phase: Attribute,
-    /// `comm.region`: communication regions (level 1).
-    pub comm_region: Attribute,
-    /// `loop`: loops.
-    pub loop_attr: Attribute,
-    /// `class.iteration`: marks loop iteration attributes.
-    pub class_iteration: Attribute,
-    /// `cali.channel`: a channel's name (global).
-    pub channel: Attribute,
-    /// `starttime.sec` / `starttime.nsec`: when a channel started (global).
-    pub starttime_sec: Attribute,
-    /// See `starttime_sec`.
-    pub starttime_nsec: Attribute,
-}
 
 /// The process context: its blackboard and the snapshot entries made of it.
 struct ProcessContext {

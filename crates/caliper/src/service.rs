@@ -5,16 +5,14 @@
 //! objects on their own thread, and the service's flush sees them all
 //! with updates stopped.
 
-use crate::attributes::Attribute;
+use crate::attributes::{Attribute, AttributeInfo, Builtins};
 use crate::blackboard::Blackboard;
-use crate::channel::Channel;
-use crate::runtime::Caliper;
 use crate::services::InlineProcessor;
-use crate::services::timer::TimerThread;
-use crate::snapshot::{RegionAttributes, RegionSnapshot, Snapshot};
+use crate::snapshot::{RegionAttributes, RegionSnapshot, Snapshot, Stamps};
+use crate::tree::ContextTree;
 use crate::value::ValueKey;
 use caliper_data::node::Id;
-use caliper_data::{Entry, Record};
+use caliper_data::{AttrType, Entry, Properties, Record, Variant};
 use std::any::Any;
 
 /// What triggered a snapshot.
@@ -54,25 +52,25 @@ pub trait ThreadService: Any + Send {
     /// or other, from the channel's fused path without a [`Snapshot`].
     fn measure_region(&mut self, _values: &mut [u64]) {}
     /// Consumes a snapshot.
-    fn process(&mut self, _cali: &Caliper, _snapshot: &Snapshot) {}
+    fn process(&mut self, _cali: &dyn Runtime, _snapshot: &Snapshot) {}
     /// Consumes the snapshot of a region begin or end in its common shape;
     /// the same as [`process`](ThreadService::process) of the equivalent
     /// snapshot (which this default builds in `scratch`). Services that
     /// override it read the shape directly.
-    fn process_region(&mut self, cali: &Caliper, region: &RegionSnapshot<'_>, scratch: &mut Snapshot) {
+    fn process_region(&mut self, cali: &dyn Runtime, region: &RegionSnapshot<'_>, scratch: &mut Snapshot) {
         region.write_to(scratch);
         self.process(cali, scratch);
     }
     /// Learns the attributes of the channel's region snapshots before the
     /// first [`process_region`](ThreadService::process_region), in a
     /// channel that takes them: those snapshots carry these and no others.
-    fn region_attributes(&mut self, _cali: &Caliper, _attrs: &RegionAttributes) {}
+    fn region_attributes(&mut self, _cali: &dyn Runtime, _attrs: &RegionAttributes) {}
     /// Sees an update before it happens (if the service
     /// [observes](Service::observes)) and says whether the channel takes a
     /// snapshot for it, with the entries added to `trigger`.
     fn observe(
         &mut self,
-        _cali: &Caliper,
+        _cali: &dyn Runtime,
         _kind: EventKind,
         _attr: Attribute,
         _value: ValueKey,
@@ -141,11 +139,12 @@ pub trait Service: Send + Sync {
     fn takes_async_events(&self) -> bool {
         false
     }
-    /// The thread object of a timer that adds only offsets and durations,
-    /// whatever the trigger: the channel keeps it inline instead of behind
-    /// [`thread_state`](Service::thread_state), and stamps region snapshots
-    /// with it without building a [`Snapshot`]. `None` for other services.
-    fn inline_timer(&self) -> Option<TimerThread> {
+    /// A new thread's readings of a timer that adds only offsets and
+    /// durations, whatever the trigger: the channel keeps them inline
+    /// instead of a [`thread_state`](Service::thread_state), and stamps
+    /// region snapshots with them without building a [`Snapshot`]. `None`
+    /// for other services.
+    fn inline_timer(&self) -> Option<Stamps> {
         None
     }
     /// The attributes of the unsigned values the service adds to every
@@ -159,7 +158,7 @@ pub trait Service: Send + Sync {
         Vec::new()
     }
     /// Sets up a thread's context the first time it meets the channel.
-    fn on_new_thread(&self, _cali: &Caliper, _blackboard: &mut Blackboard) {}
+    fn on_new_thread(&self, _cali: &dyn Runtime, _blackboard: &mut Blackboard) {}
     /// A new thread's part of this service.
     fn thread_state(&self) -> ServiceState {
         Box::new(())
@@ -172,7 +171,7 @@ pub trait Service: Send + Sync {
         None
     }
     /// Emits the records gathered in the threads' states.
-    fn flush(&self, _cali: &Caliper, _states: &mut [&mut dyn ThreadService], _emit: &mut dyn FnMut(&Record)) {}
+    fn flush(&self, _cali: &dyn Runtime, _states: &mut [&mut dyn ThreadService], _emit: &mut dyn FnMut(&Record)) {}
     /// Drops what the threads' states gathered.
     fn clear(&self, _states: &mut [&mut dyn ThreadService]) {}
     /// Adds what `from`, the state of a thread that has exited, gathered
@@ -181,11 +180,48 @@ pub trait Service: Send + Sync {
     /// such state, not one per exited thread; `from` is dropped after.
     /// `false` if the service does not merge: the channel then keeps
     /// `from` beside `into`.
-    fn absorb(&self, _cali: &Caliper, _into: &mut dyn ThreadService, _from: &mut dyn ThreadService) -> bool {
+    fn absorb(&self, _cali: &dyn Runtime, _into: &mut dyn ThreadService, _from: &mut dyn ThreadService) -> bool {
         false
     }
     /// Writes the channel's output (flushing the channel as needed).
-    fn write_output(&self, _cali: &Caliper, _channel: &Channel) {}
+    fn write_output(&self, _cali: &dyn Runtime, _channel: &dyn ChannelView) {}
     /// Last words at the end of the program.
-    fn finish(&self, _cali: &Caliper, _channel: &Channel) {}
+    fn finish(&self, _cali: &dyn Runtime, _channel: &dyn ChannelView) {}
+}
+
+/// The runtime as a service sees it: the context tree, the attributes, the
+/// calling thread's values and what a service reports about the run. The
+/// runtime implements it; a service holds no other handle on it.
+pub trait Runtime: Sync {
+    /// The context tree.
+    fn tree(&self) -> &ContextTree;
+    /// The attributes every program has.
+    fn builtins(&self) -> &Builtins;
+    /// Creates attribute `name` (or returns the existing one).
+    fn create_attribute(&self, name: &str, ty: AttrType, props: Properties, metadata: &[(Id, Variant)]) -> Attribute;
+    /// The attribute called `name`, if it exists.
+    fn find_attribute(&self, name: &str) -> Option<Attribute>;
+    /// The attribute with id `id`, with its name.
+    fn attribute_info(&self, id: Id) -> Option<AttributeInfo>;
+    /// The innermost value of `attr` on the calling thread (or process).
+    fn get(&self, attr: Attribute) -> Option<Variant>;
+    /// The number of mismatched ends so far.
+    fn stack_errors(&self) -> u64;
+    /// The regions each thread has open (updates must be stopped).
+    fn open_regions(&self) -> Vec<String>;
+    /// Asks for the channels whose services want it to be flushed once the
+    /// calling thread's update is done (see [`Service::take_flush_request`]).
+    fn request_flush(&self);
+}
+
+/// A channel as its services see it when they write output: its name, and
+/// its records and run metadata (updates are stopped while they write).
+pub trait ChannelView {
+    /// The channel's name.
+    fn name(&self) -> &str;
+    /// Hands every record the channel's processing services gathered to
+    /// `emit`.
+    fn records(&self, emit: &mut dyn FnMut(&Record));
+    /// The channel's run metadata (its globals) as one record.
+    fn globals(&self) -> Record;
 }

@@ -10,6 +10,7 @@
 //! snapshot becomes a [`Record`] of [`Variant`](caliper_data::Variant)s
 //! only when it leaves the runtime (at flush).
 
+use crate::clock::Clock;
 use crate::value::ValueKey;
 use caliper_data::node::Id;
 use caliper_data::{Entry, Record};
@@ -95,6 +96,49 @@ pub struct Time {
     pub duration_attr: Id,
     /// Nanoseconds since the thread's previous snapshot in the channel.
     pub duration: u64,
+}
+
+impl Time {
+    /// Adds the offset and the duration to `snapshot`.
+    pub fn write_to(&self, snapshot: &mut Snapshot) {
+        snapshot.push_value(self.offset_attr, ValueKey::uint(self.offset));
+        snapshot.push_value(self.duration_attr, ValueKey::uint(self.duration));
+    }
+}
+
+/// A thread's readings of a channel's timer: offsets since the timer
+/// started and durations since the thread's previous reading. The channel
+/// keeps a plain timer's readings inline (see
+/// [`Service::inline_timer`](crate::service::Service::inline_timer)).
+pub struct Stamps {
+    clock: &'static Clock,
+    start: u64,
+    offset: Id,
+    duration: Id,
+    last: u64,
+}
+
+impl Stamps {
+    /// Readings of a timer that started at `start` (on the process's
+    /// clock), written as `offset` and `duration` values.
+    pub fn new(start: u64, offset: Id, duration: Id) -> Stamps {
+        Stamps { clock: crate::clock::clock(), start, offset, duration, last: 0 }
+    }
+
+    /// The attributes of the offset and the duration.
+    pub fn attributes(&self) -> (Id, Id) {
+        (self.offset, self.duration)
+    }
+
+    /// Reads the clock: the offset and the duration since the previous
+    /// reading.
+    #[inline(always)]
+    pub fn stamp(&mut self) -> Time {
+        let now = self.clock.now_ns().saturating_sub(self.start);
+        let duration = now.saturating_sub(self.last);
+        self.last = now;
+        Time { offset_attr: self.offset, offset: now, duration_attr: self.duration, duration }
+    }
 }
 
 /// The attributes of a channel's [`RegionSnapshot`]s, the same in all of
@@ -194,8 +238,7 @@ impl RegionSnapshot<'_> {
             snapshot.push_value(count, ValueKey::uint(1));
         }
         if let Some(t) = self.time {
-            snapshot.push_value(t.offset_attr, ValueKey::uint(t.offset));
-            snapshot.push_value(t.duration_attr, ValueKey::uint(t.duration));
+            t.write_to(snapshot);
         }
         for (attr, value) in self.measured.iter() {
             snapshot.push_value(attr, ValueKey::uint(value));

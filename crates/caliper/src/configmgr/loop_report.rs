@@ -8,7 +8,7 @@ use super::options::Options;
 use super::queries::{self, SharedWriter};
 use crate::channel::Channel;
 use crate::log;
-use crate::runtime::Caliper;
+use crate::runtime::{Caliper, ChannelOutput};
 use crate::services::{output, report};
 use caliper_data::{MetadataDb, Record};
 use caliper_query::format::make_formatter;
@@ -78,8 +78,8 @@ impl LoopReport {
     /// Updates must be stopped.
     pub(crate) fn write(&self, cali: &Caliper, channel: &Channel, name: &str) -> io::Result<()> {
         let mut db = MetadataDb::new();
-        let records = report::channel_records(cali, channel, &mut db)?;
-        report::import_globals(cali, channel, &mut db);
+        let records = report::channel_records(cali, &ChannelOutput::new(cali, channel), &mut db)?;
+        report::import_globals(cali, &ChannelOutput::new(cali, channel), &mut db);
         let per_loop = queries::collect(&mut db, &records, &queries::parse(SUMMARY_LOCAL)?)?;
         let loops = loop_infos(&db, &per_loop);
         if loops.is_empty() {

@@ -34,10 +34,9 @@ mod spot;
 pub use controller::ChannelController;
 pub use options::Options;
 
-use crate::channel::Channel;
 use crate::log;
 use crate::runtime::Caliper;
-use crate::service::Service;
+use crate::service::{ChannelView, Runtime, Service};
 use crate::services;
 use parse::{Item, parse as parse_config_string};
 use spec::{ConfigSpec, OptionSpec, SpecSet};
@@ -415,13 +414,13 @@ impl ConfigManager {
 /// the runtime initialises and flushed once when the program ends (through
 /// the `builtin.configmgr` channel, which flushes at exit). A bad string is
 /// logged and nothing is measured.
-pub(crate) fn start_from_env(cali: &Caliper, config_string: &str) {
+pub(crate) fn start_from_env(cali: &'static Caliper, config_string: &str) {
     let mut manager = ConfigManager::new();
     if !manager.add(config_string) {
         log::error(format_args!("CALI_CONFIG: error: {}", manager.error_msg()));
         return;
     }
-    let flush = Arc::new(FlushOnce { manager, flushed: AtomicBool::new(false) });
+    let flush = Arc::new(FlushOnce { cali, manager, flushed: AtomicBool::new(false) });
     let config = crate::RuntimeConfig::from_pairs([("CALI_CHANNEL_CONFIG_CHECK", "false")], false);
     cali.create_channel_with("builtin.configmgr", config, vec![flush.clone()]);
     flush.manager.start_with(cali);
@@ -429,6 +428,8 @@ pub(crate) fn start_from_env(cali: &Caliper, config_string: &str) {
 
 /// Flushes the `CALI_CONFIG` manager when its channel writes output, once.
 struct FlushOnce {
+    /// The runtime the manager runs in (its channels' own).
+    cali: &'static Caliper,
     manager: ConfigManager,
     flushed: AtomicBool,
 }
@@ -442,9 +443,9 @@ impl Service for FlushOnce {
         true
     }
 
-    fn write_output(&self, cali: &Caliper, _channel: &Channel) {
+    fn write_output(&self, _cali: &dyn Runtime, _channel: &dyn ChannelView) {
         if !self.flushed.swap(true, Ordering::AcqRel) {
-            self.manager.flush_with(cali);
+            self.manager.flush_with(self.cali);
         }
     }
 }

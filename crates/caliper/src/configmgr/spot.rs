@@ -12,7 +12,7 @@ use super::options::Options;
 use super::queries;
 use super::spec::QueryLevel;
 use crate::channel::Channel;
-use crate::runtime::Caliper;
+use crate::runtime::{Caliper, ChannelOutput};
 use crate::services::{output, report};
 use caliper_data::node::Id;
 use caliper_data::{AttrType, MetadataDb, Properties, Record, RecordKind, Variant};
@@ -142,8 +142,8 @@ impl SpotOutput {
         cross.format = None;
 
         let mut db = MetadataDb::new();
-        let records = report::channel_records(cali, channel, &mut db)?;
-        report::import_globals(cali, channel, &mut db);
+        let records = report::channel_records(cali, &ChannelOutput::new(cali, channel), &mut db)?;
+        report::import_globals(cali, &ChannelOutput::new(cali, channel), &mut db);
         let profile = queries::collect(&mut db, &records, &local)?;
 
         let Some(out) = output::open(name, false) else { return Ok(()) };
@@ -165,7 +165,7 @@ impl SpotOutput {
             let ts_cross = queries::parse(TIMESERIES_CROSS)?;
             timeseries_metrics = result_names(&ts_cross).join(",");
             channels.push_str(",timeseries");
-            let records = report::channel_records(cali, &ts_channel, &mut db)?;
+            let records = report::channel_records(cali, &ChannelOutput::new(cali, &ts_channel), &mut db)?;
             for info in loop_report::loops(&mut db, &records)?.iter().filter(|l| l.iterations > 0) {
                 let local = queries::parse(&format!(
                     "select cali.channel,loop,block,scale(time.duration.ns,1e-9),sum(loop.iterations),\

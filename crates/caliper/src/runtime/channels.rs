@@ -107,3 +107,60 @@ impl Caliper {
         sync::lock(channel.blackboard()).set(attr, ValueKey::from_variant(value));
     }
 }
+
+/// The runtime as its services see it (see [`Runtime`]).
+impl Runtime for Caliper {
+    fn tree(&self) -> &ContextTree {
+        &self.tree
+    }
+    fn builtins(&self) -> &Builtins {
+        &self.builtins
+    }
+    fn create_attribute(&self, name: &str, ty: AttrType, props: Properties, metadata: &[(Id, Variant)]) -> Attribute {
+        Caliper::create_attribute(self, name, ty, props, metadata)
+    }
+    fn find_attribute(&self, name: &str) -> Option<Attribute> {
+        Caliper::find_attribute(self, name)
+    }
+    fn attribute_info(&self, id: Id) -> Option<AttributeInfo> {
+        Caliper::attribute_info(self, id)
+    }
+    fn get(&self, attr: Attribute) -> Option<Variant> {
+        Caliper::get(self, attr)
+    }
+    fn stack_errors(&self) -> u64 {
+        Caliper::stack_errors(self)
+    }
+    fn open_regions(&self) -> Vec<String> {
+        Caliper::open_regions(self)
+    }
+    fn request_flush(&self) {
+        request_deferred_flush();
+    }
+}
+
+/// A channel and its runtime, as the channel's services see them when
+/// they write output (see [`ChannelView`]). Made with updates stopped.
+pub struct ChannelOutput<'a> {
+    cali: &'a Caliper,
+    channel: &'a Channel,
+}
+
+impl<'a> ChannelOutput<'a> {
+    /// The view of `channel` in `cali`.
+    pub fn new(cali: &'a Caliper, channel: &'a Channel) -> ChannelOutput<'a> {
+        ChannelOutput { cali, channel }
+    }
+}
+
+impl ChannelView for ChannelOutput<'_> {
+    fn name(&self) -> &str {
+        self.channel.name()
+    }
+    fn records(&self, emit: &mut dyn FnMut(&Record)) {
+        self.channel.flush(self.cali, emit);
+    }
+    fn globals(&self) -> Record {
+        self.cali.globals(self.channel)
+    }
+}

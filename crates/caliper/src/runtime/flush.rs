@@ -88,7 +88,9 @@ impl Caliper {
         self.with_updates_stopped(|| {
             for service in channel.services() {
                 if service.writes_output() {
-                    contain(&format!("{}: {}", channel.name(), service.name()), || service.write_output(self, channel));
+                    contain(&format!("{}: {}", channel.name(), service.name()), || {
+                        service.write_output(self, &ChannelOutput::new(self, channel))
+                    });
                 }
             }
         });
@@ -118,13 +120,6 @@ impl Caliper {
         let result = f();
         drop(guard);
         Some(result)
-    }
-
-    /// Records gathered by a channel's processing services, for output
-    /// services; updates must be stopped (they are during
-    /// `flush_and_write`).
-    pub(crate) fn flush_stopped(&self, channel: &Channel, emit: &mut dyn FnMut(&Record)) {
-        channel.flush(self, emit);
     }
 
     /// Drops what a channel gathered.
@@ -216,7 +211,9 @@ impl Caliper {
                 self.flush_and_write(&channel);
             }
             for service in channel.services() {
-                contain(&format!("{}: {}", channel.name(), service.name()), || service.finish(self, &channel));
+                contain(&format!("{}: {}", channel.name(), service.name()), || {
+                    service.finish(self, &ChannelOutput::new(self, &channel))
+                });
             }
         }
         if signal::WANTED.load(Ordering::Acquire) {

@@ -9,7 +9,7 @@
 use super::registry::{Created, NotCreated, ServiceSpec, SettingKind, SettingSpec, Setup, Stage};
 use crate::attributes::Attribute;
 use crate::log;
-use crate::runtime::Caliper;
+use crate::service::Runtime;
 use crate::service::{Service, ServiceState, ThreadService, state_mut};
 use crate::services::{InlineProcessor, Processor};
 use crate::snapshot::{RegionAttributes, RegionSnapshot, Snapshot};
@@ -244,7 +244,7 @@ impl Aggregate {
     }
 
     /// The result attribute `<prefix>#<name>` of the same type as `attr`.
-    fn result(&self, cali: &Caliper, prefix: &str, attr: Id, ty: AttrType) -> Option<Attribute> {
+    fn result(&self, cali: &dyn Runtime, prefix: &str, attr: Id, ty: AttrType) -> Option<Attribute> {
         let info = cali.attribute_info(attr)?;
         Some(cali.create_attribute(
             &format!("{prefix}#{}", info.name),
@@ -287,7 +287,7 @@ impl AggThread {
     }
 
     #[inline(always)]
-    fn kind_of(&mut self, cali: &Caliper, attr: Id) -> u32 {
+    fn kind_of(&mut self, cali: &dyn Runtime, attr: Id) -> u32 {
         match self.kind.get(attr as usize) {
             Some(&k) if k != UNKNOWN => k,
             _ => self.look_up_kind(cali, attr),
@@ -295,7 +295,7 @@ impl AggThread {
     }
 
     #[cold]
-    fn look_up_kind(&mut self, cali: &Caliper, attr: Id) -> u32 {
+    fn look_up_kind(&mut self, cali: &dyn Runtime, attr: Id) -> u32 {
         let i = attr as usize;
         if *self.kind.get_mut(i) == UNKNOWN {
             *self.kind.get_mut(i) = match cali.attribute_info(attr) {
@@ -358,7 +358,7 @@ impl AggThread {
 
     /// Adds an attribute's value to entry `e`, if it is a metric.
     #[inline(always)]
-    fn add_value(&mut self, cali: &Caliper, e: usize, attr: Id, value: ValueKey) {
+    fn add_value(&mut self, cali: &dyn Runtime, e: usize, attr: Id, value: ValueKey) {
         let kind = self.kind_of(cali, attr);
         if kind >= METRIC
             && let Some(mut row) = self.row(e)
@@ -374,7 +374,7 @@ impl AggThread {
 
     /// The index of the snapshot's entry, created if new.
     #[inline]
-    fn entry(&mut self, cali: &Caliper, snapshot: &Snapshot) -> usize {
+    fn entry(&mut self, cali: &dyn Runtime, snapshot: &Snapshot) -> usize {
         let has_key_values =
             !self.key_names.is_empty() && snapshot.values().iter().any(|&(a, _)| self.kind_of(cali, a) == KEY);
         if !has_key_values {
@@ -437,7 +437,7 @@ impl AggThread {
     /// value, so that the common case keeps its parts in registers.
     #[cold]
     #[inline(never)]
-    fn process_other_region(&mut self, cali: &Caliper, region: RegionSnapshot<'_>, scratch: &mut Snapshot) {
+    fn process_other_region(&mut self, cali: &dyn Runtime, region: RegionSnapshot<'_>, scratch: &mut Snapshot) {
         region.write_to(scratch);
         self.process(cali, scratch);
     }
@@ -445,7 +445,7 @@ impl AggThread {
     /// Adds the entries of `from` (an exited thread's) to this one's: the
     /// same key is the same entry, and its statistics combine as if this
     /// thread had seen `from`'s values too.
-    fn absorb(&mut self, cali: &Caliper, from: &AggThread) {
+    fn absorb(&mut self, cali: &dyn Runtime, from: &AggThread) {
         for (e, key) in from.keys.iter().enumerate() {
             let into = self.entry(cali, key);
             self.stats[into * self.stride + ENTRY_COUNT].n += from.stats[e * from.stride + ENTRY_COUNT].n;
@@ -493,7 +493,7 @@ impl AggThread {
 
     /// The entry of a key of the snapshot's nodes and key values (sorted by
     /// attribute).
-    fn key_entry(&mut self, cali: &Caliper, snapshot: &Snapshot) -> usize {
+    fn key_entry(&mut self, cali: &dyn Runtime, snapshot: &Snapshot) -> usize {
         let mut values: Vec<(Id, ValueKey)> =
             snapshot.values().iter().copied().filter(|&(a, _)| self.kind_of(cali, a) == KEY).collect();
         values.sort_by_key(|&(a, _)| a);
@@ -536,7 +536,7 @@ impl Service for Aggregate {
         Some(InlineProcessor(Processor::Aggregate(AggThread::new(self.key_names.clone()))))
     }
 
-    fn flush(&self, cali: &Caliper, states: &mut [&mut dyn ThreadService], emit: &mut dyn FnMut(&Record)) {
+    fn flush(&self, cali: &dyn Runtime, states: &mut [&mut dyn ThreadService], emit: &mut dyn FnMut(&Record)) {
         let mut flushed = 0;
         let mut record = Record::ctx();
         for state in states.iter_mut() {
@@ -571,7 +571,7 @@ impl Service for Aggregate {
         }
     }
 
-    fn absorb(&self, cali: &Caliper, into: &mut dyn ThreadService, from: &mut dyn ThreadService) -> bool {
+    fn absorb(&self, cali: &dyn Runtime, into: &mut dyn ThreadService, from: &mut dyn ThreadService) -> bool {
         match (state_mut::<AggThread>(into), state_mut::<AggThread>(from)) {
             (Some(into), Some(from)) => {
                 into.absorb(cali, from);
@@ -583,7 +583,7 @@ impl Service for Aggregate {
 }
 
 impl ThreadService for AggThread {
-    fn process(&mut self, cali: &Caliper, snapshot: &Snapshot) {
+    fn process(&mut self, cali: &dyn Runtime, snapshot: &Snapshot) {
         let e = self.entry(cali, snapshot);
         for &(attr, value) in snapshot.values() {
             self.add_value(cali, e, attr, value);
@@ -597,7 +597,7 @@ impl ThreadService for AggThread {
     /// process context, then the event node) unless the channel
     /// aggregates by key attributes, and its values are known.
     #[inline(always)]
-    fn process_region(&mut self, cali: &Caliper, region: &RegionSnapshot<'_>, scratch: &mut Snapshot) {
+    fn process_region(&mut self, cali: &dyn Runtime, region: &RegionSnapshot<'_>, scratch: &mut Snapshot) {
         let e = match (self.key_names.is_empty(), region.context) {
             (true, []) => self.node_entry(region.event),
             (true, &[first]) => self.pair_entry(first, region.event),
@@ -618,7 +618,7 @@ impl ThreadService for AggThread {
         row.count();
     }
 
-    fn region_attributes(&mut self, cali: &Caliper, attrs: &RegionAttributes) {
+    fn region_attributes(&mut self, cali: &dyn Runtime, attrs: &RegionAttributes) {
         let (offset, duration) = attrs.time.unzip();
         let slot = |this: &mut AggThread, attr: Option<Id>| {
             let kind = this.kind_of(cali, attr?);
@@ -634,12 +634,13 @@ impl ThreadService for AggThread {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runtime::Caliper;
 
     /// A snapshot's nodes and values.
     type Taken<'a> = (&'a [Id], &'a [(Id, ValueKey)]);
 
     /// Feeds snapshots to `state`.
-    fn take(cali: &Caliper, state: &mut ServiceState, snapshots: &[Taken<'_>]) {
+    fn take(cali: &dyn Runtime, state: &mut ServiceState, snapshots: &[Taken<'_>]) {
         let mut snapshot = Snapshot::default();
         for (nodes, values) in snapshots {
             snapshot.clear();
@@ -650,7 +651,7 @@ mod tests {
     }
 
     /// The records flushed from `state`, as text.
-    fn flushed(cali: &Caliper, agg: &Aggregate, state: &mut ServiceState) -> Vec<String> {
+    fn flushed(cali: &dyn Runtime, agg: &Aggregate, state: &mut ServiceState) -> Vec<String> {
         let mut lines = Vec::new();
         agg.flush(cali, &mut [state.as_mut()], &mut |r| {
             let text: Vec<String> = r
@@ -669,7 +670,7 @@ mod tests {
     }
 
     /// An aggregate service with the default settings.
-    fn aggregate(cali: &Caliper) -> Aggregate {
+    fn aggregate(cali: &dyn Runtime) -> Aggregate {
         let config = crate::config::RuntimeConfig::from_pairs([], false);
         Aggregate::new(&Setup {
             cali,
@@ -679,7 +680,7 @@ mod tests {
     }
 
     /// Two metrics: an unsigned, and an integer (not native).
-    fn metrics(cali: &Caliper) -> (Id, Id) {
+    fn metrics(cali: &dyn Runtime) -> (Id, Id) {
         let metric =
             |name: &str, ty| cali.create_attribute(name, ty, Properties::ASVALUE | Properties::AGGREGATABLE, &[]).id();
         (metric("test.agg.u", AttrType::Uint), metric("test.agg.i", AttrType::Int))

@@ -4,7 +4,7 @@
 use super::registry::{Created, NotCreated, ServiceSpec, Setup, Stage};
 use crate::attributes::Attribute;
 use crate::log;
-use crate::runtime::Caliper;
+use crate::service::Runtime;
 use crate::service::{EventKind, Observation, Service, ServiceState, ThreadService};
 use crate::value::ValueKey;
 use caliper_data::Entry;
@@ -40,7 +40,7 @@ struct DebugThread;
 impl ThreadService for DebugThread {
     fn observe(
         &mut self,
-        cali: &Caliper,
+        cali: &dyn Runtime,
         kind: EventKind,
         attr: Attribute,
         value: ValueKey,

@@ -13,9 +13,8 @@
 
 use super::registry::{Created, NotCreated, ServiceSpec, SettingKind, SettingSpec, Setup, Stage};
 use crate::attributes::Attribute;
-use crate::channel::Channel;
 use crate::log;
-use crate::runtime::Caliper;
+use crate::service::{ChannelView, Runtime};
 use crate::service::{EventKind, Observation, Service, ServiceState, ThreadService};
 use crate::value::ValueKey;
 use caliper_data::node::Id;
@@ -113,7 +112,7 @@ impl Service for LoopMonitor {
         })
     }
 
-    fn finish(&self, _cali: &Caliper, _channel: &Channel) {
+    fn finish(&self, _cali: &dyn Runtime, _channel: &dyn ChannelView) {
         log::info(format_args!(
             "loop_monitor: Triggered {} snapshots.",
             self.settings.snapshots.load(Ordering::Relaxed)
@@ -137,7 +136,7 @@ struct LoopThread {
 }
 
 impl LoopThread {
-    fn is_iteration(&mut self, cali: &Caliper, attr: Id) -> bool {
+    fn is_iteration(&mut self, cali: &dyn Runtime, attr: Id) -> bool {
         let i = attr as usize;
         if self.is_iteration.len() <= i {
             self.is_iteration.resize(i + 1, 0);
@@ -174,7 +173,7 @@ impl LoopThread {
 impl ThreadService for LoopThread {
     fn observe(
         &mut self,
-        cali: &Caliper,
+        cali: &dyn Runtime,
         kind: EventKind,
         attr: Attribute,
         value: ValueKey,

@@ -20,7 +20,7 @@ mod validator;
 
 use crate::config::RuntimeConfig;
 use crate::log;
-use crate::runtime::Caliper;
+use crate::service::Runtime;
 use crate::service::{ServiceState, ThreadService};
 use crate::snapshot::{RegionSnapshot, Snapshot};
 pub(crate) use registry::{Created, NotCreated};
@@ -50,7 +50,12 @@ pub fn find(name: &str) -> Option<&'static ServiceSpec> {
 
 /// Creates the service `name` for a channel, its settings read from
 /// `config`.
-pub(crate) fn create(name: &str, cali: &Caliper, channel: &str, config: &RuntimeConfig) -> Result<Created, NotCreated> {
+pub(crate) fn create(
+    name: &str,
+    cali: &dyn Runtime,
+    channel: &str,
+    config: &RuntimeConfig,
+) -> Result<Created, NotCreated> {
     let spec = find(name).ok_or(NotCreated::Unknown)?;
     (spec.create)(&Setup { cali, channel, settings: Settings::new(spec, config) })
 }
@@ -88,7 +93,7 @@ impl InlineProcessor {
 
     /// [`ThreadService::process_region`] without a virtual call.
     #[inline(always)]
-    pub(crate) fn process_region(&mut self, cali: &Caliper, region: &RegionSnapshot<'_>, scratch: &mut Snapshot) {
+    pub(crate) fn process_region(&mut self, cali: &dyn Runtime, region: &RegionSnapshot<'_>, scratch: &mut Snapshot) {
         match &mut self.0 {
             Processor::Aggregate(a) => a.process_region(cali, region, scratch),
             Processor::Trace(t) => t.process_region(cali, region, scratch),

@@ -2,7 +2,7 @@
 //! name may hold `%attribute%` fields filled from the run's context.
 
 use crate::log;
-use crate::runtime::Caliper;
+use crate::service::Runtime;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::Path;
@@ -34,7 +34,7 @@ pub fn open(name: &str, append: bool) -> Option<Box<dyn Write>> {
 /// Replaces `%attr%` and `%[width]attr%` fields with the attribute's value
 /// on the calling thread or the process (empty if unset; numbers padded on
 /// the left to `width`).
-pub fn substitute(cali: &Caliper, pattern: &str) -> String {
+pub fn substitute(cali: &dyn Runtime, pattern: &str) -> String {
     let mut out = String::new();
     for (i, part) in pattern.split('%').enumerate() {
         if i % 2 == 0 {

@@ -4,10 +4,9 @@
 
 use super::output;
 use super::registry::{Created, NotCreated, ServiceSpec, SettingKind, SettingSpec, Setup, Stage};
-use crate::channel::Channel;
 use crate::log;
-use crate::runtime::Caliper;
 use crate::service::Service;
+use crate::service::{ChannelView, Runtime};
 use caliper_data::cali::CaliWriter;
 use std::sync::Arc;
 
@@ -51,7 +50,7 @@ impl Service for Recorder {
         true
     }
 
-    fn write_output(&self, cali: &Caliper, channel: &Channel) {
+    fn write_output(&self, cali: &dyn Runtime, channel: &dyn ChannelView) {
         let mut name = match &self.filename {
             Some(pattern) => output::substitute(cali, pattern),
             None => output::auto_name(),
@@ -65,7 +64,7 @@ impl Service for Recorder {
         let Some(out) = output::open(&name, false) else { return };
         let mut writer = CaliWriter::new(out);
         let mut failed = None;
-        cali.flush_stopped(channel, &mut |record| {
+        channel.records(&mut |record| {
             if failed.is_none()
                 && let Err(e) = writer.write_record(cali.tree(), record)
             {
@@ -74,7 +73,7 @@ impl Service for Recorder {
         });
         let result = match failed {
             Some(e) => Err(e),
-            None => writer.write_record(cali.tree(), &cali.globals(channel)).map(|()| writer.lines_written()),
+            None => writer.write_record(cali.tree(), &channel.globals()).map(|()| writer.lines_written()),
         };
         let lines = writer.lines_written();
         match result.and_then(|_| writer.finish().and_then(|mut w| w.flush())) {

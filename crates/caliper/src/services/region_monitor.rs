@@ -10,9 +10,8 @@
 
 use super::registry::{Created, NotCreated, ServiceSpec, SettingKind, SettingSpec, Setup, Stage};
 use crate::attributes::Attribute;
-use crate::channel::Channel;
 use crate::log;
-use crate::runtime::Caliper;
+use crate::service::{ChannelView, Runtime};
 use crate::service::{EventKind, Observation, Service, ServiceState, ThreadService};
 use crate::value::ValueKey;
 use caliper_data::Entry;
@@ -74,7 +73,7 @@ impl Service for RegionMonitor {
         })
     }
 
-    fn finish(&self, _cali: &Caliper, channel: &Channel) {
+    fn finish(&self, _cali: &dyn Runtime, channel: &dyn ChannelView) {
         log::info(format_args!(
             "{}: region_monitor: {} regions marked, {} instances measured.",
             channel.name(),
@@ -117,7 +116,7 @@ fn child_place(parent: u64, attr: Attribute, value: ValueKey) -> u64 {
 impl ThreadService for MonitorThread {
     fn observe(
         &mut self,
-        _cali: &Caliper,
+        _cali: &dyn Runtime,
         kind: EventKind,
         attr: Attribute,
         value: ValueKey,

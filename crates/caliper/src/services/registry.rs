@@ -7,7 +7,7 @@
 
 use crate::channel::EventConfig;
 use crate::config::RuntimeConfig;
-use crate::runtime::Caliper;
+use crate::service::Runtime;
 use crate::service::Service;
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -93,7 +93,7 @@ pub(crate) enum NotCreated {
 /// What a constructor gets: the runtime, the channel's name and the
 /// service's settings.
 pub struct Setup<'a> {
-    pub cali: &'a Caliper,
+    pub cali: &'a dyn Runtime,
     pub channel: &'a str,
     pub settings: Settings<'a>,
 }

@@ -5,10 +5,9 @@
 
 use super::output;
 use super::registry::{Created, NotCreated, ServiceSpec, SettingKind, SettingSpec, Setup, Stage};
-use crate::channel::Channel;
 use crate::log;
-use crate::runtime::Caliper;
 use crate::service::Service;
+use crate::service::{ChannelView, Runtime};
 use caliper_data::idmap::IdMap;
 use caliper_data::{MetadataDb, Record};
 use caliper_query::spec::Formatter;
@@ -70,8 +69,8 @@ impl Report {
 /// database, with the channel's globals) and writes the result to `out`,
 /// with the `default` formatter unless the query has a FORMAT clause.
 pub fn write_query(
-    cali: &Caliper,
-    channel: &Channel,
+    cali: &dyn Runtime,
+    channel: &dyn ChannelView,
     query: &QuerySpec,
     default: Formatter,
     out: Box<dyn std::io::Write>,
@@ -92,14 +91,14 @@ pub fn write_query(
 /// Hands a channel's flushed records, imported into `db`, to `sink`.
 /// Updates must be stopped.
 pub fn import_channel(
-    cali: &Caliper,
-    channel: &Channel,
+    cali: &dyn Runtime,
+    channel: &dyn ChannelView,
     db: &mut MetadataDb,
     mut sink: impl FnMut(&mut MetadataDb, &Record) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
     let mut ids = IdMap::new();
     let mut result = Ok(());
-    cali.flush_stopped(channel, &mut |record| {
+    channel.records(&mut |record| {
         if result.is_err() {
             return;
         }
@@ -112,15 +111,19 @@ pub fn import_channel(
 }
 
 /// Adds a channel's globals (run metadata) to `db`.
-pub fn import_globals(cali: &Caliper, channel: &Channel, db: &mut MetadataDb) {
-    if let Ok(globals) = db.import_record(&mut IdMap::new(), cali.tree(), &cali.globals(channel)) {
+pub fn import_globals(cali: &dyn Runtime, channel: &dyn ChannelView, db: &mut MetadataDb) {
+    if let Ok(globals) = db.import_record(&mut IdMap::new(), cali.tree(), &channel.globals()) {
         db.import_globals(&globals);
     }
 }
 
 /// A channel's flushed records, imported into `db`. Updates must be
 /// stopped.
-pub fn channel_records(cali: &Caliper, channel: &Channel, db: &mut MetadataDb) -> std::io::Result<Vec<Record>> {
+pub fn channel_records(
+    cali: &dyn Runtime,
+    channel: &dyn ChannelView,
+    db: &mut MetadataDb,
+) -> std::io::Result<Vec<Record>> {
     let mut records = Vec::new();
     import_channel(cali, channel, db, |_, r| {
         records.push(r.clone());
@@ -138,7 +141,7 @@ impl Service for Report {
         true
     }
 
-    fn write_output(&self, cali: &Caliper, channel: &Channel) {
+    fn write_output(&self, cali: &dyn Runtime, channel: &dyn ChannelView) {
         let name = output::substitute(cali, &self.filename);
         let Some(out) = output::open(&name, self.append) else { return };
         if let Err(e) = write_query(cali, channel, &self.query, Formatter::Table, out) {

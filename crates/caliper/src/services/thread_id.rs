@@ -5,7 +5,7 @@
 use super::registry::{Created, NotCreated, ServiceSpec, Setup, Stage};
 use crate::attributes::Attribute;
 use crate::blackboard::Blackboard;
-use crate::runtime::Caliper;
+use crate::service::Runtime;
 use crate::service::Service;
 use crate::value::ValueKey;
 use caliper_data::{AttrType, Properties, Variant};
@@ -28,7 +28,7 @@ pub struct ThreadId {
 }
 
 impl ThreadId {
-    pub fn new(cali: &Caliper) -> ThreadId {
+    pub fn new(cali: &dyn Runtime) -> ThreadId {
         let props = Properties::ASVALUE | Properties::SKIP_EVENTS;
         ThreadId {
             id: cali.create_attribute("pthread.id", AttrType::Uint, props, &[]),
@@ -42,7 +42,7 @@ impl Service for ThreadId {
         "pthread"
     }
 
-    fn on_new_thread(&self, _cali: &Caliper, blackboard: &mut Blackboard) {
+    fn on_new_thread(&self, _cali: &dyn Runtime, blackboard: &mut Blackboard) {
         // SAFETY: plain syscalls without arguments.
         let (tid, pid) = unsafe { (libc::gettid(), libc::getpid()) };
         blackboard.set(self.id, ValueKey::from_variant(&Variant::Uint(tid as u64)));

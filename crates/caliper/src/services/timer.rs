@@ -8,9 +8,8 @@
 
 use super::registry::{Created, NotCreated, ServiceSpec, SettingKind, SettingSpec, Setup, Stage};
 use crate::attributes::Attribute;
-use crate::clock::Clock;
 use crate::service::{EventKind, Service, ServiceState, ThreadService, Trigger};
-use crate::snapshot::{Snapshot, Time};
+use crate::snapshot::{Snapshot, Stamps};
 use crate::value::ValueKey;
 use caliper_data::node::Id;
 use caliper_data::{AttrType, Properties, Variant};
@@ -30,8 +29,7 @@ pub(super) const SPEC: ServiceSpec = ServiceSpec {
     create: |setup: &Setup<'_>| -> Result<Created, NotCreated> { Ok(Created::Service(Arc::new(Timer::new(setup)))) },
 };
 
-/// The timer service of a channel. Public for [`TimerThread`], which a
-/// channel keeps inline (see [`Service::inline_timer`]).
+/// The timer service of a channel.
 pub struct Timer {
     /// The clock reading when the service started.
     start: u64,
@@ -40,14 +38,11 @@ pub struct Timer {
     inclusive: Option<Attribute>,
 }
 
-/// A thread's timer: the service's settings and the thread's times.
-pub struct TimerThread {
-    clock: &'static Clock,
-    start: u64,
-    offset: Id,
-    duration: Id,
+/// A thread's timer: its clock readings and, for inclusive durations, the
+/// begin times of its open regions.
+struct TimerThread {
+    stamps: Stamps,
     inclusive: Option<Id>,
-    last: u64,
     /// Begin times of open regions: (attribute, ns).
     open: Vec<(Id, u64)>,
 }
@@ -73,16 +68,8 @@ impl Timer {
 }
 
 impl Timer {
-    fn thread(&self) -> TimerThread {
-        TimerThread {
-            clock: crate::clock::clock(),
-            start: self.start,
-            offset: self.offset.id(),
-            duration: self.duration.id(),
-            inclusive: self.inclusive.map(Attribute::id),
-            last: 0,
-            open: Vec::new(),
-        }
+    fn stamps(&self) -> Stamps {
+        Stamps::new(self.start, self.offset.id(), self.duration.id())
     }
 }
 
@@ -96,39 +83,22 @@ impl Service for Timer {
     }
 
     fn thread_state(&self) -> ServiceState {
-        Box::new(self.thread())
+        Box::new(TimerThread { stamps: self.stamps(), inclusive: self.inclusive.map(Attribute::id), open: Vec::new() })
     }
 
     /// Inclusive durations depend on the trigger: only a plain timer runs
     /// inline.
-    fn inline_timer(&self) -> Option<TimerThread> {
-        self.inclusive.is_none().then(|| self.thread())
-    }
-}
-
-impl TimerThread {
-    /// The attributes of the offset and the duration.
-    pub fn attributes(&self) -> (Id, Id) {
-        (self.offset, self.duration)
-    }
-
-    /// Reads the clock: the offset and the duration since the previous
-    /// reading.
-    #[inline(always)]
-    pub fn stamp(&mut self) -> Time {
-        let now = self.clock.now_ns().saturating_sub(self.start);
-        let duration = now.saturating_sub(self.last);
-        self.last = now;
-        Time { offset_attr: self.offset, offset: now, duration_attr: self.duration, duration }
+    fn inline_timer(&self) -> Option<Stamps> {
+        self.inclusive.is_none().then(|| self.stamps())
     }
 }
 
 impl ThreadService for TimerThread {
     #[inline]
     fn measure(&mut self, snapshot: &mut Snapshot, trigger: &Trigger) {
-        let Time { offset: now, duration, .. } = self.stamp();
-        snapshot.push_value(self.offset, ValueKey::uint(now));
-        snapshot.push_value(self.duration, ValueKey::uint(duration));
+        let time = self.stamps.stamp();
+        time.write_to(snapshot);
+        let now = time.offset;
         if let (Some(inclusive), Some(attr)) = (self.inclusive, trigger.attr) {
             match trigger.kind {
                 EventKind::Begin => self.open.push((attr.id(), now)),

@@ -26,7 +26,7 @@
 
 use super::registry::{Created, NotCreated, ServiceSpec, SettingKind, SettingSpec, Setup, Stage};
 use crate::log;
-use crate::runtime::Caliper;
+use crate::service::Runtime;
 use crate::service::{Service, ServiceState, ThreadService, state_mut};
 use crate::services::{InlineProcessor, Processor};
 use crate::snapshot::{RegionSnapshot, Snapshot};
@@ -571,7 +571,7 @@ impl Service for Trace {
         self.shared.flush_requested.swap(false, Ordering::AcqRel)
     }
 
-    fn flush(&self, _cali: &Caliper, states: &mut [&mut dyn ThreadService], emit: &mut dyn FnMut(&Record)) {
+    fn flush(&self, _cali: &dyn Runtime, states: &mut [&mut dyn ThreadService], emit: &mut dyn FnMut(&Record)) {
         let mut record = Record::ctx();
         let (mut flushed, mut bytes, mut dropped) = (0u64, 0usize, 0u64);
         for state in states.iter_mut() {
@@ -608,7 +608,7 @@ impl Service for Trace {
 
     /// Keeps an exited thread's chunks, after those of the threads that
     /// exited before it: each chunk is read on its own at flush.
-    fn absorb(&self, _cali: &Caliper, into: &mut dyn ThreadService, from: &mut dyn ThreadService) -> bool {
+    fn absorb(&self, _cali: &dyn Runtime, into: &mut dyn ThreadService, from: &mut dyn ThreadService) -> bool {
         match (state_mut::<TraceThread>(into), state_mut::<TraceThread>(from)) {
             (Some(into), Some(from)) => {
                 into.chunks.extend(from.chunks.drain(..).map(Chunk::shrunk));
@@ -625,11 +625,11 @@ impl TraceThread {
     /// The chunk to write the next snapshot, of `entries` entries, to;
     /// `None` if recording has stopped.
     #[inline(always)]
-    fn chunk(&mut self, entries: usize) -> Option<(&mut Encoder, &mut Chunk)> {
+    fn chunk(&mut self, cali: &dyn Runtime, entries: usize) -> Option<(&mut Encoder, &mut Chunk)> {
         let bytes = max_bytes(entries);
         let room = self.chunks.last().is_some_and(|c| c.has_room(bytes));
         if !room || self.stopped {
-            self.next_chunk(bytes)?;
+            self.next_chunk(cali, bytes)?;
         }
         self.records += 1;
         Some((&mut self.encoder, self.chunks.last_mut()?))
@@ -638,7 +638,7 @@ impl TraceThread {
     /// Starts a new chunk with room for `bytes` at least, or stops
     /// recording (and counts the dropped snapshot).
     #[cold]
-    fn next_chunk(&mut self, bytes: usize) -> Option<()> {
+    fn next_chunk(&mut self, cali: &dyn Runtime, bytes: usize) -> Option<()> {
         if !self.stopped && self.policy == Policy::Stop && !self.chunks.is_empty() {
             self.stopped = true;
             if !self.shared.stopped.swap(true, Ordering::Relaxed) {
@@ -651,7 +651,7 @@ impl TraceThread {
         }
         if self.policy == Policy::Flush && !self.chunks.is_empty() {
             self.shared.flush_requested.store(true, Ordering::Release);
-            crate::runtime::request_deferred_flush();
+            cali.request_flush();
         }
         let Some(chunk) = self.new_chunk(bytes) else {
             self.dropped += 1;
@@ -689,15 +689,15 @@ impl TraceThread {
 }
 
 impl ThreadService for TraceThread {
-    fn process(&mut self, _cali: &Caliper, snapshot: &Snapshot) {
-        if let Some((encoder, chunk)) = self.chunk(snapshot.nodes().len() + snapshot.values().len()) {
+    fn process(&mut self, cali: &dyn Runtime, snapshot: &Snapshot) {
+        if let Some((encoder, chunk)) = self.chunk(cali, snapshot.nodes().len() + snapshot.values().len()) {
             encoder.encode(snapshot, &mut chunk.writer());
         }
     }
 
     #[inline]
-    fn process_region(&mut self, _cali: &Caliper, region: &RegionSnapshot<'_>, _scratch: &mut Snapshot) {
-        if let Some((encoder, chunk)) = self.chunk(region.context.len() + 4 + region.measured.len()) {
+    fn process_region(&mut self, cali: &dyn Runtime, region: &RegionSnapshot<'_>, _scratch: &mut Snapshot) {
+        if let Some((encoder, chunk)) = self.chunk(cali, region.context.len() + 4 + region.measured.len()) {
             encoder.encode_region(region, &mut chunk.writer());
         }
     }

@@ -4,10 +4,9 @@
 //! nesting error was found.
 
 use super::registry::{Created, NotCreated, ServiceSpec, Setup, Stage};
-use crate::channel::Channel;
 use crate::log;
-use crate::runtime::Caliper;
 use crate::service::Service;
+use crate::service::{ChannelView, Runtime};
 use std::sync::Arc;
 
 pub(super) const SPEC: ServiceSpec = ServiceSpec {
@@ -26,7 +25,7 @@ impl Service for Validator {
         "validator"
     }
 
-    fn finish(&self, cali: &Caliper, _channel: &Channel) {
+    fn finish(&self, cali: &dyn Runtime, _channel: &dyn ChannelView) {
         let open = cali.open_regions();
         for path in &open {
             log::error(format_args!("validator: Regions not closed: {path}"));
