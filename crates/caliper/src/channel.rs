@@ -10,12 +10,12 @@
 
 use crate::attributes::Attribute;
 use crate::blackboard::{Blackboard, ChildCache, Stack, StackEntry};
+use crate::capture::{Capture, MAX_MEASURED};
 use crate::config::RuntimeConfig;
 use crate::region_filter::{NameFilter, RegionFilter};
 use crate::runtime::Caliper;
 use crate::service::{EventKind, Observation, Service, ServiceState, ThreadService, Trigger};
 use crate::services::InlineProcessor;
-use crate::signal::{Capture, MAX_MEASURED};
 use crate::snapshot::{Measured, RegionAttributes, RegionSnapshot, Snapshot, Stamps, Time};
 use crate::sparse::{PAGE, Sparse};
 use crate::sync;
@@ -832,12 +832,12 @@ impl Channel {
     }
 
     /// Makes the calling thread's state in this channel if it has none
-    /// yet, so that a signal handler finds it (see [`crate::signal`]).
+    /// yet, so that a signal handler finds it (see [`crate::capture`]).
     pub(crate) fn prepare_thread(&self, cali: &Caliper, t: &mut ThreadData) {
         self.thread_state(cali, &mut t.channels, &mut t.blackboard);
     }
 
-    /// Measures a capture in a signal handler (see [`crate::signal`]):
+    /// Measures a capture in a signal handler (see [`crate::capture`]):
     /// the timer's reading and the region measurements, into `time` and
     /// `measured`. `false` if the channel has more region measurements
     /// than a capture holds. Async-signal-safe as the services'
@@ -857,7 +857,7 @@ impl Channel {
     }
 
     /// Processes a capture taken in a signal handler on thread `t` (see
-    /// [`crate::signal`]) as the explicit snapshot it stands for: the
+    /// [`crate::capture`]) as the explicit snapshot it stands for: the
     /// captured context, the process's context as it is now, the trigger
     /// entries, the measurements taken in the handler, those of the
     /// services that measure only here, then the processing services.

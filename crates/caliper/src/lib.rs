@@ -23,6 +23,7 @@ mod alloc_guard;
 pub mod api;
 pub mod attributes;
 pub mod blackboard;
+mod capture;
 pub mod channel;
 mod clock;
 pub mod config;
@@ -35,7 +36,6 @@ pub mod region_filter;
 pub mod runtime;
 pub mod service;
 pub mod services;
-pub mod signal;
 pub mod snapshot;
 mod sparse;
 mod sync;
@@ -53,3 +53,12 @@ pub use caliper_data::{AttrType, Properties, Variant};
 pub use config::RuntimeConfig;
 pub use configmgr::ConfigManager;
 pub use runtime::Caliper;
+
+/// Snapshots from signal handlers, for samplers and signal-driven
+/// triggers: the async-signal-safe entry point, the per-thread
+/// preparation, and the counts of captures taken and dropped (see the
+/// README's "Writing a service, and snapshots from signal handlers").
+pub mod signal {
+    pub use crate::capture::{CAPACITY, Counts, MAX_MEASURED, MAX_OPEN, MAX_VALUES, Outcome, counts};
+    pub use crate::runtime::{prepare_thread, push_snapshot_from_signal};
+}

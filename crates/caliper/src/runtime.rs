@@ -4,6 +4,7 @@
 
 use crate::attributes::{Attribute, AttributeInfo, Builtins, Registry};
 use crate::blackboard::{Blackboard, ChildCache, EndError};
+use crate::capture;
 use crate::channel::Channel;
 use crate::config::RuntimeConfig;
 use crate::contain::contain;
@@ -11,7 +12,6 @@ use crate::log;
 use crate::service::{ChannelView, Runtime};
 use crate::service::{EventKind, Service};
 use crate::services::{self, Created, NotCreated};
-use crate::signal;
 use crate::snapshot::Snapshot;
 use crate::sync::{self, StopUpdates};
 use crate::thread::{ActiveChannels, ThreadData, ThreadSlot};
@@ -31,7 +31,7 @@ mod threads;
 mod updates;
 
 use captures::CAPTURES_WAITING;
-pub(crate) use captures::{capture_in_signal, prepare_thread_for_signals};
+pub use captures::{prepare_thread, push_snapshot_from_signal};
 pub use channels::ChannelOutput;
 use flush::{after_fork_in_child, finish_at_exit, interrupted_in_runtime};
 use threads::{Registration, own_slot};

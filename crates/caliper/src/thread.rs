@@ -2,8 +2,8 @@
 //! every channel's measurement data.
 
 use crate::blackboard::{Blackboard, ChildCache};
+use crate::capture::Captures;
 use crate::channel::{Channel, ChannelThread};
-use crate::signal::Captures;
 use crate::snapshot::Snapshot;
 use crate::sync::BusyFlag;
 use std::cell::UnsafeCell;
@@ -26,7 +26,7 @@ pub struct ThreadData {
     /// A reusable snapshot.
     pub snapshot: Snapshot,
     /// Snapshots taken in signal handlers, waiting to be processed (see
-    /// [`crate::signal`]); allocated once the program asks for them.
+    /// [`crate::capture`]); allocated once the program asks for them.
     pub(crate) captures: Option<Captures>,
 }
 

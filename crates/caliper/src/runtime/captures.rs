@@ -1,15 +1,32 @@
 //! The runtime's side of snapshots taken in signal handlers (see
-//! [`crate::signal`]): the capture itself, and processing the captures
+//! [`crate::capture`]): the capture itself, and processing the captures
 //! the threads hold.
 
 use super::*;
 
+/// Takes a snapshot on channel `channel` (its [id](crate::Channel::id))
+/// with the `trigger` entries (immediate values, e.g. the program
+/// counter) added, from inside a signal handler: async-signal-safe (see
+/// [`crate::capture`]). `trigger` values must be made without
+/// allocating (numbers; a string must have been interned before).
+pub fn push_snapshot_from_signal(channel: usize, trigger: &[(Id, ValueKey)]) -> capture::Outcome {
+    capture_in_signal(channel, trigger).count()
+}
+
+/// Prepares the calling thread for signal snapshots (its buffer), and
+/// makes every thread prepare its own at its next update. Call it where a
+/// thread starts (a sampler arms its timer there) or before signals come.
+pub fn prepare_thread() {
+    capture::WANTED.store(true, Ordering::Release);
+    prepare_thread_for_signals();
+}
+
 /// The async-signal-safe part of
-/// [`signal::push_snapshot_from_signal`]: reads only atomics, the
+/// [`push_snapshot_from_signal`]: reads only atomics, the
 /// thread's slot pointer (a constant-initialised thread local) and the
 /// thread's data, and writes the capture into the thread's buffer.
-pub(crate) fn capture_in_signal(channel: usize, trigger: &[(Id, ValueKey)]) -> signal::Outcome {
-    use signal::{Entries, Outcome, StackCut};
+pub(crate) fn capture_in_signal(channel: usize, trigger: &[(Id, ValueKey)]) -> capture::Outcome {
+    use capture::{Entries, Outcome, StackCut};
     let ready = READY.load(Ordering::Acquire) && CALIPER.get().is_some_and(|c| !c.finished.load(Ordering::Relaxed));
     let slot = SLOT.with(Cell::get);
     if !ready || slot.is_null() {
@@ -36,14 +53,14 @@ pub(crate) fn capture_in_signal(channel: usize, trigger: &[(Id, ValueKey)]) -> s
         else {
             return Outcome::Unfit;
         };
-        *capture = signal::Capture {
+        *capture = capture::Capture {
             channel,
             regions,
             unaligned,
             values,
             trigger: trigger.len(),
             time: None,
-            measured: [0; signal::MAX_MEASURED],
+            measured: [0; capture::MAX_MEASURED],
         };
         if !ch.measure_capture(ct, &mut capture.time, &mut capture.measured) {
             return Outcome::Unfit;
@@ -61,13 +78,13 @@ pub(crate) fn capture_in_signal(channel: usize, trigger: &[(Id, ValueKey)]) -> s
 pub(super) const CAPTURES_WAITING: u64 = 1 << 63;
 
 /// Registers the calling thread (outside any signal handler) and makes
-/// its signal snapshot buffer (see [`signal::prepare_thread`]); every
+/// its signal snapshot buffer (see [`prepare_thread`]); every
 /// other thread makes its own at its next update.
 pub(crate) fn prepare_thread_for_signals() {
     if let Some(c) = Caliper::instance() {
         c.channels_version.fetch_add(1, Ordering::AcqRel);
         c.with_thread(|t, active| {
-            t.captures.get_or_insert_with(signal::Captures::new);
+            t.captures.get_or_insert_with(capture::Captures::new);
             c.refresh_active(t, active);
             for channel in &active.list {
                 channel.prepare_thread(c, t);
@@ -78,7 +95,7 @@ pub(crate) fn prepare_thread_for_signals() {
 
 impl Caliper {
     /// Processes the signal snapshots every thread captured (see
-    /// [`crate::signal`]), so that a flush sees them. Updates must be
+    /// [`crate::capture`]), so that a flush sees them. Updates must be
     /// stopped.
     pub(super) fn process_all_captures(&self, slots: &[Arc<ThreadSlot>]) {
         let channels = self.all_channels();
@@ -93,7 +110,7 @@ impl Caliper {
     /// (captures of channels not in `channels` are dropped), in the order
     /// taken. Inside the thread's update, or with updates stopped.
     pub(super) fn process_captures(&self, t: &mut ThreadData, channels: &[Arc<Channel>]) {
-        let waiting = t.captures.as_ref().map_or(0, signal::Captures::len);
+        let waiting = t.captures.as_ref().map_or(0, capture::Captures::len);
         for i in 0..waiting {
             let Some(capture) = t.captures.as_ref().and_then(|c| c.get(i)) else { break };
             if let Some(channel) = channels.iter().find(|c| c.id() == capture.channel) {

@@ -114,7 +114,7 @@ impl Caliper {
         }
         let slots = self.thread_slots();
         let guard = stop_updates(&slots, Stop::Waited);
-        if signal::WANTED.load(Ordering::Acquire) {
+        if capture::WANTED.load(Ordering::Acquire) {
             self.process_all_captures(&slots);
         }
         let result = f();
@@ -216,8 +216,8 @@ impl Caliper {
                 });
             }
         }
-        if signal::WANTED.load(Ordering::Acquire) {
-            let c = signal::counts();
+        if capture::WANTED.load(Ordering::Acquire) {
+            let c = capture::counts();
             log::info(format_args!(
                 "Signal snapshots: {} taken, dropped {} (no thread state), {} (busy), {} (buffer full), {} (did not fit)",
                 c.taken, c.no_thread, c.busy, c.full, c.unfit

@@ -52,9 +52,9 @@ impl Caliper {
             active.list = self.all_channels().into_iter().filter(|c| c.is_active()).collect();
         }
         active.version = version;
-        if signal::WANTED.load(Ordering::Acquire) {
+        if capture::WANTED.load(Ordering::Acquire) {
             match &t.captures {
-                None => t.captures = Some(signal::Captures::new()),
+                None => t.captures = Some(capture::Captures::new()),
                 Some(c) if !c.is_empty() => self.process_captures(t, &active.list),
                 Some(_) => {}
             }

@@ -99,23 +99,6 @@ impl Outcome {
     }
 }
 
-/// Takes a snapshot on channel `channel` (its [id](crate::Channel::id))
-/// with the `trigger` entries (immediate values, e.g. the program
-/// counter) added, from inside a signal handler: async-signal-safe (see
-/// the module's documentation). `trigger` values must be made without
-/// allocating (numbers; a string must have been interned before).
-pub fn push_snapshot_from_signal(channel: usize, trigger: &[(Id, ValueKey)]) -> Outcome {
-    crate::runtime::capture_in_signal(channel, trigger).count()
-}
-
-/// Prepares the calling thread for signal snapshots (its buffer), and
-/// makes every thread prepare its own at its next update. Call it where a
-/// thread starts (a sampler arms its timer there) or before signals come.
-pub fn prepare_thread() {
-    WANTED.store(true, Ordering::Release);
-    crate::runtime::prepare_thread_for_signals();
-}
-
 /// A fixed-capacity list of entries, copied whole.
 #[derive(Copy, Clone)]
 pub(crate) struct Entries<const N: usize> {
