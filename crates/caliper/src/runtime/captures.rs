@@ -4,10 +4,10 @@
 
 use super::*;
 
-/// Takes a snapshot on channel `channel` (its [id](crate::Channel::id))
+/// Takes a snapshot on channel `channel` (its [id](crate::channel::Channel::id))
 /// with the `trigger` entries (immediate values, e.g. the program
 /// counter) added, from inside a signal handler: async-signal-safe (see
-/// [`crate::capture`]). `trigger` values must be made without
+/// [the `signal` module](crate::signal)). `trigger` values must be made without
 /// allocating (numbers; a string must have been interned before).
 pub fn push_snapshot_from_signal(channel: usize, trigger: &[(Id, ValueKey)]) -> capture::Outcome {
     capture_in_signal(channel, trigger).count()

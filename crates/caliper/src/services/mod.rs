@@ -61,7 +61,7 @@ pub(crate) fn create(
 }
 
 /// The thread object of a processing service that a channel keeps inline
-/// (see [`Service::inline_processor`]): a closed set of the services whose
+/// (see [`Service::inline_processor`](crate::service::Service::inline_processor)): a closed set of the services whose
 /// speed matters most, so that the channel's fused path calls them
 /// directly, and the compiler can inline them into it, instead of through
 /// a `Box<dyn ThreadService>`.
