@@ -13,13 +13,11 @@ use crate::blackboard::{Blackboard, ChildCache, Stack, StackEntry};
 use crate::capture::{Capture, MAX_MEASURED};
 use crate::config::RuntimeConfig;
 use crate::region_filter::{NameFilter, RegionFilter};
-use crate::runtime::Caliper;
-use crate::service::{EventKind, Observation, Service, ServiceState, ThreadService, Trigger};
+use crate::service::{EventKind, Observation, Runtime, Service, ServiceState, ThreadService, Trigger};
 use crate::services::InlineProcessor;
 use crate::snapshot::{Measured, RegionAttributes, RegionSnapshot, Snapshot, Stamps, Time};
 use crate::sparse::{PAGE, Sparse};
 use crate::sync;
-use crate::thread::ThreadData;
 use crate::tree::ContextTree;
 use crate::value::ValueKey;
 use caliper_data::hash::FxHashMap;
@@ -28,6 +26,7 @@ use caliper_data::{AttrType, Entry, Properties, Record, Variant};
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
+use thread::{ThreadData, ThreadSlot};
 
 /// The event attributes of one marked attribute.
 #[derive(Copy, Clone, Debug)]
@@ -132,7 +131,13 @@ impl ChannelThread {
     /// inlined there made the common case keep more in registers (about
     /// 15 instructions more per update).
     #[inline(never)]
-    fn event_attribute(&mut self, cali: &Caliper, channel: &Channel, attr: Id, kind: EventKind) -> Option<Attribute> {
+    fn event_attribute<H: Host>(
+        &mut self,
+        cali: &H,
+        channel: &Channel,
+        attr: Id,
+        kind: EventKind,
+    ) -> Option<Attribute> {
         let mark = match self.marks.get(attr as usize) {
             Some(Some(mark)) => mark,
             _ => self.look_up_mark(cali, channel, attr),
@@ -147,7 +152,7 @@ impl ChannelThread {
 
     /// The channel's decision for `attr`, remembered once it is made.
     #[cold]
-    fn look_up_mark(&mut self, cali: &Caliper, channel: &Channel, attr: Id) -> &Option<EventAttributes> {
+    fn look_up_mark<H: Host>(&mut self, cali: &H, channel: &Channel, attr: Id) -> &Option<EventAttributes> {
         let Some(mark) = channel.decide_mark(cali, attr) else { return &None };
         self.marks.get_mut(attr as usize).insert(mark)
     }
@@ -366,14 +371,27 @@ macro_rules! context_of {
 
 mod memo;
 mod pull;
+pub(crate) mod thread;
+
+/// What a channel needs of the runtime it runs in, beside what its
+/// services see of it ([`Runtime`]): the process context's snapshot
+/// entries, and every thread's data for a flush.
+pub(crate) trait Host: Runtime {
+    /// Refreshes a thread's copy of the process context's snapshot
+    /// entries (`cache`, taken at `version`) if the context changed.
+    fn refresh_process_entries(&self, cache: &mut Arc<Snapshot>, version: &mut u64);
+    /// Every thread's slot, and those of threads that exited while
+    /// updates were refused.
+    fn thread_slots(&self) -> Vec<Arc<ThreadSlot>>;
+}
 
 use memo::{BeginCache, NodeMemo};
 
 impl Channel {
     /// A channel with the given services (already instantiated from its
     /// configuration) and event configuration.
-    pub(crate) fn new(
-        cali: &Caliper,
+    pub(crate) fn new<H: Host>(
+        cali: &H,
         id: usize,
         name: &str,
         config: RuntimeConfig,
@@ -489,7 +507,7 @@ impl Channel {
     /// so that their data is flushed with the other threads' and the rest
     /// of the thread's state (caches, memos) can go. Called inside the
     /// thread's update protocol (see `Caliper::retire_thread`).
-    pub(crate) fn retire(&self, cali: &Caliper, mut ct: ChannelThread) {
+    pub(crate) fn retire<H: Host>(&self, cali: &H, mut ct: ChannelThread) {
         let mut retired = sync::lock(&self.retired);
         for &i in &self.process {
             let mut state = ct.take_state(i);
@@ -504,7 +522,7 @@ impl Channel {
 
     /// Decides whether `attr` triggers snapshots in this channel, creating
     /// its event attributes if so.
-    pub(crate) fn mark_attribute(&self, cali: &Caliper, attr: Attribute, name: &str) {
+    pub(crate) fn mark_attribute<H: Host>(&self, cali: &H, attr: Attribute, name: &str) {
         let Some(events) = &self.events else { return };
         let props = attr.properties();
         let marked = attr.id() >= caliper_data::node::BOOTSTRAP_NODE_COUNT
@@ -545,7 +563,7 @@ impl Channel {
     /// has not yet: another thread may have created the attribute and not
     /// marked it yet, or created it while the channel was being set up.
     /// `None` if the attribute is not known (yet).
-    fn decide_mark(&self, cali: &Caliper, attr: Id) -> Option<Option<EventAttributes>> {
+    fn decide_mark<H: Host>(&self, cali: &H, attr: Id) -> Option<Option<EventAttributes>> {
         if let Some(mark) = self.lookup_mark(attr) {
             return Some(mark);
         }
@@ -558,9 +576,9 @@ impl Channel {
     /// On the first use on a thread, services may set up the thread's
     /// context (e.g. thread ids).
     #[inline]
-    fn thread_state<'a>(
+    fn thread_state<'a, H: Host>(
         &self,
-        cali: &Caliper,
+        cali: &H,
         channels: &'a mut Vec<Option<ChannelThread>>,
         blackboard: &mut Blackboard,
     ) -> &'a mut ChannelThread {
@@ -574,7 +592,7 @@ impl Channel {
     }
 
     #[cold]
-    fn new_thread_state(&self, cali: &Caliper, blackboard: &mut Blackboard) -> ChannelThread {
+    fn new_thread_state<H: Host>(&self, cali: &H, blackboard: &mut Blackboard) -> ChannelThread {
         for service in &self.services {
             service.on_new_thread(cali, blackboard);
         }
@@ -613,16 +631,16 @@ impl Channel {
     /// Handles an update of `attr` on a thread: takes a snapshot if the
     /// attribute triggers one in this channel.
     #[inline]
-    pub(crate) fn on_update(
+    pub(crate) fn on_update<H: Host>(
         &self,
-        cali: &Caliper,
+        cali: &H,
         t: &mut ThreadData,
         kind: EventKind,
         attr: Attribute,
         value: ValueKey,
     ) {
         let fused = match self.fused {
-            Fused::Plain => self.fused_update::<false>(cali, t, kind, attr, value),
+            Fused::Plain => self.fused_update::<false, H>(cali, t, kind, attr, value),
             Fused::Measured => self.measured_fused_update(cali, t, kind, attr, value),
             Fused::No => false,
         };
@@ -633,7 +651,7 @@ impl Channel {
 
     /// [`Channel::on_update`] for any channel and update.
     #[inline(never)]
-    fn generic_update(&self, cali: &Caliper, t: &mut ThreadData, kind: EventKind, attr: Attribute, value: ValueKey) {
+    fn generic_update<H: Host>(&self, cali: &H, t: &mut ThreadData, kind: EventKind, attr: Attribute, value: ValueKey) {
         if !self.observe.is_empty() {
             self.observe_update(cali, t, kind, attr, value);
         }
@@ -660,7 +678,7 @@ impl Channel {
                     let entry = StackEntry { attr, value };
                     let on_top = stack.top() == Some(entry);
                     // Always a node: the event attribute is known.
-                    let event = ct.event_node(&cali.tree, &mut t.cache, stack, kind, |_| Some(info), entry, on_top);
+                    let event = ct.event_node(cali.tree(), &mut t.cache, stack, kind, |_| Some(info), entry, on_top);
                     if let Some(event) = event {
                         snapshot.push_node(event);
                     }
@@ -678,15 +696,15 @@ impl Channel {
     /// of line, so that the other channels' path stays short (inlined
     /// beside it, it cost the plain path 15 instructions per update).
     #[inline(never)]
-    fn measured_fused_update(
+    fn measured_fused_update<H: Host>(
         &self,
-        cali: &Caliper,
+        cali: &H,
         t: &mut ThreadData,
         kind: EventKind,
         attr: Attribute,
         value: ValueKey,
     ) -> bool {
-        self.fused_update::<true>(cali, t, kind, attr, value)
+        self.fused_update::<true, H>(cali, t, kind, attr, value)
     }
 
     /// Handles an update in a channel that takes fused region snapshots:
@@ -702,9 +720,9 @@ impl Channel {
     /// [`Service::region_measurements`]); a channel without compiles to a
     /// path without them.
     #[inline(always)]
-    fn fused_update<const MEASURED: bool>(
+    fn fused_update<const MEASURED: bool, H: Host>(
         &self,
-        cali: &Caliper,
+        cali: &H,
         t: &mut ThreadData,
         kind: EventKind,
         attr: Attribute,
@@ -728,7 +746,7 @@ impl Channel {
         // An end's entry is on top: the end has checked it.
         let on_top = true;
         let regions = &mut t.blackboard.regions;
-        let Some(event) = ct.event_node(&cali.tree, &mut t.cache, regions, kind, info, entry, on_top) else {
+        let Some(event) = ct.event_node(cali.tree(), &mut t.cache, regions, kind, info, entry, on_top) else {
             return true;
         };
         let region = RegionSnapshot {
@@ -752,9 +770,9 @@ impl Channel {
     /// inline. Out of line, and given the snapshot by value, so that the
     /// inline case keeps its parts in registers.
     #[inline(never)]
-    fn process_region_boxed(
+    fn process_region_boxed<H: Host>(
         &self,
-        cali: &Caliper,
+        cali: &H,
         states: &mut [ServiceState],
         region: RegionSnapshot<'_>,
         scratch: &mut Snapshot,
@@ -766,7 +784,7 @@ impl Channel {
 
     /// Lets the observing services see an update and takes the snapshots
     /// they ask for.
-    fn observe_update(&self, cali: &Caliper, t: &mut ThreadData, kind: EventKind, attr: Attribute, value: ValueKey) {
+    fn observe_update<H: Host>(&self, cali: &H, t: &mut ThreadData, kind: EventKind, attr: Attribute, value: ValueKey) {
         let ct = self.thread_state(cali, &mut t.channels, &mut t.blackboard);
         let mut trigger = std::mem::take(&mut ct.observed);
         for &i in &self.observe {
@@ -784,12 +802,12 @@ impl Channel {
     }
 
     /// Takes an explicit snapshot with extra trigger entries.
-    pub(crate) fn push_snapshot(&self, cali: &Caliper, t: &mut ThreadData, trigger: &[Entry]) {
+    pub(crate) fn push_snapshot<H: Host>(&self, cali: &H, t: &mut ThreadData, trigger: &[Entry]) {
         let ct = self.thread_state(cali, &mut t.channels, &mut t.blackboard);
         self.explicit_snapshot(cali, ct, context_of!(t), trigger);
     }
 
-    fn explicit_snapshot(&self, cali: &Caliper, ct: &mut ChannelThread, c: Context<'_>, trigger: &[Entry]) {
+    fn explicit_snapshot<H: Host>(&self, cali: &H, ct: &mut ChannelThread, c: Context<'_>, trigger: &[Entry]) {
         c.snapshot.clear();
         let snapshot = context_entries(cali, c, None);
         for entry in trigger {
@@ -824,7 +842,7 @@ impl Channel {
         Measured::new(&self.measured, values)
     }
 
-    fn run_pipeline(&self, cali: &Caliper, ct: &mut ChannelThread, snapshot: &mut Snapshot, trigger: &Trigger) {
+    fn run_pipeline<H: Host>(&self, cali: &H, ct: &mut ChannelThread, snapshot: &mut Snapshot, trigger: &Trigger) {
         self.run_measure(ct, snapshot, trigger);
         for &i in &self.process {
             ct.state(i).process(cali, snapshot);
@@ -833,7 +851,7 @@ impl Channel {
 
     /// Makes the calling thread's state in this channel if it has none
     /// yet, so that a signal handler finds it (see [`crate::capture`]).
-    pub(crate) fn prepare_thread(&self, cali: &Caliper, t: &mut ThreadData) {
+    pub(crate) fn prepare_thread<H: Host>(&self, cali: &H, t: &mut ThreadData) {
         self.thread_state(cali, &mut t.channels, &mut t.blackboard);
     }
 
@@ -861,14 +879,14 @@ impl Channel {
     /// captured context, the process's context as it is now, the trigger
     /// entries, the measurements taken in the handler, those of the
     /// services that measure only here, then the processing services.
-    pub(crate) fn process_capture(&self, cali: &Caliper, t: &mut ThreadData, capture: &Capture) {
+    pub(crate) fn process_capture<H: Host>(&self, cali: &H, t: &mut ThreadData, capture: &Capture) {
         let Some(Some(ct)) = t.channels.get_mut(self.id) else { return };
         let snapshot = &mut t.snapshot;
         snapshot.clear();
         for cut in [&capture.regions, &capture.unaligned] {
             let mut node = cut.node;
             for &(attr, value) in cut.open.as_slice() {
-                node = Some(t.cache.child(&cali.tree, node, attr, value));
+                node = Some(t.cache.child(cali.tree(), node, attr, value));
             }
             if let Some(node) = node {
                 snapshot.push_node(node);
@@ -900,7 +918,7 @@ impl Channel {
 
     /// Runs `f` for every processing service with its state on every
     /// thread. Updates must be stopped (the caller holds `StopUpdates`).
-    fn with_process_states(&self, cali: &Caliper, mut f: impl FnMut(&dyn Service, &mut [&mut dyn ThreadService])) {
+    fn with_process_states<H: Host>(&self, cali: &H, mut f: impl FnMut(&dyn Service, &mut [&mut dyn ThreadService])) {
         let slots = cali.thread_slots();
         let mut retired = sync::lock(&self.retired);
         for &i in &self.process {
@@ -920,12 +938,12 @@ impl Channel {
 
     /// Hands the records of every processing service (over all threads) to
     /// `emit`. Updates must be stopped.
-    pub(crate) fn flush(&self, cali: &Caliper, emit: &mut dyn FnMut(&Record)) {
+    pub(crate) fn flush<H: Host>(&self, cali: &H, emit: &mut dyn FnMut(&Record)) {
         self.with_process_states(cali, |service, states| service.flush(cali, states, emit));
     }
 
     /// Drops the gathered data of every processing service.
-    pub(crate) fn clear(&self, cali: &Caliper) {
+    pub(crate) fn clear<H: Host>(&self, cali: &H) {
         self.with_process_states(cali, |service, states| service.clear(states));
     }
 }
@@ -937,9 +955,9 @@ impl Channel {
 /// materialized afterwards.
 /// Returns the snapshot.
 #[inline(always)]
-fn context_entries<'a>(cali: &Caliper, c: Context<'a>, replaced: Option<bool>) -> &'a mut Snapshot {
-    let region = c.blackboard.regions.node(&cali.tree, c.cache);
-    let unaligned = c.blackboard.unaligned.node(&cali.tree, c.cache);
+fn context_entries<'a, H: Host>(cali: &H, c: Context<'a>, replaced: Option<bool>) -> &'a mut Snapshot {
+    let region = c.blackboard.regions.node(cali.tree(), c.cache);
+    let unaligned = c.blackboard.unaligned.node(cali.tree(), c.cache);
     if let (Some(n), false) = (region, replaced == Some(false)) {
         c.snapshot.push_node(n);
     }
@@ -959,6 +977,7 @@ fn context_entries<'a>(cali: &Caliper, c: Context<'a>, replaced: Option<bool>) -
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runtime::Caliper;
 
     /// Whether the calling test runs its body: yes in a child process
     /// (this test binary re-run with only `test` and `CALIPER_UNIT_CHILD`

@@ -39,7 +39,6 @@ pub mod services;
 pub mod snapshot;
 mod sparse;
 mod sync;
-mod thread;
 pub mod tree;
 pub mod value;
 

@@ -5,7 +5,8 @@
 use crate::attributes::{Attribute, AttributeInfo, Builtins, Registry};
 use crate::blackboard::{Blackboard, ChildCache, EndError};
 use crate::capture;
-use crate::channel::Channel;
+use crate::channel::thread::{ActiveChannels, ThreadData, ThreadSlot};
+use crate::channel::{Channel, Host};
 use crate::config::RuntimeConfig;
 use crate::contain::contain;
 use crate::log;
@@ -14,7 +15,6 @@ use crate::service::{EventKind, Service};
 use crate::services::{self, Created, NotCreated};
 use crate::snapshot::Snapshot;
 use crate::sync::{self, StopUpdates};
-use crate::thread::{ActiveChannels, ThreadData, ThreadSlot};
 use crate::tree::ContextTree;
 use crate::value::ValueKey;
 use caliper_data::node::Id;

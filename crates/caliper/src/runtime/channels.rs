@@ -164,3 +164,14 @@ impl ChannelView for ChannelOutput<'_> {
         self.cali.globals(self.channel)
     }
 }
+
+/// The runtime as its channels see it (see [`Host`]).
+impl Host for Caliper {
+    #[inline(always)]
+    fn refresh_process_entries(&self, cache: &mut Arc<Snapshot>, version: &mut u64) {
+        Caliper::refresh_process_entries(self, cache, version);
+    }
+    fn thread_slots(&self) -> Vec<Arc<ThreadSlot>> {
+        Caliper::thread_slots(self)
+    }
+}
