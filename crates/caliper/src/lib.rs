@@ -53,6 +53,12 @@ pub use config::RuntimeConfig;
 pub use configmgr::ConfigManager;
 pub use runtime::Caliper;
 
+/// How the runtime starts the configs of `CALI_CONFIG` when it
+/// initialises: the config manager, which sits above the runtime (it
+/// creates channels); wired here, at the crate's root, so that the runtime
+/// does not depend on it.
+const START_CONFIGS: fn(&'static Caliper, &str) = configmgr::start_from_env;
+
 /// Snapshots from signal handlers, for samplers and signal-driven
 /// triggers: the async-signal-safe entry point, the per-thread
 /// preparation, and the counts of captures taken and dropped (see the

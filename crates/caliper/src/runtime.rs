@@ -207,7 +207,7 @@ impl Caliper {
             self.set_channel_active(&channel, true);
         }
         if let Some(config_string) = self.config.get("CALI_CONFIG") {
-            crate::configmgr::start_from_env(self, &config_string);
+            (crate::START_CONFIGS)(self, &config_string);
         }
         log::info(format_args!("Initialized"));
     }
