@@ -1,0 +1,97 @@
+//! The fused path: a region begin or end in the shape nearly every
+//! snapshot has, taken without building a [`Snapshot`] and handed to the
+//! processing services as a [`RegionSnapshot`].
+
+use super::*;
+
+impl Channel {
+    /// [`Channel::fused_update`] in a channel with region measurements: out
+    /// of line, so that the other channels' path stays short (inlined
+    /// beside it, it cost the plain path 15 instructions per update).
+    #[inline(never)]
+    pub(super) fn measured_fused_update<H: Host>(
+        &self,
+        cali: &H,
+        t: &mut ThreadData,
+        kind: EventKind,
+        attr: Attribute,
+        value: ValueKey,
+    ) -> bool {
+        self.fused_update::<true, H>(cali, t, kind, attr, value)
+    }
+
+    /// Handles an update in a channel that takes fused region snapshots:
+    /// takes the snapshot of a region begin or end without building a
+    /// [`Snapshot`] if it has the common shape (see [`RegionSnapshot`]):
+    /// the attribute is on the region stack, and the thread's context has
+    /// no other entries than its region stack and the process's nodes.
+    /// Returns whether the update is handled; if not, the generic path
+    /// takes it. Inlined into the runtime's loop over the active channels
+    /// (a call less per update); the generic path stays out of line, so
+    /// that the common case is a short function that spills little.
+    /// `MEASURED`: whether the channel has region measurements (see
+    /// [`Service::region_measurements`]); a channel without compiles to a
+    /// path without them.
+    #[inline(always)]
+    pub(super) fn fused_update<const MEASURED: bool, H: Host>(
+        &self,
+        cali: &H,
+        t: &mut ThreadData,
+        kind: EventKind,
+        attr: Attribute,
+        value: ValueKey,
+    ) -> bool {
+        if !attr.on_thread_regions() || kind == EventKind::Set {
+            return false;
+        }
+        // The thread state first: a thread's first use of the channel may
+        // add to its context (e.g. the pthread service's thread ids).
+        let ct = self.thread_state(cali, &mut t.channels, &mut t.blackboard);
+        if !(t.blackboard.unaligned.is_empty() && t.blackboard.values.is_empty()) {
+            return false;
+        }
+        cali.refresh_process_entries(&mut t.process_entries, &mut t.process_version);
+        if !t.process_entries.values().is_empty() {
+            return false;
+        }
+        let entry = StackEntry { attr, value };
+        let info = |ct: &mut ChannelThread| ct.event_attribute(cali, self, attr.id(), kind);
+        // An end's entry is on top: the end has checked it.
+        let on_top = true;
+        let regions = &mut t.blackboard.regions;
+        let Some(event) = ct.event_node(cali.tree(), &mut t.cache, regions, kind, info, entry, on_top) else {
+            return true;
+        };
+        let region = RegionSnapshot {
+            context: t.process_entries.nodes(),
+            event,
+            count: (kind == EventKind::End).then_some(self.region_count.id()),
+            time: ct.timer.as_mut().map(Stamps::stamp),
+            measured: match MEASURED {
+                false => Measured::default(),
+                true => self.measure_slots(&mut ct.states, &mut ct.measured),
+            },
+        };
+        match &mut ct.inline {
+            Some((_, processor)) => processor.process_region(cali, &region, &mut t.snapshot),
+            None => self.process_region_boxed(cali, &mut ct.states, region, &mut t.snapshot),
+        }
+        true
+    }
+
+    /// Hands a region snapshot to processing services that are not kept
+    /// inline. Out of line, and given the snapshot by value, so that the
+    /// inline case keeps its parts in registers.
+    #[inline(never)]
+    pub(super) fn process_region_boxed<H: Host>(
+        &self,
+        cali: &H,
+        states: &mut [ServiceState],
+        region: RegionSnapshot<'_>,
+        scratch: &mut Snapshot,
+    ) {
+        for &i in &self.process {
+            states[i].process_region(cali, &region, scratch);
+        }
+    }
+}

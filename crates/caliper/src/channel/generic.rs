@@ -1,0 +1,142 @@
+//! The generic path: any update or explicit snapshot, built as a
+//! [`Snapshot`] from the thread's context, measured, then processed.
+
+use super::*;
+
+impl Channel {
+    /// [`Channel::on_update`] for any channel and update.
+    #[inline(never)]
+    pub(super) fn generic_update<H: Host>(
+        &self,
+        cali: &H,
+        t: &mut ThreadData,
+        kind: EventKind,
+        attr: Attribute,
+        value: ValueKey,
+    ) {
+        if !self.observe.is_empty() {
+            self.observe_update(cali, t, kind, attr, value);
+        }
+        let Some(events) = &self.events else { return };
+        let ct = self.thread_state(cali, &mut t.channels, &mut t.blackboard);
+        let Some(info) = ct.event_attribute(cali, self, attr.id(), kind) else { return };
+        if (!events.filter.is_empty() || !events.branches.is_empty()) && !ct.passes_filters(events, kind, attr, value) {
+            return;
+        }
+        t.snapshot.clear();
+        let process_scope = attr.is_process_scope();
+        // The slot the event node replaces: the updated attribute's stack.
+        let replaced = if events.snapshot_info && !attr.is_asvalue() && !process_scope {
+            Some(attr.properties().is_unaligned())
+        } else {
+            None
+        };
+        context_entries(cali, context_of!(t), replaced);
+        let snapshot = &mut t.snapshot;
+        if events.snapshot_info {
+            match replaced {
+                Some(unaligned_slot) => {
+                    let stack = if unaligned_slot { &mut t.blackboard.unaligned } else { &mut t.blackboard.regions };
+                    let entry = StackEntry { attr, value };
+                    let on_top = stack.top() == Some(entry);
+                    // Always a node: the event attribute is known.
+                    let event = ct.event_node(cali.tree(), &mut t.cache, stack, kind, |_| Some(info), entry, on_top);
+                    if let Some(event) = event {
+                        snapshot.push_node(event);
+                    }
+                }
+                None => snapshot.push_value(info.id(), value),
+            }
+        }
+        if kind == EventKind::End {
+            snapshot.push_value(self.region_count.id(), ValueKey::uint(1));
+        }
+        self.run_pipeline(cali, ct, snapshot, &Trigger { kind, attr: Some(attr) });
+    }
+
+    /// Lets the observing services see an update and takes the snapshots
+    /// they ask for.
+    pub(super) fn observe_update<H: Host>(
+        &self,
+        cali: &H,
+        t: &mut ThreadData,
+        kind: EventKind,
+        attr: Attribute,
+        value: ValueKey,
+    ) {
+        let ct = self.thread_state(cali, &mut t.channels, &mut t.blackboard);
+        let mut trigger = std::mem::take(&mut ct.observed);
+        for &i in &self.observe {
+            trigger.clear();
+            match ct.states[i].observe(cali, kind, attr, value, &mut trigger) {
+                Observation::Ignore => {}
+                Observation::Measure => {
+                    t.snapshot.clear();
+                    self.run_measure(ct, &mut t.snapshot, &EXPLICIT);
+                }
+                Observation::Snapshot => self.explicit_snapshot(cali, ct, context_of!(t), &trigger),
+            }
+        }
+        ct.observed = trigger;
+    }
+
+    /// Takes an explicit snapshot with extra trigger entries.
+    pub(crate) fn push_snapshot<H: Host>(&self, cali: &H, t: &mut ThreadData, trigger: &[Entry]) {
+        let ct = self.thread_state(cali, &mut t.channels, &mut t.blackboard);
+        self.explicit_snapshot(cali, ct, context_of!(t), trigger);
+    }
+
+    pub(super) fn explicit_snapshot<H: Host>(
+        &self,
+        cali: &H,
+        ct: &mut ChannelThread,
+        c: Context<'_>,
+        trigger: &[Entry],
+    ) {
+        c.snapshot.clear();
+        let snapshot = context_entries(cali, c, None);
+        for entry in trigger {
+            snapshot.push_entry(entry);
+        }
+        self.run_pipeline(cali, ct, snapshot, &EXPLICIT);
+    }
+
+    pub(super) fn run_measure(&self, ct: &mut ChannelThread, snapshot: &mut Snapshot, trigger: &Trigger) {
+        if let Some(timer) = &mut ct.timer {
+            timer.stamp().write_to(snapshot);
+        }
+        for &i in &self.measure {
+            ct.states[i].measure(snapshot, trigger);
+        }
+        if !self.slots.is_empty() {
+            for (attr, value) in self.measure_slots(&mut ct.states, &mut ct.measured).iter() {
+                snapshot.push_value(attr, ValueKey::uint(value));
+            }
+        }
+    }
+
+    /// Lets the services with region measurements write them into the
+    /// thread's buffer `values`.
+    #[inline(always)]
+    pub(super) fn measure_slots<'a>(&'a self, states: &mut [ServiceState], values: &'a mut [u64]) -> Measured<'a> {
+        for (i, range) in &self.slots {
+            if let (Some(state), Some(values)) = (states.get_mut(*i), values.get_mut(range.clone())) {
+                state.measure_region(values);
+            }
+        }
+        Measured::new(&self.measured, values)
+    }
+
+    pub(super) fn run_pipeline<H: Host>(
+        &self,
+        cali: &H,
+        ct: &mut ChannelThread,
+        snapshot: &mut Snapshot,
+        trigger: &Trigger,
+    ) {
+        self.run_measure(ct, snapshot, trigger);
+        for &i in &self.process {
+            ct.state(i).process(cali, snapshot);
+        }
+    }
+}
