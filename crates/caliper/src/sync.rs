@@ -176,14 +176,11 @@ impl BusyFlag {
     /// interrupted one), in which case the update must be skipped.
     #[inline]
     pub fn enter(&self) -> bool {
-        if self.busy.load(Ordering::Relaxed) {
-            return false;
+        match self.set_busy() {
+            None => false,
+            Some(0) => true,
+            Some(state) => self.enter_checked(state, true),
         }
-        self.busy.store(true, Ordering::Relaxed);
-        // A flush's membarrier orders the store before this load.
-        compiler_fence(Ordering::SeqCst);
-        let state = STATE.load(Ordering::Relaxed);
-        state == 0 || self.enter_checked(state)
     }
 
     /// [`BusyFlag::enter`] for a signal handler: never waits, and so
@@ -191,27 +188,31 @@ impl BusyFlag {
     /// flushing thread itself).
     #[inline]
     pub fn try_enter(&self) -> bool {
-        if self.busy.load(Ordering::Relaxed) {
-            return false;
+        match self.set_busy() {
+            None => false,
+            Some(0) => true,
+            Some(state) => self.enter_checked(state, false),
         }
-        self.busy.store(true, Ordering::Relaxed);
-        compiler_fence(Ordering::SeqCst);
-        let mut state = STATE.load(Ordering::Relaxed);
-        if state & FULL_FENCES != 0 {
-            fence(Ordering::SeqCst);
-            state = STATE.load(Ordering::Relaxed);
-        }
-        if state < ONE_FLUSH {
-            return true;
-        }
-        self.busy.store(false, Ordering::Release);
-        false
     }
 
-    /// The rest of [`BusyFlag::enter`] when a flush runs or updates need
-    /// full fences (`state` read before the fence, with the flag set).
+    /// Sets the flag unless it is set already; then the flush state, read
+    /// after the flag is set.
+    #[inline(always)]
+    fn set_busy(&self) -> Option<usize> {
+        if self.busy.load(Ordering::Relaxed) {
+            return None;
+        }
+        self.busy.store(true, Ordering::Relaxed);
+        // A flush's membarrier orders the store before this load.
+        compiler_fence(Ordering::SeqCst);
+        Some(STATE.load(Ordering::Relaxed))
+    }
+
+    /// The rest of an enter when a flush runs or updates need full fences
+    /// (`state` read before the fence, with the flag set): waits for a
+    /// flush that makes updates wait if `may_wait`.
     #[cold]
-    fn enter_checked(&self, mut state: usize) -> bool {
+    fn enter_checked(&self, mut state: usize, may_wait: bool) -> bool {
         loop {
             if state & FULL_FENCES != 0 {
                 fence(Ordering::SeqCst);
@@ -221,13 +222,14 @@ impl BusyFlag {
                 return true;
             }
             self.busy.store(false, Ordering::Release);
-            if !wait_for_flushes() {
+            if !(may_wait && wait_for_flushes()) {
                 return false;
             }
-            // Enter again, as `enter` does.
-            self.busy.store(true, Ordering::Relaxed);
-            compiler_fence(Ordering::SeqCst);
-            state = STATE.load(Ordering::Relaxed);
+            // Enter again.
+            match self.set_busy() {
+                Some(now) => state = now,
+                None => return false,
+            }
         }
     }
 
