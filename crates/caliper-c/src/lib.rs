@@ -23,6 +23,8 @@ mod manager;
 mod names;
 mod preload;
 mod report;
+mod setup;
 mod snapshot;
+mod stderr;
 mod types;
 mod variant;

@@ -8,7 +8,8 @@
 //! numbers LEB128.
 
 use crate::channels::channel;
-use crate::entry::{cali, cali_id_t, guard};
+use crate::entry::{cali_id_t, guard};
+use crate::setup::cali;
 use crate::variant::{MAX_PACKED, cali_variant_t, from_variant, pack, read_vl, to_variant, unpack, write_vl};
 use caliper_data::{Entry, Record, Variant};
 use runtime::{Caliper, log};
