@@ -209,7 +209,9 @@ unsafe fn encoded_len(buf: *const u8, max: usize) -> Option<usize> {
 fn add_read(bytes_read: *mut usize, len: usize) {
     if !bytes_read.is_null() {
         // SAFETY: a non-NULL counter points to a size_t, per the C API.
-        unsafe { *bytes_read += len };
+        // Wrapping, as C's size_t does: no overflow check may fire on
+        // the caller's counter.
+        unsafe { *bytes_read = (*bytes_read).wrapping_add(len) };
     }
 }
 
