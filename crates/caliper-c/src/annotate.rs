@@ -3,8 +3,9 @@
 //! blackboard queries.
 
 use crate::channels::channel;
-use crate::entry::{attribute, cali, cali_id_t, guard, static_cstr, text};
+use crate::entry::{attribute, cali_id_t, guard, static_cstr, text};
 use crate::names::key_of;
+use crate::setup::cali;
 use crate::variant::{cali_variant_t, from_raw, from_variant, to_variant};
 use caliper_data::Variant;
 use runtime::api::{begin_by_name, end_by_name, set_by_name, set_global};

@@ -1,63 +1,14 @@
-//! Attributes: creation, lookup, and the ids of built-in attributes that
-//! C code reads from global variables (`cali_region_attr_id`, ...).
+//! Attributes: creation, lookup by name and by id, and loop iteration
+//! attributes. (The ids of built-in attributes that C code reads from
+//! global variables are published by `setup`.)
 
-use crate::entry::{CALI_INV_ID, cali, cali_id_t, guard, static_cstr, text};
+use crate::entry::{CALI_INV_ID, cali_id_t, guard, static_cstr, text};
+use crate::setup::cali;
 use crate::variant::{cali_variant_t, to_variant};
 use caliper_data::{AttrType, Properties, Variant};
-use runtime::{Caliper, log};
+use runtime::log;
 use std::ffi::{CStr, c_char, c_int};
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU64, Ordering};
-
-macro_rules! exported_ids {
-    ($($name:ident),* $(,)?) => {
-        $(
-            #[unsafe(no_mangle)]
-            pub static $name: AtomicU64 = AtomicU64::new(CALI_INV_ID);
-        )*
-    };
-}
-
-// `extern cali_id_t ...` in the headers: an AtomicU64 has the layout of a
-// uint64_t. The alloc ids belong to the memory tracking services, which
-// this implementation does not have: they stay CALI_INV_ID, as in a
-// reference build without them.
-exported_ids!(
-    cali_class_aggregatable_attr_id,
-    cali_class_symboladdress_attr_id,
-    cali_class_memoryaddress_attr_id,
-    cali_class_iteration_attr_id,
-    cali_region_attr_id,
-    cali_phase_attr_id,
-    cali_loop_attr_id,
-    cali_annotation_attr_id,
-    cali_alloc_fn_attr_id,
-    cali_alloc_label_attr_id,
-    cali_alloc_uid_attr_id,
-    cali_alloc_addr_attr_id,
-    cali_alloc_elem_size_attr_id,
-    cali_alloc_num_elems_attr_id,
-    cali_alloc_total_size_attr_id,
-);
-
-/// Fills in the exported ids once the runtime exists.
-pub(crate) fn publish_ids(c: &Caliper) {
-    let b = c.builtins();
-    let find = |name: &str| c.find_attribute(name).map_or(CALI_INV_ID, |a| a.id());
-    for (var, id) in [
-        (&cali_class_aggregatable_attr_id, find("class.aggregatable")),
-        (&cali_class_symboladdress_attr_id, find("class.symboladdress")),
-        (&cali_class_memoryaddress_attr_id, find("class.memoryaddress")),
-        (&cali_class_iteration_attr_id, b.class_iteration.id()),
-        (&cali_region_attr_id, b.region.id()),
-        (&cali_phase_attr_id, b.phase.id()),
-        (&cali_loop_attr_id, b.loop_attr.id()),
-        // The legacy `annotation` attribute became `region` in the reference.
-        (&cali_annotation_attr_id, b.region.id()),
-    ] {
-        var.store(id, Ordering::Release);
-    }
-}
 
 /// The version string, e.g. `0.1.0`.
 #[unsafe(no_mangle)]

@@ -1,7 +1,8 @@
 //! Runtime configuration, config sets, channels, flushing and
 //! initialisation.
 
-use crate::entry::{CALI_INV_ID, cali, cali_id_t, guard, text};
+use crate::entry::{CALI_INV_ID, cali_id_t, guard, text};
+use crate::setup::cali;
 use runtime::channel::Channel;
 use runtime::default_config;
 use runtime::{Caliper, RuntimeConfig, log};

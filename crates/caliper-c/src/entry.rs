@@ -1,5 +1,10 @@
-//! What every entry point shares: the panic guard, the runtime handle,
-//! C string arguments, and C strings handed out by the library.
+//! What every entry point shares: the panic guard, C string arguments,
+//! attribute ids and the attributes behind them, and C strings handed out
+//! by the library.
+//!
+//! Depends on no other module of this crate, so that every one of them
+//! may use it. The runtime handle, whose first use sets the library up,
+//! is in `setup`.
 
 use caliper_data::hash::FxHashMap;
 use runtime::{Attribute, Caliper, log};
@@ -7,7 +12,7 @@ use std::borrow::Cow;
 use std::cell::RefCell;
 use std::ffi::{CStr, CString, c_char};
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::{Mutex, Once};
+use std::sync::Mutex;
 
 /// `cali_id_t`: attribute, channel and node ids.
 pub type cali_id_t = u64;
@@ -32,33 +37,6 @@ pub(crate) fn guard<R>(entry: &str, fallback: R, body: impl FnOnce() -> R) -> R 
 #[inline(never)]
 fn internal_error(entry: &str) {
     log::error(format_args!("{entry}: internal error, call ignored"));
-}
-
-/// Replaces the default panic message (several lines, naming the Rust
-/// thread) with one `== CALIPER: ` line; [`guard`] then says which call
-/// failed. The hook belongs to this library's own Rust runtime only.
-fn install_panic_hook() {
-    std::panic::set_hook(Box::new(|info| {
-        log::error(format_args!("internal error: {}", runtime::contain::describe_panic(info)));
-    }));
-}
-
-static SETUP: Once = Once::new();
-
-/// The runtime, initialised on first use; `None` after it has finished.
-/// The first call also publishes the built-in attribute ids to C and
-/// arranges for standard error to be usable at exit (see `preload`).
-#[inline]
-pub(crate) fn cali() -> Option<&'static Caliper> {
-    let c = Caliper::instance()?;
-    if !SETUP.is_completed() {
-        SETUP.call_once(|| {
-            install_panic_hook();
-            crate::attributes::publish_ids(c);
-            crate::preload::rescue_stderr_at_exit();
-        });
-    }
-    Some(c)
 }
 
 /// A C string argument as text (invalid UTF-8 replaced); NULL is logged

@@ -6,6 +6,12 @@
 //! Every entry point catches panics (none may unwind into C) and checks
 //! its arguments: a NULL pointer or an unknown id is logged on one
 //! `== CALIPER: ` line and the call does nothing.
+//!
+//! Layers, each module using only those before it: `entry` (the panic
+//! guard and argument helpers every entry point shares), `names` and
+//! `stderr` use no other module; `setup` owns the runtime handle and what
+//! its first call sets up; the modules of entry points come after
+//! (`tests/module_layers.rs` checks that there is no cycle).
 
 #![allow(non_camel_case_types)] // the C ABI's type names
 
@@ -23,6 +29,8 @@ mod manager;
 mod names;
 mod preload;
 mod report;
+mod setup;
 mod snapshot;
+mod stderr;
 mod types;
 mod variant;

@@ -3,7 +3,8 @@
 //! capsule `{ void* addr; int idtor; }` the caller owns, filled by
 //! `cali_ConfigManager_new` and emptied by `cali_ConfigManager_delete`.
 
-use crate::entry::{cali, guard, static_cstr, text};
+use crate::entry::{guard, static_cstr, text};
+use crate::setup::cali;
 use runtime::configmgr::ChannelController;
 use runtime::{ConfigManager, log};
 use std::ffi::{CString, c_char, c_int, c_void};

@@ -8,7 +8,8 @@
 //! numbers LEB128.
 
 use crate::channels::channel;
-use crate::entry::{cali, cali_id_t, guard};
+use crate::entry::{cali_id_t, guard};
+use crate::setup::cali;
 use crate::variant::{MAX_PACKED, cali_variant_t, from_variant, pack, read_vl, to_variant, unpack, write_vl};
 use caliper_data::{Entry, Record, Variant};
 use runtime::{Caliper, log};
@@ -33,7 +34,11 @@ unsafe fn trigger_entries(
     attrs: *const cali_id_t,
     vals: *const cali_variant_t,
 ) -> Vec<Entry> {
-    let n = usize::try_from(n).unwrap_or(0).min(MAX_TRIGGER);
+    let mut n = usize::try_from(n).unwrap_or(0);
+    if n > MAX_TRIGGER {
+        log::error(format_args!("{entry}: {n} trigger entries, only the first {MAX_TRIGGER} used"));
+        n = MAX_TRIGGER;
+    }
     if n > 0 && (attrs.is_null() || vals.is_null()) {
         log::error(format_args!("{entry}: NULL trigger lists, no trigger information"));
         return Vec::new();
@@ -142,7 +147,9 @@ struct Decoded {
     len: usize,
 }
 
-/// Decodes a pulled snapshot at `buf`.
+/// Decodes a pulled snapshot at `buf`; a NULL or malformed buffer is
+/// logged as an error of `entry` (the caller's callbacks are then not
+/// called, rather than called with garbage).
 ///
 /// # Safety
 /// `buf` holds a snapshot written by `cali_channel_pull_snapshot`.
@@ -152,6 +159,20 @@ unsafe fn decode(entry: &str, buf: *const u8) -> Option<Decoded> {
         return None;
     }
     let c = cali()?;
+    // SAFETY: per the caller.
+    let decoded = unsafe { decode_with(c, buf) };
+    if decoded.is_none() {
+        log::error(format_args!("{entry}: malformed snapshot buffer, call ignored"));
+    }
+    decoded
+}
+
+/// [`decode`], once the runtime is there; `None` if the encoding is
+/// malformed.
+///
+/// # Safety
+/// As [`decode`].
+unsafe fn decode_with(c: &Caliper, buf: *const u8) -> Option<Decoded> {
     // The encoding is self-delimiting: read its length first, byte by byte.
     let max = 2 + MAX_ENTRIES * (10 + MAX_PACKED);
     // SAFETY: only the bytes of the encoding are read: the scan below
@@ -208,7 +229,9 @@ unsafe fn encoded_len(buf: *const u8, max: usize) -> Option<usize> {
 fn add_read(bytes_read: *mut usize, len: usize) {
     if !bytes_read.is_null() {
         // SAFETY: a non-NULL counter points to a size_t, per the C API.
-        unsafe { *bytes_read += len };
+        // Wrapping, as C's size_t does: no overflow check may fire on
+        // the caller's counter.
+        unsafe { *bytes_read = (*bytes_read).wrapping_add(len) };
     }
 }
 

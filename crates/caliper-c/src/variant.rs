@@ -420,8 +420,10 @@ pub unsafe extern "C" fn cali_variant_unpack(buf: *const u8, inc: *mut usize, ok
         .and_then(|type_and_size| Some(cali_variant_t { type_and_size, value: read_vl_with(byte_at, &mut pos)? }));
     set_ok(ok, v.is_some());
     if !inc.is_null() {
-        // SAFETY: per the C API.
-        unsafe { *inc += pos };
+        // SAFETY: per the C API. Wrapping, as C's size_t does: an
+        // overflow check must not fire (and abort the program) in a call
+        // with no panic guard.
+        unsafe { *inc = (*inc).wrapping_add(pos) };
     }
     v.unwrap_or(EMPTY)
 }

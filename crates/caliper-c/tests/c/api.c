@@ -224,6 +224,20 @@ int main(void)
     cali_end(a_int);
     cali_end_region("pulled");
     CHECK(cali_channel_pull_snapshot(12345, CALI_SCOPE_THREAD, sizeof snap, snap) == 0); /* logs */
+    /* a malformed snapshot (an 11-byte number) is logged; nothing is read or called */
+    unsigned char bad[13] = { 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0 };
+    read    = 0;
+    entries = 0;
+    cali_unpack_snapshot(bad, &read, count_entries, &entries);
+    CHECK(read == 0 && entries == 0);
+    /* more trigger entries than the reference's 64: the first 64 are used (logs) */
+    cali_id_t      many_ids[65];
+    cali_variant_t many_vals[65];
+    for (int i = 0; i < 65; ++i) {
+        many_ids[i]  = a_int;
+        many_vals[i] = cali_make_variant_from_int(i);
+    }
+    cali_push_snapshot(CALI_SCOPE_THREAD, 65, many_ids, many_vals);
 
     /* channel blackboard */
     cali_variant_t chname = cali_channel_get(chn, cali_find_attribute("cali.channel"));
