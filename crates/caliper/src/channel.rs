@@ -10,11 +10,11 @@
 
 use crate::attributes::Attribute;
 use crate::blackboard::{Blackboard, ChildCache, Stack, StackEntry};
+use crate::buffer::InlineProcessor;
 use crate::capture::{Capture, MAX_MEASURED};
 use crate::config::RuntimeConfig;
 use crate::region_filter::{NameFilter, RegionFilter};
 use crate::service::{EventKind, Observation, Runtime, Service, ServiceState, ThreadService, Trigger};
-use crate::services::InlineProcessor;
 use crate::snapshot::{Measured, RegionAttributes, RegionSnapshot, Snapshot, Stamps, Time};
 use crate::sparse::{PAGE, Sparse};
 use crate::sync;
@@ -354,18 +354,24 @@ impl Channel {
         for service in &self.services {
             service.on_new_thread(cali, blackboard);
         }
+        let states = self.services.iter().enumerate();
+        let mut states: Vec<ServiceState> =
+            states.map(|(i, s)| if self.timer == Some(i) { Box::new(()) } else { s.thread_state() }).collect();
+        // The only processing service's thread object inline, if its type
+        // is one the channel keeps so.
         let inline = match *self.process {
-            [i] => self.services[i].inline_processor().map(|p| (i, p)),
+            [i] => match InlineProcessor::from_boxed(std::mem::replace(&mut states[i], Box::new(()))) {
+                Ok(p) => Some((i, p)),
+                Err(state) => {
+                    states[i] = state;
+                    None
+                }
+            },
             _ => None,
         };
-        let states = self.services.iter().enumerate();
-        let states = states.map(|(i, s)| {
-            let kept_inline = self.timer == Some(i) || inline.as_ref().is_some_and(|(j, _)| *j == i);
-            if kept_inline { Box::new(()) } else { s.thread_state() }
-        });
         let timer = self.timer.and_then(|i| self.services[i].inline_timer());
         let mut ct = ChannelThread {
-            states: states.collect(),
+            states,
             inline,
             timer,
             measured: vec![0; self.measured.len()].into_boxed_slice(),

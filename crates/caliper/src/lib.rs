@@ -23,6 +23,7 @@ mod alloc_guard;
 pub mod api;
 pub mod attributes;
 pub mod blackboard;
+pub mod buffer;
 mod capture;
 pub mod channel;
 mod clock;

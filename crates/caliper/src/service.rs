@@ -7,7 +7,6 @@
 
 use crate::attributes::{Attribute, AttributeInfo, Builtins};
 use crate::blackboard::Blackboard;
-use crate::services::InlineProcessor;
 use crate::snapshot::{RegionAttributes, RegionSnapshot, Snapshot, Stamps};
 use crate::tree::ContextTree;
 use crate::value::ValueKey;
@@ -162,13 +161,6 @@ pub trait Service: Send + Sync {
     /// A new thread's part of this service.
     fn thread_state(&self) -> ServiceState {
         Box::new(())
-    }
-    /// A new thread's part of this service kept inline by the channel, if
-    /// it is the channel's only processing service (see
-    /// [`InlineProcessor`]); `None` for services not in that set, whose
-    /// part is [`thread_state`](Service::thread_state).
-    fn inline_processor(&self) -> Option<InlineProcessor> {
-        None
     }
     /// Emits the records gathered in the threads' states.
     fn flush(&self, _cali: &dyn Runtime, _states: &mut [&mut dyn ThreadService], _emit: &mut dyn FnMut(&Record)) {}

@@ -11,7 +11,6 @@ use crate::attributes::Attribute;
 use crate::log;
 use crate::service::Runtime;
 use crate::service::{Service, ServiceState, ThreadService, state_mut};
-use crate::services::{InlineProcessor, Processor};
 use crate::snapshot::{RegionAttributes, RegionSnapshot, Snapshot};
 use crate::sparse::{PAGE, Sparse};
 use crate::value::ValueKey;
@@ -177,7 +176,7 @@ struct Extras {
 }
 
 /// A thread's aggregation.
-pub(super) struct AggThread {
+pub struct AggThread {
     key_names: Arc<[String]>,
     /// Entry index + 1 of the records keyed by exactly one node, by node id.
     by_node: Sparse<u32>,
@@ -530,10 +529,6 @@ impl Service for Aggregate {
 
     fn thread_state(&self) -> ServiceState {
         Box::new(AggThread::new(self.key_names.clone()))
-    }
-
-    fn inline_processor(&self) -> Option<InlineProcessor> {
-        Some(InlineProcessor(Processor::Aggregate(AggThread::new(self.key_names.clone()))))
     }
 
     fn flush(&self, cali: &dyn Runtime, states: &mut [&mut dyn ThreadService], emit: &mut dyn FnMut(&Record)) {

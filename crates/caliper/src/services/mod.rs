@@ -2,7 +2,7 @@
 //! that lists them: a new service is one file (with its [`ServiceSpec`])
 //! and one row of [`SERVICES`].
 
-mod aggregate;
+pub(crate) mod aggregate;
 mod async_event;
 mod debug;
 mod event;
@@ -21,8 +21,6 @@ mod validator;
 use crate::config::RuntimeConfig;
 use crate::log;
 use crate::service::Runtime;
-use crate::service::{ServiceState, ThreadService};
-use crate::snapshot::{RegionSnapshot, Snapshot};
 pub(crate) use registry::{Created, NotCreated};
 use registry::{ServiceSpec, Settings, Setup, Stage};
 
@@ -58,47 +56,6 @@ pub(crate) fn create(
 ) -> Result<Created, NotCreated> {
     let spec = find(name).ok_or(NotCreated::Unknown)?;
     (spec.create)(&Setup { cali, channel, settings: Settings::new(spec, config) })
-}
-
-/// The thread object of a processing service that a channel keeps inline
-/// (see [`Service::inline_processor`](crate::service::Service::inline_processor)): a closed set of the services whose
-/// speed matters most, so that the channel's fused path calls them
-/// directly, and the compiler can inline them into it, instead of through
-/// a `Box<dyn ThreadService>`.
-pub struct InlineProcessor(Processor);
-
-// One per thread and channel; a box would cost a pointer chase per snapshot.
-#[allow(clippy::large_enum_variant)]
-enum Processor {
-    Aggregate(aggregate::AggThread),
-    Trace(trace::TraceThread),
-}
-
-impl InlineProcessor {
-    /// The thread object, for the generic pipeline and the flush.
-    pub(crate) fn as_dyn(&mut self) -> &mut dyn ThreadService {
-        match &mut self.0 {
-            Processor::Aggregate(a) => a,
-            Processor::Trace(t) => t,
-        }
-    }
-
-    /// The thread object on its own, when the thread exits.
-    pub(crate) fn into_boxed(self) -> ServiceState {
-        match self.0 {
-            Processor::Aggregate(a) => Box::new(a),
-            Processor::Trace(t) => Box::new(t),
-        }
-    }
-
-    /// [`ThreadService::process_region`] without a virtual call.
-    #[inline(always)]
-    pub(crate) fn process_region(&mut self, cali: &dyn Runtime, region: &RegionSnapshot<'_>, scratch: &mut Snapshot) {
-        match &mut self.0 {
-            Processor::Aggregate(a) => a.process_region(cali, region, scratch),
-            Processor::Trace(t) => t.process_region(cali, region, scratch),
-        }
-    }
 }
 
 /// Warns when a channel's services cannot produce output: a trigger
