@@ -7,9 +7,15 @@
 //! release ordering) only after it is written. Creating a node takes a lock;
 //! threads keep their own caches of child lookups, so in the steady state
 //! they never ask the tree.
+//!
+//! The index of children hashes a node's parent, attribute and value with
+//! strings as their interned symbols, so that a lookup never hashes a
+//! string, and keeps node ids only (see [`IdIndex`]), not a copy of each
+//! node's key.
 
+use crate::id_index::{IdIndex, fold};
+use crate::value::ValueKey;
 use crate::{log, sync};
-use caliper_data::hash::FxHashMap;
 use caliper_data::node::{INV_ID, Id, bootstrap_nodes};
 use caliper_data::{Node, NodeRef, NodeStore, Variant};
 use std::mem::MaybeUninit;
@@ -26,7 +32,7 @@ const MAX_CHUNKS: usize = 4096;
 pub struct ContextTree {
     chunks: Box<[AtomicPtr<MaybeUninit<Node>>]>,
     len: AtomicU64,
-    index: Mutex<FxHashMap<(Id, Id, Variant), Id>>,
+    index: Mutex<IdIndex>,
     /// Whether a node was refused for want of room (said once).
     full: AtomicBool,
 }
@@ -54,13 +60,14 @@ impl ContextTree {
         let tree = ContextTree {
             chunks,
             len: AtomicU64::new(0),
-            index: Mutex::new(FxHashMap::default()),
+            index: Mutex::new(IdIndex::default()),
             full: AtomicBool::new(false),
         };
         {
             let mut index = sync::lock(&tree.index);
             for node in bootstrap_nodes() {
-                tree.append(&mut index, node);
+                let hash = child_hash(node.parent, node.attribute, ValueKey::from_variant(&node.value));
+                tree.append(&mut index, hash, node);
             }
         }
         tree
@@ -93,13 +100,27 @@ impl ContextTree {
     /// The child `attribute = value` of `parent` (`None`: the root),
     /// created if it does not exist yet.
     pub fn get_child(&self, attribute: Id, value: Variant, parent: Option<Id>) -> Id {
+        let key = ValueKey::from_variant(&value);
+        self.child(attribute, key, value, parent)
+    }
+
+    /// [`ContextTree::get_child`] of a value already interned.
+    pub fn get_child_key(&self, attribute: Id, value: ValueKey, parent: Option<Id>) -> Id {
+        self.child(attribute, value, value.to_variant(), parent)
+    }
+
+    /// The child `attribute = value` of `parent`, `key` being the value's
+    /// key.
+    fn child(&self, attribute: Id, key: ValueKey, value: Variant, parent: Option<Id>) -> Id {
+        let hash = child_hash(parent, attribute, key);
         let mut index = sync::lock(&self.index);
-        let key = (parent.unwrap_or(INV_ID), attribute, value);
-        if let Some(&id) = index.get(&key) {
-            return id;
+        let found = index.find(hash, |id| {
+            self.get(Id::from(id)).is_some_and(|n| n.parent == parent && n.attribute == attribute && n.value == value)
+        });
+        match found {
+            Some(id) => Id::from(id),
+            None => self.append(&mut index, hash, Node { attribute, value, parent }),
         }
-        let (_, _, value) = key;
-        self.append(&mut index, Node { attribute, value, parent })
     }
 
     /// The node for a list of (attribute, value) pairs, each the child of
@@ -111,7 +132,8 @@ impl ContextTree {
         parent
     }
 
-    fn append(&self, index: &mut FxHashMap<(Id, Id, Variant), Id>, node: Node) -> Id {
+    /// Adds a node (not in the tree yet) whose [`child_hash`] is `hash`.
+    fn append(&self, index: &mut IdIndex, hash: u32, node: Node) -> Id {
         let id = self.len.load(Ordering::Relaxed);
         let chunk_no = (id >> CHUNK_BITS) as usize;
         let Some(slot) = self.chunks.get(chunk_no) else {
@@ -129,12 +151,12 @@ impl ContextTree {
             chunk = Box::leak(storage).as_mut_ptr();
             slot.store(chunk, Ordering::Release);
         }
-        let key = (node.parent.unwrap_or(INV_ID), node.attribute, node.value.clone());
         // SAFETY: the slot is past `len`, so no reader looks at it, and the
         // index lock keeps other writers out.
         unsafe { (*chunk.add(id as usize & (CHUNK - 1))).write(node) };
         self.len.store(id + 1, Ordering::Release);
-        index.insert(key, id);
+        // Below 2^24: the chunks hold no more.
+        index.insert(hash, id as u32);
         id
     }
 
@@ -149,6 +171,15 @@ impl ContextTree {
         }
         out[start..].reverse();
     }
+}
+
+/// The hash of the node `attribute = value` under `parent` in the index.
+fn child_hash(parent: Option<Id>, attribute: Id, value: ValueKey) -> u32 {
+    let parent = parent.unwrap_or(INV_ID);
+    fold(
+        (parent.wrapping_mul(0xC2B2_AE3D_27D4_EB4F) ^ attribute).wrapping_mul(0x1656_67B1_9E37_79F9)
+            ^ value.hash_bits(),
+    )
 }
 
 impl NodeStore for ContextTree {

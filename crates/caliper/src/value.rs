@@ -2,9 +2,11 @@
 //! [`Variant`] whose strings are interned, so that begin/end never touch a
 //! shared reference count.
 
+use crate::id_index::{IdIndex, fold};
 use crate::{log, sync};
-use caliper_data::hash::FxHashMap;
+use caliper_data::hash::FxHasher;
 use caliper_data::{AttrType, Text, Variant};
+use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
 use std::sync::{Mutex, OnceLock};
 
@@ -127,11 +129,12 @@ const CHUNK: usize = 1 << CHUNK_BITS;
 const MAX_CHUNKS: usize = 1 << 14;
 
 /// Interned strings and blobs: appended under a lock, read without one
-/// (chunks are never moved or freed, as in the context tree).
+/// (chunks are never moved or freed, as in the context tree). The index
+/// keeps symbols, not a second copy of each value (see [`IdIndex`]).
 struct Interner {
     chunks: Box<[AtomicPtr<Variant>]>,
     len: AtomicU32,
-    index: Mutex<FxHashMap<Variant, u32>>,
+    index: Mutex<IdIndex>,
     /// Whether a value was refused for want of room (said once).
     full: AtomicBool,
 }
@@ -157,7 +160,7 @@ impl Interner {
         Interner {
             chunks: (0..chunks).map(|_| AtomicPtr::new(std::ptr::null_mut())).collect(),
             len: AtomicU32::new(0),
-            index: Mutex::new(FxHashMap::default()),
+            index: Mutex::new(IdIndex::default()),
             full: AtomicBool::new(false),
         }
     }
@@ -167,8 +170,11 @@ impl Interner {
     }
 
     fn intern(&self, value: Variant) -> u32 {
+        let mut hasher = FxHasher::default();
+        value.hash(&mut hasher);
+        let hash = fold(hasher.finish());
         let mut index = sync::lock(&self.index);
-        if let Some(&sym) = index.get(&value) {
+        if let Some(sym) = index.find(hash, |sym| self.value(sym) == Some(&value)) {
             return sym;
         }
         let sym = self.len.load(Ordering::Relaxed);
@@ -189,20 +195,27 @@ impl Interner {
         }
         // SAFETY: the slot is past `len`: no reader looks at it yet, and the
         // index lock keeps other writers out.
-        unsafe { *chunk.add(sym as usize & (CHUNK - 1)) = value.clone() };
+        unsafe { *chunk.add(sym as usize & (CHUNK - 1)) = value };
         self.len.store(sym + 1, Ordering::Release);
-        index.insert(value, sym);
+        index.insert(hash, sym);
         sym
     }
 
     fn get(&self, sym: u32) -> Variant {
+        self.value(sym).cloned().unwrap_or_default()
+    }
+
+    /// The value of a symbol, borrowed: written once before the symbol was
+    /// published, never changed or freed after.
+    fn value(&self, sym: u32) -> Option<&Variant> {
         if sym >= self.len.load(Ordering::Acquire) {
-            return Variant::Empty;
+            return None;
         }
         // In range: `len` never passes the chunks' capacity.
         let chunk = self.chunks[(sym >> CHUNK_BITS) as usize].load(Ordering::Acquire);
-        // SAFETY: published before `len` was advanced; never freed.
-        unsafe { (*chunk.add(sym as usize & (CHUNK - 1))).clone() }
+        // SAFETY: published before `len` was advanced; never written again
+        // nor freed while the table lives.
+        Some(unsafe { &*chunk.add(sym as usize & (CHUNK - 1)) })
     }
 }
 
