@@ -124,6 +124,39 @@ impl Symbol {
     }
 }
 
+/// An interned string or blob with its symbol, as the table keeps it:
+/// never moved or freed, so that a cache of names (the C ABI's) can point
+/// to it instead of keeping copies.
+pub struct Interned {
+    value: Variant,
+    sym: u32,
+}
+
+impl Interned {
+    /// The interned string `s`; none if the table is full.
+    pub fn of(s: &str) -> Option<&'static Interned> {
+        let table = interner();
+        table.entry(table.intern_str(s))
+    }
+
+    /// The bytes of the string or blob.
+    #[inline]
+    pub fn bytes(&self) -> &[u8] {
+        match &self.value {
+            Variant::Str(t) => t.as_str().as_bytes(),
+            Variant::Usr(b) => b.as_bytes(),
+            _ => &[],
+        }
+    }
+
+    /// The value's key.
+    #[inline]
+    pub fn key(&self) -> ValueKey {
+        let ty = if let Variant::Usr(_) = self.value { AttrType::Usr } else { AttrType::String };
+        ValueKey { ty, bits: u64::from(self.sym) }
+    }
+}
+
 const CHUNK_BITS: u32 = 10;
 const CHUNK: usize = 1 << CHUNK_BITS;
 const MAX_CHUNKS: usize = 1 << 14;
@@ -132,7 +165,7 @@ const MAX_CHUNKS: usize = 1 << 14;
 /// (chunks are never moved or freed, as in the context tree). The index
 /// keeps symbols, not a second copy of each value (see [`IdIndex`]).
 struct Interner {
-    chunks: Box<[AtomicPtr<Variant>]>,
+    chunks: Box<[AtomicPtr<Interned>]>,
     len: AtomicU32,
     index: Mutex<IdIndex>,
     /// Whether a value was refused for want of room (said once).
@@ -174,7 +207,7 @@ impl Interner {
         value.hash(&mut hasher);
         let hash = fold(hasher.finish());
         let mut index = sync::lock(&self.index);
-        if let Some(sym) = index.find(hash, |sym| self.value(sym) == Some(&value)) {
+        if let Some(sym) = index.find(hash, |sym| self.entry(sym).is_some_and(|e| e.value == value)) {
             return sym;
         }
         let sym = self.len.load(Ordering::Relaxed);
@@ -189,25 +222,25 @@ impl Interner {
         };
         let mut chunk = slot.load(Ordering::Relaxed);
         if chunk.is_null() {
-            let storage: Box<[Variant]> = (0..CHUNK).map(|_| Variant::Empty).collect();
+            let storage: Box<[Interned]> = (0..CHUNK).map(|_| Interned { value: Variant::Empty, sym: 0 }).collect();
             chunk = Box::leak(storage).as_mut_ptr();
             slot.store(chunk, Ordering::Release);
         }
         // SAFETY: the slot is past `len`: no reader looks at it yet, and the
         // index lock keeps other writers out.
-        unsafe { *chunk.add(sym as usize & (CHUNK - 1)) = value };
+        unsafe { *chunk.add(sym as usize & (CHUNK - 1)) = Interned { value, sym } };
         self.len.store(sym + 1, Ordering::Release);
         index.insert(hash, sym);
         sym
     }
 
     fn get(&self, sym: u32) -> Variant {
-        self.value(sym).cloned().unwrap_or_default()
+        self.entry(sym).map(|e| e.value.clone()).unwrap_or_default()
     }
 
     /// The value of a symbol, borrowed: written once before the symbol was
     /// published, never changed or freed after.
-    fn value(&self, sym: u32) -> Option<&Variant> {
+    fn entry(&self, sym: u32) -> Option<&Interned> {
         if sym >= self.len.load(Ordering::Acquire) {
             return None;
         }
