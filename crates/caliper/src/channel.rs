@@ -222,7 +222,7 @@ pub struct ChannelThread {
     /// Per attribute id: `None` not looked up, `Some(None)` not marked.
     marks: Sparse<Option<Option<EventAttributes>>>,
     /// Per region-stack node (by id; the empty stack at 0).
-    memo: Sparse<NodeMemo>,
+    memo: Memo,
     /// Begins the memo has forgotten (see [`BeginCache`]).
     begins: BeginCache,
     /// Per string value seen by the region filters: whether it passes the
@@ -327,7 +327,7 @@ impl ChannelThread {
         match (kind, parent) {
             (EventKind::Begin, _) => {
                 let i = parent.map_or(0, |p| p as usize);
-                if let Some(m) = self.memo.get(i)
+                if let Some(m) = self.memo.child(i)
                     && m.child != 0
                     && Id::from(m.child_attr) == entry.attr.id()
                     && m.child_value == entry.value
@@ -343,8 +343,8 @@ impl ChannelThread {
             }
             // An entry ended is innermost, as a region always is: its event
             // node is remembered with the stack's node.
-            (EventKind::End, Some(node)) if on_top => match self.memo.get(node as usize) {
-                Some(m) if m.end != 0 => Some(Id::from(m.end)),
+            (EventKind::End, Some(node)) if on_top => match self.memo.end(node as usize) {
+                end if end != 0 => Some(Id::from(end)),
                 _ => {
                     let info = info(self)?.id();
                     Some(self.remember_end(tree, cache, node, info, entry.value))
@@ -377,8 +377,8 @@ impl ChannelThread {
     #[inline(never)]
     fn remember_end(&mut self, tree: &ContextTree, cache: &mut ChildCache, node: Id, info: Id, value: ValueKey) -> Id {
         let event = cache.child(tree, Some(node), info, value);
-        if let (Ok(short), Some(m)) = (u32::try_from(event), self.memo_mut(node as usize)) {
-            m.end = short;
+        if let Ok(short) = u32::try_from(event) {
+            self.memo.set_end(node as usize, short);
         }
         event
     }
@@ -425,15 +425,11 @@ impl ChannelThread {
     /// last begun there, and tells the stack the node its push makes.
     fn begun(&mut self, stack: &mut Stack, parent: u32, attr: u32, value: ValueKey, (child, event): (Id, Id)) {
         stack.expect_push(child);
-        if let (Ok(c), Ok(e), Some(m)) = (u32::try_from(child), u32::try_from(event), self.memo_mut(parent as usize)) {
+        if let (Ok(c), Ok(e), Some(m)) =
+            (u32::try_from(child), u32::try_from(event), self.memo.child_mut(parent as usize))
+        {
             (m.child, m.child_attr, m.begin, m.child_value) = (c, attr, e, value);
         }
-    }
-
-    /// The memo of node `i`, if its id fits the table's 32 bits.
-    fn memo_mut(&mut self, i: usize) -> Option<&mut NodeMemo> {
-        u32::try_from(i).ok()?;
-        Some(self.memo.get_mut(i))
     }
 }
 
@@ -498,7 +494,7 @@ macro_rules! context_of {
 mod memo;
 mod pull;
 
-use memo::{BeginCache, NodeMemo};
+use memo::{BeginCache, Memo};
 
 impl Channel {
     /// A channel with the given services (already instantiated from its
@@ -707,7 +703,7 @@ impl Channel {
             inline,
             timer,
             marks: Sparse::new(&UNMARKED),
-            memo: Sparse::new(&memo::UNKNOWN_PAGE),
+            memo: Memo::new(),
             begins: BeginCache::default(),
             filtered: FxHashMap::default(),
             branches: Vec::new(),
