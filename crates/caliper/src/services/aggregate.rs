@@ -182,11 +182,11 @@ pub(super) struct AggThread {
     /// Entry index + 1 of the records keyed by exactly one node, by node id.
     by_node: Sparse<u32>,
     /// Entries of records keyed by exactly two nodes, by the second node:
-    /// the first node and entry index + 1 of the first such key seen. The
-    /// first node is nearly always the same (the process context); keys
-    /// with another one are in `by_other_pair`. Ids of 32 bits, as in
-    /// [`Key`], to halve the table (it has a slot for every node id).
-    by_pair: Sparse<(u32, u32)>,
+    /// entry index + 1 of the first such key seen (whose key has the
+    /// first node: the table has a slot for every node id, so it keeps no
+    /// copy). The first node is nearly always the same (the process
+    /// context); keys with another one are in `by_other_pair`.
+    by_pair: Sparse<u32>,
     by_other_pair: FxHashMap<(Id, Id), u32>,
     /// Entries of other keys, and those keys (the `Key`s of their entries
     /// point into `long_keys`).
@@ -231,7 +231,6 @@ const METRIC: u32 = 3;
 /// Empty pages of the tables by node and attribute id (see [`Sparse`]):
 /// no entry, and [`UNKNOWN`] kinds.
 static NO_ENTRIES: [u32; PAGE] = [0; PAGE];
-static NO_PAIRS: [(u32, u32); PAGE] = [(0, 0); PAGE];
 
 /// The slot of a value that is not a metric: past the end of any row.
 const NO_SLOT: usize = usize::MAX;
@@ -264,7 +263,7 @@ impl AggThread {
         AggThread {
             key_names,
             by_node: Sparse::new(&NO_ENTRIES),
-            by_pair: Sparse::new(&NO_PAIRS),
+            by_pair: Sparse::new(&NO_ENTRIES),
             by_other_pair: FxHashMap::default(),
             by_key: FxHashMap::default(),
             long_keys: Vec::new(),
@@ -427,17 +426,17 @@ impl AggThread {
     #[inline(always)]
     fn pair_entry(&mut self, a: Id, b: Id) -> usize {
         match self.by_pair.get(b as usize) {
-            Some(&(first, e)) if e != 0 && Id::from(first) == a => e as usize - 1,
+            Some(&e) if e != 0 && self.heads.get(e as usize - 1).is_some_and(|h| h.key.first_is(a)) => e as usize - 1,
             _ => self.new_pair_entry(a, b),
         }
     }
 
     #[cold]
     fn new_pair_entry(&mut self, a: Id, b: Id) -> usize {
-        match (*self.by_pair.get_mut(b as usize), u32::try_from(a)) {
-            ((_, 0), Ok(first)) => {
-                let e = self.push_node_entry(Key::pair(a, b), &[a, b]);
-                *self.by_pair.get_mut(b as usize) = (first, e + 1);
+        match (*self.by_pair.get_mut(b as usize), Key::pair(a, b)) {
+            (0, Some(key)) => {
+                let e = self.push_entry(key);
+                *self.by_pair.get_mut(b as usize) = e + 1;
                 e as usize
             }
             _ => self.other_pair_entry(a, b),
