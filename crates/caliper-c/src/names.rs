@@ -10,37 +10,30 @@
 //! Shared by all threads rather than one per thread: the names are the
 //! same on every thread, and a plain static is reached without the
 //! thread-local lookup a shared library pays on every access. A slot is
-//! one atomic pointer to an immutable name, so a reader sees either the
-//! old name or the new one, and the byte check tells which. Names are
-//! never freed (a slot may still be read), but each distinct string is
-//! stored once, so they are bounded by the distinct names the program
-//! uses, which the runtime keeps anyway.
+//! one atomic pointer to a string of the runtime's string table, which
+//! are immutable and never freed, so a reader sees either the old name or
+//! the new one, and the byte check tells which. The names are not copied:
+//! a table of its own cost about a hundred bytes per distinct name, as
+//! much as the runtime's table. (A name that is not valid UTF-8 is
+//! interned with replacement characters, so its bytes never match: it is
+//! interned on every call, slower but with the same value.)
 
-use caliper_data::hash::FxHashMap;
-use runtime::value::ValueKey;
+use runtime::value::{Interned, ValueKey};
 use std::ffi::{CStr, c_char};
 use std::sync::atomic::{AtomicPtr, Ordering};
-use std::sync::{Mutex, TryLockError};
 
 /// log2 of the number of slots (4096 pointers: 32 KiB). The multiplicative
 /// hash spreads names allocated at regular strides, which thrashed a table
 /// indexed by the pointer's low bits.
 const SLOT_BITS: u32 = 12;
 
-struct Name {
-    bytes: Box<[u8]>,
-    key: ValueKey,
-}
-
-static SLOTS: [AtomicPtr<Name>; 1 << SLOT_BITS] = [const { AtomicPtr::new(std::ptr::null_mut()) }; 1 << SLOT_BITS];
-
-/// Every name, by content.
-static NAMES: Mutex<Option<FxHashMap<&'static [u8], &'static Name>>> = Mutex::new(None);
+/// Per slot, the name last seen there (NULL: none).
+static SLOTS: [AtomicPtr<Interned>; 1 << SLOT_BITS] = [const { AtomicPtr::new(std::ptr::null_mut()) }; 1 << SLOT_BITS];
 
 /// The slot of pointer `s` (Fibonacci hashing: the top bits of the
 /// product depend on all of the pointer's bits).
 #[inline]
-fn slot(s: *const c_char) -> &'static AtomicPtr<Name> {
+fn slot(s: *const c_char) -> &'static AtomicPtr<Interned> {
     &SLOTS[((s as usize as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (u64::BITS - SLOT_BITS)) as usize]
 }
 
@@ -62,10 +55,6 @@ unsafe fn same(bytes: &[u8], s: *const c_char) -> bool {
     unsafe { *s.add(bytes.len()) == 0 }
 }
 
-fn intern(bytes: &[u8]) -> ValueKey {
-    ValueKey::string(&String::from_utf8_lossy(bytes))
-}
-
 /// The interned value of the string at `s`.
 ///
 /// # Safety
@@ -73,43 +62,33 @@ fn intern(bytes: &[u8]) -> ValueKey {
 #[inline]
 pub(crate) unsafe fn key_of(s: *const c_char) -> ValueKey {
     let slot = slot(s);
-    // SAFETY: slots hold NULL or names that are never freed.
+    // SAFETY: slots hold NULL or strings of the table, never freed.
     if let Some(name) = unsafe { slot.load(Ordering::Acquire).as_ref() }
         // SAFETY: `s` is NUL-terminated per the caller.
-        && unsafe { same(&name.bytes, s) }
+        && unsafe { same(name.bytes(), s) }
     {
-        return name.key;
+        return name.key();
     }
     // SAFETY: per the caller.
     unsafe { miss(slot, s) }
 }
 
-/// Finds or makes the name of the string at `s` and puts it in `slot`.
+/// Interns the string at `s` and puts it in `slot`.
 ///
 /// # Safety
 /// `s` is a non-NULL, NUL-terminated string.
 #[cold]
-unsafe fn miss(slot: &AtomicPtr<Name>, s: *const c_char) -> ValueKey {
+unsafe fn miss(slot: &AtomicPtr<Interned>, s: *const c_char) -> ValueKey {
     // SAFETY: per the caller.
-    let bytes = unsafe { CStr::from_ptr(s) }.to_bytes();
-    let mut names = match NAMES.try_lock() {
-        Ok(names) => names,
-        Err(TryLockError::Poisoned(e)) => e.into_inner(),
-        // Another thread (or a signal handler that interrupted this one)
-        // is adding a name: do without the table this time.
-        Err(TryLockError::WouldBlock) => return intern(bytes),
-    };
-    let names = names.get_or_insert_with(FxHashMap::default);
-    let name: &'static Name = match names.get(bytes) {
-        Some(name) => name,
-        None => {
-            let name: &'static Name = Box::leak(Box::new(Name { bytes: bytes.into(), key: intern(bytes) }));
-            names.insert(&name.bytes, name);
-            name
+    let name = String::from_utf8_lossy(unsafe { CStr::from_ptr(s) }.to_bytes());
+    match Interned::of(&name) {
+        Some(interned) => {
+            slot.store(interned as *const Interned as *mut Interned, Ordering::Release);
+            interned.key()
         }
-    };
-    slot.store(name as *const Name as *mut Name, Ordering::Release);
-    name.key
+        // The string table is full: the key of a string it refused.
+        None => ValueKey::string(&name),
+    }
 }
 
 #[cfg(test)]

@@ -185,7 +185,7 @@ unsafe fn decode_with(c: &Caliper, buf: *const u8) -> Option<Decoded> {
     for _ in 0..n_refs {
         let mut node = Some(read_vl(bytes, &mut pos)?);
         while let Some(n) = node.and_then(|id| c.tree().get(id)) {
-            entries.push((n.attribute, from_variant(&n.value)));
+            entries.push((n.attribute, from_variant(n.value)));
             node = n.parent;
         }
     }

@@ -52,7 +52,7 @@ impl ChildCache {
         let id = match self.map.get(&key) {
             Some(&id) => id,
             None => {
-                let id = tree.get_child(attr, value.to_variant(), (parent != INV_ID).then_some(parent));
+                let id = tree.get_child_key(attr, value, (parent != INV_ID).then_some(parent));
                 if self.map.len() >= MAP_MAX {
                     self.map = FxHashMap::default();
                 }

@@ -141,7 +141,7 @@ pub(crate) trait Host: Runtime {
     fn thread_slots(&self) -> Vec<Arc<ThreadSlot>>;
 }
 
-use memo::{BeginCache, NodeMemo};
+use memo::{BeginCache, Memo};
 use thread_state::UNMARKED;
 pub use thread_state::{ChannelThread, EventAttributes};
 
@@ -376,7 +376,7 @@ impl Channel {
             timer,
             measured: vec![0; self.measured.len()].into_boxed_slice(),
             marks: Sparse::new(&UNMARKED),
-            memo: Sparse::new(&memo::UNKNOWN_PAGE),
+            memo: Memo::new(),
             begins: BeginCache::default(),
             filtered: FxHashMap::default(),
             branches: Vec::new(),

@@ -31,6 +31,7 @@ pub mod config;
 pub mod configmgr;
 pub mod contain;
 pub mod default_config;
+mod id_index;
 pub mod log;
 pub mod query_report;
 pub mod region_filter;

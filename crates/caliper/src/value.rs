@@ -2,9 +2,11 @@
 //! [`Variant`] whose strings are interned, so that begin/end never touch a
 //! shared reference count.
 
+use crate::id_index::{IdIndex, fold};
 use crate::{log, sync};
-use caliper_data::hash::FxHashMap;
+use caliper_data::hash::FxHasher;
 use caliper_data::{AttrType, Text, Variant};
+use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
 use std::sync::{Mutex, OnceLock};
 
@@ -125,16 +127,50 @@ impl Symbol {
     }
 }
 
+/// An interned string or blob with its symbol, as the table keeps it:
+/// never moved or freed, so that a cache of names (the C ABI's) can point
+/// to it instead of keeping copies.
+pub struct Interned {
+    value: Variant,
+    sym: u32,
+}
+
+impl Interned {
+    /// The interned string `s`; none if the table is full.
+    pub fn of(s: &str) -> Option<&'static Interned> {
+        let table = interner();
+        table.entry(table.intern_str(s))
+    }
+
+    /// The bytes of the string or blob.
+    #[inline]
+    pub fn bytes(&self) -> &[u8] {
+        match &self.value {
+            Variant::Str(t) => t.as_str().as_bytes(),
+            Variant::Usr(b) => b.as_bytes(),
+            _ => &[],
+        }
+    }
+
+    /// The value's key.
+    #[inline]
+    pub fn key(&self) -> ValueKey {
+        let ty = if let Variant::Usr(_) = self.value { AttrType::Usr } else { AttrType::String };
+        ValueKey { ty, bits: u64::from(self.sym) }
+    }
+}
+
 const CHUNK_BITS: u32 = 10;
 const CHUNK: usize = 1 << CHUNK_BITS;
 const MAX_CHUNKS: usize = 1 << 14;
 
 /// Interned strings and blobs: appended under a lock, read without one
-/// (chunks are never moved or freed, as in the context tree).
+/// (chunks are never moved or freed, as in the context tree). The index
+/// keeps symbols, not a second copy of each value (see [`IdIndex`]).
 struct Interner {
-    chunks: Box<[AtomicPtr<Variant>]>,
+    chunks: Box<[AtomicPtr<Interned>]>,
     len: AtomicU32,
-    index: Mutex<FxHashMap<Variant, u32>>,
+    index: Mutex<IdIndex>,
     /// Whether a value was refused for want of room (said once).
     full: AtomicBool,
 }
@@ -160,7 +196,7 @@ impl Interner {
         Interner {
             chunks: (0..chunks).map(|_| AtomicPtr::new(std::ptr::null_mut())).collect(),
             len: AtomicU32::new(0),
-            index: Mutex::new(FxHashMap::default()),
+            index: Mutex::new(IdIndex::default()),
             full: AtomicBool::new(false),
         }
     }
@@ -170,8 +206,11 @@ impl Interner {
     }
 
     fn intern(&self, value: Variant) -> u32 {
+        let mut hasher = FxHasher::default();
+        value.hash(&mut hasher);
+        let hash = fold(hasher.finish());
         let mut index = sync::lock(&self.index);
-        if let Some(&sym) = index.get(&value) {
+        if let Some(sym) = index.find(hash, |sym| self.entry(sym).is_some_and(|e| e.value == value)) {
             return sym;
         }
         let sym = self.len.load(Ordering::Relaxed);
@@ -186,26 +225,33 @@ impl Interner {
         };
         let mut chunk = slot.load(Ordering::Relaxed);
         if chunk.is_null() {
-            let storage: Box<[Variant]> = (0..CHUNK).map(|_| Variant::Empty).collect();
+            let storage: Box<[Interned]> = (0..CHUNK).map(|_| Interned { value: Variant::Empty, sym: 0 }).collect();
             chunk = Box::leak(storage).as_mut_ptr();
             slot.store(chunk, Ordering::Release);
         }
         // SAFETY: the slot is past `len`: no reader looks at it yet, and the
         // index lock keeps other writers out.
-        unsafe { *chunk.add(sym as usize & (CHUNK - 1)) = value.clone() };
+        unsafe { *chunk.add(sym as usize & (CHUNK - 1)) = Interned { value, sym } };
         self.len.store(sym + 1, Ordering::Release);
-        index.insert(value, sym);
+        index.insert(hash, sym);
         sym
     }
 
     fn get(&self, sym: u32) -> Variant {
+        self.entry(sym).map(|e| e.value.clone()).unwrap_or_default()
+    }
+
+    /// The value of a symbol, borrowed: written once before the symbol was
+    /// published, never changed or freed after.
+    fn entry(&self, sym: u32) -> Option<&Interned> {
         if sym >= self.len.load(Ordering::Acquire) {
-            return Variant::Empty;
+            return None;
         }
         // In range: `len` never passes the chunks' capacity.
         let chunk = self.chunks[(sym >> CHUNK_BITS) as usize].load(Ordering::Acquire);
-        // SAFETY: published before `len` was advanced; never freed.
-        unsafe { (*chunk.add(sym as usize & (CHUNK - 1))).clone() }
+        // SAFETY: published before `len` was advanced; never written again
+        // nor freed while the table lives.
+        Some(unsafe { &*chunk.add(sym as usize & (CHUNK - 1)) })
     }
 }
 

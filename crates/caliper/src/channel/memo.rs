@@ -1,7 +1,7 @@
 //! What a thread remembers of the context tree in a channel, so that the
 //! snapshot of a region begin or end finds its nodes without hashing into
-//! the tree: per region-stack node, its last child and its end event
-//! ([`NodeMemo`]); and, for programs that alternate between siblings (a
+//! the tree: per region-stack node, its end event and its last child
+//! ([`Memo`]); and, for programs that alternate between siblings (a
 //! loop calling `a`, then `b`, then `c`), the begins seen recently
 //! ([`BeginCache`]).
 //!
@@ -9,31 +9,67 @@
 //! 2^24 nodes), which keeps the tables small; 0 stands for "not known"
 //! (node 0 is a bootstrap attribute, never a stack or event node).
 
-use crate::sparse::PAGE;
+use crate::sparse::{PAGE, Sparse};
 use crate::value::ValueKey;
 use caliper_data::node::Id;
 
-/// What a thread remembers of a region-stack node.
+/// What a thread remembers of the region-stack nodes, by node id (the
+/// empty stack at 0). Two tables: every node ended has an end event, but
+/// only nodes with children have a last child, and ids are dense (a
+/// region's node, then its event nodes), so one table of both cost the
+/// child's 32 bytes for every node id of a program with many regions.
+pub(super) struct Memo {
+    /// The event node of ending each node's innermost entry (0: unknown).
+    ends: Sparse<u32>,
+    children: Sparse<ChildMemo>,
+}
+
+/// The child last begun under a node, with the attribute and value of its
+/// entry and the event node of beginning it. Loops begin the same children
+/// again and again, usually in the same order.
 #[derive(Copy, Clone)]
-pub(super) struct NodeMemo {
-    /// The event node of ending the node's innermost entry.
-    pub end: u32,
-    /// The child last begun under the node, with the attribute and value
-    /// of its entry and the event node of beginning it. Loops begin the
-    /// same children again and again, usually in the same order.
+pub(super) struct ChildMemo {
     pub child: u32,
     pub child_attr: u32,
     pub begin: u32,
     pub child_value: ValueKey,
 }
 
-impl NodeMemo {
-    pub const UNKNOWN: NodeMemo =
-        NodeMemo { end: 0, child: 0, child_attr: 0, begin: 0, child_value: ValueKey::uint(0) };
-}
+/// Pages of unknown nodes (see [`Sparse`]).
+static NO_ENDS: [u32; PAGE] = [0; PAGE];
+static NO_CHILDREN: [ChildMemo; PAGE] =
+    [ChildMemo { child: 0, child_attr: 0, begin: 0, child_value: ValueKey::uint(0) }; PAGE];
 
-/// A page of unknown nodes (see [`Sparse`](crate::sparse::Sparse)).
-pub(super) static UNKNOWN_PAGE: [NodeMemo; PAGE] = [NodeMemo::UNKNOWN; PAGE];
+impl Memo {
+    pub const fn new() -> Memo {
+        Memo { ends: Sparse::new(&NO_ENDS), children: Sparse::new(&NO_CHILDREN) }
+    }
+
+    /// The end event of node `i` (0: unknown).
+    #[inline(always)]
+    pub fn end(&self, i: usize) -> u32 {
+        self.ends.get(i).copied().unwrap_or(0)
+    }
+
+    /// The last child of node `i` (`child` 0: none).
+    #[inline(always)]
+    pub fn child(&self, i: usize) -> Option<&ChildMemo> {
+        self.children.get(i)
+    }
+
+    /// Remembers the end event of node `i`, if its id fits 32 bits.
+    pub fn set_end(&mut self, i: usize, end: u32) {
+        if u32::try_from(i).is_ok() {
+            *self.ends.get_mut(i) = end;
+        }
+    }
+
+    /// The last child of node `i` to write, if its id fits 32 bits.
+    pub fn child_mut(&mut self, i: usize) -> Option<&mut ChildMemo> {
+        u32::try_from(i).ok()?;
+        Some(self.children.get_mut(i))
+    }
+}
 
 /// A begin: the entry `attr = value` under `parent`, the node it makes and
 /// its event node.
@@ -91,6 +127,20 @@ impl BeginCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ends_and_children_are_remembered_apart() {
+        let mut memo = Memo::new();
+        assert_eq!(memo.end(5), 0);
+        memo.set_end(5, 9);
+        assert_eq!(memo.end(5), 9);
+        assert!(memo.child(5).is_none_or(|c| c.child == 0), "an end makes no child");
+        if let Some(c) = memo.child_mut(5) {
+            (c.child, c.child_attr, c.begin) = (6, 7, 8);
+        }
+        assert_eq!(memo.child(5).map(|c| c.child), Some(6));
+        assert_eq!(memo.end(5), 9);
+    }
 
     #[test]
     fn remembers_the_last_begin_of_each_slot() {

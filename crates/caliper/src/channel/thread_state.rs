@@ -31,7 +31,7 @@ pub struct ChannelThread {
     /// Per attribute id: `None` not looked up, `Some(None)` not marked.
     pub(super) marks: Sparse<Option<Option<EventAttributes>>>,
     /// Per region-stack node (by id; the empty stack at 0).
-    pub(super) memo: Sparse<NodeMemo>,
+    pub(super) memo: Memo,
     /// Begins the memo has forgotten (see [`BeginCache`]).
     pub(super) begins: BeginCache,
     /// Per string value seen by the region filters: whether it passes the
@@ -148,7 +148,7 @@ impl ChannelThread {
         match (kind, parent) {
             (EventKind::Begin, _) => {
                 let i = parent.map_or(0, |p| p as usize);
-                if let Some(m) = self.memo.get(i)
+                if let Some(m) = self.memo.child(i)
                     && m.child != 0
                     && Id::from(m.child_attr) == entry.attr.id()
                     && m.child_value == entry.value
@@ -164,8 +164,8 @@ impl ChannelThread {
             }
             // An entry ended is innermost, as a region always is: its event
             // node is remembered with the stack's node.
-            (EventKind::End, Some(node)) if on_top => match self.memo.get(node as usize) {
-                Some(m) if m.end != 0 => Some(Id::from(m.end)),
+            (EventKind::End, Some(node)) if on_top => match self.memo.end(node as usize) {
+                end if end != 0 => Some(Id::from(end)),
                 _ => {
                     let info = info(self)?.id();
                     Some(self.remember_end(tree, cache, node, info, entry.value))
@@ -205,8 +205,8 @@ impl ChannelThread {
         value: ValueKey,
     ) -> Id {
         let event = cache.child(tree, Some(node), info, value);
-        if let (Ok(short), Some(m)) = (u32::try_from(event), self.memo_mut(node as usize)) {
-            m.end = short;
+        if let Ok(short) = u32::try_from(event) {
+            self.memo.set_end(node as usize, short);
         }
         event
     }
@@ -266,14 +266,10 @@ impl ChannelThread {
         (child, event): (Id, Id),
     ) {
         stack.expect_push(child);
-        if let (Ok(c), Ok(e), Some(m)) = (u32::try_from(child), u32::try_from(event), self.memo_mut(parent as usize)) {
+        if let (Ok(c), Ok(e), Some(m)) =
+            (u32::try_from(child), u32::try_from(event), self.memo.child_mut(parent as usize))
+        {
             (m.child, m.child_attr, m.begin, m.child_value) = (c, attr, e, value);
         }
-    }
-
-    /// The memo of node `i`, if its id fits the table's 32 bits.
-    pub(super) fn memo_mut(&mut self, i: usize) -> Option<&mut NodeMemo> {
-        u32::try_from(i).ok()?;
-        Some(self.memo.get_mut(i))
     }
 }

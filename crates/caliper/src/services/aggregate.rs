@@ -6,6 +6,9 @@
 //! the key, `min#X`, `max#X`, `sum#X`, `avg#X`, `count` and
 //! `aggregate.slot` (the entry's creation order in its thread).
 
+mod key;
+mod orders;
+
 use super::registry::{Created, NotCreated, ServiceSpec, SettingKind, SettingSpec, Setup, Stage};
 use crate::attributes::Attribute;
 use crate::log;
@@ -17,6 +20,8 @@ use crate::value::ValueKey;
 use caliper_data::hash::FxHashMap;
 use caliper_data::node::Id;
 use caliper_data::{AttrType, Properties, Record, Variant};
+use key::{Key, Kind};
+use orders::Orders;
 use std::sync::Arc;
 
 pub(super) const SPEC: ServiceSpec = ServiceSpec {
@@ -97,6 +102,8 @@ struct Row<'a> {
     /// The table from the row on: slot `i` is at `i` (and every metric
     /// slot is within the row).
     stats: &'a mut [Stat],
+    /// The entry's number of snapshots.
+    n: &'a mut u64,
     e: usize,
     extras: &'a mut Extras,
 }
@@ -104,8 +111,14 @@ struct Row<'a> {
 impl<'a> Row<'a> {
     /// The row of entry `e` in `stats`, rows of `stride` statistics.
     #[inline(always)]
-    fn of(stats: &'a mut [Stat], stride: usize, extras: &'a mut Extras, e: usize) -> Option<Row<'a>> {
-        Some(Row { stats: stats.get_mut(e * stride..)?, e, extras })
+    fn of(
+        stats: &'a mut [Stat],
+        stride: usize,
+        heads: &'a mut [Head],
+        extras: &'a mut Extras,
+        e: usize,
+    ) -> Option<Row<'a>> {
+        Some(Row { stats: stats.get_mut(e * stride..)?, n: &mut heads.get_mut(e)?.n, e, extras })
     }
 
     /// Adds `value` to the statistic of metric slot `slot` (none for a
@@ -123,9 +136,7 @@ impl<'a> Row<'a> {
     /// Counts a snapshot of the entry.
     #[inline(always)]
     fn count(&mut self) {
-        if let Some(count) = self.stats.get_mut(ENTRY_COUNT) {
-            count.n += 1;
-        }
+        *self.n += 1;
     }
 }
 
@@ -135,7 +146,7 @@ impl<'a> Row<'a> {
 /// in registers instead of building the row in memory.
 #[cold]
 fn add_other(stats: &mut [Stat], slot: usize, value: ValueKey, e: usize, extras: &mut Extras) {
-    let Extras { orders, others } = extras;
+    let Extras { order_of, orders, others } = extras;
     let Some(&Stat { min, max, sum, n }) = stats.get(slot) else { return };
     let v = value.to_variant();
     stats[slot] = match (n, value.as_uint()) {
@@ -156,8 +167,8 @@ fn add_other(stats: &mut [Stat], slot: usize, value: ValueKey, e: usize, extras:
             Stat { min: 0, max: 0, sum: others.len() as u64 - 1, n: (n + 1) | OTHER }
         }
     };
-    if let (0, Some(order)) = (n, orders.get_mut(e)) {
-        order.push(slot as u32);
+    if let (0, Some(order)) = (n, order_of.get_mut(e)) {
+        *order = orders.then(*order, slot as u32);
     }
 }
 
@@ -167,9 +178,10 @@ fn add_other(stats: &mut [Stat], slot: usize, value: ValueKey, e: usize, extras:
 /// integer).
 #[derive(Default)]
 struct Extras {
-    /// Per entry: the metric slots in the order the entry first saw them,
-    /// the order of its flushed statistics.
-    orders: Vec<Vec<u32>>,
+    /// Per entry: the order of its flushed statistics (the metric slots in
+    /// the order the entry first saw them), in `orders`.
+    order_of: Vec<u32>,
+    orders: Orders,
     /// min, max and sum of the statistics that have seen values other than
     /// unsigned integers.
     others: Vec<[Variant; 3]>,
@@ -181,18 +193,20 @@ pub struct AggThread {
     /// Entry index + 1 of the records keyed by exactly one node, by node id.
     by_node: Sparse<u32>,
     /// Entries of records keyed by exactly two nodes, by the second node:
-    /// the first node and entry index + 1 of the first such key seen. The
-    /// first node is nearly always the same (the process context); keys
-    /// with another one are in `by_other_pair`.
-    by_pair: Sparse<(Id, u32)>,
+    /// entry index + 1 of the first such key seen (whose key has the
+    /// first node: the table has a slot for every node id, so it keeps no
+    /// copy). The first node is nearly always the same (the process
+    /// context); keys with another one are in `by_other_pair`.
+    by_pair: Sparse<u32>,
     by_other_pair: FxHashMap<(Id, Id), u32>,
-    /// Entries of other keys.
+    /// Entries of other keys, and those keys (the `Key`s of their entries
+    /// point into `long_keys`).
     by_key: FxHashMap<Snapshot, u32>,
-    /// Per entry: its key (nodes and key attribute values).
-    keys: Vec<Snapshot>,
-    /// Per entry, a row of `stride` statistics: at [`ENTRY_COUNT`] the
-    /// entry's number of snapshots (its `n`), then one per metric slot.
-    /// One flat table, so that an update finds its statistics without a
+    long_keys: Vec<Snapshot>,
+    /// Per entry: its key and its number of snapshots.
+    heads: Vec<Head>,
+    /// Per entry, a row of `stride` statistics, one per metric slot. One
+    /// flat table, so that an update finds its statistics without a
     /// pointer chase, and a snapshot touches one contiguous row.
     stats: Vec<Stat>,
     stride: usize,
@@ -211,9 +225,16 @@ pub struct AggThread {
     /// aggregated, [`KEY`] a key attribute, else [`METRIC`] + the metric's
     /// slot in the entries' statistics.
     kind: Sparse<u32>,
-    /// The attribute of each metric slot, from slot 1 on (slot 0 is the
-    /// entry count).
+    /// The attribute of each metric slot.
     metrics: Vec<Id>,
+}
+
+/// An entry's key and its number of snapshots: what every entry has
+/// besides its statistics, sixteen bytes.
+#[derive(Copy, Clone)]
+struct Head {
+    key: Key,
+    n: u64,
 }
 
 const UNKNOWN: u32 = 0;
@@ -224,10 +245,7 @@ const METRIC: u32 = 3;
 /// Empty pages of the tables by node and attribute id (see [`Sparse`]):
 /// no entry, and [`UNKNOWN`] kinds.
 static NO_ENTRIES: [u32; PAGE] = [0; PAGE];
-static NO_PAIRS: [(Id, u32); PAGE] = [(0, 0); PAGE];
 
-/// The index of the entry's snapshot count in its row of statistics.
-const ENTRY_COUNT: usize = 0;
 /// The slot of a value that is not a metric: past the end of any row.
 const NO_SLOT: usize = usize::MAX;
 
@@ -259,12 +277,13 @@ impl AggThread {
         AggThread {
             key_names,
             by_node: Sparse::new(&NO_ENTRIES),
-            by_pair: Sparse::new(&NO_PAIRS),
+            by_pair: Sparse::new(&NO_ENTRIES),
             by_other_pair: FxHashMap::default(),
             by_key: FxHashMap::default(),
-            keys: Vec::new(),
+            long_keys: Vec::new(),
+            heads: Vec::new(),
             stats: Vec::new(),
-            stride: ENTRY_COUNT + 1,
+            stride: 0,
             extras: Extras::default(),
             region_slots: [NO_SLOT; 3],
             measured_slots: Box::default(),
@@ -279,8 +298,9 @@ impl AggThread {
         self.by_pair.clear();
         self.by_other_pair.clear();
         self.by_key.clear();
-        self.keys.clear();
-        self.extras.orders.clear();
+        self.long_keys.clear();
+        self.heads.clear();
+        self.extras.order_of.clear();
         self.stats.clear();
         self.extras.others.clear();
     }
@@ -301,8 +321,8 @@ impl AggThread {
                 Some(info) if info.attr.properties().is_aggregatable() => {
                     self.metrics.push(attr);
                     self.widen();
-                    // Its slot in the rows, after the entry count.
-                    METRIC + self.metrics.len() as u32
+                    // Its slot in the rows.
+                    METRIC + self.metrics.len() as u32 - 1
                 }
                 Some(info) if self.key_names.iter().any(|k| k.as_str() == &*info.name) => {
                     if info.attr.is_asvalue() {
@@ -323,9 +343,9 @@ impl AggThread {
 
     /// Makes room in every entry for a new metric slot.
     fn widen(&mut self) {
-        let (old, stride) = (self.stride, self.metrics.len() + 1);
-        let mut stats = Vec::with_capacity(self.keys.len() * stride);
-        for e in 0..self.keys.len() {
+        let (old, stride) = (self.stride, self.metrics.len());
+        let mut stats = Vec::with_capacity(self.heads.len() * stride);
+        for e in 0..self.heads.len() {
             stats.extend_from_slice(self.stats.get(e * old..(e + 1) * old).unwrap_or_default());
             stats.resize((e + 1) * stride, Stat::EMPTY);
         }
@@ -334,17 +354,34 @@ impl AggThread {
     }
 
     /// The entry of a new key.
-    fn push_entry(&mut self, key: Snapshot) -> u32 {
-        self.keys.push(key);
-        self.extras.orders.push(Vec::new());
-        self.stats.resize(self.keys.len() * self.stride, Stat::EMPTY);
-        self.keys.len() as u32 - 1
+    fn push_entry(&mut self, key: Key) -> u32 {
+        self.heads.push(Head { key, n: 0 });
+        self.extras.order_of.push(Orders::EMPTY);
+        self.stats.resize(self.heads.len() * self.stride, Stat::EMPTY);
+        self.heads.len() as u32 - 1
+    }
+
+    /// The entry of a key of nodes only, given as one or two nodes (whose
+    /// ids fit [`Key`]) or else as a snapshot.
+    fn push_node_entry(&mut self, key: Option<Key>, nodes: &[Id]) -> u32 {
+        match key {
+            Some(key) => self.push_entry(key),
+            None => self.push_long_entry(node_key(nodes)),
+        }
+    }
+
+    /// The entry of a key kept in `long_keys`.
+    fn push_long_entry(&mut self, key: Snapshot) -> u32 {
+        // Entries (so long keys too) are counted in 32 bits.
+        let long = Key::long(self.long_keys.len() as u32);
+        self.long_keys.push(key);
+        self.push_entry(long)
     }
 
     /// The row of entry `e`, to add to.
     #[inline(always)]
     fn row(&mut self, e: usize) -> Option<Row<'_>> {
-        Row::of(&mut self.stats, self.stride, &mut self.extras, e)
+        Row::of(&mut self.stats, self.stride, &mut self.heads, &mut self.extras, e)
     }
 
     /// min, max and sum of a statistic.
@@ -364,11 +401,6 @@ impl AggThread {
         {
             row.add((kind - METRIC) as usize, value);
         }
-    }
-
-    /// The entry of a key of nodes only.
-    fn push_node_entry(&mut self, nodes: &[Id]) -> u32 {
-        self.push_entry(node_key(nodes))
     }
 
     /// The index of the snapshot's entry, created if new.
@@ -396,7 +428,7 @@ impl AggThread {
 
     #[cold]
     fn new_node_entry(&mut self, node: Id) -> usize {
-        let e = self.push_node_entry(&[node]);
+        let e = self.push_node_entry(Key::one(node), &[node]);
         *self.by_node.get_mut(node as usize) = e + 1;
         e as usize
     }
@@ -404,17 +436,17 @@ impl AggThread {
     #[inline(always)]
     fn pair_entry(&mut self, a: Id, b: Id) -> usize {
         match self.by_pair.get(b as usize) {
-            Some(&(first, e)) if e != 0 && first == a => e as usize - 1,
+            Some(&e) if e != 0 && self.heads.get(e as usize - 1).is_some_and(|h| h.key.first_is(a)) => e as usize - 1,
             _ => self.new_pair_entry(a, b),
         }
     }
 
     #[cold]
     fn new_pair_entry(&mut self, a: Id, b: Id) -> usize {
-        match *self.by_pair.get_mut(b as usize) {
-            (_, 0) => {
-                let e = self.push_node_entry(&[a, b]);
-                *self.by_pair.get_mut(b as usize) = (a, e + 1);
+        match (*self.by_pair.get_mut(b as usize), Key::pair(a, b)) {
+            (0, Some(key)) => {
+                let e = self.push_entry(key);
+                *self.by_pair.get_mut(b as usize) = e + 1;
                 e as usize
             }
             _ => self.other_pair_entry(a, b),
@@ -426,7 +458,7 @@ impl AggThread {
         if let Some(&e) = self.by_other_pair.get(&(a, b)) {
             return e as usize;
         }
-        let e = self.push_node_entry(&[a, b]);
+        let e = self.push_node_entry(Key::pair(a, b), &[a, b]);
         self.by_other_pair.insert((a, b), e);
         e as usize
     }
@@ -445,11 +477,18 @@ impl AggThread {
     /// same key is the same entry, and its statistics combine as if this
     /// thread had seen `from`'s values too.
     fn absorb(&mut self, cali: &dyn Runtime, from: &AggThread) {
-        for (e, key) in from.keys.iter().enumerate() {
-            let into = self.entry(cali, key);
-            self.stats[into * self.stride + ENTRY_COUNT].n += from.stats[e * from.stride + ENTRY_COUNT].n;
-            for &metric in &from.extras.orders[e] {
-                let kind = self.kind_of(cali, from.metrics[metric as usize - 1]);
+        for (e, head) in from.heads.iter().enumerate() {
+            let into = match head.key.kind() {
+                Kind::One(node) => self.node_entry(node),
+                Kind::Pair(a, b) => self.pair_entry(a, b),
+                Kind::Long(i) => match from.long_keys.get(i) {
+                    Some(key) => self.entry(cali, key),
+                    None => continue,
+                },
+            };
+            self.heads[into].n += head.n;
+            for &metric in from.extras.orders.slots(from.extras.order_of[e]) {
+                let kind = self.kind_of(cali, from.metrics[metric as usize]);
                 let (stat, slot) = (from.stats[e * from.stride + metric as usize], (kind - METRIC) as usize);
                 let old = self.stats[into * self.stride + slot];
                 self.stats[into * self.stride + slot] = match old.n {
@@ -463,7 +502,8 @@ impl AggThread {
                     _ => self.absorb_other(old, from.variants(&stat), stat.count()),
                 };
                 if old.n == 0 {
-                    self.extras.orders[into].push(slot as u32);
+                    let order = &mut self.extras.order_of[into];
+                    *order = self.extras.orders.then(*order, slot as u32);
                 }
             }
         }
@@ -503,7 +543,7 @@ impl AggThread {
         if let Some(&i) = self.by_key.get(&key) {
             return i as usize;
         }
-        let i = self.push_entry(key.clone());
+        let i = self.push_long_entry(key.clone());
         self.by_key.insert(key, i);
         i as usize
     }
@@ -536,20 +576,20 @@ impl Service for Aggregate {
         let mut record = Record::ctx();
         for state in states.iter_mut() {
             let Some(t) = state_mut::<AggThread>(&mut **state) else { continue };
-            for (slot, key) in t.keys.iter().enumerate() {
-                key.to_record(&mut record);
-                for &metric in &t.extras.orders[slot] {
+            for (slot, head) in t.heads.iter().enumerate() {
+                head.key.to_record(&t.long_keys, &mut record);
+                for &metric in t.extras.orders.slots(t.extras.order_of[slot]) {
                     let s = &t.stats[slot * t.stride + metric as usize];
                     let [min, max, sum] = t.variants(s);
                     let ty = sum.attr_type();
                     let avg = sum.div(s.count());
                     for (prefix, value) in [("min", min), ("max", max), ("sum", sum), ("avg", avg)] {
-                        if let Some(a) = self.result(cali, prefix, t.metrics[metric as usize - 1], ty) {
+                        if let Some(a) = self.result(cali, prefix, t.metrics[metric as usize], ty) {
                             record.push_imm(a.id(), value);
                         }
                     }
                 }
-                record.push_imm(self.count.id(), Variant::Uint(t.stats[slot * t.stride + ENTRY_COUNT].n));
+                record.push_imm(self.count.id(), Variant::Uint(head.n));
                 record.push_imm(self.slot.id(), Variant::Uint(slot as u64));
                 emit(&record);
                 flushed += 1;
@@ -599,7 +639,7 @@ impl ThreadService for AggThread {
             _ => return self.process_other_region(cali, *region, scratch),
         };
         let [count, offset, duration] = self.region_slots;
-        let Some(mut row) = Row::of(&mut self.stats, self.stride, &mut self.extras, e) else { return };
+        let Some(mut row) = Row::of(&mut self.stats, self.stride, &mut self.heads, &mut self.extras, e) else { return };
         if region.count.is_some() {
             row.add(count, ValueKey::uint(1));
         }
