@@ -4,11 +4,12 @@
 //! inline ([`InlineProcessor`]), so that its fused path calls it without a
 //! virtual call and the compiler inlines it there.
 
+pub mod aggregation;
 pub mod trace;
 
 use crate::service::{Runtime, ServiceState, ThreadService};
-use crate::services::aggregate::AggThread;
 use crate::snapshot::{RegionSnapshot, Snapshot};
+use aggregation::AggThread;
 use std::any::Any;
 use trace::TraceThread;
 

@@ -2,26 +2,19 @@
 //! context-tree nodes (plus the values of `CALI_AGGREGATE_KEY` attributes).
 //!
 //! For every aggregatable attribute (`time.duration.ns`, `region.count`,
-//! ...) each entry keeps min, max, sum and count; the flush emits per entry
+//! ...) each entry keeps min, max, sum and count (the table:
+//! [`crate::buffer::aggregation`]); the flush emits per entry
 //! the key, `min#X`, `max#X`, `sum#X`, `avg#X`, `count` and
 //! `aggregate.slot` (the entry's creation order in its thread).
 
-mod key;
-mod orders;
-
 use super::registry::{Created, NotCreated, ServiceSpec, SettingKind, SettingSpec, Setup, Stage};
 use crate::attributes::Attribute;
+use crate::buffer::aggregation::{AggThread, MetricStatistics};
 use crate::log;
 use crate::service::Runtime;
 use crate::service::{Service, ServiceState, ThreadService, state_mut};
-use crate::snapshot::{RegionAttributes, RegionSnapshot, Snapshot};
-use crate::sparse::{PAGE, Sparse};
-use crate::value::ValueKey;
-use caliper_data::hash::FxHashMap;
 use caliper_data::node::Id;
 use caliper_data::{AttrType, Properties, Record, Variant};
-use key::{Key, Kind};
-use orders::Orders;
 use std::sync::Arc;
 
 pub(super) const SPEC: ServiceSpec = ServiceSpec {
@@ -40,214 +33,13 @@ pub(super) const SPEC: ServiceSpec = ServiceSpec {
     },
 };
 
+/// The aggregate service of a channel: its key attributes and the
+/// attributes of its results.
 pub struct Aggregate {
     key_names: Arc<[String]>,
     count: Attribute,
     slot: Attribute,
 }
-
-/// The running statistics of one attribute in one entry: plain unsigned
-/// min, max and sum, as times and counts are, so that adding a value is a
-/// few instructions without a look at an enum. `n` counts the values (0:
-/// none yet). A slot that has seen a value of another type keeps its
-/// statistics as variants in the thread's `others` table (see [`Extras`]):
-/// `n` then has [`OTHER`] set and `sum` is the index there.
-#[derive(Copy, Clone, Debug)]
-struct Stat {
-    min: u64,
-    max: u64,
-    sum: u64,
-    n: u64,
-}
-
-/// The flag of a [`Stat`] kept as variants.
-const OTHER: u64 = 1 << 63;
-
-impl Stat {
-    const EMPTY: Stat = Stat { min: 0, max: 0, sum: 0, n: 0 };
-
-    /// The number of values.
-    fn count(&self) -> u64 {
-        self.n & !OTHER
-    }
-
-    /// Whether the statistic has values, all unsigned integers: the
-    /// statistics [`Stat::add_plain`] keeps.
-    #[inline(always)]
-    fn plain(&self) -> bool {
-        self.n as i64 > 0
-    }
-
-    /// Adds an unsigned value to a [`plain`](Stat::plain) statistic.
-    #[inline(always)]
-    fn add_plain(&mut self, u: u64) {
-        self.min = self.min.min(u);
-        self.max = self.max.max(u);
-        self.sum = self.sum.wrapping_add(u);
-        self.n += 1;
-    }
-}
-
-/// Adds `v` to min, max and sum kept as variants.
-fn add_variant(stats: &mut [Variant; 3], v: &Variant) {
-    let [min, max, sum] = stats;
-    sum.add_assign(v);
-    *min = min.min_with(v);
-    *max = max.max_with(v);
-}
-
-/// An entry's row of statistics, with what adding a first value or a
-/// value other than an unsigned integer needs besides (out of line).
-struct Row<'a> {
-    /// The table from the row on: slot `i` is at `i` (and every metric
-    /// slot is within the row).
-    stats: &'a mut [Stat],
-    /// The entry's number of snapshots.
-    n: &'a mut u64,
-    e: usize,
-    extras: &'a mut Extras,
-}
-
-impl<'a> Row<'a> {
-    /// The row of entry `e` in `stats`, rows of `stride` statistics.
-    #[inline(always)]
-    fn of(
-        stats: &'a mut [Stat],
-        stride: usize,
-        heads: &'a mut [Head],
-        extras: &'a mut Extras,
-        e: usize,
-    ) -> Option<Row<'a>> {
-        Some(Row { stats: stats.get_mut(e * stride..)?, n: &mut heads.get_mut(e)?.n, e, extras })
-    }
-
-    /// Adds `value` to the statistic of metric slot `slot` (none for a
-    /// slot past the table, such as [`NO_SLOT`]).
-    #[inline(always)]
-    fn add(&mut self, slot: usize, value: ValueKey) {
-        let Some(stat) = self.stats.get_mut(slot) else { return };
-        match value.as_uint() {
-            // A positive count: values so far, all unsigned.
-            Some(u) if stat.plain() => stat.add_plain(u),
-            _ => add_other(self.stats, slot, value, self.e, self.extras),
-        }
-    }
-
-    /// Counts a snapshot of the entry.
-    #[inline(always)]
-    fn count(&mut self) {
-        *self.n += 1;
-    }
-}
-
-/// [`Row::add`] of the first value of a statistic (of entry `e`, whose
-/// order of metrics it joins), or of a value that is not an unsigned
-/// integer. Takes the row's parts apart, so that the hot path passes them
-/// in registers instead of building the row in memory.
-#[cold]
-fn add_other(stats: &mut [Stat], slot: usize, value: ValueKey, e: usize, extras: &mut Extras) {
-    let Extras { order_of, orders, others } = extras;
-    let Some(&Stat { min, max, sum, n }) = stats.get(slot) else { return };
-    let v = value.to_variant();
-    stats[slot] = match (n, value.as_uint()) {
-        (0, Some(u)) => Stat { min: u, max: u, sum: u, n: 1 },
-        (0, None) => {
-            others.push([v.clone(), v.clone(), v]);
-            Stat { min: 0, max: 0, sum: others.len() as u64 - 1, n: 1 | OTHER }
-        }
-        _ if n & OTHER != 0 => {
-            add_variant(&mut others[sum as usize], &v);
-            Stat { min, max, sum, n: n + 1 }
-        }
-        // Unsigned so far: continue as variants.
-        _ => {
-            let mut stats = [Variant::Uint(min), Variant::Uint(max), Variant::Uint(sum)];
-            add_variant(&mut stats, &v);
-            others.push(stats);
-            Stat { min: 0, max: 0, sum: others.len() as u64 - 1, n: (n + 1) | OTHER }
-        }
-    };
-    if let (0, Some(order)) = (n, order_of.get_mut(e)) {
-        *order = orders.then(*order, slot as u32);
-    }
-}
-
-/// What the statistics of a thread's entries need besides the plain table,
-/// apart from it so that a row reaches it through one pointer (only when a
-/// statistic gets its first value or a value other than an unsigned
-/// integer).
-#[derive(Default)]
-struct Extras {
-    /// Per entry: the order of its flushed statistics (the metric slots in
-    /// the order the entry first saw them), in `orders`.
-    order_of: Vec<u32>,
-    orders: Orders,
-    /// min, max and sum of the statistics that have seen values other than
-    /// unsigned integers.
-    others: Vec<[Variant; 3]>,
-}
-
-/// A thread's aggregation.
-pub struct AggThread {
-    key_names: Arc<[String]>,
-    /// Entry index + 1 of the records keyed by exactly one node, by node id.
-    by_node: Sparse<u32>,
-    /// Entries of records keyed by exactly two nodes, by the second node:
-    /// entry index + 1 of the first such key seen (whose key has the
-    /// first node: the table has a slot for every node id, so it keeps no
-    /// copy). The first node is nearly always the same (the process
-    /// context); keys with another one are in `by_other_pair`.
-    by_pair: Sparse<u32>,
-    by_other_pair: FxHashMap<(Id, Id), u32>,
-    /// Entries of other keys, and those keys (the `Key`s of their entries
-    /// point into `long_keys`).
-    by_key: FxHashMap<Snapshot, u32>,
-    long_keys: Vec<Snapshot>,
-    /// Per entry: its key and its number of snapshots.
-    heads: Vec<Head>,
-    /// Per entry, a row of `stride` statistics, one per metric slot. One
-    /// flat table, so that an update finds its statistics without a
-    /// pointer chase, and a snapshot touches one contiguous row.
-    stats: Vec<Stat>,
-    stride: usize,
-    extras: Extras,
-    /// The metric slots of `region.count`, `time.offset.ns` and
-    /// `time.duration.ns` in the channel's region snapshots, resolved once
-    /// (see [`ThreadService::region_attributes`]); [`NO_SLOT`] for one that
-    /// is not a metric. A plain index, not an `Option`: the bounds check of
-    /// the row lookup also skips an absent metric, and the slots stay in
-    /// registers.
-    region_slots: [usize; 3],
-    /// The metric slots of the region snapshots' other measurements (see
-    /// [`RegionAttributes::measured`]), in their order.
-    measured_slots: Box<[usize]>,
-    /// Per attribute id: [`UNKNOWN`] not looked up, [`PLAIN`] not
-    /// aggregated, [`KEY`] a key attribute, else [`METRIC`] + the metric's
-    /// slot in the entries' statistics.
-    kind: Sparse<u32>,
-    /// The attribute of each metric slot.
-    metrics: Vec<Id>,
-}
-
-/// An entry's key and its number of snapshots: what every entry has
-/// besides its statistics, sixteen bytes.
-#[derive(Copy, Clone)]
-struct Head {
-    key: Key,
-    n: u64,
-}
-
-const UNKNOWN: u32 = 0;
-const PLAIN: u32 = 1;
-const KEY: u32 = 2;
-const METRIC: u32 = 3;
-
-/// Empty pages of the tables by node and attribute id (see [`Sparse`]):
-/// no entry, and [`UNKNOWN`] kinds.
-static NO_ENTRIES: [u32; PAGE] = [0; PAGE];
-
-/// The slot of a value that is not a metric: past the end of any row.
-const NO_SLOT: usize = usize::MAX;
 
 impl Aggregate {
     pub fn new(setup: &Setup<'_>) -> Aggregate {
@@ -272,292 +64,6 @@ impl Aggregate {
     }
 }
 
-impl AggThread {
-    fn new(key_names: Arc<[String]>) -> AggThread {
-        AggThread {
-            key_names,
-            by_node: Sparse::new(&NO_ENTRIES),
-            by_pair: Sparse::new(&NO_ENTRIES),
-            by_other_pair: FxHashMap::default(),
-            by_key: FxHashMap::default(),
-            long_keys: Vec::new(),
-            heads: Vec::new(),
-            stats: Vec::new(),
-            stride: 0,
-            extras: Extras::default(),
-            region_slots: [NO_SLOT; 3],
-            measured_slots: Box::default(),
-            kind: Sparse::new(&NO_ENTRIES),
-            metrics: Vec::new(),
-        }
-    }
-
-    /// Drops the entries; attribute kinds and metric slots stay valid.
-    fn clear(&mut self) {
-        self.by_node.clear();
-        self.by_pair.clear();
-        self.by_other_pair.clear();
-        self.by_key.clear();
-        self.long_keys.clear();
-        self.heads.clear();
-        self.extras.order_of.clear();
-        self.stats.clear();
-        self.extras.others.clear();
-    }
-
-    #[inline(always)]
-    fn kind_of(&mut self, cali: &dyn Runtime, attr: Id) -> u32 {
-        match self.kind.get(attr as usize) {
-            Some(&k) if k != UNKNOWN => k,
-            _ => self.look_up_kind(cali, attr),
-        }
-    }
-
-    #[cold]
-    fn look_up_kind(&mut self, cali: &dyn Runtime, attr: Id) -> u32 {
-        let i = attr as usize;
-        if *self.kind.get_mut(i) == UNKNOWN {
-            *self.kind.get_mut(i) = match cali.attribute_info(attr) {
-                Some(info) if info.attr.properties().is_aggregatable() => {
-                    self.metrics.push(attr);
-                    self.widen();
-                    // Its slot in the rows.
-                    METRIC + self.metrics.len() as u32 - 1
-                }
-                Some(info) if self.key_names.iter().any(|k| k.as_str() == &*info.name) => {
-                    if info.attr.is_asvalue() {
-                        KEY
-                    } else {
-                        log::error(format_args!(
-                            "Reference attributes are no longer supported in CALI_AGGREGATE_KEY, ignoring {}",
-                            info.name
-                        ));
-                        PLAIN
-                    }
-                }
-                _ => PLAIN,
-            };
-        }
-        *self.kind.get_mut(i)
-    }
-
-    /// Makes room in every entry for a new metric slot.
-    fn widen(&mut self) {
-        let (old, stride) = (self.stride, self.metrics.len());
-        let mut stats = Vec::with_capacity(self.heads.len() * stride);
-        for e in 0..self.heads.len() {
-            stats.extend_from_slice(self.stats.get(e * old..(e + 1) * old).unwrap_or_default());
-            stats.resize((e + 1) * stride, Stat::EMPTY);
-        }
-        self.stats = stats;
-        self.stride = stride;
-    }
-
-    /// The entry of a new key.
-    fn push_entry(&mut self, key: Key) -> u32 {
-        self.heads.push(Head { key, n: 0 });
-        self.extras.order_of.push(Orders::EMPTY);
-        self.stats.resize(self.heads.len() * self.stride, Stat::EMPTY);
-        self.heads.len() as u32 - 1
-    }
-
-    /// The entry of a key of nodes only, given as one or two nodes (whose
-    /// ids fit [`Key`]) or else as a snapshot.
-    fn push_node_entry(&mut self, key: Option<Key>, nodes: &[Id]) -> u32 {
-        match key {
-            Some(key) => self.push_entry(key),
-            None => self.push_long_entry(node_key(nodes)),
-        }
-    }
-
-    /// The entry of a key kept in `long_keys`.
-    fn push_long_entry(&mut self, key: Snapshot) -> u32 {
-        // Entries (so long keys too) are counted in 32 bits.
-        let long = Key::long(self.long_keys.len() as u32);
-        self.long_keys.push(key);
-        self.push_entry(long)
-    }
-
-    /// The row of entry `e`, to add to.
-    #[inline(always)]
-    fn row(&mut self, e: usize) -> Option<Row<'_>> {
-        Row::of(&mut self.stats, self.stride, &mut self.heads, &mut self.extras, e)
-    }
-
-    /// min, max and sum of a statistic.
-    fn variants(&self, stat: &Stat) -> [Variant; 3] {
-        if stat.n & OTHER != 0 {
-            return self.extras.others[stat.sum as usize].clone();
-        }
-        [Variant::Uint(stat.min), Variant::Uint(stat.max), Variant::Uint(stat.sum)]
-    }
-
-    /// Adds an attribute's value to entry `e`, if it is a metric.
-    #[inline(always)]
-    fn add_value(&mut self, cali: &dyn Runtime, e: usize, attr: Id, value: ValueKey) {
-        let kind = self.kind_of(cali, attr);
-        if kind >= METRIC
-            && let Some(mut row) = self.row(e)
-        {
-            row.add((kind - METRIC) as usize, value);
-        }
-    }
-
-    /// The index of the snapshot's entry, created if new.
-    #[inline]
-    fn entry(&mut self, cali: &dyn Runtime, snapshot: &Snapshot) -> usize {
-        let has_key_values =
-            !self.key_names.is_empty() && snapshot.values().iter().any(|&(a, _)| self.kind_of(cali, a) == KEY);
-        if !has_key_values {
-            match *snapshot.nodes() {
-                [node] => return self.node_entry(node),
-                [a, b] => return self.pair_entry(a, b),
-                _ => {}
-            }
-        }
-        self.key_entry(cali, snapshot)
-    }
-
-    #[inline(always)]
-    fn node_entry(&mut self, node: Id) -> usize {
-        match self.by_node.get(node as usize) {
-            Some(&e) if e != 0 => e as usize - 1,
-            _ => self.new_node_entry(node),
-        }
-    }
-
-    #[cold]
-    fn new_node_entry(&mut self, node: Id) -> usize {
-        let e = self.push_node_entry(Key::one(node), &[node]);
-        *self.by_node.get_mut(node as usize) = e + 1;
-        e as usize
-    }
-
-    #[inline(always)]
-    fn pair_entry(&mut self, a: Id, b: Id) -> usize {
-        match self.by_pair.get(b as usize) {
-            Some(&e) if e != 0 && self.heads.get(e as usize - 1).is_some_and(|h| h.key.first_is(a)) => e as usize - 1,
-            _ => self.new_pair_entry(a, b),
-        }
-    }
-
-    #[cold]
-    fn new_pair_entry(&mut self, a: Id, b: Id) -> usize {
-        match (*self.by_pair.get_mut(b as usize), Key::pair(a, b)) {
-            (0, Some(key)) => {
-                let e = self.push_entry(key);
-                *self.by_pair.get_mut(b as usize) = e + 1;
-                e as usize
-            }
-            _ => self.other_pair_entry(a, b),
-        }
-    }
-
-    #[cold]
-    fn other_pair_entry(&mut self, a: Id, b: Id) -> usize {
-        if let Some(&e) = self.by_other_pair.get(&(a, b)) {
-            return e as usize;
-        }
-        let e = self.push_node_entry(Key::pair(a, b), &[a, b]);
-        self.by_other_pair.insert((a, b), e);
-        e as usize
-    }
-
-    /// [`ThreadService::process_region`] of a snapshot whose key is not one
-    /// or two nodes, as any snapshot. Out of line, and given the snapshot by
-    /// value, so that the common case keeps its parts in registers.
-    #[cold]
-    #[inline(never)]
-    fn process_other_region(&mut self, cali: &dyn Runtime, region: RegionSnapshot<'_>, scratch: &mut Snapshot) {
-        region.write_to(scratch);
-        self.process(cali, scratch);
-    }
-
-    /// Adds the entries of `from` (an exited thread's) to this one's: the
-    /// same key is the same entry, and its statistics combine as if this
-    /// thread had seen `from`'s values too.
-    fn absorb(&mut self, cali: &dyn Runtime, from: &AggThread) {
-        for (e, head) in from.heads.iter().enumerate() {
-            let into = match head.key.kind() {
-                Kind::One(node) => self.node_entry(node),
-                Kind::Pair(a, b) => self.pair_entry(a, b),
-                Kind::Long(i) => match from.long_keys.get(i) {
-                    Some(key) => self.entry(cali, key),
-                    None => continue,
-                },
-            };
-            self.heads[into].n += head.n;
-            for &metric in from.extras.orders.slots(from.extras.order_of[e]) {
-                let kind = self.kind_of(cali, from.metrics[metric as usize]);
-                let (stat, slot) = (from.stats[e * from.stride + metric as usize], (kind - METRIC) as usize);
-                let old = self.stats[into * self.stride + slot];
-                self.stats[into * self.stride + slot] = match old.n {
-                    0 if stat.plain() => stat,
-                    _ if old.plain() && stat.plain() => Stat {
-                        min: old.min.min(stat.min),
-                        max: old.max.max(stat.max),
-                        sum: old.sum.wrapping_add(stat.sum),
-                        n: old.n + stat.n,
-                    },
-                    _ => self.absorb_other(old, from.variants(&stat), stat.count()),
-                };
-                if old.n == 0 {
-                    let order = &mut self.extras.order_of[into];
-                    *order = self.extras.orders.then(*order, slot as u32);
-                }
-            }
-        }
-    }
-
-    /// A statistic `old` of this thread combined with another thread's
-    /// min, max and sum of `n` values when either is not plain.
-    fn absorb_other(&mut self, old: Stat, [min, max, sum]: [Variant; 3], n: u64) -> Stat {
-        let stats = if old.n == 0 {
-            [min, max, sum]
-        } else {
-            let [old_min, old_max, mut old_sum] = self.variants(&old);
-            old_sum.add_assign(&sum);
-            [old_min.min_with(&min), old_max.max_with(&max), old_sum]
-        };
-        let others = &mut self.extras.others;
-        let index = if old.n & OTHER != 0 {
-            others[old.sum as usize] = stats;
-            old.sum
-        } else {
-            others.push(stats);
-            others.len() as u64 - 1
-        };
-        Stat { min: 0, max: 0, sum: index, n: (old.count() + n) | OTHER }
-    }
-
-    /// The entry of a key of the snapshot's nodes and key values (sorted by
-    /// attribute).
-    fn key_entry(&mut self, cali: &dyn Runtime, snapshot: &Snapshot) -> usize {
-        let mut values: Vec<(Id, ValueKey)> =
-            snapshot.values().iter().copied().filter(|&(a, _)| self.kind_of(cali, a) == KEY).collect();
-        values.sort_by_key(|&(a, _)| a);
-        let mut key = node_key(snapshot.nodes());
-        for (a, v) in values {
-            key.push_value(a, v);
-        }
-        if let Some(&i) = self.by_key.get(&key) {
-            return i as usize;
-        }
-        let i = self.push_long_entry(key.clone());
-        self.by_key.insert(key, i);
-        i as usize
-    }
-}
-
-/// A key of these nodes.
-fn node_key(nodes: &[Id]) -> Snapshot {
-    let mut key = Snapshot::default();
-    for &n in nodes {
-        key.push_node(n);
-    }
-    key
-}
-
 impl Service for Aggregate {
     fn name(&self) -> &'static str {
         "aggregate"
@@ -572,27 +78,21 @@ impl Service for Aggregate {
     }
 
     fn flush(&self, cali: &dyn Runtime, states: &mut [&mut dyn ThreadService], emit: &mut dyn FnMut(&Record)) {
-        let mut flushed = 0;
-        let mut record = Record::ctx();
-        for state in states.iter_mut() {
-            let Some(t) = state_mut::<AggThread>(&mut **state) else { continue };
-            for (slot, head) in t.heads.iter().enumerate() {
-                head.key.to_record(&t.long_keys, &mut record);
-                for &metric in t.extras.orders.slots(t.extras.order_of[slot]) {
-                    let s = &t.stats[slot * t.stride + metric as usize];
-                    let [min, max, sum] = t.variants(s);
-                    let ty = sum.attr_type();
-                    let avg = sum.div(s.count());
-                    for (prefix, value) in [("min", min), ("max", max), ("sum", sum), ("avg", avg)] {
-                        if let Some(a) = self.result(cali, prefix, t.metrics[metric as usize], ty) {
-                            record.push_imm(a.id(), value);
-                        }
-                    }
+        let mut metric = |record: &mut Record, m: &MetricStatistics| {
+            for (prefix, value) in ["min", "max", "sum", "avg"].into_iter().zip(&m.values) {
+                if let Some(a) = self.result(cali, prefix, m.attr, m.ty) {
+                    record.push_imm(a.id(), value.clone());
                 }
-                record.push_imm(self.count.id(), Variant::Uint(head.n));
-                record.push_imm(self.slot.id(), Variant::Uint(slot as u64));
-                emit(&record);
-                flushed += 1;
+            }
+        };
+        let mut done = |record: &mut Record, n: u64, slot: usize| {
+            record.push_imm(self.count.id(), Variant::Uint(n));
+            record.push_imm(self.slot.id(), Variant::Uint(slot as u64));
+        };
+        let mut flushed = 0;
+        for state in states.iter_mut() {
+            if let Some(t) = state_mut::<AggThread>(&mut **state) {
+                flushed += t.flush(&mut metric, &mut done, emit);
             }
         }
         log::info(format_args!("Aggregate: flushed {flushed} snapshots."));
@@ -617,59 +117,12 @@ impl Service for Aggregate {
     }
 }
 
-impl ThreadService for AggThread {
-    fn process(&mut self, cali: &dyn Runtime, snapshot: &Snapshot) {
-        let e = self.entry(cali, snapshot);
-        for &(attr, value) in snapshot.values() {
-            self.add_value(cali, e, attr, value);
-        }
-        if let Some(mut row) = self.row(e) {
-            row.count();
-        }
-    }
-
-    /// The key of a region snapshot is one or two nodes (the usual
-    /// process context, then the event node) unless the channel
-    /// aggregates by key attributes, and its values are known.
-    #[inline(always)]
-    fn process_region(&mut self, cali: &dyn Runtime, region: &RegionSnapshot<'_>, scratch: &mut Snapshot) {
-        let e = match (self.key_names.is_empty(), region.context) {
-            (true, []) => self.node_entry(region.event),
-            (true, &[first]) => self.pair_entry(first, region.event),
-            _ => return self.process_other_region(cali, *region, scratch),
-        };
-        let [count, offset, duration] = self.region_slots;
-        let Some(mut row) = Row::of(&mut self.stats, self.stride, &mut self.heads, &mut self.extras, e) else { return };
-        if region.count.is_some() {
-            row.add(count, ValueKey::uint(1));
-        }
-        if let Some(t) = region.time {
-            row.add(offset, ValueKey::uint(t.offset));
-            row.add(duration, ValueKey::uint(t.duration));
-        }
-        for (&slot, &value) in self.measured_slots.iter().zip(region.measured.values()) {
-            row.add(slot, ValueKey::uint(value));
-        }
-        row.count();
-    }
-
-    fn region_attributes(&mut self, cali: &dyn Runtime, attrs: &RegionAttributes) {
-        let (offset, duration) = attrs.time.unzip();
-        let slot = |this: &mut AggThread, attr: Option<Id>| {
-            let kind = this.kind_of(cali, attr?);
-            (kind >= METRIC).then(|| (kind - METRIC) as usize)
-        };
-        let [count, offset, duration] =
-            [slot(self, Some(attrs.count)), slot(self, offset), slot(self, duration)].map(|s| s.unwrap_or(NO_SLOT));
-        self.region_slots = [count, offset, duration];
-        self.measured_slots = attrs.measured.iter().map(|&a| slot(self, Some(a)).unwrap_or(NO_SLOT)).collect();
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::runtime::Caliper;
+    use crate::snapshot::Snapshot;
+    use crate::value::ValueKey;
 
     /// A snapshot's nodes and values.
     type Taken<'a> = (&'a [Id], &'a [(Id, ValueKey)]);

@@ -2,7 +2,7 @@
 //! that lists them: a new service is one file (with its [`ServiceSpec`])
 //! and one row of [`SERVICES`].
 
-pub(crate) mod aggregate;
+mod aggregate;
 mod async_event;
 mod debug;
 mod event;

@@ -1,0 +1,68 @@
+//! The layering of the runtime's modules, read from its sources: each
+//! module uses only modules of its own layer or of the layers below it,
+//! without a cycle, and opens with a `//!` doc that says what it owns.
+//! From the bottom: core data, the service interface, the per-thread
+//! buffers, the channel, the services, the runtime, and what builds on the
+//! runtime (the config manager, the annotation API, the query report).
+
+use caliper_testutil::layers::{cycle, describe, graph};
+use std::path::Path;
+
+/// The layers, from the bottom. A module may use the modules of its own
+/// layer and of those before it.
+const LAYERS: &[&[&str]] = &[
+    &[
+        "alloc_guard",
+        "attributes",
+        "blackboard",
+        "capture",
+        "clock",
+        "config",
+        "contain",
+        "default_config",
+        "id_index",
+        "log",
+        "region_filter",
+        "snapshot",
+        "sparse",
+        "sync",
+        "tree",
+        "value",
+    ],
+    &["service"],
+    &["buffer"],
+    &["channel"],
+    &["services"],
+    &["runtime"],
+    &["api", "configmgr", "query_report"],
+];
+
+fn layer_of(module: &str) -> Option<usize> {
+    LAYERS.iter().position(|layer| layer.contains(&module))
+}
+
+#[test]
+fn every_module_uses_only_its_layer_and_those_below_without_a_cycle() {
+    let (graph, _) = graph(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"));
+    let mut upward = Vec::new();
+    for (module, uses) in &graph {
+        let layer = layer_of(module).unwrap_or_else(|| panic!("module {module} is in no layer"));
+        for used in uses {
+            if layer_of(used).is_none_or(|l| l > layer) {
+                upward.push(format!("{module} -> {used}"));
+            }
+        }
+    }
+    assert!(upward.is_empty(), "uses of higher layers: {}\n{}", upward.join(", "), describe(&graph));
+    if let Some(cycle) = cycle(&graph) {
+        panic!("module cycle {}:\n{}", cycle.join(" -> "), describe(&graph));
+    }
+}
+
+#[test]
+fn every_module_says_what_it_owns() {
+    let (_, sources) = graph(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"));
+    for (name, text) in &sources {
+        assert!(text.starts_with("//! "), "{name} does not open with a //! doc");
+    }
+}
