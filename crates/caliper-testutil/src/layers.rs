@@ -183,6 +183,20 @@ pub fn describe(graph: &Graph) -> String {
         .collect()
 }
 
+/// Panics, naming the cycle and showing the graph, if `graph` has one.
+pub fn assert_acyclic(graph: &Graph) {
+    if let Some(cycle) = cycle(graph) {
+        panic!("module cycle {}:\n{}", cycle.join(" -> "), describe(graph));
+    }
+}
+
+/// The modules of the crate in `src` whose first file does not open with
+/// a `//!` doc saying what the module owns.
+pub fn undocumented(src: &Path) -> Vec<String> {
+    let (_, sources) = graph(src);
+    sources.into_iter().filter(|(_, text)| !text.starts_with("//! ")).map(|(name, _)| name).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
