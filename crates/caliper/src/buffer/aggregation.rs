@@ -204,9 +204,9 @@ pub struct AggThread {
     /// the row lookup also skips an absent metric, and the slots stay in
     /// registers.
     region_slots: [usize; 3],
-    /// The metric slots of the region snapshots' other measurements (see
-    /// [`RegionAttributes::measured`]), in their order.
-    measured_slots: Box<[usize]>,
+    /// The region snapshots' other measurements that are metrics (see
+    /// [`RegionAttributes::measured`]): (index among them, metric slot).
+    measured_slots: Box<[(usize, usize)]>,
     /// Per attribute id: [`UNKNOWN`] not looked up, [`PLAIN`] not
     /// aggregated, [`KEY`] a key attribute, else [`METRIC`] + the metric's
     /// slot in the entries' statistics.
@@ -583,8 +583,11 @@ impl ThreadService for AggThread {
             row.add(offset, ValueKey::uint(t.offset));
             row.add(duration, ValueKey::uint(t.duration));
         }
-        for (&slot, &value) in self.measured_slots.iter().zip(region.measured.values()) {
-            row.add(slot, ValueKey::uint(value));
+        let values = region.measured.values();
+        for &(i, slot) in self.measured_slots.iter() {
+            if let Some(&value) = values.get(i) {
+                row.add(slot, ValueKey::uint(value));
+            }
         }
         row.count();
     }
@@ -598,6 +601,7 @@ impl ThreadService for AggThread {
         let [count, offset, duration] =
             [slot(self, Some(attrs.count)), slot(self, offset), slot(self, duration)].map(|s| s.unwrap_or(NO_SLOT));
         self.region_slots = [count, offset, duration];
-        self.measured_slots = attrs.measured.iter().map(|&a| slot(self, Some(a)).unwrap_or(NO_SLOT)).collect();
+        let measured = attrs.measured.iter().enumerate();
+        self.measured_slots = measured.filter_map(|(i, &a)| Some((i, slot(self, Some(a))?))).collect();
     }
 }

@@ -119,9 +119,19 @@ impl Channel {
     /// thread's buffer `values`.
     #[inline(always)]
     pub(super) fn measure_slots<'a>(&'a self, states: &mut [ServiceState], values: &'a mut [u64]) -> Measured<'a> {
-        for (i, range) in &self.slots {
-            if let (Some(state), Some(values)) = (states.get_mut(*i), values.get_mut(range.clone())) {
-                state.measure_region(values);
+        match &*self.slots {
+            // One service (the common case) has the whole buffer.
+            [(i, _)] => {
+                if let Some(state) = states.get_mut(*i) {
+                    state.measure_region(values);
+                }
+            }
+            slots => {
+                for (i, range) in slots {
+                    if let (Some(state), Some(values)) = (states.get_mut(*i), values.get_mut(range.clone())) {
+                        state.measure_region(values);
+                    }
+                }
             }
         }
         Measured::new(&self.measured, values)
