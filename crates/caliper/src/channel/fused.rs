@@ -62,15 +62,18 @@ impl Channel {
         let Some(event) = ct.event_node(cali.tree(), &mut t.cache, regions, kind, info, entry, on_top) else {
             return true;
         };
+        // The measuring services' (dynamic) calls before the clock is read,
+        // so that the timer's values need not be kept across them.
+        let measured = match MEASURED {
+            false => Measured::default(),
+            true => self.measure_slots(&mut ct.states, &mut ct.measured),
+        };
         let region = RegionSnapshot {
             context: t.process_entries.nodes(),
             event,
             count: (kind == EventKind::End).then_some(self.region_count.id()),
             time: ct.timer.as_mut().map(Stamps::stamp),
-            measured: match MEASURED {
-                false => Measured::default(),
-                true => self.measure_slots(&mut ct.states, &mut ct.measured),
-            },
+            measured,
         };
         match &mut ct.inline {
             Some((_, processor)) => processor.process_region(cali, &region, &mut t.snapshot),
