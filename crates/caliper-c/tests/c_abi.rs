@@ -648,3 +648,28 @@ fn the_memory_benchmark_runs() {
         }
     }
 }
+
+/// A C++ program written for the reference builds with only caliper/cali.h
+/// (which brings the standard streams, maps and strings) and may use the
+/// scope macros twice in one scope; its regions nest as written.
+#[test]
+fn cxx_programs_of_the_reference_shapes_build_and_nest() {
+    let dir = scratch("shapes");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cxx/shapes.cpp");
+    let exe = build_with_pkg_config(Lang::Cxx, &source, &dir.join("shapes"));
+    let out = program(&exe)
+        .env("CALI_CONFIG", "runtime-report,output=stdout")
+        .env_remove("CALI_SERVICES_ENABLE")
+        .env_remove("CALI_LOG_VERBOSITY")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && stdout.contains("shapes: done 1"), "{stdout}\n{stderr}");
+    assert!(stderr.contains("shapes: two scopes"), "{stderr}");
+    let report = &stdout[stdout.find("Path").expect("a report")..];
+    let names = report_shape(report).1;
+    let expected =
+        ["main", "  main.scope", "    first", "      second", "    outer.loop", "      body", "        body.inner"];
+    assert_eq!(names, expected, "{stdout}");
+}

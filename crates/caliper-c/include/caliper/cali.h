@@ -148,6 +148,7 @@ cali_id_t cali_make_loop_iteration_attribute(const char* name);
 #ifdef __cplusplus
 } /* extern "C" */
 
+#include <iostream>
 #include <map>
 #include <ostream>
 #include <string>

@@ -3,12 +3,18 @@
 #ifndef CALI_CALI_MACROS_H
 #define CALI_CALI_MACROS_H
 
+/* Pastes a and b after expanding them (so that __LINE__ becomes a
+ * number): a variable name per line, so that a macro can be used twice in
+ * one scope. */
+#define CALI_CONCAT_EXPANDED_(a, b) a##b
+#define CALI_CONCAT_EXPANDED(a, b) CALI_CONCAT_EXPANDED_(a, b)
+
 #ifdef __cplusplus
 /* Marks the enclosing function as a region until it returns. */
 #define CALI_CXX_MARK_FUNCTION cali::Function __cali_ann##__func__(__func__)
 
 /* Marks the enclosing scope as a region named name. */
-#define CALI_CXX_MARK_SCOPE(name) cali::ScopeAnnotation __cali_ann_scope##__LINE__(name)
+#define CALI_CXX_MARK_SCOPE(name) cali::ScopeAnnotation CALI_CONCAT_EXPANDED(__cali_ann_scope, __LINE__)(name)
 
 #define CALI_CXX_MARK_LOOP_BEGIN(loop_id, name) cali::Loop __cali_loop_##loop_id(name)
 #define CALI_CXX_MARK_LOOP_END(loop_id) __cali_loop_##loop_id.end()
