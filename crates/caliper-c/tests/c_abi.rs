@@ -673,3 +673,25 @@ fn cxx_programs_of_the_reference_shapes_build_and_nest() {
         ["main", "  main.scope", "    first", "      second", "    outer.loop", "      body", "        body.inner"];
     assert_eq!(names, expected, "{stdout}");
 }
+
+/// With `output=stdout` (or stderr), the report keeps its place after the
+/// program's own stdio output, which a pipe or a file buffers until exit.
+#[test]
+fn reports_come_after_the_programs_own_buffered_output() {
+    let exe = test_program("order");
+    for stream in ["stdout", "stderr"] {
+        let out = program(&exe)
+            .env("CALI_CONFIG", format!("runtime-report,output={stream}"))
+            .env_remove("CALI_SERVICES_ENABLE")
+            .env_remove("CALI_LOG_VERBOSITY")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let text = String::from_utf8_lossy(if stream == "stdout" { &out.stdout } else { &out.stderr }).into_owned();
+        let program_lines: Vec<&str> = text.lines().filter(|l| l.starts_with("order: ")).collect();
+        let report = text.find("Path").unwrap_or_else(|| panic!("no report on {stream}:\n{text}"));
+        let last_program_line = program_lines.last().and_then(|l| text.find(l)).unwrap_or(0);
+        assert!(last_program_line < report, "{stream}: the report came before the program's output:\n{text}");
+        assert!(text[report..].contains("order.work"), "{text}");
+    }
+}

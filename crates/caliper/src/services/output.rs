@@ -12,8 +12,14 @@ use std::path::Path;
 /// that cannot be opened is logged and `None` is returned.
 pub fn open(name: &str, append: bool) -> Option<Box<dyn Write>> {
     match name {
-        "stdout" => Some(Box::new(io::stdout())),
-        "stderr" => Some(Box::new(io::stderr())),
+        "stdout" => {
+            flush_c_streams();
+            Some(Box::new(io::stdout()))
+        }
+        "stderr" => {
+            flush_c_streams();
+            Some(Box::new(io::stderr()))
+        }
         path => {
             if let Some(dir) = Path::new(path).parent().filter(|d| !d.as_os_str().is_empty()) {
                 let _ = std::fs::create_dir_all(dir);
@@ -29,6 +35,19 @@ pub fn open(name: &str, append: bool) -> Option<Box<dyn Write>> {
             }
         }
     }
+}
+
+/// Writes out what the host program has buffered in its C stdio streams
+/// (`printf`, C++ streams synced with them), so that a report written to
+/// standard output or error comes after it, in the order the program and
+/// the report were written. The reference writes its reports through those
+/// same streams; this library writes to the descriptors, which would put
+/// a report at exit before the program's output when that is a pipe or a
+/// file (stdio buffers it until the end of `exit`).
+fn flush_c_streams() {
+    // SAFETY: fflush(NULL) flushes every open output stream; it takes no
+    // pointer of ours.
+    unsafe { libc::fflush(std::ptr::null_mut()) };
 }
 
 /// Replaces `%attr%` and `%[width]attr%` fields with the attribute's value
