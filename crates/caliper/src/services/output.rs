@@ -1,5 +1,8 @@
 //! Where output services write: standard output or error, or a file whose
-//! name may hold `%attribute%` fields filled from the run's context.
+//! name may hold `%attribute%` fields, filled from the flush's context (the
+//! flushing thread's and the process's values when the channel flushes,
+//! as the reference's flush context: one file per flush, not per thread
+//! whose data it holds).
 
 use crate::log;
 use crate::service::Runtime;
@@ -51,7 +54,7 @@ fn flush_c_streams() {
 }
 
 /// Replaces `%attr%` and `%[width]attr%` fields with the attribute's value
-/// on the calling thread or the process (empty if unset; numbers padded on
+/// on the flushing thread or the process (empty if unset; numbers padded on
 /// the left to `width`).
 pub fn substitute(cali: &dyn Runtime, pattern: &str) -> String {
     let mut out = String::new();
