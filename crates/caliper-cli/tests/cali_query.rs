@@ -274,3 +274,27 @@ fn malformed_selectors_queries_and_node_ids_are_errors() {
         )
     );
 }
+
+/// `group by class.iteration` groups the reference's event trace by the
+/// loop's iteration attribute, which carries `class.iteration`: the
+/// records outside the loop, then one group per iteration.
+#[test]
+fn group_by_a_class_groups_by_the_attributes_that_carry_it() {
+    let trace = fixture("cxx-example.event-trace.cali");
+    let query = "select *,count() group by class.iteration format expand";
+    let out = cali_query(&["-q", query, trace.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "count=10",
+            "iteration#mainloop=0,count=3",
+            "iteration#mainloop=1,count=3",
+            "iteration#mainloop=2,count=3",
+            "iteration#mainloop=3,count=3"
+        ],
+        "{stdout}"
+    );
+}

@@ -564,8 +564,8 @@ impl Aggregator {
         };
         let plain = single.filter(|_| {
             self.key.names.is_empty() || {
-                let named = self.key.named_ids(db);
-                !record.immediates().any(|(a, _)| named.contains(&a))
+                let wanted = self.key.named_ids(db);
+                !record.immediates().any(|(a, _)| is_named(db, wanted, a))
             }
         });
         if let Some(&g) = plain.and_then(|node| self.by_node.get(&node)) {
@@ -616,7 +616,7 @@ impl Aggregator {
         if !self.key.names.is_empty() {
             let wanted = self.key.named_ids(db);
             for (attr, value) in record.immediates() {
-                if wanted.contains(&attr) {
+                if is_named(db, wanted, attr) {
                     key.immediates.push((attr, value.clone()));
                 }
             }
@@ -649,7 +649,7 @@ impl Aggregator {
             let node = db.node(id).expect("path node");
             let (attr_id, value) = (node.attribute, node.value.clone());
             if let Some(attr) = db.attribute(attr_id) {
-                let named = wanted.contains(&attr_id) || attr.metadata().iter().any(|(meta, _)| wanted.contains(meta));
+                let named = is_named(db, &wanted, attr_id);
                 let selected = self.key.all_tree || named || (self.key.path && attr.is_nested());
                 if selected && !attr.is_hidden() {
                     let chain = if attr.is_nested() { &mut nk.path_node } else { &mut nk.other_node };
@@ -695,6 +695,14 @@ impl Aggregator {
             emit(db, &record);
         }
     }
+}
+
+/// Whether GROUP BY names `attr`: it is listed (`wanted`: the listed
+/// attributes' ids), or it carries a listed attribute as metadata, as
+/// `group by class.iteration` selects every loop's iteration attribute.
+fn is_named(db: &MetadataDb, wanted: &[Id], attr: Id) -> bool {
+    wanted.contains(&attr)
+        || db.attribute(attr).is_some_and(|a| a.metadata().iter().any(|(meta, _)| wanted.contains(meta)))
 }
 
 /// The chain `base` continued by a copy of the chain `chain` (both under
@@ -779,6 +787,36 @@ mod tests {
         assert_eq!(get(&g, "main/foo", "avg.count#t"), Some("2"));
         assert_eq!(get(&g, "main", "any#t"), Some("1"));
         assert_eq!(get(&g, "", "sum#t"), Some("32"));
+    }
+
+    /// `group by class.iteration` groups by every attribute that carries
+    /// `class.iteration` as metadata (each loop's iteration attribute),
+    /// immediate or in the tree, and by no other.
+    #[test]
+    fn a_class_in_group_by_selects_the_attributes_that_carry_it() {
+        let g = run("aggregate count(), sum(t) group by class.iteration", |db| {
+            let class = db.create_attribute("class.iteration", AttrType::Bool, Properties::DEFAULT, &[]);
+            let meta = [(class, Variant::Bool(true))];
+            let iteration = db.create_attribute("iteration#main", AttrType::Int, Properties::ASVALUE, &meta);
+            let other = db.create_attribute("other", AttrType::Int, Properties::ASVALUE, &[]);
+            let mut out = records(db);
+            for (i, r) in out.iter_mut().enumerate() {
+                r.push_imm(iteration, Variant::Int(i as i64 % 2));
+                r.push_imm(other, Variant::Int(i as i64));
+            }
+            out
+        });
+        let groups: Vec<(Option<&str>, Option<&str>, Option<&str>)> = g
+            .iter()
+            .map(|m| {
+                (
+                    m.get("iteration#main").map(String::as_str),
+                    m.get("count").map(String::as_str),
+                    m.get("other").map(String::as_str),
+                )
+            })
+            .collect();
+        assert_eq!(groups, [(Some("0"), Some("3"), None), (Some("1"), Some("3"), None)], "{g:?}");
     }
 
     #[test]
