@@ -298,3 +298,21 @@ fn group_by_a_class_groups_by_the_attributes_that_carry_it() {
         "{stdout}"
     );
 }
+
+/// json-split shows a nested attribute other than `region` that the query
+/// selects or groups by (`loop`) in its `path` column, as the reference
+/// does (spec 9.7), instead of leaving it out.
+#[test]
+fn json_split_shows_a_selected_or_grouped_loop_in_the_path_column() {
+    let trace = fixture("cxx-example.event-trace.cali");
+    for query in
+        ["select count(),loop group by loop format json-split", "aggregate count() group by loop format json-split"]
+    {
+        let out = cali_query(&["-q", query, trace.to_str().unwrap()]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(json["columns"], serde_json::json!(["count", "path"]), "{query}");
+        assert_eq!(json["nodes"], serde_json::json!([{ "label": "mainloop", "column": "path" }]), "{query}");
+        assert_eq!(json["data"], serde_json::json!([[5, null], [17, 0]]), "{query}");
+    }
+}

@@ -85,15 +85,19 @@ impl JsonSplitFormatter {
             }
         };
         let by_name = |name: &str| db.attribute_by_name(name).map(|a| a.id());
+        // A nested attribute named (`group by loop`) is shown in the path
+        // column, as `path` itself is.
+        let names_nested =
+            |names: &[String]| names.iter().any(|n| db.attribute_by_name(n).is_some_and(|a| a.is_nested()));
         match (&self.spec.select, &self.spec.group_by) {
             (Selection::List(names), _) => {
-                path = self.spec.select_path;
+                path = self.spec.select_path || names_nested(names);
                 for id in names.iter().filter_map(|n| by_name(n)) {
                     add(&mut attrs, id);
                 }
             }
             (_, Selection::List(keys)) if !self.spec.aggregate.is_empty() => {
-                path = self.spec.group_by_path;
+                path = self.spec.group_by_path || names_nested(keys);
                 let results = self.spec.aggregate.iter().map(|op| op.result_name());
                 for id in keys.iter().cloned().chain(results).filter_map(|n| by_name(&n)) {
                     add(&mut attrs, id);
