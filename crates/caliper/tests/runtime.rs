@@ -7,7 +7,7 @@ mod common;
 
 use caliper_data::MetadataDb;
 use caliper_data::cali::read_records;
-use common::{expand, fork_a_child_that_annotates, nested, run, run_with, stderr, trace_env};
+use common::{expand, expand_with, fork_a_child_that_annotates, nested, run, run_with, stderr, trace_env};
 use std::path::PathBuf;
 
 /// Runs when this binary is re-run as a scenario; a no-op otherwise.
@@ -16,6 +16,7 @@ fn scenario_child() {
     let Ok(name) = std::env::var("CALIPER_TEST_SCENARIO") else { return };
     match name.as_str() {
         "nested" => nested(),
+        "monitored" => monitored(),
         "mismatch" => mismatch(),
         "unbalanced" => {
             let _a = caliper::region!("left");
@@ -387,6 +388,52 @@ fn region_monitor_measures_long_region_instances_only() {
     assert_eq!(records.len(), 3, "the 2nd to 4th foo: {records:?}");
     assert!(records.iter().all(|r| r.contains("region=main/foo")), "{records:?}");
     assert!(stderr(&out).contains("region_monitor: 4 regions marked, 3 instances measured."), "{}", stderr(&out));
+}
+
+/// Spins (keeps the processor busy) for `ms` milliseconds.
+fn spin(ms: f64) {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs_f64(ms / 1000.0);
+    while std::time::Instant::now() < until {
+        std::hint::spin_loop();
+    }
+}
+
+/// Three visits of `outer`: 30 ms of its own work, 200 short children of
+/// 0.25 ms, and one `inner` child of 25 ms.
+fn monitored() {
+    for _ in 0..3 {
+        let _outer = caliper::region!("outer");
+        spin(30.0);
+        for _ in 0..200 {
+            let _short = caliper::region!("short");
+            spin(0.25);
+        }
+        let _inner = caliper::region!("inner");
+        spin(25.0);
+    }
+}
+
+/// region_monitor with the reference's rules: only children longer than
+/// the interval count as a parent's children's time (the short ones are
+/// the parent's own time, so `outer`, mostly its own time, is measured),
+/// and regions nested in a measured instance are not measured themselves
+/// (`inner`, long and all its own time, is skipped inside `outer`).
+#[test]
+fn region_monitor_counts_long_children_only_and_skips_regions_in_measured_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("monitor.cali");
+    let out = run_with(
+        "monitored",
+        &[
+            ("CALI_SERVICES_ENABLE", "region_monitor,timer,trace,recorder".into()),
+            ("CALI_RECORDER_FILENAME", file.display().to_string()),
+            ("CALI_REGION_MONITOR_TIME_INTERVAL", "0.02".into()),
+            ("CALI_LOG_VERBOSITY", "1".into()),
+        ],
+    );
+    let regions: Vec<String> = expand_with(&file, &|name| name == "region");
+    assert_eq!(regions, ["region=outer", "region=outer"], "the 2nd and 3rd outer: {}", stderr(&out));
+    assert!(stderr(&out).contains("region_monitor: 2 regions marked, 2 instances measured."), "{}", stderr(&out));
 }
 
 #[test]

@@ -3,10 +3,12 @@
 //! A region instance (a nested region at a place in the region tree) that
 //! ran longer than `CALI_REGION_MONITOR_TIME_INTERVAL` seconds (0.01) is
 //! remembered. When that place is entered again and its time was mostly
-//! its own (inclusive time more than twice its children's), the instance
-//! is measured: the measuring services restart at its begin and a
-//! snapshot is taken at its end, so snapshots land on long regions at
-//! the finest level where time is spent, whatever the program's shape.
+//! its own (inclusive time more than twice that of its children that took
+//! longer than the interval themselves), the instance is measured: the
+//! measuring services restart at its begin and a snapshot is taken at its
+//! end, so snapshots land on long regions at the finest level where time
+//! is spent, whatever the program's shape. Regions inside a measured
+//! instance are not measured (as the reference's).
 
 use super::registry::{Created, NotCreated, ServiceSpec, SettingKind, SettingSpec, Setup, Stage};
 use crate::attributes::Attribute;
@@ -88,8 +90,11 @@ struct Frame {
     /// Identifies the instance's place: its path of (attribute, value).
     place: u64,
     begin_ns: u64,
+    /// The time of its children that took longer than the interval.
     children_ns: u64,
     measured: bool,
+    /// Whether an enclosing instance is measured.
+    inside_measured: bool,
 }
 
 /// The times of a remembered place's last long instance.
@@ -128,15 +133,24 @@ impl ThreadService for MonitorThread {
         let now = crate::clock::clock().now_ns();
         match kind {
             EventKind::Begin => {
-                let place = child_place(self.open.last().map_or(0, |f| f.place), attr, value);
-                let measured = self.marked.get(&place).is_some_and(|t| t.inclusive_ns > 2 * t.children_ns);
-                self.open.push(Frame { place, begin_ns: now, children_ns: 0, measured });
+                let parent = self.open.last();
+                let place = child_place(parent.map_or(0, |f| f.place), attr, value);
+                // Inside a measured instance, nothing more is measured: its
+                // snapshot covers the region's time.
+                let inside_measured = parent.is_some_and(|f| f.measured || f.inside_measured);
+                let measured =
+                    !inside_measured && self.marked.get(&place).is_some_and(|t| t.inclusive_ns > 2 * t.children_ns);
+                self.open.push(Frame { place, begin_ns: now, children_ns: 0, measured, inside_measured });
                 if measured { Observation::Measure } else { Observation::Ignore }
             }
             EventKind::End => {
                 let Some(frame) = self.open.pop() else { return Observation::Ignore };
                 let inclusive_ns = now.saturating_sub(frame.begin_ns);
-                if let Some(parent) = self.open.last_mut() {
+                // Only long children count against their parent: time in
+                // short ones is the parent's own, worth measuring there.
+                if let Some(parent) = self.open.last_mut()
+                    && inclusive_ns > self.interval_ns
+                {
                     parent.children_ns += inclusive_ns;
                 }
                 if inclusive_ns > self.interval_ns {
