@@ -88,6 +88,25 @@ fn tree_arguments() {
     assert_eq!(text.lines().nth(1).unwrap().split_whitespace().next(), Some("mainloop"));
 }
 
+/// Whatever the column width, every row of the tree keeps its path cell
+/// within the column: a label cut to fit, `..` where the indent or the
+/// room left leaves no place for one.
+#[test]
+fn tree_rows_never_spill_past_the_path_column() {
+    for width in 4..12 {
+        let q = format!("select count() group by path format tree(column-width={width})");
+        let text = run(&q, TRACE);
+        let header = text.lines().next().unwrap_or_default();
+        // The path column ends at the space before the count column's header.
+        let path_width = header.trim_end().rfind(' ').unwrap_or(0);
+        for line in text.lines() {
+            assert_eq!(line.chars().count(), header.chars().count(), "width {width}:\n{text}");
+            assert_eq!(line.chars().nth(path_width), Some(' '), "width {width}: {line:?}\n{text}");
+            assert!(!line.chars().take(path_width).collect::<String>().trim().is_empty(), "width {width}: {line:?}");
+        }
+    }
+}
+
 #[test]
 fn json_layouts() {
     let records = run("select region,count() group by region format json(split)", TRACE);

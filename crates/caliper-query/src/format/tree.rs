@@ -337,10 +337,15 @@ impl RecordFormatter for TreeFormatter {
         line(&mut out, 0, "Path", &mut columns.iter().map(|(_, h, _)| h.as_str()))?;
         for (i, depth) in depth_first(&self.nodes, &self.roots) {
             let node = &self.nodes[i];
-            // The indent stops short of the width so that `..` still fits.
-            let (indent, label) = match 2 * depth {
-                indent if indent >= path_width => (path_width - 2, "..".to_string()),
-                indent => (indent, clamp(&node.label, path_width - indent)),
+            // The indent stops short of the width so that `..` still fits;
+            // so it does when the room left is too small for a cut label
+            // (`~~` alone takes two): a row never spills past the column.
+            let indent = 2 * depth;
+            let room = path_width.saturating_sub(indent);
+            let (indent, label) = if room == 0 || (room < 2 && node.label.chars().count() > room) {
+                (path_width - 2, "..".to_string())
+            } else {
+                (indent, clamp(&node.label, room))
             };
             let first = node.rows.first();
             line(&mut out, indent, &label, &mut columns.iter().map(|(name, _, _)| cell(first, name)))?;
