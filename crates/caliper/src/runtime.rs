@@ -34,7 +34,7 @@ use captures::CAPTURES_WAITING;
 pub use captures::{prepare_thread, push_snapshot_from_signal};
 pub use channels::ChannelOutput;
 use flush::{after_fork_in_child, finish_at_exit, interrupted_in_runtime};
-use threads::{Registration, own_slot};
+use threads::{Registration, log_thread_release, own_slot};
 
 /// The version this runtime reports as `cali.caliper.version`.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -185,6 +185,12 @@ pub(crate) fn interner_is_locked() -> bool {
     crate::sync::is_held(&interner().index)
 }
 
+/// The number of interned strings and blobs (for the statistics logged
+/// at verbosity 2).
+pub(crate) fn interned_count() -> u32 {
+    interner().len.load(Ordering::Relaxed)
+}
+
 fn interner() -> &'static Interner {
     static INTERNER: OnceLock<Interner> = OnceLock::new();
     INTERNER.get_or_init(|| Interner::with_chunks(MAX_CHUNKS))

@@ -457,3 +457,36 @@ fn the_flush_policy_writes_full_trace_buffers_as_it_goes() {
     assert_eq!(records, 3 * 2000);
     assert!(stderr(&out).contains("default: Trace buffer full, flushing"), "{}", stderr(&out));
 }
+
+/// The log at verbosity 2 and 3 has the reference's headings: a channel's
+/// configuration (3), what threads and the process leave behind at exit
+/// (2), and channel-named flush summaries (1); none of it below its level.
+#[test]
+fn verbose_logs_say_what_the_reference_says() {
+    let verbose = |level: &str| {
+        let env = [
+            ("CALI_SERVICES_ENABLE", "aggregate,event,recorder,timer"),
+            ("CALI_RECORDER_FILENAME", "/dev/null"),
+            ("CALI_LOG_VERBOSITY", level),
+        ];
+        stderr(&run("threads", &env))
+    };
+    let three = verbose("3");
+    for expected in [
+        "== CALIPER: default: Configuration:",
+        "== CALIPER:   CALI_SERVICES_ENABLE=aggregate,event,recorder,timer",
+        "== CALIPER:   CALI_TIMER_INCLUSIVE_DURATION=false",
+        "== CALIPER: Releasing Caliper thread data:",
+        "== CALIPER:   Thread blackboard: ",
+        "== CALIPER: Process blackboard: ",
+        "== CALIPER: Metadata tree: ",
+        "== CALIPER: Metadata memory pool: ",
+        "== CALIPER: default: Aggregate: flushed ",
+    ] {
+        assert!(three.contains(expected), "{expected:?} at verbosity 3:\n{three}");
+    }
+    let two = verbose("2");
+    assert!(two.contains("Releasing Caliper thread data") && !two.contains("Configuration:"), "{two}");
+    let one = verbose("1");
+    assert!(one.contains("default: Aggregate: flushed") && !one.contains("Releasing"), "{one}");
+}

@@ -60,6 +60,9 @@ impl Caliper {
         for s in channel.services() {
             log::info(format_args!("{name}: Registered {} service", s.name()));
         }
+        if log::enabled(3) {
+            log_configuration(&channel, &names);
+        }
         channel
     }
 
@@ -173,5 +176,20 @@ impl Host for Caliper {
     }
     fn thread_slots(&self) -> Vec<Arc<ThreadSlot>> {
         Caliper::thread_slots(self)
+    }
+}
+
+/// Logs a channel's configuration (verbosity 3): its services, then each
+/// service setting as it takes effect.
+#[cold]
+fn log_configuration(channel: &Channel, services: &[String]) {
+    let name = channel.name();
+    log::log(3, format_args!("{name}: Configuration:"));
+    log::log(3, format_args!("  CALI_SERVICES_ENABLE={}", services.join(",")));
+    for key in ["CALI_CHANNEL_FLUSH_ON_EXIT", "CALI_CHANNEL_CONFIG_CHECK"] {
+        log::log(3, format_args!("  {key}={}", channel.config().get_or(key, "true")));
+    }
+    for line in services::registry::effective_settings(services, channel.config()) {
+        log::log(3, format_args!("  {line}"));
     }
 }

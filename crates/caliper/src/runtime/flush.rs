@@ -195,6 +195,25 @@ impl Caliper {
     /// parent held a runtime lock at the fork (the child would wait for it
     /// for ever), nor when the fork bypassed `pthread_atfork` (a raw
     /// `clone`), which leaves the parent's threads unaccounted for.
+    /// Logs what the process leaves behind at exit (verbosity 2), under
+    /// the reference's headings: the exiting thread's and the process's
+    /// blackboards, the context tree and the string table.
+    #[cold]
+    fn log_release_statistics(&self) {
+        if let Some(slot) = own_slot().filter(|s| s.busy.is_readable()) {
+            // SAFETY: updates are stopped for good, and this thread is the
+            // only one reading its own data here.
+            log_thread_release(unsafe { slot.data_for_flush() });
+        }
+        let p = self.lock_process();
+        let bb = &p.blackboard;
+        let entries = bb.regions.entries().len() + bb.unaligned.entries().len() + bb.values.len();
+        drop(p);
+        log::log(2, format_args!("Process blackboard: {entries} entries"));
+        log::log(2, format_args!("Metadata tree: {} nodes", self.tree.len()));
+        log::log(2, format_args!("Metadata memory pool: {} interned strings", crate::value::interned_count()));
+    }
+
     pub(super) fn finish(&self) {
         if self.finished.swap(true, Ordering::AcqRel) {
             return;
@@ -215,6 +234,9 @@ impl Caliper {
                     service.finish(self, &ChannelOutput::new(self, &channel))
                 });
             }
+        }
+        if log::enabled(2) {
+            self.log_release_statistics();
         }
         if capture::WANTED.load(Ordering::Acquire) {
             let c = capture::counts();

@@ -84,6 +84,9 @@ impl Caliper {
             return;
         }
         let handed_over = slot.update(|t, _| {
+            if log::enabled(2) {
+                log_thread_release(t);
+            }
             if !(t.blackboard.regions.is_empty() && t.blackboard.unaligned.is_empty()) {
                 return false;
             }
@@ -113,4 +116,20 @@ impl Caliper {
     pub(super) fn with_thread<R>(&self, f: impl FnOnce(&mut ThreadData, &mut ActiveChannels) -> R) -> Option<R> {
         current_slot()?.update(f)
     }
+}
+
+/// Logs what a thread leaves behind (verbosity 2), under the reference's
+/// headings.
+#[cold]
+pub(super) fn log_thread_release(t: &ThreadData) {
+    let bb = &t.blackboard;
+    let (regions, unaligned, values) = (bb.regions.entries().len(), bb.unaligned.entries().len(), bb.values.len());
+    log::log(2, format_args!("Releasing Caliper thread data:"));
+    log::log(
+        2,
+        format_args!(
+            "  Thread blackboard: {} entries ({regions} region, {unaligned} unaligned, {values} as-value)",
+            regions + unaligned + values
+        ),
+    );
 }

@@ -36,6 +36,8 @@ pub(super) const SPEC: ServiceSpec = ServiceSpec {
 /// The aggregate service of a channel: its key attributes and the
 /// attributes of its results.
 pub struct Aggregate {
+    /// The channel's name, for its messages.
+    channel: String,
     key_names: Arc<[String]>,
     count: Attribute,
     slot: Attribute,
@@ -46,6 +48,7 @@ impl Aggregate {
         let cali = setup.cali;
         let props = Properties::ASVALUE | Properties::SKIP_EVENTS;
         Aggregate {
+            channel: setup.channel.to_string(),
             key_names: setup.settings.list("key", false).into(),
             count: cali.create_attribute("count", AttrType::Uint, props | Properties::AGGREGATABLE, &[]),
             slot: cali.create_attribute("aggregate.slot", AttrType::Uint, props, &[]),
@@ -95,7 +98,7 @@ impl Service for Aggregate {
                 flushed += t.flush(&mut metric, &mut done, emit);
             }
         }
-        log::info(format_args!("Aggregate: flushed {flushed} snapshots."));
+        log::info(format_args!("{}: Aggregate: flushed {flushed} snapshots.", self.channel));
     }
 
     fn clear(&self, states: &mut [&mut dyn ThreadService]) {

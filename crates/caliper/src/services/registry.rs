@@ -137,6 +137,19 @@ fn variable(service: &str, key: &str) -> String {
     format!("CALI_{}_{}", service, key).to_uppercase()
 }
 
+/// The effective settings of the services `names` in `config`, as
+/// `CALI_<SERVICE>_<KEY>=value` lines in the order the services and their
+/// specs list them (for the configuration a channel logs at verbosity 3).
+pub(crate) fn effective_settings(names: &[String], config: &RuntimeConfig) -> Vec<String> {
+    let specs = names.iter().filter_map(|n| super::find(n));
+    specs
+        .flat_map(|spec| {
+            let settings = Settings::new(spec, config);
+            spec.settings.iter().map(move |s| format!("{}={}", variable(spec.name, s.key), settings.text(s.key)))
+        })
+        .collect()
+}
+
 /// A service's settings in a channel's configuration, read by key.
 pub struct Settings<'a> {
     spec: &'static ServiceSpec,
