@@ -98,6 +98,24 @@ fn runtime_report_has_the_reference_layout() {
     assert_eq!(last_column(&out), last_column(&fixture_text("cxx-example.runtime-report-excl-count.stdout.txt")));
 }
 
+/// `loop.stats` (the `loop_statistics` service): the loop's row has its
+/// iterations and the minimum, average and maximum time per iteration, in
+/// the reference's columns; other rows leave them empty.
+#[test]
+fn loop_stats_report_iterations_and_time_per_iteration() {
+    let out = stdout(&run_config("runtime-report,loop.stats,output=stdout"));
+    let header = out.lines().find(|l| l.starts_with("Path")).unwrap_or_default();
+    let columns = ["Iterations", "Time/iter (min)", "Time/iter (avg)", "Time/iter (max)"];
+    assert!(columns.iter().all(|c| header.contains(c)), "{out}");
+    let row = |name: &str| out.lines().find(|l| l.trim_start().starts_with(&format!("{name} "))).unwrap_or_default();
+    let cells: Vec<&str> = row("mainloop").split_whitespace().collect();
+    // Path, four time columns, then the loop statistics.
+    assert_eq!(cells.get(5), Some(&"4"), "{out}");
+    let per_iteration: Vec<f64> = cells[6..9].iter().map(|c| c.parse().unwrap()).collect();
+    assert!(per_iteration[0] <= per_iteration[1] && per_iteration[1] <= per_iteration[2], "{out}");
+    assert_eq!(row("init").split_whitespace().count(), 5, "{out}");
+}
+
 #[test]
 fn runtime_report_goes_to_stderr_by_default() {
     let out = run_config("runtime-report");

@@ -11,6 +11,7 @@
 //! `loop.iterations` and `loop.start_iteration` (the first iteration of
 //! the block).
 
+use super::iteration_class::IterationAttributes;
 use super::registry::{Created, NotCreated, ServiceSpec, SettingKind, SettingSpec, Setup, Stage};
 use crate::attributes::Attribute;
 use crate::log;
@@ -108,7 +109,7 @@ impl Service for LoopMonitor {
             iterations: 0,
             start_iteration: None,
             last_snapshot_ns: 0,
-            is_iteration: Vec::new(),
+            is_iteration: IterationAttributes::default(),
         })
     }
 
@@ -131,26 +132,10 @@ struct LoopThread {
     /// The first iteration since the last snapshot.
     start_iteration: Option<i64>,
     last_snapshot_ns: u64,
-    /// Per attribute id: 0 not looked up, 1 an iteration attribute, 2 not.
-    is_iteration: Vec<u8>,
+    is_iteration: IterationAttributes,
 }
 
 impl LoopThread {
-    fn is_iteration(&mut self, cali: &dyn Runtime, attr: Id) -> bool {
-        let i = attr as usize;
-        if self.is_iteration.len() <= i {
-            self.is_iteration.resize(i + 1, 0);
-        }
-        if self.is_iteration[i] == 0 {
-            let class = self.settings.class_iteration;
-            let yes = cali
-                .attribute_info(attr)
-                .is_some_and(|info| info.metadata.iter().any(|(m, v)| *m == class && matches!(v, Variant::Bool(true))));
-            self.is_iteration[i] = if yes { 1 } else { 2 };
-        }
-        self.is_iteration[i] == 1
-    }
-
     fn is_target(&self, name: &str) -> bool {
         self.settings.targets.is_empty() || self.settings.targets.iter().any(|t| name.starts_with(t.as_str()))
     }
@@ -207,7 +192,7 @@ impl ThreadService for LoopThread {
             }
             return Observation::Ignore;
         }
-        if !in_target || !self.is_iteration(cali, attr.id()) {
+        if !in_target || !self.is_iteration.contains(cali, self.settings.class_iteration, attr.id()) {
             return Observation::Ignore;
         }
         match kind {

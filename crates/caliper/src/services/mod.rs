@@ -6,7 +6,9 @@ mod aggregate;
 mod async_event;
 mod debug;
 mod event;
+mod iteration_class;
 mod loop_monitor;
+mod loop_statistics;
 mod measurement_template;
 pub(crate) mod output;
 mod recorder;
@@ -31,6 +33,7 @@ pub const SERVICES: &[ServiceSpec] = &[
     debug::SPEC,
     event::SPEC,
     loop_monitor::SPEC,
+    loop_statistics::SPEC,
     measurement_template::SPEC,
     thread_id::SPEC,
     recorder::SPEC,
