@@ -490,3 +490,28 @@ fn verbose_logs_say_what_the_reference_says() {
     let one = verbose("1");
     assert!(one.contains("default: Aggregate: flushed") && !one.contains("Releasing"), "{one}");
 }
+
+/// The statistics service counts the example's begin and end events (main,
+/// init, the loop, its 4 iterations and 4 foo) and the snapshots they
+/// took, and logs them at the end.
+#[test]
+fn statistics_counts_events_and_snapshots() {
+    let out = run(
+        "nested",
+        &[
+            ("CALI_SERVICES_ENABLE", "aggregate,event,statistics,timer,recorder"),
+            ("CALI_RECORDER_FILENAME", "/dev/null"),
+            ("CALI_LOG_VERBOSITY", "1"),
+        ],
+    );
+    let log = stderr(&out);
+    for expected in [
+        "== CALIPER: default: statistics:",
+        "== CALIPER:   Number of begin events: 11",
+        "== CALIPER:   Number of end events:   11",
+        "== CALIPER:   Number of snapshots:    22",
+        "== CALIPER:   Number of threads:      1",
+    ] {
+        assert!(log.contains(expected), "{expected:?}:\n{log}");
+    }
+}

@@ -15,6 +15,7 @@ mod recorder;
 mod region_monitor;
 pub mod registry;
 pub(crate) mod report;
+mod statistics;
 mod thread_id;
 pub mod timer;
 mod trace;
@@ -39,6 +40,7 @@ pub const SERVICES: &[ServiceSpec] = &[
     recorder::SPEC,
     region_monitor::SPEC,
     report::SPEC,
+    statistics::SPEC,
     timer::SPEC,
     trace::SPEC,
     validator::SPEC,
