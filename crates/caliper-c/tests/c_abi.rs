@@ -156,6 +156,18 @@ fn program(exe: &Path) -> Command {
     cmd
 }
 
+/// A test program run under `CALI_CONFIG=config` (or none), with no other
+/// Caliper settings from the test's environment.
+fn program_under(exe: &Path, config: Option<&str>) -> Command {
+    let mut cmd = program(exe);
+    match config {
+        Some(config) => cmd.env("CALI_CONFIG", config),
+        None => cmd.env_remove("CALI_CONFIG"),
+    };
+    cmd.env_remove("CALI_SERVICES_ENABLE").env_remove("CALI_LOG_VERBOSITY");
+    cmd
+}
+
 /// Runs an example with a config: the C and Fortran ones take it as their
 /// argument, the C++ one as `-P config` (and through CALI_CONFIG when
 /// `via_env`).
@@ -367,13 +379,7 @@ fn the_cxx_config_manager_and_write_report_for_query_work() {
     let dir = scratch("manager-run");
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cxx/manager.cpp");
     let exe = build_with_pkg_config(Lang::Cxx, &source, &dir.join("manager"));
-    let out = program(&exe)
-        .arg(&dir)
-        .env_remove("CALI_CONFIG")
-        .env_remove("CALI_SERVICES_ENABLE")
-        .env_remove("CALI_LOG_VERBOSITY")
-        .output()
-        .unwrap();
+    let out = program_under(&exe, None).arg(&dir).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success() && stdout.contains("manager: all checks passed"), "{stdout}\n{stderr}");
@@ -657,12 +663,7 @@ fn cxx_programs_of_the_reference_shapes_build_and_nest() {
     let dir = scratch("shapes");
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cxx/shapes.cpp");
     let exe = build_with_pkg_config(Lang::Cxx, &source, &dir.join("shapes"));
-    let out = program(&exe)
-        .env("CALI_CONFIG", "runtime-report,output=stdout")
-        .env_remove("CALI_SERVICES_ENABLE")
-        .env_remove("CALI_LOG_VERBOSITY")
-        .output()
-        .unwrap();
+    let out = program_under(&exe, Some("runtime-report,output=stdout")).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success() && stdout.contains("shapes: done 1"), "{stdout}\n{stderr}");
@@ -680,12 +681,7 @@ fn cxx_programs_of_the_reference_shapes_build_and_nest() {
 fn reports_come_after_the_programs_own_buffered_output() {
     let exe = test_program("order");
     for stream in ["stdout", "stderr"] {
-        let out = program(&exe)
-            .env("CALI_CONFIG", format!("runtime-report,output={stream}"))
-            .env_remove("CALI_SERVICES_ENABLE")
-            .env_remove("CALI_LOG_VERBOSITY")
-            .output()
-            .unwrap();
+        let out = program_under(&exe, Some(&format!("runtime-report,output={stream}"))).output().unwrap();
         assert!(out.status.success(), "{out:?}");
         let text = String::from_utf8_lossy(if stream == "stdout" { &out.stdout } else { &out.stderr }).into_owned();
         let program_lines: Vec<&str> = text.lines().filter(|l| l.starts_with("order: ")).collect();
