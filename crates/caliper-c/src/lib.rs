@@ -21,6 +21,7 @@
 static ALLOC: runtime::TrackedAllocator = runtime::TrackedAllocator;
 
 mod annotate;
+mod async_event;
 mod attributes;
 mod channels;
 mod datatracker;

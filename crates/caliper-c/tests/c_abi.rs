@@ -673,6 +673,16 @@ fn cxx_programs_of_the_reference_shapes_build_and_nest() {
     let expected =
         ["main", "  main.scope", "    first", "      second", "    outer.loop", "      body", "        body.inner"];
     assert_eq!(names, expected, "{stdout}");
+
+    // The asynchronous event reaches the event trace, with its duration.
+    let trace = dir.join("trace.cali");
+    let config = format!("event-trace,output={}", trace.display());
+    let out = program_under(&exe, Some(&config)).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = std::fs::read_to_string(&trace).unwrap();
+    assert!(text.contains("data=async.begin") && text.contains("data=async.end"), "{text}");
+    assert_eq!(text.matches("data=shapes.async").count(), 2, "a begin and an end node:\n{text}");
+    assert!(text.contains("data=event.duration.ns"), "{text}");
 }
 
 /// With `output=stdout` (or stderr), the report keeps its place after the

@@ -406,15 +406,30 @@ pub struct TimedAsyncEvent {
 impl TimedAsyncEvent {
     /// Emits `async.begin=<message>` and starts timing.
     pub fn begin(message: &str) -> TimedAsyncEvent {
-        emit_async_event("async.begin", message, None);
-        TimedAsyncEvent { message: message.to_string(), start_ns: crate::clock::clock().now_ns() }
+        TimedAsyncEvent { message: message.to_string(), start_ns: async_event_begin(message) }
     }
 
     /// Emits `async.end=<message>` and `event.duration.ns`.
     pub fn end(self) {
-        let elapsed = crate::clock::clock().now_ns().saturating_sub(self.start_ns);
-        emit_async_event("async.end", &self.message, Some(elapsed));
+        async_event_end(&self.message, self.start_ns);
     }
+}
+
+/// The begin of a timed asynchronous event: emits `async.begin=<message>`
+/// and gives the start time (on the runtime's clock) that
+/// [`async_event_end`] measures from. For bindings that keep the event
+/// themselves (the C++ `cali::TimedAsyncEvent`).
+pub fn async_event_begin(message: &str) -> u64 {
+    emit_async_event("async.begin", message, None);
+    crate::clock::clock().now_ns()
+}
+
+/// The end of a timed asynchronous event begun at `start_ns` (see
+/// [`async_event_begin`]): emits `async.end=<message>` and
+/// `event.duration.ns`.
+pub fn async_event_end(message: &str, start_ns: u64) {
+    let elapsed = crate::clock::clock().now_ns().saturating_sub(start_ns);
+    emit_async_event("async.end", message, Some(elapsed));
 }
 
 /// Sends an async event to the channels: `attr=message` as a node of its

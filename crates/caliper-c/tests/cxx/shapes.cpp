@@ -3,7 +3,9 @@
 // included: the standard streams come with it (the reference's cali.h
 // includes <iostream>, <map> and <string> in C++), and the scope macros
 // can be used more than once in one scope (their variable names expand
-// __LINE__).
+// __LINE__). A timed asynchronous event (caliper/AsyncEvent.h) is a plain
+// value, begun in one place and ended in another.
+#include <caliper/AsyncEvent.h>
 #include <caliper/cali.h>
 
 static void twice_in_one_scope()
@@ -27,6 +29,7 @@ static void loops()
 int main()
 {
     CALI_CXX_MARK_FUNCTION;
+    cali::TimedAsyncEvent event = cali::TimedAsyncEvent::begin("shapes.async");
     std::string name = "main.scope";
     std::map<std::string, int> counts;
     {
@@ -35,6 +38,8 @@ int main()
         loops();
         counts[name] += 1;
     }
+    cali::TimedAsyncEvent copy = event;
+    copy.end();
     std::cout << "shapes: done " << counts.size() << std::endl;
     return 0;
 }
