@@ -7,6 +7,12 @@
 // value, begun in one place and ended in another.
 #include <caliper/AsyncEvent.h>
 #include <caliper/cali.h>
+#include <caliper/caliper-config.h>
+
+// Programs test the API version they build against.
+#if !defined(CALIPER_MAJOR_VERSION) || CALIPER_MAJOR_VERSION < 2
+#error "caliper-config.h: no version 2 API"
+#endif
 
 static void twice_in_one_scope()
 {
