@@ -101,14 +101,7 @@ impl ThreadSlot {
     /// update or a flush runs.
     #[inline]
     pub fn update_in_signal<R>(&self, f: impl FnOnce(&mut ThreadData, &mut ActiveChannels) -> R) -> Option<R> {
-        if !self.busy.try_enter() {
-            return None;
-        }
-        // SAFETY: as in `update`; the handler runs on the owning thread,
-        // which was not inside an update.
-        let r = f(unsafe { &mut *self.data.get() }, unsafe { &mut *self.active.get() });
-        self.busy.leave();
-        Some(r)
+        self.run_entered(self.busy.try_enter(), f)
     }
 
     /// Runs `f` on the data and the active channels if the thread may
@@ -116,7 +109,14 @@ impl ThreadSlot {
     /// handler).
     #[inline]
     pub fn update<R>(&self, f: impl FnOnce(&mut ThreadData, &mut ActiveChannels) -> R) -> Option<R> {
-        if !self.busy.enter() {
+        self.run_entered(self.busy.enter(), f)
+    }
+
+    /// Runs `f` on the data if `entered` (the busy flag was set by this
+    /// thread's call), and leaves the flag after it, even if `f` panics.
+    #[inline(always)]
+    fn run_entered<R>(&self, entered: bool, f: impl FnOnce(&mut ThreadData, &mut ActiveChannels) -> R) -> Option<R> {
+        if !entered {
             return None;
         }
         struct Leave<'a>(&'a BusyFlag);
@@ -128,7 +128,8 @@ impl ThreadSlot {
         }
         let _leave = Leave(&self.busy);
         // SAFETY: the busy flag is set: no flush reads the data, and a
-        // re-entrant call was refused above; the two cells are distinct.
+        // re-entrant call (a signal handler on this thread) was refused;
+        // the two cells are distinct.
         Some(f(unsafe { &mut *self.data.get() }, unsafe { &mut *self.active.get() }))
     }
 }
