@@ -213,6 +213,12 @@ pub struct Blackboard {
 }
 
 impl Blackboard {
+    /// The number of entries: open values on both stacks and as-value
+    /// attributes.
+    pub fn entry_count(&self) -> usize {
+        self.regions.entries().len() + self.unaligned.entries().len() + self.values.len()
+    }
+
     fn stack_mut(&mut self, attr: Attribute) -> &mut Stack {
         if attr.on_region_stack() { &mut self.regions } else { &mut self.unaligned }
     }

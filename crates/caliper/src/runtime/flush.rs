@@ -205,10 +205,7 @@ impl Caliper {
             // only one reading its own data here.
             log_thread_release(unsafe { slot.data_for_flush() });
         }
-        let p = self.lock_process();
-        let bb = &p.blackboard;
-        let entries = bb.regions.entries().len() + bb.unaligned.entries().len() + bb.values.len();
-        drop(p);
+        let entries = self.lock_process().blackboard.entry_count();
         log::log(2, format_args!("Process blackboard: {entries} entries"));
         log::log(2, format_args!("Metadata tree: {} nodes", self.tree.len()));
         log::log(2, format_args!("Metadata memory pool: {} interned strings", crate::value::interned_count()));

@@ -129,7 +129,7 @@ pub(super) fn log_thread_release(t: &ThreadData) {
         2,
         format_args!(
             "  Thread blackboard: {} entries ({regions} region, {unaligned} unaligned, {values} as-value)",
-            regions + unaligned + values
+            bb.entry_count()
         ),
     );
 }
