@@ -7,7 +7,7 @@ mod common;
 
 use caliper_data::MetadataDb;
 use caliper_data::cali::read_records;
-use common::{expand, expand_with, fork_a_child_that_annotates, nested, run, run_with, stderr, trace_env};
+use common::{expand, expand_with, fork_a_child_that_annotates, nested, run, run_with, stderr, trace_env, untimed};
 use std::path::PathBuf;
 
 /// Runs when this binary is re-run as a scenario; a no-op otherwise.
@@ -370,24 +370,31 @@ fn annotation_metadata_reaches_the_output() {
     assert!(bytes.properties().is_aggregatable() && bytes.is_asvalue());
 }
 
-#[test]
-fn region_monitor_measures_long_region_instances_only() {
+/// Runs `scenario` traced under region_monitor with a time interval of
+/// `interval` seconds; gives the trace's records, expanded and keeping the
+/// attributes `keep` accepts, and the log.
+fn run_region_monitor(scenario: &str, interval: &str, keep: &dyn Fn(&str) -> bool) -> (Vec<String>, String) {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("monitor.cali");
     let out = run_with(
-        "nested",
+        scenario,
         &[
             ("CALI_SERVICES_ENABLE", "region_monitor,timer,trace,recorder".into()),
             ("CALI_RECORDER_FILENAME", file.display().to_string()),
-            // Every instance is long: each is measured from its second visit.
-            ("CALI_REGION_MONITOR_TIME_INTERVAL", "0".into()),
+            ("CALI_REGION_MONITOR_TIME_INTERVAL", interval.into()),
             ("CALI_LOG_VERBOSITY", "1".into()),
         ],
     );
-    let records = expand(&file);
+    (expand_with(&file, keep), stderr(&out))
+}
+
+#[test]
+fn region_monitor_measures_long_region_instances_only() {
+    // Every instance is long: each is measured from its second visit.
+    let (records, log) = run_region_monitor("nested", "0", &untimed);
     assert_eq!(records.len(), 3, "the 2nd to 4th foo: {records:?}");
     assert!(records.iter().all(|r| r.contains("region=main/foo")), "{records:?}");
-    assert!(stderr(&out).contains("region_monitor: 4 regions marked, 3 instances measured."), "{}", stderr(&out));
+    assert!(log.contains("region_monitor: 4 regions marked, 3 instances measured."), "{log}");
 }
 
 /// Spins (keeps the processor busy) for `ms` milliseconds.
@@ -420,20 +427,9 @@ fn monitored() {
 /// (`inner`, long and all its own time, is skipped inside `outer`).
 #[test]
 fn region_monitor_counts_long_children_only_and_skips_regions_in_measured_ones() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("monitor.cali");
-    let out = run_with(
-        "monitored",
-        &[
-            ("CALI_SERVICES_ENABLE", "region_monitor,timer,trace,recorder".into()),
-            ("CALI_RECORDER_FILENAME", file.display().to_string()),
-            ("CALI_REGION_MONITOR_TIME_INTERVAL", "0.02".into()),
-            ("CALI_LOG_VERBOSITY", "1".into()),
-        ],
-    );
-    let regions: Vec<String> = expand_with(&file, &|name| name == "region");
-    assert_eq!(regions, ["region=outer", "region=outer"], "the 2nd and 3rd outer: {}", stderr(&out));
-    assert!(stderr(&out).contains("region_monitor: 2 regions marked, 2 instances measured."), "{}", stderr(&out));
+    let (regions, log) = run_region_monitor("monitored", "0.02", &|name| name == "region");
+    assert_eq!(regions, ["region=outer", "region=outer"], "the 2nd and 3rd outer: {log}");
+    assert!(log.contains("region_monitor: 2 regions marked, 2 instances measured."), "{log}");
 }
 
 #[test]

@@ -115,7 +115,12 @@ pub fn expand_with(path: &Path, keep: &dyn Fn(&str) -> bool) -> Vec<String> {
 /// The records of a `.cali` file as `cali-query -e` lines without times
 /// and version.
 pub fn expand(path: &Path) -> Vec<String> {
-    expand_with(path, &|name| !name.starts_with("time.") && name != "cali.caliper.version")
+    expand_with(path, &untimed)
+}
+
+/// Whether `expand` keeps attribute `name`: all but times and the version.
+pub fn untimed(name: &str) -> bool {
+    !name.starts_with("time.") && name != "cali.caliper.version"
 }
 
 /// The globals of a `.cali` file, expanded, keeping what `keep` accepts.
