@@ -7,7 +7,7 @@ use super::registry::{Created, NotCreated, ServiceSpec, Setup, Stage};
 use crate::attributes::Attribute;
 use crate::log;
 use crate::service::{ChannelView, EventKind, Observation, Runtime, Service, ServiceState, ThreadService};
-use crate::snapshot::{RegionSnapshot, Snapshot};
+use crate::snapshot::Snapshot;
 use crate::value::ValueKey;
 use caliper_data::Entry;
 use std::sync::Arc;
@@ -74,13 +74,6 @@ struct StatisticsThread {
     counts: Arc<Counts>,
 }
 
-impl StatisticsThread {
-    fn snapshot(&self, entries: usize) {
-        self.counts.snapshots.fetch_add(1, Ordering::Relaxed);
-        self.counts.max_snapshot_entries.fetch_max(entries as u64, Ordering::Relaxed);
-    }
-}
-
 impl ThreadService for StatisticsThread {
     fn observe(
         &mut self,
@@ -100,12 +93,11 @@ impl ThreadService for StatisticsThread {
         Observation::Ignore
     }
 
+    /// Region snapshots come here too, built by the default
+    /// `process_region`.
     fn process(&mut self, _cali: &dyn Runtime, snapshot: &Snapshot) {
-        self.snapshot(snapshot.nodes().len() + snapshot.values().len());
-    }
-
-    fn process_region(&mut self, _cali: &dyn Runtime, region: &RegionSnapshot<'_>, scratch: &mut Snapshot) {
-        region.write_to(scratch);
-        self.snapshot(scratch.nodes().len() + scratch.values().len());
+        let entries = (snapshot.nodes().len() + snapshot.values().len()) as u64;
+        self.counts.snapshots.fetch_add(1, Ordering::Relaxed);
+        self.counts.max_snapshot_entries.fetch_max(entries, Ordering::Relaxed);
     }
 }
