@@ -17,8 +17,8 @@ pub fn push_snapshot_from_signal(channel: usize, trigger: &[(Id, ValueKey)]) -> 
 /// makes every thread prepare its own at its next update. Call it where a
 /// thread starts (a sampler arms its timer there) or before signals come.
 pub fn prepare_thread() {
-    capture::WANTED.store(true, Ordering::Release);
-    prepare_thread_for_signals();
+    let first = !capture::WANTED.swap(true, Ordering::AcqRel);
+    prepare_thread_for_signals(first);
 }
 
 /// The async-signal-safe part of
@@ -78,11 +78,15 @@ pub(crate) fn capture_in_signal(channel: usize, trigger: &[(Id, ValueKey)]) -> c
 pub(super) const CAPTURES_WAITING: u64 = 1 << 63;
 
 /// Registers the calling thread (outside any signal handler) and makes
-/// its signal snapshot buffer (see [`prepare_thread`]); every
-/// other thread makes its own at its next update.
-pub(crate) fn prepare_thread_for_signals() {
+/// its signal snapshot buffer (see [`prepare_thread`]). On the `first`
+/// call, every other thread is told to make its own at its next update
+/// (their channel lists go stale once); threads that come later make
+/// theirs at their first update.
+fn prepare_thread_for_signals(first: bool) {
     if let Some(c) = Caliper::instance() {
-        c.channels_version.fetch_add(1, Ordering::AcqRel);
+        if first {
+            c.channels_version.fetch_add(1, Ordering::AcqRel);
+        }
         c.with_thread(|t, active| {
             t.captures.get_or_insert_with(capture::Captures::new);
             c.refresh_active(t, active);
