@@ -15,10 +15,10 @@
 //! flush, the buffer is full, or the context is deeper than a capture
 //! holds.
 //!
-//! The measuring services' [`measure_region`](crate::service::ThreadService::measure_region)
-//! runs in the handler and must be async-signal-safe too; services that
-//! measure only through [`measure`](crate::service::ThreadService::measure)
-//! measure a capture when it is processed.
+//! The measuring services' [region counters](crate::service::RegionCounter)
+//! are read in the handler (a load each); services that measure through
+//! [`measure`](crate::service::ThreadService::measure) measure a capture
+//! when it is processed.
 
 use crate::snapshot::Time;
 use crate::value::ValueKey;

@@ -14,7 +14,9 @@ use crate::buffer::InlineProcessor;
 use crate::capture::{Capture, MAX_MEASURED};
 use crate::config::RuntimeConfig;
 use crate::region_filter::{NameFilter, RegionFilter};
-use crate::service::{EventKind, Observation, Runtime, Service, ServiceState, ThreadService, Trigger};
+use crate::service::{
+    EventKind, Observation, RegionCounter, Runtime, Service, ServiceState, ThreadCounter, ThreadService, Trigger,
+};
 use crate::snapshot::{Measured, RegionAttributes, RegionSnapshot, Snapshot, Stamps, Time};
 use crate::sparse::{PAGE, Sparse};
 use crate::sync;
@@ -23,7 +25,6 @@ use crate::value::ValueKey;
 use caliper_data::hash::FxHashMap;
 use caliper_data::node::Id;
 use caliper_data::{AttrType, Entry, Properties, Record, Variant};
-use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use thread::{ThreadData, ThreadSlot};
@@ -51,7 +52,7 @@ enum Fused {
     No,
     /// Yes, without region measurements besides the inline timer.
     Plain,
-    /// Yes, with region measurements (see [`Service::region_measurements`]).
+    /// Yes, with region counters (see [`Service::region_counters`]).
     Measured,
 }
 
@@ -67,13 +68,13 @@ pub struct Channel {
     services: Vec<Arc<dyn Service>>,
     observe: Vec<usize>,
     /// The measuring services but the inline timer and those with region
-    /// measurements.
+    /// counters.
     measure: Vec<usize>,
-    /// The services with region measurements (see
-    /// [`Service::region_measurements`]), each with its values' place in
-    /// the threads' measurement buffers.
-    slots: Vec<(usize, Range<usize>)>,
-    /// The attributes of all region measurements, in buffer order.
+    /// The measuring services' region counters (see
+    /// [`Service::region_counters`]), in the order of their values in the
+    /// threads' measurement buffers.
+    counters: Vec<RegionCounter>,
+    /// The attributes of the region counters' values, in buffer order.
     measured: Vec<Id>,
     process: Vec<usize>,
     /// The service whose timer the threads keep inline: the only measuring
@@ -142,8 +143,8 @@ pub(crate) trait Host: Runtime {
 }
 
 use memo::{BeginCache, Memo};
-use thread_state::UNMARKED;
 pub use thread_state::{ChannelThread, EventAttributes};
+use thread_state::{CounterReading, UNMARKED, read_counters};
 
 impl Channel {
     /// A channel with the given services (already instantiated from its
@@ -160,16 +161,14 @@ impl Channel {
             services.iter().enumerate().filter(|(_, s)| f(s.as_ref())).map(|(i, _)| i).collect()
         };
         let (observe, mut measure, process) = (pick(|s| s.observes()), pick(|s| s.measures()), pick(|s| s.processes()));
-        let (mut slots, mut measured) = (Vec::new(), Vec::new());
+        let mut counters = Vec::new();
         measure.retain(|&i| {
-            let attrs = services[i].region_measurements();
-            if attrs.is_empty() {
-                return true;
-            }
-            slots.push((i, measured.len()..measured.len() + attrs.len()));
-            measured.extend(attrs);
-            false
+            let service_counters = services[i].region_counters();
+            let measures_otherwise = service_counters.is_empty();
+            counters.extend(service_counters);
+            measures_otherwise
         });
+        let measured = counters.iter().flat_map(RegionCounter::attributes).collect();
         let timer = match *measure {
             [i] if services[i].inline_timer().is_some() => Some(i),
             _ => None,
@@ -182,7 +181,7 @@ impl Channel {
             && events.as_ref().is_some_and(|e| e.snapshot_info && e.filter.is_empty() && e.branches.is_empty())
         {
             false => Fused::No,
-            true if slots.is_empty() => Fused::Plain,
+            true if counters.is_empty() => Fused::Plain,
             true => Fused::Measured,
         };
         let flush_on_exit = config.get_bool("CALI_CHANNEL_FLUSH_ON_EXIT", true);
@@ -201,7 +200,7 @@ impl Channel {
             services,
             observe,
             measure,
-            slots,
+            counters,
             measured,
             process,
             timer,
@@ -374,6 +373,7 @@ impl Channel {
             states,
             inline,
             timer,
+            counters: self.counters.iter().map(CounterReading::new).collect(),
             measured: vec![0; self.measured.len()].into_boxed_slice(),
             marks: Sparse::new(&UNMARKED),
             memo: Memo::new(),
@@ -475,6 +475,7 @@ fn context_entries<'a, H: Host>(cali: &H, c: Context<'a>, replaced: Option<bool>
 mod tests {
     use super::*;
     use crate::runtime::Caliper;
+    use crate::services::measurement_template::advance;
 
     /// Whether the calling test runs its body: yes in a child process
     /// (this test binary re-run with only `test` and `CALIPER_UNIT_CHILD`
@@ -529,8 +530,8 @@ mod tests {
             })
         };
         // One processing service (kept inline), and two (behind boxes); with
-        // region measurements (the template's values count the channel's
-        // snapshots on the thread, the same in both channels).
+        // region counters (the template's source, advanced on the way, read
+        // by both channels).
         for services in [
             "aggregate,event",
             "event,trace",
@@ -562,6 +563,7 @@ mod tests {
             for i in 0..3 {
                 cali.begin(region, s("a"));
                 cali.begin(phase, s("p"));
+                advance(i as u64 + 1);
                 cali.set(iteration, ValueKey::int(i));
                 cali.begin(region, s(if i == 1 { "b" } else { "c" }));
                 cali.end(region, None);
@@ -571,6 +573,7 @@ mod tests {
                 cali.end(phase, None);
                 cali.begin(unaligned, s("u"));
                 cali.begin(region, s("c"));
+                advance(5);
                 cali.end(region, None);
                 cali.end(unaligned, None);
                 cali.end(region, None);
@@ -587,6 +590,16 @@ mod tests {
             }
             assert!(records[0].len() > 10, "{services}: {} records", records[0].len());
             assert_eq!(records[0], records[1], "{services}");
+            if measured {
+                // The advances reach the records: 3 * 5 + (1 + 2 + 3) in all.
+                let delta = cali.find_attribute("measurement.a").expect("template attribute").id();
+                let sum = cali.find_attribute("sum#measurement.a").map(|a| a.id());
+                let total: u64 = (records[0].iter().flat_map(|r| r.immediates()))
+                    .filter(|&(a, _)| a == delta || Some(a) == sum)
+                    .filter_map(|(_, v)| v.to_u64())
+                    .sum();
+                assert_eq!(total, 21, "{services}");
+            }
         }
     }
 

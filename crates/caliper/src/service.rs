@@ -13,6 +13,8 @@ use crate::value::ValueKey;
 use caliper_data::node::Id;
 use caliper_data::{AttrType, Entry, Properties, Record, Variant};
 use std::any::Any;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// What triggered a snapshot.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -40,16 +42,10 @@ pub struct Trigger {
 /// per-snapshot hooks. The channel calls the hooks on the thread's own
 /// object, so a snapshot costs no lookup of the service's state.
 pub trait ThreadService: Any + Send {
-    /// Adds measurements to a snapshot. Not called for a service with
-    /// [region measurements](Service::region_measurements), whose
-    /// [`measure_region`](ThreadService::measure_region) the channel calls
-    /// instead.
+    /// Adds measurements to a snapshot. A service whose measurements are
+    /// [region counters](Service::region_counters) leaves it alone: the
+    /// channel reads those itself.
     fn measure(&mut self, _snapshot: &mut Snapshot, _trigger: &Trigger) {}
-    /// Writes the service's measurements of a snapshot, one value per
-    /// attribute of its [region measurements](Service::region_measurements),
-    /// in that order, into `values`: called on every snapshot, begin, end
-    /// or other, from the channel's fused path without a [`Snapshot`].
-    fn measure_region(&mut self, _values: &mut [u64]) {}
     /// Consumes a snapshot.
     fn process(&mut self, _cali: &dyn Runtime, _snapshot: &Snapshot) {}
     /// Consumes the snapshot of a region begin or end in its common shape;
@@ -146,14 +142,15 @@ pub trait Service: Send + Sync {
     fn inline_timer(&self) -> Option<Stamps> {
         None
     }
-    /// The attributes of the unsigned values the service adds to every
-    /// snapshot, whatever its trigger, written by
-    /// [`ThreadService::measure_region`]: a channel whose measuring
-    /// services all have them keeps the fused path, with these values in
-    /// the region snapshots' [measurement slots](crate::snapshot::Measured).
-    /// Empty for a service whose measurements depend on the trigger (it
+    /// The per-thread counters whose values and changes the service adds
+    /// to every snapshot, whatever its trigger: the channel reads them
+    /// itself, a load each, so a channel whose measuring services all have
+    /// only these keeps the fused path, with the values in the region
+    /// snapshots' [measurement slots](crate::snapshot::Measured), and a
+    /// signal handler reads them as safely. Empty for a service whose
+    /// measurements depend on the trigger or must be computed (it
     /// implements [`ThreadService::measure`]).
-    fn region_measurements(&self) -> Vec<Id> {
+    fn region_counters(&self) -> Vec<RegionCounter> {
         Vec::new()
     }
     /// Sets up a thread's context the first time it meets the channel.
@@ -216,4 +213,49 @@ pub trait ChannelView {
     fn records(&self, emit: &mut dyn FnMut(&Record));
     /// The channel's run metadata (its globals) as one record.
     fn globals(&self) -> Record;
+}
+
+/// A count that a service keeps per thread and that the thread advances
+/// itself (bytes allocated, bytes read, events seen), shared with the
+/// channels that read it at every snapshot (see [`RegionCounter`]).
+/// Advanced with a load and a store, not a locked add: only its thread
+/// writes it.
+#[derive(Clone, Debug, Default)]
+pub struct ThreadCounter(Arc<AtomicU64>);
+
+impl ThreadCounter {
+    /// Adds `n` (wrapping). Call only on the counter's own thread.
+    #[inline]
+    pub fn add(&self, n: u64) {
+        self.0.store(self.get().wrapping_add(n), Ordering::Relaxed);
+    }
+
+    /// The count so far.
+    #[inline(always)]
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// A service's per-thread counter as its channels read it (see
+/// [`Service::region_counters`]): the attributes a snapshot gets, and the
+/// calling thread's counter.
+#[derive(Copy, Clone, Debug)]
+pub struct RegionCounter {
+    /// The attribute of the counter's value at the snapshot, if recorded.
+    pub absolute: Option<Id>,
+    /// The attribute of the counter's change since the thread's previous
+    /// snapshot in the channel, if recorded.
+    pub delta: Option<Id>,
+    /// The calling thread's counter: called once per thread, on it, when
+    /// the thread first meets the channel (so not in a signal handler).
+    pub counter: fn() -> ThreadCounter,
+}
+
+impl RegionCounter {
+    /// The attributes of its measurements, in the order the channel writes
+    /// them: the value, then the change.
+    pub fn attributes(&self) -> impl Iterator<Item = Id> {
+        self.absolute.into_iter().chain(self.delta)
+    }
 }

@@ -155,11 +155,10 @@ pub struct RegionAttributes {
 }
 
 /// The measurements of a [`RegionSnapshot`] besides the timer's: one
-/// unsigned value per attribute, written in place by the channel's
-/// measuring services (see
-/// [`Service::region_measurements`](crate::service::Service::region_measurements)).
+/// unsigned value per attribute, read from the channel's region counters
+/// (see [`Service::region_counters`](crate::service::Service::region_counters)).
 /// The attributes are the channel's, fixed when it starts; the values are
-/// a per-thread buffer the services overwrite on every snapshot, so that
+/// a per-thread buffer the channel overwrites on every snapshot, so that
 /// measuring allocates nothing.
 #[derive(Copy, Clone, Debug, Default)]
 pub struct Measured<'a> {

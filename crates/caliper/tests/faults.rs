@@ -21,6 +21,7 @@ fn scenario_child() {
     let Ok(name) = std::env::var("CALIPER_TEST_SCENARIO") else { return };
     match name.as_str() {
         "workload" => workload(),
+        "template" => advance_the_template_source(),
         "flush_in_handler" => flush_in_signal_handler(),
         "shapes" => shapes(),
         "fork_while_busy" => fork_while_another_thread_is_busy(),
@@ -218,30 +219,53 @@ fn runtime_report_of_deep_and_wide_regions() {
     assert!(lines.iter().any(|l| l.starts_with("  s9999 ")), "the last sibling");
 }
 
-/// The example measuring service: each snapshot adds 1 to
-/// `measurement.<name>`, so its sum per region is the region's snapshot
-/// count, and `measurement.val.<name>` is absolute.
+/// The example measuring service: `measurement.<name>` is what the
+/// thread's source advanced since its previous snapshot, so its sum per
+/// region is what the program advanced inside it, on every thread.
 #[test]
-fn the_measurement_template_service_measures_every_snapshot() {
+fn the_measurement_template_service_measures_its_source_per_region() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("report.txt");
     run(
-        "workload",
+        "template",
         &[
             ("CALI_SERVICES_ENABLE", "aggregate,event,measurement_template,report"),
             ("CALI_MEASUREMENT_TEMPLATE_NAMES", "x"),
             ("CALI_REPORT_FILENAME", file.to_str().unwrap()),
-            ("CALI_REPORT_CONFIG", "select sum(count),sum(measurement.x) group by region format expand"),
+            ("CALI_REPORT_CONFIG", "select region,sum(measurement.x) group by region format expand"),
         ],
     );
     let text = std::fs::read_to_string(&file).unwrap();
-    let mut rows = 0;
-    for line in text.lines() {
-        let field = |name: &str| line.split(',').find_map(|f| f.strip_prefix(name)).map(str::to_string);
-        assert_eq!(field("sum#count="), field("sum#measurement.x="), "{line}");
-        rows += 1;
+    let mut rows: Vec<&str> = text.lines().collect();
+    rows.sort();
+    assert_eq!(
+        rows,
+        [
+            "region=main,sum#measurement.x=0",
+            "region=main/work,sum#measurement.x=40",
+            "region=other,sum#measurement.x=7",
+            "sum#measurement.x=0",
+        ],
+        "{text}"
+    );
+}
+
+/// Advances the template's source inside regions: 10 in each of four
+/// `work` regions, 7 in `other` on a thread of its own.
+fn advance_the_template_source() {
+    use caliper::services::measurement_template::advance;
+    let main = caliper::region!("main");
+    for _ in 0..4 {
+        let _work = caliper::region!("work");
+        advance(10);
     }
-    assert!(rows > 3, "{text}");
+    drop(main);
+    std::thread::spawn(|| {
+        let _other = caliper::region!("other");
+        advance(7);
+    })
+    .join()
+    .unwrap();
 }
 
 /// A child forked while another thread holds a runtime lock never waits

@@ -14,8 +14,8 @@ impl Channel {
     /// Measures a capture in a signal handler (see [`crate::capture`]):
     /// the timer's reading and the region measurements, into `time` and
     /// `measured`. `false` if the channel has more region measurements
-    /// than a capture holds. Async-signal-safe as the services'
-    /// [`ThreadService::measure_region`] are.
+    /// than a capture holds. Async-signal-safe: the region counters are
+    /// loads.
     pub(crate) fn measure_capture(
         &self,
         ct: &mut ChannelThread,
@@ -24,9 +24,7 @@ impl Channel {
     ) -> bool {
         let Some(out) = measured.get_mut(..self.measured.len()) else { return false };
         *time = ct.timer.as_mut().map(Stamps::stamp);
-        if !self.slots.is_empty() {
-            out.copy_from_slice(self.measure_slots(&mut ct.states, &mut ct.measured).values());
-        }
+        read_counters(&mut ct.counters, out);
         true
     }
 

@@ -108,33 +108,12 @@ impl Channel {
         for &i in &self.measure {
             ct.states[i].measure(snapshot, trigger);
         }
-        if !self.slots.is_empty() {
-            for (attr, value) in self.measure_slots(&mut ct.states, &mut ct.measured).iter() {
+        if !self.counters.is_empty() {
+            read_counters(&mut ct.counters, &mut ct.measured);
+            for (&attr, &value) in self.measured.iter().zip(&*ct.measured) {
                 snapshot.push_value(attr, ValueKey::uint(value));
             }
         }
-    }
-
-    /// Lets the services with region measurements write them into the
-    /// thread's buffer `values`.
-    #[inline(always)]
-    pub(super) fn measure_slots<'a>(&'a self, states: &mut [ServiceState], values: &'a mut [u64]) -> Measured<'a> {
-        match &*self.slots {
-            // One service (the common case) has the whole buffer.
-            [(i, _)] => {
-                if let Some(state) = states.get_mut(*i) {
-                    state.measure_region(values);
-                }
-            }
-            slots => {
-                for (i, range) in slots {
-                    if let (Some(state), Some(values)) = (states.get_mut(*i), values.get_mut(range.clone())) {
-                        state.measure_region(values);
-                    }
-                }
-            }
-        }
-        Measured::new(&self.measured, values)
     }
 
     pub(super) fn run_pipeline<H: Host>(

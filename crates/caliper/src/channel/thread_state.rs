@@ -15,6 +15,47 @@ pub struct EventAttributes {
 /// A page of attributes not looked up yet (see [`Sparse`]).
 pub(super) static UNMARKED: [Option<Option<EventAttributes>>; PAGE] = [None; PAGE];
 
+/// A thread's region counter (see [`Service::region_counters`]) and its
+/// value at the thread's previous snapshot in the channel.
+pub(super) struct CounterReading {
+    counter: ThreadCounter,
+    previous: u64,
+    absolute: bool,
+    delta: bool,
+}
+
+impl CounterReading {
+    /// The calling thread's counter of `spec`, changed by nothing so far.
+    pub(super) fn new(spec: &RegionCounter) -> CounterReading {
+        let counter = (spec.counter)();
+        let previous = counter.get();
+        CounterReading { counter, previous, absolute: spec.absolute.is_some(), delta: spec.delta.is_some() }
+    }
+}
+
+/// Reads the thread's region counters into its measurement buffer
+/// `values` (in the order of [`RegionCounter::attributes`]): a load each,
+/// no call, so that the fused path keeps its registers and a signal
+/// handler may read them.
+#[inline(always)]
+pub(super) fn read_counters(readings: &mut [CounterReading], values: &mut [u64]) {
+    let mut out = values.iter_mut();
+    for reading in readings {
+        let now = reading.counter.get();
+        if reading.absolute
+            && let Some(value) = out.next()
+        {
+            *value = now;
+        }
+        if reading.delta
+            && let Some(value) = out.next()
+        {
+            *value = now.wrapping_sub(reading.previous);
+        }
+        reading.previous = now;
+    }
+}
+
 /// A thread's state in one channel.
 pub struct ChannelThread {
     /// Per service, its thread object (`()` for the inline timer and the
@@ -25,8 +66,10 @@ pub struct ChannelThread {
     pub(super) inline: Option<(usize, InlineProcessor)>,
     /// The channel's inline timer (see [`Service::inline_timer`]).
     pub(super) timer: Option<Stamps>,
-    /// The values of the channel's region measurements (see
-    /// [`Service::region_measurements`]), overwritten by every snapshot.
+    /// The thread's region counters (see [`Service::region_counters`]),
+    /// as of its previous snapshot in the channel.
+    pub(super) counters: Box<[CounterReading]>,
+    /// The values of the region counters, overwritten by every snapshot.
     pub(super) measured: Box<[u64]>,
     /// Per attribute id: `None` not looked up, `Some(None)` not marked.
     pub(super) marks: Sparse<Option<Option<EventAttributes>>>,

@@ -3,12 +3,14 @@
 //! `CALI_MEASUREMENT_TEMPLATE_NAMES`, every snapshot gets the source's
 //! absolute value as `measurement.val.<name>` and its change since the
 //! thread's previous snapshot as `measurement.<name>` (aggregatable, so
-//! profiles sum it per region). The source stands in for a counter a real
-//! service would read (a perf event, a memory statistic): a per-thread
-//! count of the snapshots taken, so each snapshot adds 1.
+//! profiles sum it per region). The source stands in for a counter that
+//! other code of a real service advances on its thread (bytes allocated,
+//! bytes read): a per-thread count that the program advances with
+//! [`advance`]. Declared as [region counters](crate::service::RegionCounter),
+//! it keeps the channel on its fused path.
 
 use super::registry::{Created, NotCreated, ServiceSpec, SettingKind, SettingSpec, Setup, Stage};
-use crate::service::{Service, ServiceState, ThreadService};
+use crate::service::{RegionCounter, Service, ThreadCounter};
 use caliper_data::node::Id;
 use caliper_data::{AttrType, Properties};
 use std::sync::Arc;
@@ -62,31 +64,31 @@ impl Service for MeasurementTemplate {
         true
     }
 
-    /// Every snapshot gets the same values: the service joins the
-    /// channel's fused path.
-    fn region_measurements(&self) -> Vec<Id> {
-        self.attributes.iter().flat_map(|&(absolute, delta)| [absolute, delta]).collect()
-    }
-
-    fn thread_state(&self) -> ServiceState {
-        Box::new(Counter { count: 0 })
+    /// Each name reads the thread's source.
+    fn region_counters(&self) -> Vec<RegionCounter> {
+        let counter = |&(absolute, delta): &(Id, Id)| RegionCounter {
+            absolute: Some(absolute),
+            delta: Some(delta),
+            counter: thread_source,
+        };
+        self.attributes.iter().map(counter).collect()
     }
 }
 
-/// A thread's source: its count of snapshots so far.
-struct Counter {
-    count: u64,
+thread_local! {
+    /// The calling thread's source.
+    static SOURCE: ThreadCounter = ThreadCounter::default();
 }
 
-impl ThreadService for Counter {
-    /// Per name, the absolute value and the change since the previous
-    /// snapshot (which is 1, as the source counts snapshots).
-    fn measure_region(&mut self, values: &mut [u64]) {
-        let previous = self.count;
-        self.count += 1;
-        let pair = [self.count, self.count - previous];
-        for values in values.as_chunks_mut::<2>().0 {
-            *values = pair;
-        }
-    }
+/// The calling thread's source, for the channels.
+fn thread_source() -> ThreadCounter {
+    SOURCE.with(ThreadCounter::clone)
+}
+
+/// Advances the calling thread's source by `n`: the next snapshot's
+/// `measurement.<name>` is the sum of the advances since the thread's
+/// previous one.
+pub fn advance(n: u64) {
+    // A thread that exits has no source left to advance.
+    let _ = SOURCE.try_with(|source| source.add(n));
 }

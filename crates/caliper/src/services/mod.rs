@@ -9,7 +9,7 @@ mod event;
 mod iteration_class;
 mod loop_monitor;
 mod loop_statistics;
-mod measurement_template;
+pub mod measurement_template;
 pub(crate) mod output;
 mod recorder;
 mod region_monitor;
