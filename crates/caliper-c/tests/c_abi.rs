@@ -506,6 +506,56 @@ fn ld_preload_profiles_a_program_that_never_calls_caliper() {
     assert!(out.status.success() && out.stderr.is_empty());
 }
 
+/// `sampler` on a program that never calls Caliper, preloaded: its output
+/// and exit code come through, and the samples' program counters land in
+/// the function that takes the time (`leaf`, at its address in the
+/// executable's symbol table: built without PIE, so samples and symbols
+/// agree without the load address).
+#[test]
+fn ld_preload_samples_land_in_the_hot_function() {
+    let dir = scratch("sampler");
+    let exe = dir.join("hotspot");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/hotspot.c");
+    must(Command::new("gcc").args(["-O1", "-no-pie", "-fno-inline", "-o"]).arg(&exe).arg(source));
+    let trace = dir.join("samples.cali");
+    let out = program(&exe)
+        .env("LD_PRELOAD", prefix().join("lib/libcaliper.so"))
+        .env("CALI_SERVICES_ENABLE", "sampler,trace,recorder")
+        .env("CALI_SAMPLER_FREQUENCY", "1000")
+        .env("CALI_RECORDER_FILENAME", &trace)
+        .env_remove("CALI_CONFIG")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "hotspot done\n");
+    let nm = must(Command::new("nm").arg("-S").arg(&exe));
+    let leaf = String::from_utf8_lossy(&nm.stdout)
+        .lines()
+        .find_map(|l| match l.split_whitespace().collect::<Vec<_>>()[..] {
+            [addr, size, _, "leaf"] => Some((u64::from_str_radix(addr, 16).ok()?, u64::from_str_radix(size, 16).ok()?)),
+            _ => None,
+        })
+        .expect("leaf in the symbol table");
+    let query = prefix().join("bin/cali-query");
+    let counts = must(
+        Command::new(query)
+            .args(["-q", "select cali.sampler.pc,count() group by cali.sampler.pc format expand"])
+            .arg(&trace),
+    );
+    let (mut in_leaf, mut total) = (0u64, 0u64);
+    for line in String::from_utf8_lossy(&counts.stdout).lines() {
+        let field = |name: &str| line.split(',').find_map(|f| f.strip_prefix(name)).map(str::to_string);
+        let (Some(pc), Some(count)) = (field("cali.sampler.pc="), field("count=")) else { continue };
+        let (pc, count) = (u64::from_str_radix(&pc, 16).unwrap(), count.parse::<u64>().unwrap());
+        total += count;
+        if (leaf.0..leaf.0 + leaf.1).contains(&pc) {
+            in_leaf += count;
+        }
+    }
+    assert!(total > 100, "{total} samples in 0.5 s at 1 kHz");
+    assert!(in_leaf * 100 >= total * 90, "{in_leaf} of {total} samples in leaf");
+}
+
 #[test]
 fn the_c_perftest_runs() {
     let dir = scratch("perftest");

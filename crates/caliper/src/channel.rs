@@ -184,6 +184,9 @@ impl Channel {
             true if counters.is_empty() => Fused::Plain,
             true => Fused::Measured,
         };
+        for service in &services {
+            service.attach(id);
+        }
         let flush_on_exit = config.get_bool("CALI_CHANNEL_FLUSH_ON_EXIT", true);
         let region_count = cali.create_attribute(
             "region.count",

@@ -10,7 +10,7 @@ use crate::channel::{Channel, Host};
 use crate::config::RuntimeConfig;
 use crate::contain::contain;
 use crate::log;
-use crate::service::{ChannelView, Runtime};
+use crate::service::{ChannelView, Runtime, SignalEntry};
 use crate::service::{EventKind, Service};
 use crate::services::{self, Created, NotCreated};
 use crate::snapshot::Snapshot;
@@ -120,6 +120,7 @@ impl Caliper {
         POST_INIT.call_once(|| c.post_init());
         INITIALIZING.with(|i| i.set(false));
         READY.store(true, Ordering::Release);
+        c.prepare_calling_thread_for_signals();
         (!c.finished.load(Ordering::Relaxed)).then_some(c)
     }
 

@@ -7,6 +7,7 @@
 
 use crate::attributes::{Attribute, AttributeInfo, Builtins};
 use crate::blackboard::Blackboard;
+use crate::capture::Outcome;
 use crate::snapshot::{RegionAttributes, RegionSnapshot, Snapshot, Stamps};
 use crate::tree::ContextTree;
 use crate::value::ValueKey;
@@ -153,6 +154,10 @@ pub trait Service: Send + Sync {
     fn region_counters(&self) -> Vec<RegionCounter> {
         Vec::new()
     }
+    /// Learns the [id](crate::channel::Channel::id) of the channel the
+    /// service is part of, once the channel is made: what a signal handler
+    /// names it by (see [`crate::signal`]).
+    fn attach(&self, _channel: usize) {}
     /// Sets up a thread's context the first time it meets the channel.
     fn on_new_thread(&self, _cali: &dyn Runtime, _blackboard: &mut Blackboard) {}
     /// A new thread's part of this service.
@@ -198,10 +203,20 @@ pub trait Runtime: Sync {
     fn stack_errors(&self) -> u64;
     /// The regions each thread has open (updates must be stopped).
     fn open_regions(&self) -> Vec<String>;
+    /// Sets a global attribute of the process (run metadata, e.g. the
+    /// sampler's `sample.frequency`), outside any thread's update.
+    fn set_global(&self, attr: Attribute, value: ValueKey);
+    /// The async-signal-safe snapshot entry, for a service's signal
+    /// handler (see [`crate::signal`]).
+    fn signal_entry(&self) -> SignalEntry;
     /// Asks for the channels whose services want it to be flushed once the
     /// calling thread's update is done (see [`Service::take_flush_request`]).
     fn request_flush(&self);
 }
+
+/// Takes a snapshot in channel `channel` from a signal handler, with these
+/// trigger entries: see [`crate::signal`].
+pub type SignalEntry = fn(channel: usize, trigger: &[(Id, ValueKey)]) -> Outcome;
 
 /// A channel as its services see it when they write output: its name, and
 /// its records and run metadata (updates are stopped while they write).

@@ -1,8 +1,10 @@
 //! The runtime's side of snapshots taken in signal handlers (see
-//! [`crate::capture`]): the capture itself, and processing the captures
-//! the threads hold.
+//! [`crate::capture`]): the capture itself, processing the captures the
+//! threads hold, and the drain that processes them for threads that do
+//! not update (a sampled program that was never annotated).
 
 use super::*;
+use std::time::Duration;
 
 /// Takes a snapshot on channel `channel` (its [id](crate::channel::Channel::id))
 /// with the `trigger` entries (immediate values, e.g. the program
@@ -67,6 +69,9 @@ pub(crate) fn capture_in_signal(channel: usize, trigger: &[(Id, ValueKey)]) -> c
         }
         captures.commit();
         active.version |= CAPTURES_WAITING;
+        if captures.len() >= capture::CAPACITY / 2 {
+            wake_capture_drain();
+        }
         Outcome::Taken
     });
     outcome.unwrap_or(Outcome::Busy)
@@ -98,6 +103,18 @@ fn prepare_thread_for_signals(first: bool) {
 }
 
 impl Caliper {
+    /// If signal snapshots are wanted (a sampler runs), makes the calling
+    /// thread's buffer and channel states now rather than at its next
+    /// update, which may never come: the thread that starts the runtime or
+    /// a sampling channel in a program that was not annotated. Call once
+    /// the runtime is ready (a thread's first call during the
+    /// initialisation would leave it without a slot).
+    pub(super) fn prepare_calling_thread_for_signals(&self) {
+        if capture::WANTED.load(Ordering::Acquire) {
+            self.with_thread(|t, active| self.refresh_active(t, active));
+        }
+    }
+
     /// Processes the signal snapshots every thread captured (see
     /// [`crate::capture`]), so that a flush sees them. Updates must be
     /// stopped.
@@ -124,5 +141,71 @@ impl Caliper {
         if let Some(captures) = &mut t.captures {
             captures.clear();
         }
+    }
+}
+
+/// Bumped by a handler that left its thread's buffer half full, to wake
+/// the drain (a futex word: waking it is one system call, which a signal
+/// handler may make).
+static DRAIN_WAKE: AtomicU32 = AtomicU32::new(0);
+
+/// How long the drain sleeps when no buffer fills: captures of threads
+/// that sample slowly wait at most this long.
+const DRAIN_PERIOD: Duration = Duration::from_millis(500);
+
+/// Wakes the capture drain. Async-signal-safe: an atomic add and a futex
+/// wake (errno is the handler's to keep).
+fn wake_capture_drain() {
+    DRAIN_WAKE.fetch_add(1, Ordering::Release);
+    // SAFETY: a futex wake on a static word.
+    unsafe { libc::syscall(libc::SYS_futex, DRAIN_WAKE.as_ptr(), libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG, 1) };
+}
+
+/// Sleeps until [`wake_capture_drain`] or `timeout`, whichever comes
+/// first (`seen` is the wake count the caller last saw).
+fn wait_for_capture_drain(seen: u32, timeout: Duration) {
+    let timeout = libc::timespec { tv_sec: timeout.as_secs() as libc::time_t, tv_nsec: timeout.subsec_nanos().into() };
+    // SAFETY: a futex wait on a static word with a valid timeout.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            DRAIN_WAKE.as_ptr(),
+            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+            seen,
+            &timeout as *const libc::timespec,
+        )
+    };
+}
+
+impl Caliper {
+    /// Starts, once, the thread that processes the captures of every
+    /// thread (with updates stopped, as a flush does) when a buffer is half
+    /// full or every [`DRAIN_PERIOD`] while captures were taken: a thread
+    /// that never updates (an unannotated program under a sampler) would
+    /// otherwise fill its buffer and drop the rest until the flush. It ends
+    /// when the runtime finishes; a forked child has none (its captures
+    /// wait for its updates and flushes).
+    pub(super) fn start_capture_drain(&self) {
+        static STARTED: Once = Once::new();
+        STARTED.call_once(|| {
+            let spawned = std::thread::Builder::new().name("caliper-captures".into()).spawn(|| {
+                let Some(cali) = CALIPER.get() else { return };
+                let mut processed = 0;
+                loop {
+                    wait_for_capture_drain(DRAIN_WAKE.load(Ordering::Acquire), DRAIN_PERIOD);
+                    if cali.finished.load(Ordering::Acquire) {
+                        return;
+                    }
+                    let taken = capture::counts().taken;
+                    if taken != processed {
+                        processed = taken;
+                        cali.with_updates_stopped(|| ());
+                    }
+                }
+            });
+            if let Err(e) = spawned {
+                log::error(format_args!("Signal snapshots: no thread to process them ({e}); they wait for updates"));
+            }
+        });
     }
 }

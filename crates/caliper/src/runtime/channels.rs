@@ -77,6 +77,9 @@ impl Caliper {
             }
         }
         self.channels_version.fetch_add(1, Ordering::Release);
+        if active && READY.load(Ordering::Acquire) {
+            self.prepare_calling_thread_for_signals();
+        }
     }
 
     /// The run metadata of a channel: the process's and the channel's
@@ -136,6 +139,12 @@ impl Runtime for Caliper {
     }
     fn open_regions(&self) -> Vec<String> {
         Caliper::open_regions(self)
+    }
+    fn signal_entry(&self) -> SignalEntry {
+        push_snapshot_from_signal
+    }
+    fn set_global(&self, attr: Attribute, value: ValueKey) {
+        self.update_process(|bb| bb.set(attr, value));
     }
     fn request_flush(&self) {
         request_deferred_flush();

@@ -58,6 +58,12 @@ impl Caliper {
                 Some(c) if !c.is_empty() => self.process_captures(t, &active.list),
                 Some(_) => {}
             }
+            // The thread's states in the channels, so that their signals
+            // find them (and a sampler's timer runs on the thread).
+            for channel in &active.list {
+                channel.prepare_thread(self, t);
+            }
+            self.start_capture_drain();
             // A capture holds only a few stack entries without nodes: give
             // the thread's current entries theirs.
             t.blackboard.regions.node(&self.tree, &mut t.cache);

@@ -15,6 +15,7 @@ mod recorder;
 mod region_monitor;
 pub mod registry;
 pub(crate) mod report;
+mod sampler;
 mod statistics;
 mod thread_id;
 pub mod timer;
@@ -39,6 +40,7 @@ pub const SERVICES: &[ServiceSpec] = &[
     thread_id::SPEC,
     recorder::SPEC,
     region_monitor::SPEC,
+    sampler::SPEC,
     report::SPEC,
     statistics::SPEC,
     timer::SPEC,

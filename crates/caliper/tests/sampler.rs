@@ -1,0 +1,187 @@
+//! The `sampler` service, end to end: samples land in the regions that
+//! run, on every thread that meets the channel; a thread that never
+//! updates is sampled past its capture buffer (the drain processes it);
+//! the program's own `SIGPROF` handler keeps the signal; and at the end the
+//! program gets `SIGPROF` back. Each scenario runs in a child process.
+
+mod common;
+
+use common::{globals_with, read, run, stderr};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// Runs when this binary is re-run as a scenario; a no-op otherwise.
+#[test]
+fn scenario_child() {
+    let Ok(name) = std::env::var("CALIPER_TEST_SCENARIO") else { return };
+    match name.as_str() {
+        "regions" => spin_in_regions(),
+        "unannotated" => spin_without_annotations(),
+        "own_handler" => spin_with_own_handler(),
+        "restored" => raise_sigprof_after_the_end(),
+        other => panic!("unknown scenario {other}"),
+    }
+}
+
+/// Keeps the processor busy for `time`.
+fn spin(time: Duration) {
+    let start = Instant::now();
+    let mut x = 0u64;
+    while start.elapsed() < time {
+        x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(1));
+    }
+}
+
+/// `long` spins four times as long as `short`, and a thread spins in
+/// `worker`.
+fn spin_in_regions() {
+    let worker = std::thread::spawn(|| {
+        let _worker = caliper::region!("worker");
+        spin(Duration::from_millis(200));
+    });
+    {
+        let _long = caliper::region!("long");
+        spin(Duration::from_millis(400));
+    }
+    {
+        let _short = caliper::region!("short");
+        spin(Duration::from_millis(100));
+    }
+    worker.join().unwrap();
+}
+
+/// Starts the runtime and spins without a single annotation: no update
+/// ever processes the thread's captures.
+fn spin_without_annotations() {
+    caliper::Caliper::instance().expect("runtime");
+    spin(Duration::from_millis(1500));
+}
+
+extern "C" fn count_own_signal(_: libc::c_int) {
+    OWN_SIGNALS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}
+static OWN_SIGNALS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Installs a `SIGPROF` handler of its own before the runtime starts,
+/// then raises the signal: its handler must see it.
+fn spin_with_own_handler() {
+    // SAFETY: sigaction with a handler that only counts.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = count_own_signal as *const () as usize;
+        libc::sigemptyset(&mut action.sa_mask);
+        assert_eq!(libc::sigaction(libc::SIGPROF, &action, std::ptr::null_mut()), 0);
+    }
+    caliper::Caliper::instance().expect("runtime");
+    let _r = caliper::region!("work");
+    spin(Duration::from_millis(50));
+    // SAFETY: raising a signal the program handles.
+    unsafe { libc::raise(libc::SIGPROF) };
+    assert_eq!(OWN_SIGNALS.load(std::sync::atomic::Ordering::Relaxed), 1, "the program's handler keeps SIGPROF");
+}
+
+/// Samples for a while; after the runtime's end at exit (a handler
+/// registered before the runtime's runs after it), checks that `SIGPROF`
+/// has its default action again and that no timer is left to send it.
+fn raise_sigprof_after_the_end() {
+    extern "C" fn after_the_end() {
+        // SAFETY: reading the current action.
+        let action = unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            libc::sigaction(libc::SIGPROF, std::ptr::null(), &mut action);
+            action
+        };
+        println!("default action: {}", action.sa_sigaction == libc::SIG_DFL);
+        // Under the default action a signal from a timer left running
+        // would end the process here.
+        spin(Duration::from_millis(100));
+        println!("still running");
+    }
+    // SAFETY: registering a plain function.
+    unsafe { libc::atexit(after_the_end) };
+    let _r = caliper::region!("work");
+    spin(Duration::from_millis(100));
+}
+
+/// The settings of a sampled trace at `frequency` written to `file`.
+fn sampled(file: &Path, frequency: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("CALI_SERVICES_ENABLE", "sampler,trace,recorder".into()),
+        ("CALI_SAMPLER_FREQUENCY", frequency.into()),
+        ("CALI_RECORDER_FILENAME", file.display().to_string()),
+    ]
+}
+
+/// The samples of a `.cali` trace, counted by region path ("" outside
+/// any), and the distinct program counters seen.
+fn samples_by_region(file: &Path) -> (BTreeMap<String, u64>, usize) {
+    let (db, records) = read(file);
+    let mut counts = BTreeMap::new();
+    let mut pcs = std::collections::BTreeSet::new();
+    for record in &records {
+        let entries = db.expand_paths(record);
+        let find = |name: &str| {
+            entries.iter().find(|(a, _)| db.attribute(*a).is_some_and(|a| a.name() == name)).map(|(_, v)| v)
+        };
+        let Some(pc) = find("cali.sampler.pc") else { continue };
+        pcs.insert(pc[0].to_string());
+        let region = find("region").map(|v| v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join("/"));
+        *counts.entry(region.unwrap_or_default()).or_insert(0) += 1;
+    }
+    (counts, pcs.len())
+}
+
+#[test]
+fn samples_land_in_the_regions_that_run_on_every_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("samples.cali");
+    let env = sampled(&file, "1000");
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    run("regions", &env);
+    let (counts, pcs) = samples_by_region(&file);
+    let count = |region: &str| counts.get(region).copied().unwrap_or(0);
+    assert!(count("long") > count("short") && count("short") > 0, "{counts:?}");
+    assert!(count("worker") > 0, "the thread's samples: {counts:?}");
+    assert!(pcs > 1, "program counters of the interrupted code: {pcs}");
+    let globals = globals_with(&file, &|name| name == "sample.frequency");
+    assert_eq!(globals, "sample.frequency=1000");
+}
+
+/// A thread that never updates fills its capture buffer (256) in a
+/// quarter second at 1 kHz: the drain must process it while it runs.
+#[test]
+fn a_thread_that_never_annotates_is_sampled_past_its_buffer() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("samples.cali");
+    let env = sampled(&file, "1000");
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let out = run("unannotated", &env);
+    let (counts, _) = samples_by_region(&file);
+    let total: u64 = counts.values().sum();
+    assert!(total > 2 * caliper::signal::CAPACITY as u64, "{total} samples in 1.5 s at 1 kHz:\n{}", stderr(&out));
+}
+
+#[test]
+fn a_program_that_handles_sigprof_keeps_it_and_is_told() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("samples.cali");
+    let env = sampled(&file, "1000");
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let out = run("own_handler", &env);
+    let err = stderr(&out);
+    assert!(err.contains("== CALIPER: sampler: the program handles SIGPROF itself; sampler disabled"), "{err}");
+}
+
+#[test]
+fn sigprof_goes_back_to_the_program_at_the_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("samples.cali");
+    let env = sampled(&file, "2000");
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let out = run("restored", &env);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("default action: true\nstill running\n"), "{stdout}");
+    let (counts, _) = samples_by_region(&file);
+    assert!(counts.get("work").copied().unwrap_or(0) > 0, "{counts:?}");
+}
