@@ -506,54 +506,49 @@ fn ld_preload_profiles_a_program_that_never_calls_caliper() {
     assert!(out.status.success() && out.stderr.is_empty());
 }
 
-/// `sampler` on a program that never calls Caliper, preloaded: its output
-/// and exit code come through, and the samples' program counters land in
-/// the function that takes the time (`leaf`, at its address in the
-/// executable's symbol table: built without PIE, so samples and symbols
-/// agree without the load address).
+/// `sampler` and `symbollookup` on a program that never calls Caliper,
+/// preloaded: its output and exit code come through, and the samples land
+/// in the function that takes the time (`leaf`), named with its module and
+/// source line (a position-independent executable: the lookup undoes its
+/// load address).
 #[test]
 fn ld_preload_samples_land_in_the_hot_function() {
     let dir = scratch("sampler");
     let exe = dir.join("hotspot");
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/hotspot.c");
-    must(Command::new("gcc").args(["-O1", "-no-pie", "-fno-inline", "-o"]).arg(&exe).arg(source));
+    must(Command::new("gcc").args(["-O1", "-g", "-fno-inline", "-o"]).arg(&exe).arg(source));
     let trace = dir.join("samples.cali");
     let out = program(&exe)
         .env("LD_PRELOAD", prefix().join("lib/libcaliper.so"))
-        .env("CALI_SERVICES_ENABLE", "sampler,trace,recorder")
+        .env("CALI_SERVICES_ENABLE", "sampler,symbollookup,trace,recorder")
         .env("CALI_SAMPLER_FREQUENCY", "1000")
+        .env("CALI_SYMBOLLOOKUP_LOOKUP_LINE", "true")
         .env("CALI_RECORDER_FILENAME", &trace)
         .env_remove("CALI_CONFIG")
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(String::from_utf8_lossy(&out.stdout), "hotspot done\n");
-    let nm = must(Command::new("nm").arg("-S").arg(&exe));
-    let leaf = String::from_utf8_lossy(&nm.stdout)
-        .lines()
-        .find_map(|l| match l.split_whitespace().collect::<Vec<_>>()[..] {
-            [addr, size, _, "leaf"] => Some((u64::from_str_radix(addr, 16).ok()?, u64::from_str_radix(size, 16).ok()?)),
-            _ => None,
-        })
-        .expect("leaf in the symbol table");
-    let query = prefix().join("bin/cali-query");
-    let counts = must(
-        Command::new(query)
-            .args(["-q", "select cali.sampler.pc,count() group by cali.sampler.pc format expand"])
-            .arg(&trace),
-    );
+    let query = "select source.function#cali.sampler.pc,module#cali.sampler.pc,sourceloc#cali.sampler.pc,count() \
+                 group by source.function#cali.sampler.pc,module#cali.sampler.pc,sourceloc#cali.sampler.pc format expand";
+    let counts = must(Command::new(prefix().join("bin/cali-query")).args(["-q", query]).arg(&trace));
     let (mut in_leaf, mut total) = (0u64, 0u64);
     for line in String::from_utf8_lossy(&counts.stdout).lines() {
-        let field = |name: &str| line.split(',').find_map(|f| f.strip_prefix(name)).map(str::to_string);
-        let (Some(pc), Some(count)) = (field("cali.sampler.pc="), field("count=")) else { continue };
-        let (pc, count) = (u64::from_str_radix(&pc, 16).unwrap(), count.parse::<u64>().unwrap());
+        let field = |name: &str| line.split(',').find_map(|f| f.strip_prefix(name)).unwrap_or_default().to_string();
+        let count = field("count=").parse::<u64>().unwrap();
         total += count;
-        if (leaf.0..leaf.0 + leaf.1).contains(&pc) {
+        if field("source.function#cali.sampler.pc=") == "leaf" {
+            assert_eq!(field("module#cali.sampler.pc="), exe.display().to_string(), "{line}");
+            assert!(field("sourceloc#cali.sampler.pc=").contains("hotspot.c:"), "{line}");
             in_leaf += count;
         }
     }
     assert!(total > 100, "{total} samples in 0.5 s at 1 kHz");
-    assert!(in_leaf * 100 >= total * 90, "{in_leaf} of {total} samples in leaf");
+    assert!(
+        in_leaf * 100 >= total * 90,
+        "{in_leaf} of {total} samples in leaf:\n{}",
+        String::from_utf8_lossy(&counts.stdout)
+    );
 }
 
 #[test]

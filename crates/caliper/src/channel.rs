@@ -437,9 +437,22 @@ impl Channel {
     }
 
     /// Hands the records of every processing service (over all threads) to
-    /// `emit`. Updates must be stopped.
+    /// `emit`, edited by the services that postprocess them. Updates must
+    /// be stopped.
     pub(crate) fn flush<H: Host>(&self, cali: &H, emit: &mut dyn FnMut(&Record)) {
-        self.with_process_states(cali, |service, states| service.flush(cali, states, emit));
+        let editors: Vec<&Arc<dyn Service>> = self.services.iter().filter(|s| s.postprocesses()).collect();
+        if editors.is_empty() {
+            return self.with_process_states(cali, |service, states| service.flush(cali, states, emit));
+        }
+        let mut edited = Record::default();
+        let mut edit = |record: &Record| {
+            edited.clone_from(record);
+            for service in &editors {
+                service.postprocess(cali, &mut edited);
+            }
+            emit(&edited);
+        };
+        self.with_process_states(cali, |service, states| service.flush(cali, states, &mut edit));
     }
 
     /// Drops the gathered data of every processing service.

@@ -40,6 +40,7 @@ pub mod service;
 pub mod services;
 pub mod snapshot;
 mod sparse;
+pub mod symbols;
 mod sync;
 pub mod tree;
 pub mod value;

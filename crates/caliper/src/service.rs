@@ -166,6 +166,14 @@ pub trait Service: Send + Sync {
     }
     /// Emits the records gathered in the threads' states.
     fn flush(&self, _cali: &dyn Runtime, _states: &mut [&mut dyn ThreadService], _emit: &mut dyn FnMut(&Record)) {}
+    /// Whether the service edits the channel's flushed records
+    /// ([`Service::postprocess`]).
+    fn postprocesses(&self) -> bool {
+        false
+    }
+    /// Edits a record the channel flushes, before any output sees it (e.g.
+    /// `symbollookup` adds the functions of its addresses).
+    fn postprocess(&self, _cali: &dyn Runtime, _record: &mut Record) {}
     /// Drops what the threads' states gathered.
     fn clear(&self, _states: &mut [&mut dyn ThreadService]) {}
     /// Adds what `from`, the state of a thread that has exited, gathered

@@ -25,6 +25,7 @@ const LAYERS: &[&[&str]] = &[
         "region_filter",
         "snapshot",
         "sparse",
+        "symbols",
         "sync",
         "tree",
         "value",

@@ -17,6 +17,7 @@ pub mod registry;
 pub(crate) mod report;
 mod sampler;
 mod statistics;
+mod symbollookup;
 mod thread_id;
 pub mod timer;
 mod trace;
@@ -43,6 +44,7 @@ pub const SERVICES: &[ServiceSpec] = &[
     sampler::SPEC,
     report::SPEC,
     statistics::SPEC,
+    symbollookup::SPEC,
     timer::SPEC,
     trace::SPEC,
     validator::SPEC,
