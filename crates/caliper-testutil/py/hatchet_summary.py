@@ -14,7 +14,12 @@ out = []
 args = sys.argv[1:]
 for reader, path in zip(args[0::2], args[1::2]):
     if reader == "caliper":
-        gf = ht.GraphFrame.from_caliper(path)
+        # Hatchet orders nodes by a "Node order" column by default and
+        # fails without one (sampling profiles have none, as the
+        # reference's): load those unordered, as their users must.
+        with open(path) as f:
+            ordered = "Node order" in json.load(f).get("columns", [])
+        gf = ht.GraphFrame.from_caliper(path, node_ordering=ordered)
     else:
         gf = ht.GraphFrame.from_caliperreader(path)
     df = gf.dataframe.reset_index()

@@ -6,6 +6,7 @@
 
 mod common;
 
+use caliper_testutil::{HatchetReader, hatchet_summaries};
 use common::{globals_with, read, run, stderr};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -184,4 +185,45 @@ fn sigprof_goes_back_to_the_program_at_the_end() {
     assert!(stdout.contains("default action: true\nstill running\n"), "{stdout}");
     let (counts, _) = samples_by_region(&file);
     assert!(counts.get("work").copied().unwrap_or(0) > 0, "{counts:?}");
+}
+
+/// `sample-report`: the regions with their samples and time, and the
+/// functions the samples were in as the tree's last level.
+#[test]
+fn sample_report_prints_regions_and_the_functions_sampled_in_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("report.txt");
+    let config = format!("sample-report(output={},sample.frequency=1000)", file.display());
+    run("regions", &[("CALI_CONFIG", config.as_str())]);
+    let text = std::fs::read_to_string(&file).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("Path") && lines[0].contains("Samples") && lines[0].contains("Time (sec)"), "{text}");
+    for region in ["long", "short", "worker"] {
+        let at =
+            lines.iter().position(|l| l.split_whitespace().next() == Some(region)).unwrap_or_else(|| panic!("{text}"));
+        // The region's functions, one level down: the spin loop among them.
+        let functions: Vec<&str> = lines[at + 1..].iter().take_while(|l| l.starts_with("  ")).copied().collect();
+        assert!(functions.iter().any(|l| l.contains("sampler::spin")), "{region}:\n{text}");
+    }
+}
+
+/// `sample-profile` as json-split loads in Hatchet, with a node per region
+/// and function, and the sample count and time as metrics.
+#[test]
+fn sample_profile_loads_in_hatchet() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("profile.json");
+    let config = format!("sample-profile(output={},output.format=json-split,sample.frequency=1000)", file.display());
+    run("regions", &[("CALI_CONFIG", config.as_str())]);
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    let columns: Vec<&str> = json["columns"].as_array().unwrap().iter().filter_map(|c| c.as_str()).collect();
+    for column in ["path", "count", "time", "Function", "Module"] {
+        assert!(columns.contains(&column), "{columns:?}");
+    }
+    let summary = hatchet_summaries(&[(HatchetReader::JsonSplit, &file)]);
+    let paths = summary[0]["paths"].to_string();
+    for region in ["long", "short", "worker"] {
+        assert!(paths.contains(&format!("'{region}'")), "{paths}");
+    }
+    assert!(summary[0]["exc_metrics"].to_string().contains("time"), "{summary}");
 }

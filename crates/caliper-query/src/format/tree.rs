@@ -177,7 +177,10 @@ impl TreeFormatter {
                         eprintln!("cali-query: TreeFormatter: Attribute \"{name}\" not found.");
                     }
                 }
-                list.iter().filter(|n| db.attribute_by_name(n).is_some()).cloned().collect()
+                // An attribute named in path-attributes is the tree's
+                // labels, not a column.
+                let labels = |n: &String| self.path_names.as_ref().is_some_and(|names| names.contains(n));
+                list.iter().filter(|n| db.attribute_by_name(n).is_some() && !labels(n)).cloned().collect()
             }
             Selection::All => self.seen.iter().map(|(_, n)| n.clone()).collect(),
             _ => self
@@ -260,9 +263,12 @@ impl RecordFormatter for TreeFormatter {
             }
         }
         // Immediates after the references, as the reference's reader
-        // orders them.
+        // orders them; a path attribute's value (a sample's function, say)
+        // is a level below the references' path.
         for (attr, value) in record.immediates() {
-            if !self.is_path_attribute(db, attr) {
+            if self.is_path_attribute(db, attr) {
+                node = Some(self.child(node, attr, value));
+            } else {
                 let hidden = db.attribute(attr).is_none_or(|a| a.is_hidden());
                 self.add_cell(db, &mut cells, attr, &if hidden { String::new() } else { value.to_string() });
             }

@@ -42,6 +42,14 @@ pub(crate) fn controller(spec: &ConfigSpec, options: &Options) -> Result<Channel
             runtime_profile(options, &mut config)?;
             Output::Channel
         }
+        "sample-report" => {
+            sample_report(options, &mut config)?;
+            Output::Channel
+        }
+        "sample-profile" => {
+            sample_profile(options, &mut config)?;
+            Output::Channel
+        }
         "spot" => {
             options.update_channel_config(&mut config);
             Output::Spot(SpotOutput::new(options)?)
@@ -68,7 +76,16 @@ pub(crate) fn controller(spec: &ConfigSpec, options: &Options) -> Result<Channel
 
 /// The tree format of report configs: `tree(column-width=N,print-globals)`.
 pub(crate) fn tree_format(options: &Options) -> String {
+    tree_format_with_path(options, None)
+}
+
+/// [`tree_format`] with the tree's levels made of `path_attributes`
+/// instead of the nested attributes.
+fn tree_format_with_path(options: &Options, path_attributes: Option<&str>) -> String {
     let mut args = Vec::new();
+    if let Some(names) = path_attributes {
+        args.push(format!("path-attributes=\"{names}\""));
+    }
     if let Some(width) = options.get("max_column_width") {
         args.push(format!("column-width={width}"));
     }
@@ -92,15 +109,59 @@ fn runtime_report(options: &Options, config: &mut Vec<(String, String)>) {
     set_setting(config, "CALI_REPORT_CONFIG", &options.build_query(QueryLevel::Local, &base));
 }
 
-/// The CalQL formatter and file extension of `runtime-profile`'s
-/// `output.format`.
-fn profile_format(options: &Options) -> Result<(&'static str, &'static str), String> {
+/// The CalQL formatter and file extension of a profile config's
+/// (`config`'s) `output.format`.
+fn profile_format(config: &str, options: &Options) -> Result<(&'static str, &'static str), String> {
     match options.get_or("output.format", "cali") {
         "cali" | "hatchet" => Ok(("cali", ".cali")),
         "json" => Ok(("json", ".json")),
         "json-split" => Ok(("json-split", ".json")),
-        other => Err(format!("runtime-profile: Invalid output format \"{other}\"")),
+        other => Err(format!("{config}: Invalid output format \"{other}\"")),
     }
+}
+
+/// The seconds one sample stands for, from `sample.frequency` (`None`
+/// for a frequency that is not a positive number).
+fn sample_interval(config: &str, options: &Options) -> Result<Option<f64>, String> {
+    let text = options.get_or("sample.frequency", "200");
+    let frequency: f64 = text.parse().map_err(|_| format!("{config}: Invalid sample.frequency \"{text}\""))?;
+    Ok((frequency > 0.0).then(|| 1.0 / frequency))
+}
+
+/// `sample-report`: samples per region path (and function, by default),
+/// with the time they stand for, printed as a tree.
+fn sample_report(options: &Options, config: &mut Vec<(String, String)>) -> Result<(), String> {
+    let interval = sample_interval("sample-report", options)?.unwrap_or(0.0);
+    options.update_channel_config(config);
+    add_services(config, &["report"]);
+    set_setting(config, "CALI_REPORT_FILENAME", options.get_or("output", "stderr"));
+    set_setting(config, "CALI_REPORT_APPEND", options.get_or("output.append", "false"));
+    // The functions as the tree's last level: the reference's tree leaves
+    // out samples outside every region, which in a program that was not
+    // annotated are all of them.
+    let functions = options.is_enabled("source.function").then_some("prop:nested,source.function#cali.sampler.pc");
+    let base = format!(
+        "select count() as \"Samples\",scale_count({interval}) as \"Time (sec)\" unit sec group by path format {}",
+        tree_format_with_path(options, functions)
+    );
+    set_setting(config, "CALI_REPORT_CONFIG", &options.build_query(QueryLevel::Local, &base));
+    Ok(())
+}
+
+/// `sample-profile`: samples per region path (and function and module, by
+/// default) with their time, as a file for Hatchet or cali-query.
+fn sample_profile(options: &Options, config: &mut Vec<(String, String)>) -> Result<(), String> {
+    let (format, extension) = profile_format("sample-profile", options)?;
+    let time = match sample_interval("sample-profile", options)? {
+        Some(interval) => format!(",scale_count({interval}) as time unit sec"),
+        None => String::new(),
+    };
+    options.update_channel_config(config);
+    add_services(config, &["report"]);
+    set_setting(config, "CALI_REPORT_FILENAME", &with_extension(options.get_or("output", "sample_profile"), extension));
+    let base = format!("select path,count(){time} group by path,mpi.rank format {format}");
+    set_setting(config, "CALI_REPORT_CONFIG", &options.build_query(QueryLevel::Local, &base));
+    Ok(())
 }
 
 /// An output file name with `extension` added unless it has it already
@@ -114,7 +175,7 @@ pub(crate) fn with_extension(name: &str, extension: &str) -> String {
 }
 
 fn runtime_profile(options: &Options, config: &mut Vec<(String, String)>) -> Result<(), String> {
-    let (format, extension) = profile_format(options)?;
+    let (format, extension) = profile_format("runtime-profile", options)?;
     options.update_channel_config(config);
     add_services(config, &["report"]);
     set_setting(config, "CALI_REPORT_FILENAME", &with_extension(options.get_or("output", "region_profile"), extension));
