@@ -7,7 +7,7 @@
 mod common;
 
 use caliper_testutil::{HatchetReader, hatchet_summaries};
-use common::{globals_with, read, run, stderr};
+use common::{globals_with, read, run, run_bounded, stderr};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -21,6 +21,7 @@ fn scenario_child() {
         "unannotated" => spin_without_annotations(),
         "own_handler" => spin_with_own_handler(),
         "restored" => raise_sigprof_after_the_end(),
+        "busy" => allocate_lock_and_write_under_sampling(),
         other => panic!("unknown scenario {other}"),
     }
 }
@@ -226,4 +227,50 @@ fn sample_profile_loads_in_hatchet() {
         assert!(paths.contains(&format!("'{region}'")), "{paths}");
     }
     assert!(summary[0]["exc_metrics"].to_string().contains("time"), "{summary}");
+}
+
+/// Four threads that allocate, take a shared lock and write and read a
+/// file, each iteration in a region, for `SAMPLER_TEST_SECONDS`: what a
+/// sampled host does, interrupted anywhere. Prints what it did.
+fn allocate_lock_and_write_under_sampling() {
+    let seconds: u64 = std::env::var("SAMPLER_TEST_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(5);
+    let deadline = Instant::now() + Duration::from_secs(seconds);
+    let shared = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u64>::new()));
+    let dir = std::env::current_dir().unwrap();
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let (shared, path) = (shared.clone(), dir.join(format!("io.{t}")));
+            std::thread::spawn(move || {
+                let mut iterations = 0u64;
+                while Instant::now() < deadline {
+                    let _r = caliper::region!("iteration");
+                    let data: Vec<u64> = (0..256).map(|i| i * iterations).collect();
+                    shared.lock().unwrap().push(data.iter().sum());
+                    std::fs::write(&path, format!("{iterations}")).unwrap();
+                    assert_eq!(std::fs::read_to_string(&path).unwrap(), format!("{iterations}"));
+                    iterations += 1;
+                }
+                iterations
+            })
+        })
+        .collect();
+    let iterations: u64 = threads.into_iter().map(|t| t.join().unwrap()).sum();
+    println!("threads done: {}", iterations > 0);
+}
+
+/// The faults a sampled host has: 10 kHz samples on four threads that
+/// allocate, lock and do I/O. Nothing hangs or crashes, the program's
+/// output and exit code are its own, and every thread is sampled.
+#[test]
+fn a_busy_program_under_10_khz_sampling_runs_to_its_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("samples.cali");
+    let env = sampled(&file, "10000");
+    let mut env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    env.push(("CALI_LOG_VERBOSITY", "1"));
+    let (status, out, err) = run_bounded(dir.path(), "busy", &env, Duration::from_secs(120));
+    assert!(status.is_some_and(|s| s.success()), "hung or failed ({status:?}):\n{err}");
+    assert!(out.contains("threads done: true"), "{out}");
+    let (counts, _) = samples_by_region(&file);
+    assert!(counts.get("iteration").copied().unwrap_or(0) > 1000, "{counts:?}\n{err}");
 }
