@@ -551,6 +551,46 @@ fn ld_preload_samples_land_in_the_hot_function() {
     );
 }
 
+/// `sample-report(callpath)` on the same program: the samples' call stacks
+/// as a tree, `main > outer > inner > leaf` holding nearly all of them.
+#[test]
+fn ld_preload_call_paths_of_the_samples_make_the_tree() {
+    let dir = scratch("callpath");
+    let exe = dir.join("hotspot");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/hotspot.c");
+    must(Command::new("gcc").args(["-O1", "-g", "-fno-inline", "-o"]).arg(&exe).arg(source));
+    let report = dir.join("report.txt");
+    let config = format!("sample-report(callpath,sample.frequency=1000,output={})", report.display());
+    let out = program(&exe)
+        .env("LD_PRELOAD", prefix().join("lib/libcaliper.so"))
+        .env("CALI_CONFIG", config)
+        .env_remove("CALI_SERVICES_ENABLE")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = std::fs::read_to_string(&report).unwrap();
+    let names: Vec<(usize, &str, u64)> = text
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let mut words = l.split_whitespace();
+            let name = words.next().unwrap_or_default();
+            (l.len() - l.trim_start().len(), name, words.next().and_then(|w| w.parse().ok()).unwrap_or(0))
+        })
+        .collect();
+    let at = |name: &str| names.iter().position(|(_, n, _)| *n == name).unwrap_or_else(|| panic!("{name}:\n{text}"));
+    let chain = [at("main"), at("outer"), at("inner"), at("leaf")];
+    for pair in chain.windows(2) {
+        assert_eq!(names[pair[1]].0, names[pair[0]].0 + 2, "each a child of the one before:\n{text}");
+    }
+    let total: u64 = names.iter().map(|(_, _, n)| n).sum();
+    assert!(
+        names[chain[3]].2 * 100 >= total * 90,
+        "{} of {total} in main > outer > inner > leaf:\n{text}",
+        names[chain[3]].2
+    );
+}
+
 #[test]
 fn the_c_perftest_runs() {
     let dir = scratch("perftest");

@@ -35,6 +35,8 @@ pub const MAX_OPEN: usize = 8;
 pub const MAX_VALUES: usize = 8;
 /// Region measurements a capture holds.
 pub const MAX_MEASURED: usize = 8;
+/// Frames of a call path a capture holds (the innermost ones).
+pub const MAX_FRAMES: usize = 64;
 
 /// Set once a program asked for signal snapshots: updates then look after
 /// their thread's buffer (allocate it, process its captures).
@@ -144,6 +146,34 @@ pub(crate) struct Capture {
     pub trigger: usize,
     pub time: Option<Time>,
     pub measured: [u64; MAX_MEASURED],
+    pub path: CallPath,
+}
+
+/// A call path taken with a capture: addresses of one attribute, outermost
+/// first, which processing turns into a path of context-tree nodes.
+#[derive(Copy, Clone)]
+pub(crate) struct CallPath {
+    pub attr: Id,
+    pub len: usize,
+    pub frames: [u64; MAX_FRAMES],
+}
+
+impl CallPath {
+    const EMPTY: CallPath = CallPath { attr: 0, len: 0, frames: [0; MAX_FRAMES] };
+
+    /// `frames` (outermost first) of `attr`, the innermost ones if they do
+    /// not all fit.
+    pub(crate) fn of(attr: Id, frames: &[u64]) -> CallPath {
+        let mut path = CallPath { attr, ..CallPath::EMPTY };
+        let kept = &frames[frames.len().saturating_sub(MAX_FRAMES)..];
+        path.frames[..kept.len()].copy_from_slice(kept);
+        path.len = kept.len();
+        path
+    }
+
+    pub(crate) fn frames(&self) -> &[u64] {
+        &self.frames[..self.len]
+    }
 }
 
 impl Capture {
@@ -155,6 +185,7 @@ impl Capture {
         trigger: 0,
         time: None,
         measured: [0; MAX_MEASURED],
+        path: CallPath::EMPTY,
     };
 }
 

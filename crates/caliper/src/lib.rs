@@ -43,6 +43,7 @@ mod sparse;
 pub mod symbols;
 mod sync;
 pub mod tree;
+pub mod unwind;
 pub mod value;
 
 pub use alloc_guard::TrackedAllocator;
@@ -67,6 +68,6 @@ const START_CONFIGS: fn(&'static Caliper, &str) = configmgr::start_from_env;
 /// preparation, and the counts of captures taken and dropped (see the
 /// README's "Writing a service, and snapshots from signal handlers").
 pub mod signal {
-    pub use crate::capture::{CAPACITY, Counts, MAX_MEASURED, MAX_OPEN, MAX_VALUES, Outcome, counts};
-    pub use crate::runtime::{prepare_thread, push_snapshot_from_signal};
+    pub use crate::capture::{CAPACITY, Counts, MAX_FRAMES, MAX_MEASURED, MAX_OPEN, MAX_VALUES, Outcome, counts};
+    pub use crate::runtime::{prepare_thread, push_snapshot_from_signal, push_snapshot_with_path_from_signal};
 }

@@ -223,8 +223,8 @@ pub trait Runtime: Sync {
 }
 
 /// Takes a snapshot in channel `channel` from a signal handler, with these
-/// trigger entries: see [`crate::signal`].
-pub type SignalEntry = fn(channel: usize, trigger: &[(Id, ValueKey)]) -> Outcome;
+/// trigger entries and call path: see [`crate::signal`].
+pub type SignalEntry = fn(channel: usize, trigger: &[(Id, ValueKey)], path: Option<(Id, &[u64])>) -> Outcome;
 
 /// A channel as its services see it when they write output: its name, and
 /// its records and run metadata (updates are stopped while they write).

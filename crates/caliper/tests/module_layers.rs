@@ -28,6 +28,7 @@ const LAYERS: &[&[&str]] = &[
         "symbols",
         "sync",
         "tree",
+        "unwind",
         "value",
     ],
     &["service"],

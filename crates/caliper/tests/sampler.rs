@@ -274,3 +274,20 @@ fn a_busy_program_under_10_khz_sampling_runs_to_its_end() {
     let (counts, _) = samples_by_region(&file);
     assert!(counts.get("iteration").copied().unwrap_or(0) > 1000, "{counts:?}\n{err}");
 }
+
+/// `sample-report(callpath)`: the tree of the samples' call stacks, each
+/// frame named, from the thread's entry down to the function sampled.
+#[test]
+fn sample_report_with_callpath_prints_the_call_stacks() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("report.txt");
+    let config = format!("sample-report(output={},sample.frequency=1000,callpath)", file.display());
+    run("regions", &[("CALI_CONFIG", config.as_str())]);
+    let text = std::fs::read_to_string(&file).unwrap();
+    let depth = |name: &str| {
+        let line = text.lines().find(|l| l.trim_start().starts_with(name)).unwrap_or_else(|| panic!("{name}:\n{text}"));
+        line.len() - line.trim_start().len()
+    };
+    // The caller above the callee, whatever the frames around them.
+    assert!(depth("sampler::spin_in_regions") < depth("sampler::spin "), "{text}");
+}

@@ -206,7 +206,8 @@ fn snapshots_from_a_10_khz_signal_under_load() {
 
 /// The outcomes of signal snapshots outside the stress, called from plain
 /// code (the entry point works anywhere): a thread that never met the
-/// runtime, a prepared one, a full buffer, a context too deep to capture.
+/// runtime, a prepared one, a full buffer (where no thread drains it), a
+/// context too deep to capture.
 fn outcomes() {
     let cali = Caliper::instance().expect("runtime");
     let channel = cali.all_channels().into_iter().find(|c| c.name() == "default").expect("the default channel");
@@ -216,11 +217,26 @@ fn outcomes() {
     println!("fresh={fresh:?}");
     signal::prepare_thread();
     println!("prepared={:?}", push());
-    let mut last = Outcome::Taken;
-    for _ in 0..signal::CAPACITY {
-        last = push();
+    // A full buffer: in a forked child, which has no thread draining the
+    // buffers (in the parent, one empties them from half full on).
+    // SAFETY: the child only pushes, prints and leaves with `_exit`.
+    match unsafe { libc::fork() } {
+        0 => {
+            let mut last = Outcome::Taken;
+            for _ in 0..signal::CAPACITY {
+                last = push();
+            }
+            println!("past_capacity={last:?}");
+            std::io::Write::flush(&mut std::io::stdout()).unwrap();
+            // SAFETY: ending the child without the parent's exit handlers.
+            unsafe { libc::_exit(0) };
+        }
+        child => {
+            let mut status = 0;
+            // SAFETY: waiting for our own child.
+            unsafe { libc::waitpid(child, &mut status, 0) };
+        }
     }
-    println!("past_capacity={last:?}");
     // An update processes the captures; then the buffer takes more.
     caliper::begin_by_name("depth", 0);
     caliper::end_by_name("depth");

@@ -46,6 +46,14 @@ impl Channel {
                 snapshot.push_node(node);
             }
         }
+        let mut frame = None;
+        for &address in capture.path.frames() {
+            let value = ValueKey::from_variant(&Variant::Addr(address));
+            frame = Some(t.cache.child(cali.tree(), frame, capture.path.attr, value));
+        }
+        if let Some(frame) = frame {
+            snapshot.push_node(frame);
+        }
         let values = capture.values.as_slice();
         let (context, trigger) = values.split_at(values.len().saturating_sub(capture.trigger));
         for &(attr, value) in context {

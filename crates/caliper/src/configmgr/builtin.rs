@@ -136,13 +136,18 @@ fn sample_report(options: &Options, config: &mut Vec<(String, String)>) -> Resul
     add_services(config, &["report"]);
     set_setting(config, "CALI_REPORT_FILENAME", options.get_or("output", "stderr"));
     set_setting(config, "CALI_REPORT_APPEND", options.get_or("output.append", "false"));
-    // The functions as the tree's last level: the reference's tree leaves
-    // out samples outside every region, which in a program that was not
-    // annotated are all of them.
-    let functions = options.is_enabled("source.function").then_some("prop:nested,source.function#cali.sampler.pc");
+    // A tree of call paths, or of region paths with the functions as the
+    // last level: the reference's tree leaves out samples outside every
+    // region, which in a program that was not annotated are all of them.
+    let (group, levels) = match options.is_enabled("callpath") {
+        true => ("source.function#callpath.address", Some("source.function#callpath.address")),
+        false => {
+            ("path", options.is_enabled("source.function").then_some("prop:nested,source.function#cali.sampler.pc"))
+        }
+    };
     let base = format!(
-        "select count() as \"Samples\",scale_count({interval}) as \"Time (sec)\" unit sec group by path format {}",
-        tree_format_with_path(options, functions)
+        "select count() as \"Samples\",scale_count({interval}) as \"Time (sec)\" unit sec group by {group} format {}",
+        tree_format_with_path(options, levels)
     );
     set_setting(config, "CALI_REPORT_CONFIG", &options.build_query(QueryLevel::Local, &base));
     Ok(())

@@ -12,7 +12,19 @@ use std::time::Duration;
 /// [the `signal` module](crate::signal)). `trigger` values must be made without
 /// allocating (numbers; a string must have been interned before).
 pub fn push_snapshot_from_signal(channel: usize, trigger: &[(Id, ValueKey)]) -> capture::Outcome {
-    capture_in_signal(channel, trigger).count()
+    capture_in_signal(channel, trigger, None).count()
+}
+
+/// [`push_snapshot_from_signal`] with a call path: the addresses `frames`
+/// (outermost first, e.g. from [`crate::unwind::unwind_in_signal`]) become
+/// a path of `attr` nodes in the snapshot's context (the innermost
+/// [`MAX_FRAMES`](capture::MAX_FRAMES) of them).
+pub fn push_snapshot_with_path_from_signal(
+    channel: usize,
+    trigger: &[(Id, ValueKey)],
+    path: Option<(Id, &[u64])>,
+) -> capture::Outcome {
+    capture_in_signal(channel, trigger, path).count()
 }
 
 /// Prepares the calling thread for signal snapshots (its buffer), and
@@ -27,8 +39,12 @@ pub fn prepare_thread() {
 /// [`push_snapshot_from_signal`]: reads only atomics, the
 /// thread's slot pointer (a constant-initialised thread local) and the
 /// thread's data, and writes the capture into the thread's buffer.
-pub(crate) fn capture_in_signal(channel: usize, trigger: &[(Id, ValueKey)]) -> capture::Outcome {
-    use capture::{Entries, Outcome, StackCut};
+pub(crate) fn capture_in_signal(
+    channel: usize,
+    trigger: &[(Id, ValueKey)],
+    path: Option<(Id, &[u64])>,
+) -> capture::Outcome {
+    use capture::{CallPath, Entries, Outcome, StackCut};
     let ready = READY.load(Ordering::Acquire) && CALIPER.get().is_some_and(|c| !c.finished.load(Ordering::Relaxed));
     let slot = SLOT.with(Cell::get);
     if !ready || slot.is_null() {
@@ -63,6 +79,7 @@ pub(crate) fn capture_in_signal(channel: usize, trigger: &[(Id, ValueKey)]) -> c
             trigger: trigger.len(),
             time: None,
             measured: [0; capture::MAX_MEASURED],
+            path: path.map_or(CallPath::of(0, &[]), |(attr, frames)| CallPath::of(attr, frames)),
         };
         if !ch.measure_capture(ct, &mut capture.time, &mut capture.measured) {
             return Outcome::Unfit;

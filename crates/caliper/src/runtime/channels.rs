@@ -141,7 +141,7 @@ impl Runtime for Caliper {
         Caliper::open_regions(self)
     }
     fn signal_entry(&self) -> SignalEntry {
-        push_snapshot_from_signal
+        push_snapshot_with_path_from_signal
     }
     fn set_global(&self, attr: Attribute, value: ValueKey) {
         self.update_process(|bb| bb.set(attr, value));

@@ -4,6 +4,7 @@
 
 mod aggregate;
 mod async_event;
+mod callpath;
 mod debug;
 mod event;
 mod iteration_class;
@@ -33,6 +34,7 @@ use registry::{ServiceSpec, Settings, Setup, Stage};
 pub const SERVICES: &[ServiceSpec] = &[
     aggregate::SPEC,
     async_event::SPEC,
+    callpath::SPEC,
     debug::SPEC,
     event::SPEC,
     loop_monitor::SPEC,

@@ -264,8 +264,9 @@ fn restore_handler() {
     }
 }
 
-/// The `SIGPROF` handler: a snapshot with the interrupted program counter.
-/// Async-signal-safe (atomics and the signal entry), and keeps `errno`.
+/// The `SIGPROF` handler: a snapshot with the interrupted program counter,
+/// and its call stack if a channel records call paths. Async-signal-safe
+/// (atomics, the unwinder and the signal entry), and keeps `errno`.
 extern "C" fn on_sigprof(_signal: libc::c_int, _info: *mut libc::siginfo_t, context: *mut libc::c_void) {
     let (target, Some(push)) = (TARGET.load(Ordering::Acquire), ENTRY.get()) else { return };
     if target == NO_TARGET {
@@ -276,7 +277,12 @@ extern "C" fn on_sigprof(_signal: libc::c_int, _info: *mut libc::siginfo_t, cont
         let errno = *libc::__errno_location();
         let pc = program_counter(context);
         let entry = [(target & 0xffff_ffff, ValueKey::from_variant(&Variant::Addr(pc)))];
-        push((target >> 32) as usize, &entry);
+        let mut frames = [0u64; crate::capture::MAX_FRAMES];
+        let path = super::callpath::request().map(|(attr, skip)| {
+            let n = crate::unwind::unwind_in_signal(context, skip, &mut frames);
+            (attr, &frames[..n])
+        });
+        push((target >> 32) as usize, &entry, path);
         *libc::__errno_location() = errno;
     }
 }

@@ -1,10 +1,13 @@
 //! `symbollookup`: at flush, for every address attribute `A` of a record
 //! (those of class `symboladdress`, such as the sampler's
-//! `cali.sampler.pc`, or those named in `CALI_SYMBOLLOOKUP_ATTRIBUTES`),
-//! adds what the address is in: `source.function#A`, `sourceloc#A`
-//! (`file:line`), `source.file#A`, `source.line#A` and `module#A`, each
-//! as its setting asks. Addresses resolve through [`Symbolizer`] (DWARF,
-//! or the symbol table), each once.
+//! `cali.sampler.pc` and the call paths' `callpath.address`, or those
+//! named in `CALI_SYMBOLLOOKUP_ATTRIBUTES`), adds what the address is in:
+//! `source.function#A`, `sourceloc#A` (`file:line`), `source.file#A`,
+//! `source.line#A` and `module#A`, each as its setting asks. An address
+//! held as a value gets values; a path of addresses in the context tree (a
+//! call path) gets a path of each, outermost first, so that a tree can be
+//! made of it. Addresses resolve through [`Symbolizer`] (DWARF, or the
+//! symbol table), each once.
 
 use super::registry::{Created, NotCreated, ServiceSpec, SettingKind, SettingSpec, Setup, Stage};
 use crate::attributes::Attribute;
@@ -124,8 +127,12 @@ impl SymbolLookup {
         });
         let targets = match (looked_up, info) {
             (true, Some(info)) => {
+                // Values for values, paths for paths.
+                let props = match info.attr.is_asvalue() {
+                    true => Properties::ASVALUE | Properties::SKIP_EVENTS,
+                    false => Properties::NOMERGE | Properties::SKIP_EVENTS,
+                };
                 let make = |wanted: bool, prefix: &str, ty: AttrType| {
-                    let props = Properties::ASVALUE | Properties::SKIP_EVENTS;
                     wanted.then(|| cali.create_attribute(&format!("{prefix}#{}", info.name), ty, props, &[]))
                 };
                 let p = self.parts;
@@ -141,6 +148,47 @@ impl SymbolLookup {
         };
         state.targets.insert(id, targets.clone());
         targets
+    }
+}
+
+impl SymbolLookup {
+    /// For each looked-up attribute on the context path to `node`: the
+    /// last nodes of the paths its lookups make (one path per part).
+    fn looked_up_paths(&self, cali: &dyn Runtime, state: &mut State, node: Id) -> Vec<Id> {
+        let tree = cali.tree();
+        let mut chain = Vec::new();
+        tree.path_to(node, &mut chain);
+        let mut paths: Vec<(Id, Vec<u64>)> = Vec::new();
+        for id in chain {
+            let Some(n) = tree.get(id) else { continue };
+            let address = match *n.value {
+                Variant::Addr(x) | Variant::Uint(x) => x,
+                _ => continue,
+            };
+            if self.targets(cali, state, n.attribute).is_none() {
+                continue;
+            }
+            match paths.iter_mut().find(|(a, _)| *a == n.attribute) {
+                Some((_, addresses)) => addresses.push(address),
+                None => paths.push((n.attribute, vec![address])),
+            }
+        }
+        let mut ends = Vec::new();
+        for (attr, addresses) in paths {
+            let Some(targets) = self.targets(cali, state, attr) else { continue };
+            let lookups: Vec<Vec<(Id, Variant)>> =
+                addresses.iter().map(|&a| entries(&targets, &state.symbols.lookup(a))).collect();
+            // One path per part, in the parts' order.
+            for part in 0..lookups.first().map_or(0, Vec::len) {
+                let mut parent = None;
+                for lookup in &lookups {
+                    let (attr, value) = &lookup[part];
+                    parent = Some(tree.get_child(*attr, value.clone(), parent));
+                }
+                ends.extend(parent);
+            }
+        }
+        ends
     }
 }
 
@@ -178,9 +226,15 @@ impl Service for SymbolLookup {
         true
     }
 
-    /// Adds the lookups of the record's address values.
+    /// Adds the lookups of the record's address values and paths.
     fn postprocess(&self, cali: &dyn Runtime, record: &mut Record) {
         let mut state = crate::sync::lock(&self.state);
+        let refs: Vec<Id> = record.refs().collect();
+        for node in refs {
+            for node in self.looked_up_paths(cali, &mut state, node) {
+                record.push_ref(node);
+            }
+        }
         let addresses: Vec<(Id, u64)> = record
             .immediates()
             .filter_map(|(a, v)| match v {
