@@ -377,11 +377,15 @@ pub enum Formatter {
     JsonSplit,
     /// A user format string.
     UserFormat,
+    /// Folded stacks (`a;b;c count`), the input of flame graph tools.
+    Folded,
+    /// A flame graph, as SVG.
+    FlameGraph,
 }
 
 impl Formatter {
     /// Every formatter.
-    pub const ALL: [Formatter; 7] = [
+    pub const ALL: [Formatter; 9] = [
         Formatter::Cali,
         Formatter::Expand,
         Formatter::Table,
@@ -389,6 +393,8 @@ impl Formatter {
         Formatter::Json,
         Formatter::JsonSplit,
         Formatter::UserFormat,
+        Formatter::Folded,
+        Formatter::FlameGraph,
     ];
 
     /// The FORMAT name.
@@ -401,6 +407,8 @@ impl Formatter {
             Formatter::Json => "json",
             Formatter::JsonSplit => "json-split",
             Formatter::UserFormat => "format",
+            Formatter::Folded => "folded",
+            Formatter::FlameGraph => "flamegraph",
         }
     }
 
@@ -412,6 +420,8 @@ impl Formatter {
             Formatter::Tree => &["path-attributes", "column-width", "print-globals"],
             Formatter::Json => &["object", "pretty", "quote-all", "separate-nested", "records", "split"],
             Formatter::UserFormat => &["format", "title"],
+            Formatter::Folded => &["path-attributes", "metric"],
+            Formatter::FlameGraph => &["path-attributes", "metric", "title"],
         }
     }
 

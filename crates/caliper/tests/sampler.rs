@@ -291,3 +291,31 @@ fn sample_report_with_callpath_prints_the_call_stacks() {
     // The caller above the callee, whatever the frames around them.
     assert!(depth("sampler::spin_in_regions") < depth("sampler::spin "), "{text}");
 }
+
+/// `output.format=folded` writes one stack per region path and function
+/// with its sample count; `flamegraph` draws them as an SVG.
+#[test]
+fn sample_configs_write_folded_stacks_and_flame_graphs() {
+    let dir = tempfile::tempdir().unwrap();
+    let (folded, svg) = (dir.path().join("samples.folded"), dir.path().join("samples"));
+    // One sampling channel per process: one run each.
+    let config = format!("sample-report(output={},output.format=folded,sample.frequency=1000)", folded.display());
+    run("regions", &[("CALI_CONFIG", config.as_str())]);
+    let config = format!("sample-profile(output={},output.format=flamegraph,sample.frequency=1000)", svg.display());
+    run("regions", &[("CALI_CONFIG", config.as_str())]);
+    let text = std::fs::read_to_string(&folded).unwrap();
+    let stack = |region: &str| {
+        text.lines()
+            .filter(|l| l.starts_with(&format!("{region};")))
+            .map(|l| l.rsplit_once(' ').and_then(|(_, n)| n.parse::<u64>().ok()).unwrap())
+            .sum::<u64>()
+    };
+    assert!(stack("long") > stack("short") && stack("short") > 0, "{text}");
+    assert!(text.lines().any(|l| l.starts_with("worker;") && l.contains("sampler::spin ")), "{text}");
+    let svg = std::fs::read_to_string(svg.with_extension("svg")).unwrap();
+    assert!(
+        svg.contains("<svg") && svg.contains("sample-profile") && svg.contains("long"),
+        "{}",
+        &svg[..svg.len().min(500)]
+    );
+}

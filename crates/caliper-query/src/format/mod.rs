@@ -7,6 +7,7 @@
 
 mod cali;
 mod expand;
+mod folded;
 mod json;
 mod json_split;
 mod table;
@@ -42,7 +43,43 @@ pub fn make_formatter(
         Formatter::Tree => Box::new(tree::TreeFormatter::new(spec, &format, out)?),
         Formatter::JsonSplit => Box::new(json_split::JsonSplitFormatter::new(spec, out)),
         Formatter::UserFormat => Box::new(user::UserFormatter::new(&format, out)),
+        Formatter::Folded => Box::new(folded::FoldedFormatter::new(spec, &format, out, false)),
+        Formatter::FlameGraph => Box::new(folded::FoldedFormatter::new(spec, &format, out, true)),
     })
+}
+
+/// The attributes whose values make a record's path, for the formatters
+/// that lay records out by path (`tree`, `folded`): those named in the
+/// `path-attributes` argument (where `path` and `prop:nested` stand for
+/// every nested attribute), or the nested attributes without it.
+pub(crate) struct PathAttributes {
+    names: Option<Vec<String>>,
+}
+
+impl PathAttributes {
+    /// The path attributes of a FORMAT's arguments.
+    pub(crate) fn of(format: &FormatSpec) -> PathAttributes {
+        let names = format
+            .arg("path-attributes")
+            .map(|list| list.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect());
+        PathAttributes { names }
+    }
+
+    /// Whether attribute `attr` makes the path.
+    pub(crate) fn contains(&self, db: &MetadataDb, attr: Id) -> bool {
+        let Some(a) = db.attribute(attr) else { return false };
+        match &self.names {
+            Some(names) => {
+                names.iter().any(|n| n == a.name() || ((n == "path" || n == "prop:nested") && a.is_nested()))
+            }
+            None => a.is_nested(),
+        }
+    }
+
+    /// Whether `name` is named in the argument.
+    pub(crate) fn names(&self, name: &str) -> bool {
+        self.names.as_ref().is_some_and(|names| names.iter().any(|n| n == name))
+    }
 }
 
 /// A formatter that cannot be set up (e.g. a bad argument value).

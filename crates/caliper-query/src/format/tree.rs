@@ -1,6 +1,6 @@
 //! `tree`: records arranged by their region path, as an indented table.
 
-use super::{FormatError, RecordFormatter, clamp, display_name, parse_width, print_globals, push_cell};
+use super::{FormatError, PathAttributes, RecordFormatter, clamp, display_name, parse_width, print_globals, push_cell};
 use crate::spec::{FormatSpec, QuerySpec, Selection, SortOrder};
 use caliper_data::node::Id;
 use caliper_data::{MetadataDb, Record, RecordKind, Variant};
@@ -28,7 +28,7 @@ const DEFAULT_COLUMN_WIDTH: usize = 60;
 pub struct TreeFormatter {
     out: Box<dyn Write>,
     spec: QuerySpec,
-    path_names: Option<Vec<String>>,
+    path: PathAttributes,
     path_width: Option<usize>,
     column_width: Option<usize>,
     print_globals: bool,
@@ -71,14 +71,11 @@ struct Row {
 impl TreeFormatter {
     /// A tree for the query and its FORMAT arguments.
     pub fn new(spec: &QuerySpec, format: &FormatSpec, out: Box<dyn Write>) -> Result<TreeFormatter, FormatError> {
-        let path_names = format
-            .arg("path-attributes")
-            .map(|list| list.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect());
         let width = parse_width(format, "tree")?;
         Ok(TreeFormatter {
             out,
             spec: spec.clone(),
-            path_names,
+            path: PathAttributes::of(format),
             path_width: width.map_or(Some(DEFAULT_PATH_WIDTH), |w| w),
             column_width: width.map_or(Some(DEFAULT_COLUMN_WIDTH), |w| w),
             print_globals: format.flag("print-globals"),
@@ -92,13 +89,7 @@ impl TreeFormatter {
     }
 
     fn is_path_attribute(&self, db: &MetadataDb, attr: Id) -> bool {
-        let Some(a) = db.attribute(attr) else { return false };
-        match &self.path_names {
-            Some(names) => {
-                names.iter().any(|n| n == a.name() || ((n == "path" || n == "prop:nested") && a.is_nested()))
-            }
-            None => a.is_nested(),
-        }
+        self.path.contains(db, attr)
     }
 
     fn child(&mut self, parent: Option<usize>, attr: Id, value: &Variant) -> usize {
@@ -179,7 +170,7 @@ impl TreeFormatter {
                 }
                 // An attribute named in path-attributes is the tree's
                 // labels, not a column.
-                let labels = |n: &String| self.path_names.as_ref().is_some_and(|names| names.contains(n));
+                let labels = |n: &String| self.path.names(n);
                 list.iter().filter(|n| db.attribute_by_name(n).is_some() && !labels(n)).cloned().collect()
             }
             Selection::All => self.seen.iter().map(|(_, n)| n.clone()).collect(),

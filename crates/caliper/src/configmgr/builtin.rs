@@ -145,18 +145,43 @@ fn sample_report(options: &Options, config: &mut Vec<(String, String)>) -> Resul
             ("path", options.is_enabled("source.function").then_some("prop:nested,source.function#cali.sampler.pc"))
         }
     };
+    let format = match options.get_or("output.format", "tree") {
+        "tree" => tree_format_with_path(options, levels),
+        "folded" | "flamegraph" => stacks_format("sample-report", options, levels)?,
+        other => return Err(format!("sample-report: Invalid output format \"{other}\"")),
+    };
     let base = format!(
-        "select count() as \"Samples\",scale_count({interval}) as \"Time (sec)\" unit sec group by {group} format {}",
-        tree_format_with_path(options, levels)
+        "select count() as \"Samples\",scale_count({interval}) as \"Time (sec)\" unit sec group by {group} format {format}"
     );
     set_setting(config, "CALI_REPORT_CONFIG", &options.build_query(QueryLevel::Local, &base));
     Ok(())
 }
 
+/// The `folded` or `flamegraph` format of a sample config's
+/// `output.format`: one stack per path (`levels`, or the region path), the
+/// sample count its number.
+fn stacks_format(config: &str, options: &Options, levels: Option<&str>) -> Result<String, String> {
+    let formatter = options.get_or("output.format", "folded");
+    let levels = levels.unwrap_or("prop:nested");
+    let title = match formatter {
+        "flamegraph" => format!(",title=\"{config}\""),
+        _ => String::new(),
+    };
+    Ok(format!("{formatter}(path-attributes=\"{levels}\",metric=count{title})"))
+}
+
 /// `sample-profile`: samples per region path (and function and module, by
 /// default) with their time, as a file for Hatchet or cali-query.
 fn sample_profile(options: &Options, config: &mut Vec<(String, String)>) -> Result<(), String> {
-    let (format, extension) = profile_format("sample-profile", options)?;
+    let levels = match options.is_enabled("callpath") {
+        true => "source.function#callpath.address",
+        false => "prop:nested,source.function#cali.sampler.pc",
+    };
+    let (format, extension) = match options.get_or("output.format", "cali") {
+        "folded" => (stacks_format("sample-profile", options, Some(levels))?, ".folded"),
+        "flamegraph" => (stacks_format("sample-profile", options, Some(levels))?, ".svg"),
+        _ => profile_format("sample-profile", options).map(|(f, e)| (f.to_string(), e))?,
+    };
     let time = match sample_interval("sample-profile", options)? {
         Some(interval) => format!(",scale_count({interval}) as time unit sec"),
         None => String::new(),

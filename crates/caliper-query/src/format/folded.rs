@@ -1,0 +1,191 @@
+//! `folded` and `flamegraph`: records laid out by their path (as the tree
+//! formatter does: nested attributes, or those of `path-attributes`, root
+//! first), one number each (the `metric` argument's attribute, else the
+//! first numeric attribute the query selects), summed per path. `folded`
+//! writes the stacks as flame graph tools read them (`main;solve;kernel
+//! 1234`), `flamegraph` draws them as an SVG (inferno). Numbers are
+//! rounded to whole units: give a count or nanoseconds, not seconds.
+
+use super::{PathAttributes, RecordFormatter};
+use crate::spec::{FormatSpec, QuerySpec, Selection};
+use caliper_data::node::Id;
+use caliper_data::{MetadataDb, Record, RecordKind, Variant};
+use std::collections::BTreeMap;
+use std::io::{self, Write};
+
+/// Folded stacks, or a flame graph of them.
+pub struct FoldedFormatter {
+    out: Box<dyn Write>,
+    path: PathAttributes,
+    /// The attribute to take the number from, if named.
+    metric: Option<String>,
+    /// The query's selected attributes, in order (for the default metric).
+    selected: Vec<String>,
+    /// Per path, the sum of its numbers.
+    stacks: BTreeMap<String, u64>,
+    /// Draw an SVG, with this title.
+    svg: Option<String>,
+}
+
+impl FoldedFormatter {
+    /// A formatter for the query and its FORMAT arguments; `svg` draws the
+    /// flame graph.
+    pub fn new(spec: &QuerySpec, format: &FormatSpec, out: Box<dyn Write>, svg: bool) -> FoldedFormatter {
+        let selected = match &spec.select {
+            Selection::List(list) => list.clone(),
+            _ => Vec::new(),
+        };
+        FoldedFormatter {
+            out,
+            path: PathAttributes::of(format),
+            metric: format.arg("metric").map(str::to_string),
+            selected,
+            stacks: BTreeMap::new(),
+            svg: svg.then(|| format.arg("title").unwrap_or("Flame Graph").to_string()),
+        }
+    }
+
+    /// The record's path labels, root first: its references' path
+    /// attributes, then its immediate ones.
+    fn labels(&self, db: &MetadataDb, record: &Record) -> Vec<String> {
+        let mut labels = Vec::new();
+        for node in record.refs() {
+            let mut chain = Vec::new();
+            let mut next = Some(node);
+            while let Some(id) = next {
+                let Some(n) = db.node(id) else { break };
+                if self.path.contains(db, n.attribute) {
+                    chain.push(label(&n.value));
+                }
+                next = n.parent;
+            }
+            labels.extend(chain.into_iter().rev());
+        }
+        for (attr, value) in record.immediates() {
+            if self.path.contains(db, attr) {
+                labels.push(label(value));
+            }
+        }
+        labels
+    }
+
+    /// The record's number: the metric's value, else the first selected
+    /// attribute with a numeric one.
+    fn number(&self, db: &MetadataDb, record: &Record) -> Option<u64> {
+        let value_of = |name: &str| -> Option<f64> {
+            let attr: Id = db.attribute_by_name(name)?.id();
+            let (_, value) = record.immediates().find(|(a, _)| *a == attr)?;
+            numeric(value)
+        };
+        let value = match &self.metric {
+            Some(name) => value_of(name),
+            None => self.selected.iter().find_map(|name| value_of(name)).or_else(|| {
+                record.immediates().filter(|(a, _)| !self.path.contains(db, *a)).find_map(|(_, v)| numeric(v))
+            }),
+        }?;
+        Some(value.max(0.0).round() as u64)
+    }
+}
+
+/// A path label as folded stacks allow it: no `;` (the separator) and no
+/// line break.
+fn label(value: &Variant) -> String {
+    value.to_string().replace([';', '\n'], "_")
+}
+
+fn numeric(value: &Variant) -> Option<f64> {
+    match *value {
+        Variant::Int(i) => Some(i as f64),
+        Variant::Uint(u) => Some(u as f64),
+        Variant::Double(d) => Some(d),
+        _ => None,
+    }
+}
+
+impl RecordFormatter for FoldedFormatter {
+    fn process(&mut self, db: &mut MetadataDb, record: &Record) -> io::Result<()> {
+        if record.kind != RecordKind::Ctx {
+            return Ok(());
+        }
+        let labels = self.labels(db, record);
+        if let (false, Some(n)) = (labels.is_empty(), self.number(db, record)) {
+            *self.stacks.entry(labels.join(";")).or_insert(0) += n;
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, _db: &mut MetadataDb) -> io::Result<()> {
+        let lines: Vec<String> =
+            self.stacks.iter().filter(|&(_, &n)| n > 0).map(|(stack, n)| format!("{stack} {n}")).collect();
+        match &self.svg {
+            None => {
+                for line in &lines {
+                    writeln!(self.out, "{line}")?;
+                }
+            }
+            Some(title) => {
+                let mut options = inferno::flamegraph::Options::default();
+                options.title = title.clone();
+                inferno::flamegraph::from_lines(&mut options, lines.iter().map(String::as_str), &mut self.out)
+                    .map_err(|e| io::Error::other(format!("flamegraph: {e}")))?;
+            }
+        }
+        self.out.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{QueryProcessor, parse_query};
+    use caliper_data::cali::read_records;
+    use std::sync::{Arc, Mutex};
+
+    /// Output collected in memory.
+    #[derive(Clone, Default)]
+    struct Shared(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Shared {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn run(query: &str) -> String {
+        let fixture = caliper_testutil::fixture("cxx-example.event-trace.cali");
+        let mut db = MetadataDb::new();
+        let records = read_records(&mut db, "trace", &std::fs::read(fixture).unwrap()).unwrap();
+        let spec = parse_query(query).unwrap();
+        let out = Shared::default();
+        let formatter =
+            super::super::make_formatter(&spec, crate::spec::Formatter::Expand, Box::new(out.clone())).unwrap();
+        let mut processor = QueryProcessor::with_formatter(&spec, formatter).unwrap();
+        for record in &records {
+            processor.process(&mut db, record).unwrap();
+        }
+        processor.finish(&mut db).unwrap();
+        String::from_utf8(out.0.lock().unwrap().clone()).unwrap()
+    }
+
+    #[test]
+    fn region_paths_fold_with_their_counts() {
+        let text = run("select count() group by path format folded");
+        assert!(text.lines().all(|l| l.rsplit_once(' ').is_some_and(|(_, n)| n.parse::<u64>().is_ok())), "{text}");
+        assert!(text.lines().any(|l| l.starts_with("main;")), "{text}");
+        let stacks: Vec<&str> = text.lines().map(|l| l.rsplit_once(' ').unwrap().0).collect();
+        let mut sorted = stacks.clone();
+        sorted.dedup();
+        assert_eq!(stacks, sorted, "one line per path");
+    }
+
+    #[test]
+    fn a_flamegraph_is_an_svg_of_the_paths() {
+        let svg = run("select count() group by path format flamegraph(title=\"Regions\")");
+        assert!(svg.starts_with("<?xml") && svg.contains("<svg") && svg.contains("Regions"), "{svg}");
+        assert!(svg.contains(">main<") || svg.contains("main ("), "{}", &svg[..svg.len().min(2000)]);
+    }
+}
