@@ -506,6 +506,23 @@ fn ld_preload_profiles_a_program_that_never_calls_caliper() {
     assert!(out.status.success() && out.stderr.is_empty());
 }
 
+/// `tests/c/hotspot.c` built with debug information in a scratch
+/// directory `name`: the directory and the program.
+fn hotspot(name: &str) -> (PathBuf, PathBuf) {
+    let dir = scratch(name);
+    let exe = dir.join("hotspot");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/hotspot.c");
+    must(Command::new("gcc").args(["-O1", "-g", "-fno-inline", "-o"]).arg(&exe).arg(source));
+    (dir, exe)
+}
+
+/// A program run with the installed libcaliper preloaded.
+fn preloaded(exe: &Path) -> Command {
+    let mut cmd = program(exe);
+    cmd.env("LD_PRELOAD", prefix().join("lib/libcaliper.so"));
+    cmd
+}
+
 /// `sampler` and `symbollookup` on a program that never calls Caliper,
 /// preloaded: its output and exit code come through, and the samples land
 /// in the function that takes the time (`leaf`), named with its module and
@@ -513,13 +530,9 @@ fn ld_preload_profiles_a_program_that_never_calls_caliper() {
 /// load address).
 #[test]
 fn ld_preload_samples_land_in_the_hot_function() {
-    let dir = scratch("sampler");
-    let exe = dir.join("hotspot");
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/hotspot.c");
-    must(Command::new("gcc").args(["-O1", "-g", "-fno-inline", "-o"]).arg(&exe).arg(source));
+    let (dir, exe) = hotspot("sampler");
     let trace = dir.join("samples.cali");
-    let out = program(&exe)
-        .env("LD_PRELOAD", prefix().join("lib/libcaliper.so"))
+    let out = preloaded(&exe)
         .env("CALI_SERVICES_ENABLE", "sampler,symbollookup,trace,recorder")
         .env("CALI_SAMPLER_FREQUENCY", "1000")
         .env("CALI_SYMBOLLOOKUP_LOOKUP_LINE", "true")
@@ -555,18 +568,10 @@ fn ld_preload_samples_land_in_the_hot_function() {
 /// as a tree, `main > outer > inner > leaf` holding nearly all of them.
 #[test]
 fn ld_preload_call_paths_of_the_samples_make_the_tree() {
-    let dir = scratch("callpath");
-    let exe = dir.join("hotspot");
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/hotspot.c");
-    must(Command::new("gcc").args(["-O1", "-g", "-fno-inline", "-o"]).arg(&exe).arg(source));
+    let (dir, exe) = hotspot("callpath");
     let report = dir.join("report.txt");
     let config = format!("sample-report(callpath,sample.frequency=1000,output={})", report.display());
-    let out = program(&exe)
-        .env("LD_PRELOAD", prefix().join("lib/libcaliper.so"))
-        .env("CALI_CONFIG", config)
-        .env_remove("CALI_SERVICES_ENABLE")
-        .output()
-        .unwrap();
+    let out = preloaded(&exe).env("CALI_CONFIG", config).env_remove("CALI_SERVICES_ENABLE").output().unwrap();
     assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
     let text = std::fs::read_to_string(&report).unwrap();
     let names: Vec<(usize, &str, u64)> = text

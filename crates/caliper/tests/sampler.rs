@@ -7,7 +7,7 @@
 mod common;
 
 use caliper_testutil::{HatchetReader, hatchet_summaries};
-use common::{globals_with, read, run, run_bounded, stderr};
+use common::{globals_with, read, run, run_bounded, run_with, stderr};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -138,9 +138,7 @@ fn samples_by_region(file: &Path) -> (BTreeMap<String, u64>, usize) {
 fn samples_land_in_the_regions_that_run_on_every_thread() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("samples.cali");
-    let env = sampled(&file, "1000");
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    run("regions", &env);
+    run_with("regions", &sampled(&file, "1000"));
     let (counts, pcs) = samples_by_region(&file);
     let count = |region: &str| counts.get(region).copied().unwrap_or(0);
     assert!(count("long") > count("short") && count("short") > 0, "{counts:?}");
@@ -156,9 +154,7 @@ fn samples_land_in_the_regions_that_run_on_every_thread() {
 fn a_thread_that_never_annotates_is_sampled_past_its_buffer() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("samples.cali");
-    let env = sampled(&file, "1000");
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let out = run("unannotated", &env);
+    let out = run_with("unannotated", &sampled(&file, "1000"));
     let (counts, _) = samples_by_region(&file);
     let total: u64 = counts.values().sum();
     assert!(total > 2 * caliper::signal::CAPACITY as u64, "{total} samples in 1.5 s at 1 kHz:\n{}", stderr(&out));
@@ -168,9 +164,7 @@ fn a_thread_that_never_annotates_is_sampled_past_its_buffer() {
 fn a_program_that_handles_sigprof_keeps_it_and_is_told() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("samples.cali");
-    let env = sampled(&file, "1000");
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let out = run("own_handler", &env);
+    let out = run_with("own_handler", &sampled(&file, "1000"));
     let err = stderr(&out);
     assert!(err.contains("== CALIPER: sampler: the program handles SIGPROF itself; sampler disabled"), "{err}");
 }
@@ -179,24 +173,28 @@ fn a_program_that_handles_sigprof_keeps_it_and_is_told() {
 fn sigprof_goes_back_to_the_program_at_the_end() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("samples.cali");
-    let env = sampled(&file, "2000");
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let out = run("restored", &env);
+    let out = run_with("restored", &sampled(&file, "2000"));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("default action: true\nstill running\n"), "{stdout}");
     let (counts, _) = samples_by_region(&file);
     assert!(counts.get("work").copied().unwrap_or(0) > 0, "{counts:?}");
 }
 
+/// Runs the `regions` scenario under `config(options)` writing to a file
+/// of its own, and gives what it wrote (the config may add an extension).
+fn regions_output(config: &str, options: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let config = format!("{config}(output={},{options})", dir.path().join("output").display());
+    run("regions", &[("CALI_CONFIG", config.as_str())]);
+    let written = std::fs::read_dir(dir.path()).unwrap().next().expect("an output file").unwrap();
+    std::fs::read_to_string(written.path()).unwrap()
+}
+
 /// `sample-report`: the regions with their samples and time, and the
 /// functions the samples were in as the tree's last level.
 #[test]
 fn sample_report_prints_regions_and_the_functions_sampled_in_them() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("report.txt");
-    let config = format!("sample-report(output={},sample.frequency=1000)", file.display());
-    run("regions", &[("CALI_CONFIG", config.as_str())]);
-    let text = std::fs::read_to_string(&file).unwrap();
+    let text = regions_output("sample-report", "sample.frequency=1000");
     let lines: Vec<&str> = text.lines().collect();
     assert!(lines[0].starts_with("Path") && lines[0].contains("Samples") && lines[0].contains("Time (sec)"), "{text}");
     for region in ["long", "short", "worker"] {
@@ -279,11 +277,7 @@ fn a_busy_program_under_10_khz_sampling_runs_to_its_end() {
 /// frame named, from the thread's entry down to the function sampled.
 #[test]
 fn sample_report_with_callpath_prints_the_call_stacks() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("report.txt");
-    let config = format!("sample-report(output={},sample.frequency=1000,callpath)", file.display());
-    run("regions", &[("CALI_CONFIG", config.as_str())]);
-    let text = std::fs::read_to_string(&file).unwrap();
+    let text = regions_output("sample-report", "sample.frequency=1000,callpath");
     let depth = |name: &str| {
         let line = text.lines().find(|l| l.trim_start().starts_with(name)).unwrap_or_else(|| panic!("{name}:\n{text}"));
         line.len() - line.trim_start().len()
@@ -296,14 +290,8 @@ fn sample_report_with_callpath_prints_the_call_stacks() {
 /// with its sample count; `flamegraph` draws them as an SVG.
 #[test]
 fn sample_configs_write_folded_stacks_and_flame_graphs() {
-    let dir = tempfile::tempdir().unwrap();
-    let (folded, svg) = (dir.path().join("samples.folded"), dir.path().join("samples"));
     // One sampling channel per process: one run each.
-    let config = format!("sample-report(output={},output.format=folded,sample.frequency=1000)", folded.display());
-    run("regions", &[("CALI_CONFIG", config.as_str())]);
-    let config = format!("sample-profile(output={},output.format=flamegraph,sample.frequency=1000)", svg.display());
-    run("regions", &[("CALI_CONFIG", config.as_str())]);
-    let text = std::fs::read_to_string(&folded).unwrap();
+    let text = regions_output("sample-report", "output.format=folded,sample.frequency=1000");
     let stack = |region: &str| {
         text.lines()
             .filter(|l| l.starts_with(&format!("{region};")))
@@ -312,7 +300,7 @@ fn sample_configs_write_folded_stacks_and_flame_graphs() {
     };
     assert!(stack("long") > stack("short") && stack("short") > 0, "{text}");
     assert!(text.lines().any(|l| l.starts_with("worker;") && l.contains("sampler::spin ")), "{text}");
-    let svg = std::fs::read_to_string(svg.with_extension("svg")).unwrap();
+    let svg = regions_output("sample-profile", "output.format=flamegraph,sample.frequency=1000");
     assert!(
         svg.contains("<svg") && svg.contains("sample-profile") && svg.contains("long"),
         "{}",
