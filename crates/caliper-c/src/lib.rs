@@ -33,5 +33,6 @@ mod report;
 mod setup;
 mod snapshot;
 mod stderr;
+mod threads;
 mod types;
 mod variant;

@@ -596,6 +596,33 @@ fn ld_preload_call_paths_of_the_samples_make_the_tree() {
     );
 }
 
+/// Threads a program that never calls Caliper starts are sampled too
+/// (libcaliper's `pthread_create` prepares them), each under its own
+/// routine, and the runtime's own thread is not.
+#[test]
+fn ld_preload_samples_the_threads_the_program_starts() {
+    let dir = scratch("sampled-threads");
+    let exe = dir.join("threads_hot");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/threads_hot.c");
+    must(Command::new("gcc").args(["-O1", "-g", "-fno-inline", "-o"]).arg(&exe).arg(source).arg("-lpthread"));
+    let report = dir.join("report.txt");
+    let config = format!("sample-report(callpath,sample.frequency=1000,output={})", report.display());
+    let out = preloaded(&exe).env("CALI_CONFIG", config).env_remove("CALI_SERVICES_ENABLE").output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "threads done\n");
+    let text = std::fs::read_to_string(&report).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    for worker in ["worker_a", "worker_b"] {
+        let at = lines
+            .iter()
+            .position(|l| l.trim_start().starts_with(worker))
+            .unwrap_or_else(|| panic!("{worker}:\n{text}"));
+        let samples = lines.get(at + 1).and_then(|l| l.split_whitespace().nth(1)).and_then(|n| n.parse::<u64>().ok());
+        assert!(lines[at + 1].trim_start().starts_with("spin") && samples > Some(0), "{worker}:\n{text}");
+    }
+    assert!(!text.contains("thread_start"), "the runtime's own thread is not sampled:\n{text}");
+}
+
 #[test]
 fn the_c_perftest_runs() {
     let dir = scratch("perftest");

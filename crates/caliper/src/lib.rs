@@ -69,5 +69,13 @@ const START_CONFIGS: fn(&'static Caliper, &str) = configmgr::start_from_env;
 /// README's "Writing a service, and snapshots from signal handlers").
 pub mod signal {
     pub use crate::capture::{CAPACITY, Counts, MAX_FRAMES, MAX_MEASURED, MAX_OPEN, MAX_VALUES, Outcome, counts};
-    pub use crate::runtime::{prepare_thread, push_snapshot_from_signal, push_snapshot_with_path_from_signal};
+    pub use crate::runtime::{
+        prepare_thread, push_snapshot_from_signal, push_snapshot_with_path_from_signal, spawning_own_thread,
+    };
+
+    /// Whether a service takes signal snapshots (a sampler runs): threads
+    /// should then [`prepare_thread`] where they start.
+    pub fn wanted() -> bool {
+        crate::capture::WANTED.load(std::sync::atomic::Ordering::Acquire)
+    }
 }

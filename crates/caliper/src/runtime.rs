@@ -31,7 +31,9 @@ mod threads;
 mod updates;
 
 use captures::CAPTURES_WAITING;
-pub use captures::{prepare_thread, push_snapshot_from_signal, push_snapshot_with_path_from_signal};
+pub use captures::{
+    prepare_thread, push_snapshot_from_signal, push_snapshot_with_path_from_signal, spawning_own_thread,
+};
 pub use channels::ChannelOutput;
 use flush::{after_fork_in_child, finish_at_exit, interrupted_in_runtime};
 use threads::{Registration, log_thread_release, own_slot};

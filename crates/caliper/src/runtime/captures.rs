@@ -161,6 +161,19 @@ impl Caliper {
     }
 }
 
+thread_local! {
+    /// Set while the calling thread starts one of the runtime's own
+    /// threads, which a `pthread_create` wrapper must not prepare for
+    /// signal snapshots (a sampler would sample the runtime itself).
+    static SPAWNING_OWN_THREAD: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether the calling thread is starting one of the runtime's own
+/// threads (see [`SPAWNING_OWN_THREAD`]).
+pub fn spawning_own_thread() -> bool {
+    SPAWNING_OWN_THREAD.with(Cell::get)
+}
+
 /// Bumped by a handler that left its thread's buffer half full, to wake
 /// the drain (a futex word: waking it is one system call, which a signal
 /// handler may make).
@@ -205,6 +218,7 @@ impl Caliper {
     pub(super) fn start_capture_drain(&self) {
         static STARTED: Once = Once::new();
         STARTED.call_once(|| {
+            SPAWNING_OWN_THREAD.with(|s| s.set(true));
             let spawned = std::thread::Builder::new().name("caliper-captures".into()).spawn(|| {
                 let Some(cali) = CALIPER.get() else { return };
                 let mut processed = 0;
@@ -220,6 +234,7 @@ impl Caliper {
                     }
                 }
             });
+            SPAWNING_OWN_THREAD.with(|s| s.set(false));
             if let Err(e) = spawned {
                 log::error(format_args!("Signal snapshots: no thread to process them ({e}); they wait for updates"));
             }
