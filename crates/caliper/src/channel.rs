@@ -57,7 +57,10 @@ enum Fused {
 }
 
 /// The trigger of snapshots that are not taken for an update.
-const EXPLICIT: Trigger = Trigger { kind: EventKind::Explicit, attr: None };
+const EXPLICIT: Trigger = Trigger { kind: EventKind::Explicit, attr: None, in_signal: false };
+
+/// The trigger of snapshots taken in signal handlers.
+const SIGNAL: Trigger = Trigger { kind: EventKind::Explicit, attr: None, in_signal: true };
 
 /// A channel.
 pub struct Channel {

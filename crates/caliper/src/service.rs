@@ -37,6 +37,9 @@ pub struct Trigger {
     pub kind: EventKind,
     /// The attribute updated, for begin/set/end.
     pub attr: Option<Attribute>,
+    /// Whether the snapshot was taken in a signal handler, which measured
+    /// what needs the interrupted context (the call stack) there.
+    pub in_signal: bool,
 }
 
 /// A service's part of one thread in one channel: its data and the
@@ -46,7 +49,7 @@ pub trait ThreadService: Any + Send {
     /// Adds measurements to a snapshot. A service whose measurements are
     /// [region counters](Service::region_counters) leaves it alone: the
     /// channel reads those itself.
-    fn measure(&mut self, _snapshot: &mut Snapshot, _trigger: &Trigger) {}
+    fn measure(&mut self, _cali: &dyn Runtime, _snapshot: &mut Snapshot, _trigger: &Trigger) {}
     /// Consumes a snapshot.
     fn process(&mut self, _cali: &dyn Runtime, _snapshot: &Snapshot) {}
     /// Consumes the snapshot of a region begin or end in its common shape;

@@ -57,6 +57,9 @@ thread_local! {
     static CURRENT: Cell<*mut ThreadState> = const { Cell::new(std::ptr::null_mut()) };
     /// Frees the thread's state when it exits.
     static OWNER: Owner = const { Owner };
+    /// Set while [`unwind_here`] uses the thread's state: a signal handler
+    /// that interrupts it finds no stack rather than a state in use.
+    static IN_USE: Cell<bool> = const { Cell::new(false) };
 }
 
 struct Owner;
@@ -102,16 +105,74 @@ pub fn prepare_thread() {
 /// handler, on the thread it interrupted.
 pub unsafe fn unwind_in_signal(context: *mut c_void, skip: usize, out: &mut [u64]) -> usize {
     let state = CURRENT.with(Cell::get);
-    if state.is_null() || context.is_null() {
+    if state.is_null() || context.is_null() || IN_USE.with(Cell::get) {
         return 0;
     }
     // SAFETY: the thread's own state, which only its exit frees (not
-    // while a handler runs on it); the context is the kernel's.
-    unsafe { unwind(&mut *state, context as *const libc::ucontext_t, skip, out) }
+    // while a handler runs on it) and nothing else uses now; the context
+    // is the kernel's.
+    let (pc, sp, bp) = unsafe { interrupted_registers(context as *const libc::ucontext_t) };
+    unwind(unsafe { &mut *state }, (pc, sp, bp), skip, out)
 }
 
+/// The call stack of the caller, as [`unwind_in_signal`] gives it (the
+/// caller's own frame innermost). Not for signal handlers: a thread that
+/// was not prepared, or one whose handler interrupted an unwinding, gets
+/// no frames.
+#[inline(never)]
+pub fn unwind_here(out: &mut [u64]) -> usize {
+    let state = CURRENT.with(Cell::get);
+    if state.is_null() || IN_USE.with(|u| u.replace(true)) {
+        return 0;
+    }
+    let registers = current_registers();
+    // SAFETY: the thread's own state, marked in use against handlers.
+    let written = unwind(unsafe { &mut *state }, registers, 1, out);
+    IN_USE.with(|u| u.set(false));
+    written
+}
+
+/// The program counter, stack pointer and frame pointer a signal
+/// interrupted.
+///
+/// # Safety
+/// `context` must be the kernel's context of the running handler.
 #[cfg(target_arch = "x86_64")]
-unsafe fn unwind(state: &mut ThreadState, context: *const libc::ucontext_t, skip: usize, out: &mut [u64]) -> usize {
+unsafe fn interrupted_registers(context: *const libc::ucontext_t) -> (u64, u64, u64) {
+    // SAFETY: a valid context, by the caller.
+    let registers = unsafe { &(*context).uc_mcontext.gregs };
+    let register = |r: libc::c_int| registers[r as usize] as u64;
+    (register(libc::REG_RIP), register(libc::REG_RSP), register(libc::REG_RBP))
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+unsafe fn interrupted_registers(_: *const libc::ucontext_t) -> (u64, u64, u64) {
+    (0, 0, 0)
+}
+
+/// The program counter, stack pointer and frame pointer here, in the
+/// calling function (inlined into it).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn current_registers() -> (u64, u64, u64) {
+    let (pc, sp, bp): (u64, u64, u64);
+    // SAFETY: reads three registers.
+    unsafe {
+        std::arch::asm!("lea {pc}, [rip]", "mov {sp}, rsp", "mov {bp}, rbp", pc = out(reg) pc, sp = out(reg) sp,
+            bp = out(reg) bp, options(nomem, nostack, preserves_flags));
+    }
+    (pc, sp, bp)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn current_registers() -> (u64, u64, u64) {
+    (0, 0, 0)
+}
+
+/// Unwinds from `(pc, sp, bp)` into `out`, outermost first, leaving out
+/// the `skip` innermost frames.
+#[cfg(target_arch = "x86_64")]
+fn unwind(state: &mut ThreadState, (pc, sp, bp): (u64, u64, u64), skip: usize, out: &mut [u64]) -> usize {
     use framehop::Unwinder as _;
     let modules = MODULES.load(Ordering::Acquire);
     if modules.is_null() {
@@ -119,10 +180,6 @@ unsafe fn unwind(state: &mut ThreadState, context: *const libc::ucontext_t, skip
     }
     // SAFETY: tables are never freed before the process ends.
     let modules = unsafe { &*modules };
-    // SAFETY: a valid context, by the caller.
-    let registers = unsafe { &(*context).uc_mcontext.gregs };
-    let register = |r: libc::c_int| registers[r as usize] as u64;
-    let (pc, sp, bp) = (register(libc::REG_RIP), register(libc::REG_RSP), register(libc::REG_RBP));
     let stack = state.stack.clone();
     let mut read_stack = |address: u64| {
         if address.is_multiple_of(8) && address >= stack.start && address.saturating_add(8) <= stack.end {
@@ -148,7 +205,7 @@ unsafe fn unwind(state: &mut ThreadState, context: *const libc::ucontext_t, skip
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-unsafe fn unwind(_: &mut ThreadState, _: *const libc::ucontext_t, _: usize, _: &mut [u64]) -> usize {
+fn unwind(_: &mut ThreadState, _: (u64, u64, u64), _: usize, _: &mut [u64]) -> usize {
     0
 }
 

@@ -22,16 +22,21 @@ fn scenario_child() {
         "own_handler" => spin_with_own_handler(),
         "restored" => raise_sigprof_after_the_end(),
         "busy" => allocate_lock_and_write_under_sampling(),
+        "calls" => region_in_nested_calls(),
         other => panic!("unknown scenario {other}"),
     }
 }
 
-/// Keeps the processor busy for `time`.
+/// Keeps the processor busy for `time`, nearly all of it in this
+/// function's own loop (the clock is read every 100,000 rounds).
+#[inline(never)]
 fn spin(time: Duration) {
     let start = Instant::now();
     let mut x = 0u64;
     while start.elapsed() < time {
-        x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(1));
+        for _ in 0..100_000 {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(1));
+        }
     }
 }
 
@@ -306,4 +311,50 @@ fn sample_configs_write_folded_stacks_and_flame_graphs() {
         "{}",
         &svg[..svg.len().min(500)]
     );
+}
+
+#[inline(never)]
+fn caller_of_the_region() {
+    callee_with_the_region();
+    std::hint::black_box(());
+}
+
+#[inline(never)]
+fn callee_with_the_region() {
+    let _r = caliper::region!("deep");
+    std::hint::black_box(());
+}
+
+/// A region begun two calls down from the scenario.
+fn region_in_nested_calls() {
+    caller_of_the_region();
+}
+
+/// `callpath` on region snapshots: each gets the call stack of the code
+/// that annotated, down to the function that began the region, without
+/// the runtime's own frames.
+#[test]
+fn region_snapshots_get_the_call_stack_of_the_annotation() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("trace.cali");
+    run_with(
+        "calls",
+        &[
+            ("CALI_SERVICES_ENABLE", "event,callpath,symbollookup,trace,recorder".into()),
+            ("CALI_RECORDER_FILENAME", file.display().to_string()),
+        ],
+    );
+    let (db, records) = read(&file);
+    let values = |record, name: &str| -> Vec<String> {
+        let entries = db.expand_paths(record);
+        let found = entries.into_iter().find(|(a, _)| db.attribute(*a).is_some_and(|a| a.name() == name));
+        found.map(|(_, v)| v.iter().map(|x| x.to_string()).collect()).unwrap_or_default()
+    };
+    let begin = records.iter().find(|r| values(r, "event.begin#region") == ["deep"]).expect("the region's begin");
+    let path = values(begin, "source.function#callpath.address");
+    assert!(
+        path.ends_with(&["sampler::caller_of_the_region".into(), "sampler::callee_with_the_region".into()]),
+        "{path:#?}"
+    );
+    assert!(!path.iter().any(|f| f.starts_with("caliper::")), "{path:#?}");
 }

@@ -68,7 +68,7 @@ impl Channel {
             time.write_to(snapshot);
         }
         for &i in &self.measure {
-            ct.states[i].measure(snapshot, &EXPLICIT);
+            ct.states[i].measure(cali, snapshot, &SIGNAL);
         }
         for (&attr, &value) in self.measured.iter().zip(&capture.measured) {
             snapshot.push_value(attr, ValueKey::uint(value));

@@ -51,7 +51,7 @@ impl Channel {
         if kind == EventKind::End {
             snapshot.push_value(self.region_count.id(), ValueKey::uint(1));
         }
-        self.run_pipeline(cali, ct, snapshot, &Trigger { kind, attr: Some(attr) });
+        self.run_pipeline(cali, ct, snapshot, &Trigger { kind, attr: Some(attr), in_signal: false });
     }
 
     /// Lets the observing services see an update and takes the snapshots
@@ -72,7 +72,7 @@ impl Channel {
                 Observation::Ignore => {}
                 Observation::Measure => {
                     t.snapshot.clear();
-                    self.run_measure(ct, &mut t.snapshot, &EXPLICIT);
+                    self.run_measure(cali, ct, &mut t.snapshot, &EXPLICIT);
                 }
                 Observation::Snapshot => self.explicit_snapshot(cali, ct, context_of!(t), &trigger),
             }
@@ -101,12 +101,18 @@ impl Channel {
         self.run_pipeline(cali, ct, snapshot, &EXPLICIT);
     }
 
-    pub(super) fn run_measure(&self, ct: &mut ChannelThread, snapshot: &mut Snapshot, trigger: &Trigger) {
+    pub(super) fn run_measure<H: Host>(
+        &self,
+        cali: &H,
+        ct: &mut ChannelThread,
+        snapshot: &mut Snapshot,
+        trigger: &Trigger,
+    ) {
         if let Some(timer) = &mut ct.timer {
             timer.stamp().write_to(snapshot);
         }
         for &i in &self.measure {
-            ct.states[i].measure(snapshot, trigger);
+            ct.states[i].measure(cali, snapshot, trigger);
         }
         if !self.counters.is_empty() {
             read_counters(&mut ct.counters, &mut ct.measured);
@@ -123,7 +129,7 @@ impl Channel {
         snapshot: &mut Snapshot,
         trigger: &Trigger,
     ) {
-        self.run_measure(ct, snapshot, trigger);
+        self.run_measure(cali, ct, snapshot, trigger);
         for &i in &self.process {
             ct.state(i).process(cali, snapshot);
         }

@@ -15,7 +15,7 @@ impl Channel {
         let ct = self.thread_state(cali, &mut t.channels, &mut t.blackboard);
         t.snapshot.clear();
         let snapshot = context_entries(cali, context_of!(t), None);
-        self.run_measure(ct, snapshot, &EXPLICIT);
+        self.run_measure(cali, ct, snapshot, &EXPLICIT);
         let mut record = Record::ctx();
         snapshot.to_record(&mut record);
         record

@@ -1,19 +1,26 @@
-//! `callpath`: the call stack of every sample, as a path of
+//! `callpath`: the call stack of every snapshot, as a path of
 //! `callpath.address` nodes (outermost first; an address of class
-//! `symboladdress`, so `symbollookup` names each frame). The sampler's
-//! handler unwinds the interrupted code (see [`crate::unwind`]), leaving
-//! out the `CALI_CALLPATH_SKIP_FRAMES` innermost frames; each thread that
-//! meets the channel gets what unwinding needs beforehand. The handler's
-//! own frames are never part of it: unwinding starts at the interrupted
-//! instruction.
+//! `symboladdress`, so `symbollookup` names each frame), leaving out the
+//! `CALI_CALLPATH_SKIP_FRAMES` innermost frames; each thread that meets the
+//! channel gets what unwinding needs beforehand (see [`crate::unwind`]).
+//! A sample's stack is unwound in the sampler's handler from the
+//! interrupted instruction; a region snapshot's here, from the
+//! annotation's caller: the runtime's own frames (functions of the
+//! `caliper` crates and the C ABI's `cali_*`) are left out unless
+//! `CALI_CALLPATH_SKIP_INTERNAL=false`.
 
 use super::registry::{Created, NotCreated, ServiceSpec, SettingKind, SettingSpec, Setup, Stage};
+use crate::attributes::Attribute;
+use crate::capture::MAX_FRAMES;
 use crate::log;
-use crate::service::{ChannelView, Runtime, Service, ServiceState};
+use crate::service::{ChannelView, Runtime, Service, ServiceState, ThreadService, Trigger};
+use crate::snapshot::Snapshot;
+use crate::symbols::Symbolizer;
+use caliper_data::hash::FxHashMap;
 use caliper_data::node::Id;
 use caliper_data::{AttrType, Properties, Variant};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 pub(super) const SPEC: ServiceSpec = ServiceSpec {
     name: "callpath",
@@ -44,7 +51,8 @@ pub(super) const SPEC: ServiceSpec = ServiceSpec {
             key: "skip_internal",
             kind: SettingKind::Bool,
             default: "true",
-            description: "Leave out the runtime's own frames (always: unwinding starts where the signal interrupted)",
+            description: "Leave out the runtime's own frames of region snapshots (samples have none: their unwinding \
+                          starts where the signal interrupted)",
         },
     ],
     create: |setup: &Setup<'_>| -> Result<Created, NotCreated> { Ok(Created::Service(Arc::new(CallPath::new(setup)))) },
@@ -63,7 +71,15 @@ pub(super) fn request() -> Option<(Id, usize)> {
     (request != NONE).then_some((request & 0xffff_ffff, (request >> 32) as usize))
 }
 
-struct CallPath;
+struct CallPath {
+    /// `callpath.address`, unless `use_address` is off.
+    address: Option<Attribute>,
+    skip: usize,
+    skip_internal: bool,
+    /// Names the frames, to tell the runtime's own (shared by the
+    /// threads, which each remember the answers).
+    symbols: Arc<Mutex<Symbolizer>>,
+}
 
 impl CallPath {
     fn new(setup: &Setup<'_>) -> CallPath {
@@ -74,17 +90,24 @@ impl CallPath {
                  source.function#callpath.address"
             ));
         }
+        let skip = settings.number::<i64>("skip_frames").clamp(0, u32::MAX.into()) as u64;
+        let mut address = None;
         if settings.bool("use_address") {
             let cali = setup.cali;
             let class = cali.create_attribute("class.symboladdress", AttrType::Bool, Properties::SKIP_EVENTS, &[]);
             let props = Properties::NOMERGE | Properties::SKIP_EVENTS;
-            let address =
+            let attr =
                 cali.create_attribute("callpath.address", AttrType::Addr, props, &[(class.id(), Variant::Bool(true))]);
-            let skip = settings.number::<i64>("skip_frames").clamp(0, u32::MAX.into()) as u64;
             // Attribute ids are node ids, which take 32 bits.
-            REQUEST.store((skip << 32) | (address.id() & 0xffff_ffff), Ordering::Release);
+            REQUEST.store((skip << 32) | (attr.id() & 0xffff_ffff), Ordering::Release);
+            address = Some(attr);
         }
-        CallPath
+        CallPath {
+            address,
+            skip: skip as usize,
+            skip_internal: settings.bool("skip_internal"),
+            symbols: Arc::default(),
+        }
     }
 }
 
@@ -93,13 +116,81 @@ impl Service for CallPath {
         "callpath"
     }
 
-    /// Makes the calling thread ready for unwinding in its handler.
+    /// Region snapshots get their call stacks too.
+    fn measures(&self) -> bool {
+        self.address.is_some()
+    }
+
+    /// Makes the calling thread ready for unwinding (in its handler too).
     fn thread_state(&self) -> ServiceState {
         crate::unwind::prepare_thread();
-        Box::new(())
+        match self.address {
+            Some(address) => Box::new(ThreadCallPath {
+                address,
+                skip: self.skip,
+                skip_internal: self.skip_internal,
+                symbols: self.symbols.clone(),
+                internal: FxHashMap::default(),
+            }),
+            None => Box::new(()),
+        }
     }
 
     fn finish(&self, _cali: &dyn Runtime, _channel: &dyn ChannelView) {
         REQUEST.store(NONE, Ordering::Release);
+    }
+}
+
+/// A thread's part: unwinds at region snapshots.
+struct ThreadCallPath {
+    address: Attribute,
+    skip: usize,
+    skip_internal: bool,
+    symbols: Arc<Mutex<Symbolizer>>,
+    /// Per frame address: whether it is in the runtime's own code.
+    internal: FxHashMap<u64, bool>,
+}
+
+impl ThreadCallPath {
+    fn is_internal(&mut self, address: u64) -> bool {
+        let symbols = &self.symbols;
+        *self.internal.entry(address).or_insert_with(|| {
+            let info = crate::sync::lock(symbols).lookup(address);
+            info.function.as_deref().is_some_and(is_runtime_function)
+        })
+    }
+}
+
+/// Whether a (demangled) function name is the runtime's: the `caliper`
+/// crates (the runtime, and the C ABI library, also called `caliper`),
+/// the C ABI's `cali_*` entry points, and the standard library's frames
+/// between them (closures, thread locals).
+fn is_runtime_function(name: &str) -> bool {
+    let name = name.trim_start_matches('<');
+    ["caliper::", "caliper_", "cali_", "std::", "core::", "alloc::"].iter().any(|p| name.starts_with(p))
+}
+
+impl ThreadService for ThreadCallPath {
+    /// The call stack of the annotation's caller. Samples have theirs
+    /// from the handler.
+    fn measure(&mut self, cali: &dyn Runtime, snapshot: &mut Snapshot, trigger: &Trigger) {
+        if trigger.in_signal {
+            return;
+        }
+        let mut frames = [0u64; MAX_FRAMES];
+        let n = crate::unwind::unwind_here(&mut frames);
+
+        let frames = &frames[..n];
+        let internal = match self.skip_internal {
+            true => frames.iter().rev().take_while(|&&a| self.is_internal(a)).count(),
+            false => 0,
+        };
+        let mut node = None;
+        for &address in &frames[..n.saturating_sub(internal + self.skip)] {
+            node = Some(cali.tree().get_child(self.address.id(), Variant::Addr(address), node));
+        }
+        if let Some(node) = node {
+            snapshot.push_node(node);
+        }
     }
 }

@@ -8,7 +8,7 @@
 
 use super::registry::{Created, NotCreated, ServiceSpec, SettingKind, SettingSpec, Setup, Stage};
 use crate::attributes::Attribute;
-use crate::service::{EventKind, Service, ServiceState, ThreadService, Trigger};
+use crate::service::{EventKind, Runtime, Service, ServiceState, ThreadService, Trigger};
 use crate::snapshot::{Snapshot, Stamps};
 use crate::value::ValueKey;
 use caliper_data::node::Id;
@@ -95,7 +95,7 @@ impl Service for Timer {
 
 impl ThreadService for TimerThread {
     #[inline]
-    fn measure(&mut self, snapshot: &mut Snapshot, trigger: &Trigger) {
+    fn measure(&mut self, _cali: &dyn Runtime, snapshot: &mut Snapshot, trigger: &Trigger) {
         let time = self.stamps.stamp();
         time.write_to(snapshot);
         let now = time.offset;
