@@ -623,6 +623,37 @@ fn ld_preload_samples_the_threads_the_program_starts() {
     assert!(!text.contains("thread_start"), "the runtime's own thread is not sampled:\n{text}");
 }
 
+/// Samples in a C++ shared library: named by the library's module and the
+/// demangled function (`hot::leaf(double)`), nearly all of them.
+#[test]
+fn ld_preload_samples_in_a_shared_library_are_named_by_it() {
+    let dir = scratch("sampled-library");
+    let cxx = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cxx");
+    let lib = dir.join("libhot.so");
+    must(Command::new("g++").args(["-O1", "-g", "-fPIC", "-shared", "-o"]).arg(&lib).arg(cxx.join("hotlib.cpp")));
+    let exe = dir.join("hotmain");
+    must(Command::new("g++").args(["-O1", "-g", "-o"]).arg(&exe).arg(cxx.join("hotmain.cpp")).arg(&lib));
+    let report = dir.join("report.txt");
+    let config = format!("sample-report(source.module,sample.frequency=1000,output={})", report.display());
+    let out = preloaded(&exe).env("CALI_CONFIG", config).env_remove("CALI_SERVICES_ENABLE").output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "library done\n");
+    let text = std::fs::read_to_string(&report).unwrap();
+    // The counts are right-aligned under the header "Samples" (function
+    // names may have spaces).
+    let end = text.lines().next().and_then(|h| h.find("Samples")).expect("a header") + "Samples".len();
+    let (mut in_leaf, mut total) = (0u64, 0u64);
+    for line in text.lines().skip(1) {
+        let samples: u64 = line.get(..end).and_then(|l| l.split_whitespace().last()?.parse().ok()).unwrap_or(0);
+        total += samples;
+        if line.starts_with("hot::leaf(double)") {
+            assert!(line.contains(&lib.display().to_string()), "{line}");
+            in_leaf += samples;
+        }
+    }
+    assert!(total > 100 && in_leaf * 100 >= total * 95, "{in_leaf} of {total} in hot::leaf(double):\n{text}");
+}
+
 #[test]
 fn the_c_perftest_runs() {
     let dir = scratch("perftest");

@@ -6,7 +6,7 @@
 
 mod common;
 
-use caliper_testutil::{HatchetReader, hatchet_summaries};
+use caliper_testutil::{HatchetReader, hatchet_summaries, read_with_caliper_reader};
 use common::{globals_with, read, run, run_bounded, run_with, stderr};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -332,7 +332,7 @@ fn region_in_nested_calls() {
 
 /// `callpath` on region snapshots: each gets the call stack of the code
 /// that annotated, down to the function that began the region, without
-/// the runtime's own frames.
+/// the runtime's own frames; with `use_name`, their names too.
 #[test]
 fn region_snapshots_get_the_call_stack_of_the_annotation() {
     let dir = tempfile::tempdir().unwrap();
@@ -341,6 +341,7 @@ fn region_snapshots_get_the_call_stack_of_the_annotation() {
         "calls",
         &[
             ("CALI_SERVICES_ENABLE", "event,callpath,symbollookup,trace,recorder".into()),
+            ("CALI_CALLPATH_USE_NAME", "true".into()),
             ("CALI_RECORDER_FILENAME", file.display().to_string()),
         ],
     );
@@ -357,4 +358,24 @@ fn region_snapshots_get_the_call_stack_of_the_annotation() {
         "{path:#?}"
     );
     assert!(!path.iter().any(|f| f.starts_with("caliper::")), "{path:#?}");
+    assert_eq!(values(begin, "callpath.regname"), path, "the names as callpath.regname with use_name");
+}
+
+/// A sampled trace with its symbols reads in the reference's Python
+/// reader: every sample, with its function, and the sampling frequency.
+#[test]
+fn a_sampled_trace_reads_in_caliper_reader() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("samples.cali");
+    let mut env = sampled(&file, "1000");
+    env[0].1 = "sampler,symbollookup,trace,recorder".into();
+    run_with("regions", &env);
+    let (counts, _) = samples_by_region(&file);
+    let ours: u64 = counts.values().sum();
+    let read = read_with_caliper_reader(&[&file]);
+    let records = read[0]["records"].as_array().unwrap();
+    let samples: Vec<_> = records.iter().filter(|r| r.get("cali.sampler.pc").is_some()).collect();
+    assert_eq!(samples.len() as u64, ours);
+    assert!(samples.iter().all(|r| r.get("source.function#cali.sampler.pc").is_some()), "{:?}", samples.first());
+    assert_eq!(read[0]["globals"]["sample.frequency"], "1000", "{}", read[0]["globals"]);
 }

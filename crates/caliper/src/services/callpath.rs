@@ -10,15 +10,15 @@
 //! `CALI_CALLPATH_SKIP_INTERNAL=false`.
 
 use super::registry::{Created, NotCreated, ServiceSpec, SettingKind, SettingSpec, Setup, Stage};
+use super::symbollookup::address_paths;
 use crate::attributes::Attribute;
 use crate::capture::MAX_FRAMES;
-use crate::log;
 use crate::service::{ChannelView, Runtime, Service, ServiceState, ThreadService, Trigger};
 use crate::snapshot::Snapshot;
 use crate::symbols::Symbolizer;
 use caliper_data::hash::FxHashMap;
 use caliper_data::node::Id;
-use caliper_data::{AttrType, Properties, Variant};
+use caliper_data::{AttrType, Properties, Record, Variant};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -32,8 +32,7 @@ pub(super) const SPEC: ServiceSpec = ServiceSpec {
             key: "use_name",
             kind: SettingKind::Bool,
             default: "false",
-            description: "Record function names (callpath.regname); here names come from symbollookup at flush \
-                          (source.function#callpath.address) instead",
+            description: "Record the frames' function names (callpath.regname, looked up at flush)",
         },
         SettingSpec {
             key: "use_address",
@@ -72,8 +71,11 @@ pub(super) fn request() -> Option<(Id, usize)> {
 }
 
 struct CallPath {
-    /// `callpath.address`, unless `use_address` is off.
+    /// `callpath.address`, unless `use_address` and `use_name` are off.
     address: Option<Attribute>,
+    /// `callpath.regname`, with `use_name`: the frames' names, added at
+    /// flush.
+    names: Option<Attribute>,
     skip: usize,
     skip_internal: bool,
     /// Names the frames, to tell the runtime's own (shared by the
@@ -84,15 +86,10 @@ struct CallPath {
 impl CallPath {
     fn new(setup: &Setup<'_>) -> CallPath {
         let settings = &setup.settings;
-        if settings.bool("use_name") {
-            log::error(format_args!(
-                "callpath: use_name records no callpath.regname here; add symbollookup for \
-                 source.function#callpath.address"
-            ));
-        }
         let skip = settings.number::<i64>("skip_frames").clamp(0, u32::MAX.into()) as u64;
         let mut address = None;
-        if settings.bool("use_address") {
+        // The names are looked up from the addresses.
+        if settings.bool("use_address") || settings.bool("use_name") {
             let cali = setup.cali;
             let class = cali.create_attribute("class.symboladdress", AttrType::Bool, Properties::SKIP_EVENTS, &[]);
             let props = Properties::NOMERGE | Properties::SKIP_EVENTS;
@@ -102,8 +99,13 @@ impl CallPath {
             REQUEST.store((skip << 32) | (attr.id() & 0xffff_ffff), Ordering::Release);
             address = Some(attr);
         }
+        let names = settings.bool("use_name").then(|| {
+            let props = Properties::NOMERGE | Properties::SKIP_EVENTS;
+            setup.cali.create_attribute("callpath.regname", AttrType::String, props, &[])
+        });
         CallPath {
             address,
+            names,
             skip: skip as usize,
             skip_internal: settings.bool("skip_internal"),
             symbols: Arc::default(),
@@ -133,6 +135,30 @@ impl Service for CallPath {
                 internal: FxHashMap::default(),
             }),
             None => Box::new(()),
+        }
+    }
+
+    fn postprocesses(&self) -> bool {
+        self.names.is_some()
+    }
+
+    /// Adds the path of the frames' names (`callpath.regname`) to each
+    /// record with a call path.
+    fn postprocess(&self, cali: &dyn Runtime, record: &mut Record) {
+        let (Some(address), Some(names)) = (self.address, self.names) else { return };
+        let refs: Vec<Id> = record.refs().collect();
+        let mut symbols = crate::sync::lock(&self.symbols);
+        for node in refs {
+            for (_, frames) in address_paths(cali.tree(), node, |attr| attr == address.id()) {
+                let mut name = None;
+                for frame in frames {
+                    let function = symbols.lookup(frame).function.clone().unwrap_or_else(|| "UNKNOWN".to_string());
+                    name = Some(cali.tree().get_child(names.id(), Variant::string(&function), name));
+                }
+                if let Some(name) = name {
+                    record.push_ref(name);
+                }
+            }
         }
     }
 

@@ -156,23 +156,7 @@ impl SymbolLookup {
     /// last nodes of the paths its lookups make (one path per part).
     fn looked_up_paths(&self, cali: &dyn Runtime, state: &mut State, node: Id) -> Vec<Id> {
         let tree = cali.tree();
-        let mut chain = Vec::new();
-        tree.path_to(node, &mut chain);
-        let mut paths: Vec<(Id, Vec<u64>)> = Vec::new();
-        for id in chain {
-            let Some(n) = tree.get(id) else { continue };
-            let address = match *n.value {
-                Variant::Addr(x) | Variant::Uint(x) => x,
-                _ => continue,
-            };
-            if self.targets(cali, state, n.attribute).is_none() {
-                continue;
-            }
-            match paths.iter_mut().find(|(a, _)| *a == n.attribute) {
-                Some((_, addresses)) => addresses.push(address),
-                None => paths.push((n.attribute, vec![address])),
-            }
-        }
+        let paths = address_paths(tree, node, |attr| self.targets(cali, state, attr).is_some());
         let mut ends = Vec::new();
         for (attr, addresses) in paths {
             let Some(targets) = self.targets(cali, state, attr) else { continue };
@@ -190,6 +174,30 @@ impl SymbolLookup {
         }
         ends
     }
+}
+
+/// The addresses on the context path to `node`, per attribute that
+/// `wanted` names, outermost first (a call path's frames).
+pub(super) fn address_paths(
+    tree: &crate::tree::ContextTree,
+    node: Id,
+    mut wanted: impl FnMut(Id) -> bool,
+) -> Vec<(Id, Vec<u64>)> {
+    let mut chain = Vec::new();
+    tree.path_to(node, &mut chain);
+    let mut paths: Vec<(Id, Vec<u64>)> = Vec::new();
+    for id in chain {
+        let Some(n) = tree.get(id) else { continue };
+        let (Variant::Addr(address) | Variant::Uint(address)) = *n.value else { continue };
+        if !wanted(n.attribute) {
+            continue;
+        }
+        match paths.iter_mut().find(|(a, _)| *a == n.attribute) {
+            Some((_, addresses)) => addresses.push(address),
+            None => paths.push((n.attribute, vec![address])),
+        }
+    }
+    paths
 }
 
 /// Whether metadata has `class.symboladdress=true`.
