@@ -116,6 +116,39 @@ fn loop_stats_report_iterations_and_time_per_iteration() {
     assert_eq!(row("init").split_whitespace().count(), 5, "{out}");
 }
 
+/// `mem.pages` (the `memstat` service): every row has the process's
+/// virtual, resident and data pages, the largest seen in the region, with
+/// the resident pages no more than the virtual ones.
+#[test]
+fn mem_pages_report_the_memory_of_every_region() {
+    let out = stdout(&run_config("runtime-report,mem.pages,output=stdout"));
+    let header = out.lines().find(|l| l.starts_with("Path")).unwrap_or_default();
+    assert!(["VmSize", "VmRSS", "Data"].iter().all(|c| header.contains(c)), "{out}");
+    for row in out.lines().skip_while(|l| !l.starts_with("Path")).skip(1).filter(|l| !l.trim().is_empty()) {
+        let pages: Vec<u64> = row.split_whitespace().rev().take(3).filter_map(|c| c.parse().ok()).collect();
+        let [data, rss, size] = pages[..] else { panic!("{row}\n{out}") };
+        assert!(size > 0 && rss > 0 && data > 0 && rss <= size, "{row}");
+    }
+}
+
+/// `cpuinfo` marks every snapshot with the processor and NUMA node it ran
+/// on, within the machine's.
+#[test]
+fn cpuinfo_marks_snapshots_with_their_processor() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("trace.cali");
+    let mut env = common::trace_env(&file);
+    env[0].1 = "event,cpuinfo,trace,recorder".into();
+    common::run_with("nested", &env);
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
+    let lines = common::expand_with(&file, &|name| name.starts_with("cpuinfo."));
+    assert!(!lines.is_empty());
+    for line in lines {
+        let cpu = line.split(',').find_map(|f| f.strip_prefix("cpuinfo.cpu=")).and_then(|v| v.parse::<u64>().ok());
+        assert!(cpu.is_some_and(|c| c < cpus.max(64)) && line.contains("cpuinfo.numa_node="), "{line}");
+    }
+}
+
 #[test]
 fn runtime_report_goes_to_stderr_by_default() {
     let out = run_config("runtime-report");

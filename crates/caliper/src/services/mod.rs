@@ -5,12 +5,14 @@
 mod aggregate;
 mod async_event;
 mod callpath;
+mod cpuinfo;
 mod debug;
 mod event;
 mod iteration_class;
 mod loop_monitor;
 mod loop_statistics;
 pub mod measurement_template;
+mod memstat;
 pub(crate) mod output;
 mod recorder;
 mod region_monitor;
@@ -35,11 +37,13 @@ pub const SERVICES: &[ServiceSpec] = &[
     aggregate::SPEC,
     async_event::SPEC,
     callpath::SPEC,
+    cpuinfo::SPEC,
     debug::SPEC,
     event::SPEC,
     loop_monitor::SPEC,
     loop_statistics::SPEC,
     measurement_template::SPEC,
+    memstat::SPEC,
     thread_id::SPEC,
     recorder::SPEC,
     region_monitor::SPEC,
