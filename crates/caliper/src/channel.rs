@@ -80,6 +80,10 @@ pub struct Channel {
     /// The attributes of the region counters' values, in buffer order.
     measured: Vec<Id>,
     process: Vec<usize>,
+    /// The services that see memory regions begun and ended.
+    memory: Vec<usize>,
+    /// The services that emit records at flush.
+    flushed: Vec<usize>,
     /// The service whose timer the threads keep inline: the only measuring
     /// service, if it has one (see [`Service::inline_timer`]).
     timer: Option<usize>,
@@ -129,6 +133,7 @@ mod captures;
 mod fused;
 mod generic;
 mod memo;
+mod memory;
 mod pull;
 pub(crate) mod thread;
 mod thread_state;
@@ -172,6 +177,8 @@ impl Channel {
             measures_otherwise
         });
         let measured = counters.iter().flat_map(RegionCounter::attributes).collect();
+        let memory = pick(|s| s.tracks_memory());
+        let flushed = pick(|s| s.flushes());
         let timer = match *measure {
             [i] if services[i].inline_timer().is_some() => Some(i),
             _ => None,
@@ -209,6 +216,8 @@ impl Channel {
             counters,
             measured,
             process,
+            memory,
+            flushed,
             timer,
             fused,
             events,
@@ -419,12 +428,12 @@ impl Channel {
         }
     }
 
-    /// Runs `f` for every processing service with its state on every
+    /// Runs `f` for every service that emits at flush with its state on every
     /// thread. Updates must be stopped (the caller holds `StopUpdates`).
     fn with_process_states<H: Host>(&self, cali: &H, mut f: impl FnMut(&dyn Service, &mut [&mut dyn ThreadService])) {
         let slots = cali.thread_slots();
         let mut retired = sync::lock(&self.retired);
-        for &i in &self.process {
+        for &i in &self.flushed {
             let mut states: Vec<&mut dyn ThreadService> = retired[i].iter_mut().map(|s| s.as_mut()).collect();
             for slot in slots.iter().filter(|s| s.busy.is_readable()) {
                 // SAFETY: updates are stopped, the slot's thread is not

@@ -32,6 +32,7 @@ pub mod configmgr;
 pub mod contain;
 pub mod default_config;
 mod id_index;
+pub mod interpose;
 pub mod log;
 pub mod query_report;
 pub mod region_filter;

@@ -27,6 +27,7 @@ mod captures;
 mod channels;
 mod embed;
 mod flush;
+mod memory;
 mod threads;
 mod updates;
 

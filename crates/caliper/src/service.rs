@@ -123,6 +123,12 @@ pub trait Service: Send + Sync {
     fn processes(&self) -> bool {
         false
     }
+    /// Whether the service emits records at flush ([`Service::flush`]):
+    /// those that process snapshots, and those that gather otherwise
+    /// (`allocstats`).
+    fn flushes(&self) -> bool {
+        self.processes()
+    }
     /// Whether the service writes output at flush.
     fn writes_output(&self) -> bool {
         false
@@ -137,6 +143,25 @@ pub trait Service: Send + Sync {
     /// of this service.
     fn takes_async_events(&self) -> bool {
         false
+    }
+    /// Whether the service sees memory regions begun and ended
+    /// ([`Service::track_memory`]).
+    fn tracks_memory(&self) -> bool {
+        false
+    }
+    /// Sees a memory region begun or ended on the calling thread, whose
+    /// region path (its blackboard's regions) is the node `path`. Entries
+    /// the service adds to `snapshot` are taken as a snapshot of the
+    /// channel, on that thread, after every tracking service has seen the
+    /// event. Allocations and frees come from any thread, in any order:
+    /// the service keeps what it tracks across threads.
+    fn track_memory(
+        &self,
+        _cali: &dyn Runtime,
+        _event: &MemoryEvent<'_>,
+        _path: Option<Id>,
+        _snapshot: &mut Vec<Entry>,
+    ) {
     }
     /// A new thread's readings of a timer that adds only offsets and
     /// durations, whatever the trigger: the channel keeps them inline
@@ -223,6 +248,55 @@ pub trait Runtime: Sync {
     /// Asks for the channels whose services want it to be flushed once the
     /// calling thread's update is done (see [`Service::take_flush_request`]).
     fn request_flush(&self);
+    /// How code that runs outside any hook (a wrapper of a library
+    /// function the program calls) finds the runtime.
+    fn global(&self) -> GlobalRuntime;
+    /// Begins region `value` of `attr` on the calling thread.
+    fn begin(&self, attr: Attribute, value: ValueKey);
+    /// Ends the innermost region of `attr` on the calling thread.
+    fn end(&self, attr: Attribute);
+    /// Sets `attr` to `value` on the calling thread.
+    fn set(&self, attr: Attribute, value: ValueKey);
+    /// Hands a memory region begun or ended on the calling thread to the
+    /// active channels' [tracking services](Service::track_memory).
+    fn track_memory(&self, event: &MemoryEvent<'_>);
+}
+
+/// The runtime once it is ready and until it finishes; `None` otherwise
+/// (it never initialises the runtime: a wrapped `malloc` may run inside
+/// the initialisation).
+pub type GlobalRuntime = fn() -> Option<&'static dyn Runtime>;
+
+/// A memory region begun or ended: by the program
+/// (`cali_datatracker_track`), or by an allocation function that a service
+/// wraps (`sysalloc`).
+#[derive(Clone, Copy, Debug)]
+pub enum MemoryEvent<'a> {
+    /// A region begins.
+    Begin(MemoryRegion<'a>),
+    /// The region that begins at `address` ends.
+    End { address: u64 },
+}
+
+/// A tracked memory region: `dims` elements of `elem_size` bytes at
+/// `address`, named `label`.
+#[derive(Clone, Copy, Debug)]
+pub struct MemoryRegion<'a> {
+    pub address: u64,
+    pub label: &'a str,
+    pub elem_size: u64,
+    pub dims: &'a [u64],
+}
+
+impl MemoryRegion<'_> {
+    /// The number of elements (the product of the dimensions).
+    pub fn elements(&self) -> u64 {
+        self.dims.iter().fold(1u64, |n, &d| n.saturating_mul(d))
+    }
+    /// The size in bytes.
+    pub fn total_size(&self) -> u64 {
+        self.elements().saturating_mul(self.elem_size)
+    }
 }
 
 /// Takes a snapshot in channel `channel` from a signal handler, with these

@@ -66,6 +66,13 @@ impl ValueKey {
         (self.ty == AttrType::Uint).then_some(self.bits)
     }
 
+    /// The value as a memory address, if it is one (an address, a
+    /// pointer, or an unsigned integer).
+    #[inline]
+    pub fn as_address(self) -> Option<u64> {
+        matches!(self.ty, AttrType::Addr | AttrType::Ptr | AttrType::Uint).then_some(self.bits)
+    }
+
     /// The payload: the value's bits, or the symbol of an interned string
     /// or blob (for compact encodings).
     #[inline]

@@ -21,6 +21,7 @@ const LAYERS: &[&[&str]] = &[
         "contain",
         "default_config",
         "id_index",
+        "interpose",
         "log",
         "region_filter",
         "snapshot",

@@ -1,7 +1,7 @@
 /* Caliper: data (memory region) tracking (drop-in for the reference's
- * caliper/cali_datatracker.h). Tracking needs the reference's alloc
- * service, which this implementation does not have: the calls are
- * accepted and ignored, and the first one logs that once per process. */
+ * caliper/cali_datatracker.h). The regions go to the channels' alloc and
+ * allocstats services (CALI_SERVICES_ENABLE=alloc,...); without them the
+ * calls do nothing. */
 #ifndef CALI_CALI_DATATRACKER_H
 #define CALI_CALI_DATATRACKER_H
 

@@ -6,6 +6,7 @@ use crate::capture::Captures;
 use crate::channel::{Channel, ChannelThread};
 use crate::snapshot::Snapshot;
 use crate::sync::BusyFlag;
+use caliper_data::Entry;
 use std::cell::UnsafeCell;
 use std::sync::Arc;
 
@@ -28,6 +29,9 @@ pub struct ThreadData {
     /// Snapshots taken in signal handlers, waiting to be processed (see
     /// [`crate::capture`]); allocated once the program asks for them.
     pub(crate) captures: Option<Captures>,
+    /// The trigger entries of a memory region's snapshot, kept for reuse
+    /// (a wrapped allocator hands every allocation to the channels).
+    pub memory_entries: Vec<Entry>,
 }
 
 impl ThreadData {
@@ -41,6 +45,7 @@ impl ThreadData {
             process_version: u64::MAX,
             snapshot: Snapshot::default(),
             captures: None,
+            memory_entries: Vec::new(),
         }
     }
 }

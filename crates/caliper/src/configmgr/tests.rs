@@ -102,10 +102,7 @@ fn errors_have_the_reference_messages() {
         "option of another config"
     );
     assert_eq!(error_of("runtime-report(region.count=maybe)"), "Invalid value \"maybe\" for region.count");
-    assert_eq!(
-        error_of("runtime-report,mem.highwatermark"),
-        "allocstats service required for mem.highwatermark option is not available"
-    );
+    assert_eq!(error_of("event-trace,trace.cuda"), "cupti service required for trace.cuda option is not available");
     assert_eq!(error_of("runtime-report,profile.mpi"), "mpi service required for profile.mpi option is not available");
     assert_eq!(
         error_of("spot(timeseries.maxrows=5)"),
@@ -178,7 +175,7 @@ fn documentation() {
     let doc = mgr.documentation_for_spec("runtime-report");
     assert!(doc.starts_with("runtime-report\n Print a time profile for annotated regions\n  Options:\n"), "{doc}");
     assert!(doc.contains("\n   region.count "), "{doc}");
-    assert!(!doc.contains("mem.highwatermark"), "unavailable options are not documented");
+    assert!(!doc.contains("mpi.message.size"), "unavailable options are not documented");
     assert!(!doc.contains("io.bytes "), "nor options that inherit unavailable ones");
     assert_eq!(mgr.documentation_for_spec("nope"), "nope: Not available");
     assert!(mgr.configs_help().starts_with("Available config recipes:\n"));

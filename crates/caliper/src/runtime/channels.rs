@@ -2,6 +2,7 @@
 //! off, and their run metadata.
 
 use super::*;
+use crate::service::{GlobalRuntime, MemoryEvent};
 
 impl Caliper {
     /// Every channel, in creation order.
@@ -148,6 +149,21 @@ impl Runtime for Caliper {
     }
     fn request_flush(&self) {
         request_deferred_flush();
+    }
+    fn global(&self) -> GlobalRuntime {
+        || Caliper::if_ready().map(|c| c as &dyn Runtime)
+    }
+    fn begin(&self, attr: Attribute, value: ValueKey) {
+        Caliper::begin(self, attr, value);
+    }
+    fn end(&self, attr: Attribute) {
+        Caliper::end(self, attr, None);
+    }
+    fn set(&self, attr: Attribute, value: ValueKey) {
+        Caliper::set(self, attr, value);
+    }
+    fn track_memory(&self, event: &MemoryEvent<'_>) {
+        Caliper::track_memory(self, event);
     }
 }
 

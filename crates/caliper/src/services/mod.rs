@@ -3,6 +3,8 @@
 //! and one row of [`SERVICES`].
 
 mod aggregate;
+mod alloc;
+mod allocstats;
 mod async_event;
 mod callpath;
 mod cpuinfo;
@@ -21,6 +23,7 @@ pub(crate) mod report;
 mod sampler;
 mod statistics;
 mod symbollookup;
+mod sysalloc;
 mod thread_id;
 pub mod timer;
 mod trace;
@@ -35,6 +38,8 @@ use registry::{ServiceSpec, Settings, Setup, Stage};
 /// Every service this runtime has.
 pub const SERVICES: &[ServiceSpec] = &[
     aggregate::SPEC,
+    alloc::SPEC,
+    allocstats::SPEC,
     async_event::SPEC,
     callpath::SPEC,
     cpuinfo::SPEC,
@@ -50,6 +55,7 @@ pub const SERVICES: &[ServiceSpec] = &[
     sampler::SPEC,
     report::SPEC,
     statistics::SPEC,
+    sysalloc::SPEC,
     symbollookup::SPEC,
     timer::SPEC,
     trace::SPEC,
