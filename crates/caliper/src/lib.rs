@@ -35,6 +35,7 @@ mod id_index;
 pub mod log;
 pub mod query_report;
 pub mod region_filter;
+pub mod region_profile;
 pub mod runtime;
 pub mod service;
 pub mod services;
