@@ -849,3 +849,82 @@ fn reports_come_after_the_programs_own_buffered_output() {
         assert!(text[report..].contains("order.work"), "{text}");
     }
 }
+
+/// The names of `tests/data/reference-exports.txt` (see its header for
+/// where they come from).
+fn reference_exports() -> std::collections::BTreeSet<String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/reference-exports.txt");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    text.lines().map(|l| l.split('#').next().unwrap().trim()).filter(|l| !l.is_empty()).map(str::to_string).collect()
+}
+
+/// Whether `name` occurs as a whole identifier in `text`.
+fn mentions(text: &str, name: &str) -> bool {
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    text.match_indices(name).any(|(at, _)| !text[..at].ends_with(ident) && !text[at + name.len()..].starts_with(ident))
+}
+
+/// The text of every header under `dir`, recursively.
+fn header_text(dir: &Path) -> String {
+    let mut text = String::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            text += &header_text(&path);
+        } else if path.extension().is_some_and(|e| e == "h") {
+            text += &std::fs::read_to_string(&path).unwrap();
+        }
+    }
+    text
+}
+
+/// libcaliper.so exports every C symbol of the reference's libcaliper,
+/// and no other `cali_` symbol that the installed headers do not declare
+/// (the extensions this implementation's headers build on).
+#[test]
+fn libcaliper_exports_the_reference_symbols_and_only_declared_extensions() {
+    let lib = prefix().join("lib/libcaliper.so");
+    let nm = must(Command::new("nm").args(["-D", "--defined-only"]).arg(&lib));
+    let exported: std::collections::BTreeSet<String> = String::from_utf8_lossy(&nm.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().last())
+        .filter(|name| name.starts_with("cali_"))
+        .map(str::to_string)
+        .collect();
+    let reference = reference_exports();
+    assert!(reference.len() > 130, "{} names read", reference.len());
+    let missing: Vec<&String> = reference.difference(&exported).collect();
+    assert!(missing.is_empty(), "not exported: {missing:?}");
+    let headers = header_text(&prefix().join("include/caliper"));
+    let undeclared: Vec<&String> = exported.difference(&reference).filter(|name| !mentions(&headers, name)).collect();
+    assert!(undeclared.is_empty(), "exported, but in no installed header: {undeclared:?}");
+}
+
+/// The C wrappers of the reference's classes through their own headers:
+/// the program checks the region profile's times against what it ran;
+/// the ConfigManager's report has the scope's and the annotation's rows;
+/// bad capsules are refused on one line each.
+#[test]
+fn the_c_wrappers_of_the_classes_work() {
+    let exe = test_program("wrappers");
+    let out = program_under(&exe, None).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && stdout.contains("wrappers: all checks passed"), "{stdout}\n{stderr}");
+    let report = &stdout[stdout.find("Path").unwrap_or_else(|| panic!("no report:\n{stdout}"))..];
+    let report = report.split("wrappers:").next().unwrap();
+    assert_eq!(
+        report_shape(report).1,
+        ["wrap.outer", "  wrap.inner", "    slow", "wrap.unmeasured", "wrap.again"],
+        "{stdout}"
+    );
+    let expected = [
+        "== CALIPER: cali_ScopeAnnotation_end: no ScopeAnnotation (NULL or deleted), call ignored",
+        "== CALIPER: cali_BufferedRegionProfile_total_region_time: no BufferedRegionProfile (NULL or deleted), \
+         call ignored",
+        "== CALIPER: cali_BufferedRegionProfile_region_time: not a BufferedRegionProfile capsule, call ignored",
+        "== CALIPER: cali_Annotation_set_int: no Annotation (NULL or deleted), call ignored",
+        "== CALIPER: cali_Annotation_new: NULL string argument, call ignored",
+    ];
+    assert_eq!(stderr.lines().collect::<Vec<_>>(), expected, "{stderr}");
+}

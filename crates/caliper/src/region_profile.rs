@@ -110,14 +110,15 @@ impl RegionProfile {
         let (Some(cali), Some(channel)) = (Caliper::instance(), self.channel()) else {
             return RegionTimes::default();
         };
+        let mut records = Vec::new();
+        cali.flush(&channel, &mut |r| records.push(r.clone()));
+        // Created by the first flush that has a time to report.
         let Some(duration) = cali.find_attribute(DURATION) else { return RegionTimes::default() };
         let wanted = (!region_type.is_empty()).then(|| cali.find_attribute(region_type).map(|a| a.id()));
         let is_region = |id: Id| match wanted {
             Some(wanted) => wanted == Some(id),
             None => cali.attribute_info(id).is_some_and(|i| i.attr.properties().contains(Properties::NESTED)),
         };
-        let mut records = Vec::new();
-        cali.flush(&channel, &mut |r| records.push(r.clone()));
         collect(cali.tree(), &records, &is_region, duration.id(), times)
     }
 
