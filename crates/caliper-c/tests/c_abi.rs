@@ -928,3 +928,60 @@ fn the_c_wrappers_of_the_classes_work() {
     ];
     assert_eq!(stderr.lines().collect::<Vec<_>>(), expected, "{stderr}");
 }
+
+/// The header-only C++ `cali::RegionProfile` and
+/// `cali::BufferedRegionProfile`: the program checks the times they read
+/// back against what it ran, and nothing is logged.
+#[test]
+fn the_cxx_region_profiles_read_region_times() {
+    let dir = scratch("profile-run");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cxx/profile.cpp");
+    let exe = build_with_pkg_config(Lang::Cxx, &source, &dir.join("profile"));
+    let out = program_under(&exe, None).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && stdout == "profile: all checks passed\n", "{stdout}\n{stderr}");
+    assert_eq!(stderr, "");
+}
+
+/// The Fortran module's derived types: a program with a ConfigManager
+/// (runtime-report), a ScopeAnnotation, a nested string Annotation, an
+/// integer Annotation and a BufferedRegionProfile. The report has the
+/// scope and the nested annotation's rows; the times the program read
+/// back add up and are at least the time it spent in each region.
+#[test]
+fn the_fortran_types_annotate_and_read_region_times() {
+    let dir = scratch("fortran-types");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fortran/types.f90");
+    let exe = build_with_pkg_config(Lang::Fortran, &source, &dir.join("types"));
+    let out = program_under(&exe, None).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && stdout.contains("types: done"), "{stdout}\n{stderr}");
+    assert_eq!(stderr, "");
+
+    let report: String =
+        stdout.lines().filter(|l| !l.starts_with("time ") && !l.starts_with("types:")).collect::<Vec<_>>().join("\n");
+    assert_eq!(report_shape(&report).1, ["f.outer", "  heavy"], "{stdout}");
+
+    // "time <what> <region> <seconds>"
+    let times: std::collections::HashMap<(String, String), f64> = stdout
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.strip_prefix("time ")?.split_whitespace().collect();
+            Some(((f[0].to_string(), f[1].to_string()), f[2].parse().ok()?))
+        })
+        .collect();
+    let t = |what: &str, region: &str| {
+        *times.get(&(what.to_string(), region.to_string())).unwrap_or_else(|| panic!("{what} {region}:\n{stdout}"))
+    };
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * (1.0 + a.abs() + b.abs());
+    // f.outer: 10 ms of its own and 3 steps of 5 ms; heavy: 20 ms.
+    assert!(t("exclusive", "f.outer") >= 0.025 && t("exclusive", "heavy") >= 0.020, "{stdout}");
+    assert!(close(t("exclusive", "f.outer") + t("exclusive", "heavy"), t("exclusive", "total.regions")), "{stdout}");
+    assert!(t("exclusive", "total.regions") <= t("exclusive", "total.profile"), "{stdout}");
+    assert!(close(t("inclusive", "f.outer"), t("exclusive", "total.regions")), "{stdout}");
+    assert!(close(t("inclusive", "heavy"), t("exclusive", "heavy")), "{stdout}");
+    assert!(t("f.step", "2") >= 0.005 && t("f.step", "f.outer") == 0.0, "{stdout}");
+    assert_eq!(t("cleared", "total.profile"), 0.0, "{stdout}");
+}
