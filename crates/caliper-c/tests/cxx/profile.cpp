@@ -16,12 +16,12 @@
 
 static int failures = 0;
 
-#define CHECK(cond)                                                            \
-    do {                                                                       \
-        if (!(cond)) {                                                         \
+#define CHECK(cond)                                                                 \
+    do {                                                                            \
+        if (!(cond)) {                                                              \
             std::printf("profile: check failed at line %d: %s\n", __LINE__, #cond); \
-            ++failures;                                                        \
-        }                                                                      \
+            ++failures;                                                             \
+        }                                                                           \
     } while (0)
 
 static void sleep_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
