@@ -9,7 +9,8 @@
 //!
 //! Layers, each module using only those before it: `entry` (the panic
 //! guard and argument helpers every entry point shares), `names` and
-//! `stderr` use no other module; `setup` owns the runtime handle and what
+//! `stderr` use no other module (nor does `capsule`, the Shroud capsules
+//! of the wrapper classes); `setup` owns the runtime handle and what
 //! its first call sets up; the modules of entry points come after
 //! (`tests/module_layers.rs` checks that there is no cycle).
 
@@ -23,6 +24,7 @@ static ALLOC: runtime::TrackedAllocator = runtime::TrackedAllocator;
 mod annotate;
 mod async_event;
 mod attributes;
+mod capsule;
 mod channels;
 mod datatracker;
 mod entry;
@@ -36,3 +38,5 @@ mod stderr;
 mod threads;
 mod types;
 mod variant;
+mod wrap_annotation;
+mod wrap_region_profile;

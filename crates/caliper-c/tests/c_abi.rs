@@ -927,3 +927,139 @@ fn alloc_tracks_named_arrays_and_resolves_addresses_into_them() {
     let resolved = ["alloc.label#array.address=array", "alloc.uid#array.address=1", "alloc.index#array.address=22"];
     assert!(has_all(&[&["region=lookup"][..], &resolved].concat()), "{lines:#?}");
 }
+
+/// The names of `tests/data/reference-exports.txt` (see its header for
+/// where they come from).
+fn reference_exports() -> std::collections::BTreeSet<String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/reference-exports.txt");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    text.lines().map(|l| l.split('#').next().unwrap().trim()).filter(|l| !l.is_empty()).map(str::to_string).collect()
+}
+
+/// Whether `name` occurs as a whole identifier in `text`.
+fn mentions(text: &str, name: &str) -> bool {
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    text.match_indices(name).any(|(at, _)| !text[..at].ends_with(ident) && !text[at + name.len()..].starts_with(ident))
+}
+
+/// The text of every header under `dir`, recursively.
+fn header_text(dir: &Path) -> String {
+    let mut text = String::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            text += &header_text(&path);
+        } else if path.extension().is_some_and(|e| e == "h") {
+            text += &std::fs::read_to_string(&path).unwrap();
+        }
+    }
+    text
+}
+
+/// libcaliper.so exports every C symbol of the reference's libcaliper,
+/// and no other `cali_` symbol that the installed headers do not declare
+/// (the extensions this implementation's headers build on).
+#[test]
+fn libcaliper_exports_the_reference_symbols_and_only_declared_extensions() {
+    let lib = prefix().join("lib/libcaliper.so");
+    let nm = must(Command::new("nm").args(["-D", "--defined-only"]).arg(&lib));
+    let exported: std::collections::BTreeSet<String> = String::from_utf8_lossy(&nm.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().last())
+        .filter(|name| name.starts_with("cali_"))
+        .map(str::to_string)
+        .collect();
+    let reference = reference_exports();
+    assert!(reference.len() > 130, "{} names read", reference.len());
+    let missing: Vec<&String> = reference.difference(&exported).collect();
+    assert!(missing.is_empty(), "not exported: {missing:?}");
+    let headers = header_text(&prefix().join("include/caliper"));
+    let undeclared: Vec<&String> = exported.difference(&reference).filter(|name| !mentions(&headers, name)).collect();
+    assert!(undeclared.is_empty(), "exported, but in no installed header: {undeclared:?}");
+}
+
+/// The C wrappers of the reference's classes through their own headers:
+/// the program checks the region profile's times against what it ran;
+/// the ConfigManager's report has the scope's and the annotation's rows;
+/// bad capsules are refused on one line each.
+#[test]
+fn the_c_wrappers_of_the_classes_work() {
+    let exe = test_program("wrappers");
+    let out = program_under(&exe, None).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && stdout.contains("wrappers: all checks passed"), "{stdout}\n{stderr}");
+    let report = &stdout[stdout.find("Path").unwrap_or_else(|| panic!("no report:\n{stdout}"))..];
+    let report = report.split("wrappers:").next().unwrap();
+    assert_eq!(
+        report_shape(report).1,
+        ["wrap.outer", "  wrap.inner", "    slow", "wrap.unmeasured", "wrap.again"],
+        "{stdout}"
+    );
+    let expected = [
+        "== CALIPER: cali_ScopeAnnotation_end: no ScopeAnnotation (NULL or deleted), call ignored",
+        "== CALIPER: cali_BufferedRegionProfile_total_region_time: no BufferedRegionProfile (NULL or deleted), \
+         call ignored",
+        "== CALIPER: cali_BufferedRegionProfile_region_time: not a BufferedRegionProfile capsule, call ignored",
+        "== CALIPER: cali_Annotation_set_int: no Annotation (NULL or deleted), call ignored",
+        "== CALIPER: cali_Annotation_new: NULL string argument, call ignored",
+    ];
+    assert_eq!(stderr.lines().collect::<Vec<_>>(), expected, "{stderr}");
+}
+
+/// The header-only C++ `cali::RegionProfile` and
+/// `cali::BufferedRegionProfile`: the program checks the times they read
+/// back against what it ran, and nothing is logged.
+#[test]
+fn the_cxx_region_profiles_read_region_times() {
+    let dir = scratch("profile-run");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cxx/profile.cpp");
+    let exe = build_with_pkg_config(Lang::Cxx, &source, &dir.join("profile"));
+    let out = program_under(&exe, None).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && stdout == "profile: all checks passed\n", "{stdout}\n{stderr}");
+    assert_eq!(stderr, "");
+}
+
+/// The Fortran module's derived types: a program with a ConfigManager
+/// (runtime-report), a ScopeAnnotation, a nested string Annotation, an
+/// integer Annotation and a BufferedRegionProfile. The report has the
+/// scope and the nested annotation's rows; the times the program read
+/// back add up and are at least the time it spent in each region.
+#[test]
+fn the_fortran_types_annotate_and_read_region_times() {
+    let dir = scratch("fortran-types");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fortran/types.f90");
+    let exe = build_with_pkg_config(Lang::Fortran, &source, &dir.join("types"));
+    let out = program_under(&exe, None).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && stdout.contains("types: done"), "{stdout}\n{stderr}");
+    assert_eq!(stderr, "");
+
+    let report: String =
+        stdout.lines().filter(|l| !l.starts_with("time ") && !l.starts_with("types:")).collect::<Vec<_>>().join("\n");
+    assert_eq!(report_shape(&report).1, ["f.outer", "  heavy"], "{stdout}");
+
+    // "time <what> <region> <seconds>"
+    let times: std::collections::HashMap<(String, String), f64> = stdout
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.strip_prefix("time ")?.split_whitespace().collect();
+            Some(((f[0].to_string(), f[1].to_string()), f[2].parse().ok()?))
+        })
+        .collect();
+    let t = |what: &str, region: &str| {
+        *times.get(&(what.to_string(), region.to_string())).unwrap_or_else(|| panic!("{what} {region}:\n{stdout}"))
+    };
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * (1.0 + a.abs() + b.abs());
+    // f.outer: 10 ms of its own and 3 steps of 5 ms; heavy: 20 ms.
+    assert!(t("exclusive", "f.outer") >= 0.025 && t("exclusive", "heavy") >= 0.020, "{stdout}");
+    assert!(close(t("exclusive", "f.outer") + t("exclusive", "heavy"), t("exclusive", "total.regions")), "{stdout}");
+    assert!(t("exclusive", "total.regions") <= t("exclusive", "total.profile"), "{stdout}");
+    assert!(close(t("inclusive", "f.outer"), t("exclusive", "total.regions")), "{stdout}");
+    assert!(close(t("inclusive", "heavy"), t("exclusive", "heavy")), "{stdout}");
+    assert!(t("f.step", "2") >= 0.005 && t("f.step", "f.outer") == 0.0, "{stdout}");
+    assert_eq!(t("cleared", "total.profile"), 0.0, "{stdout}");
+}

@@ -36,6 +36,7 @@ pub mod interpose;
 pub mod log;
 pub mod query_report;
 pub mod region_filter;
+pub mod region_profile;
 pub mod runtime;
 pub mod service;
 pub mod services;

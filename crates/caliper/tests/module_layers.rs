@@ -3,7 +3,8 @@
 //! without a cycle, and opens with a `//!` doc that says what it owns.
 //! From the bottom: core data, the service interface, the per-thread
 //! buffers, the channel, the services, the runtime, and what builds on the
-//! runtime (the config manager, the annotation API, the query report).
+//! runtime (the config manager, the annotation API, the query report, the
+//! region profile).
 
 use caliper_testutil::layers::{assert_acyclic, describe, graph, undocumented};
 use std::path::Path;
@@ -37,7 +38,7 @@ const LAYERS: &[&[&str]] = &[
     &["channel"],
     &["services"],
     &["runtime"],
-    &["api", "configmgr", "query_report"],
+    &["api", "configmgr", "query_report", "region_profile"],
 ];
 
 fn layer_of(module: &str) -> Option<usize> {

@@ -1,6 +1,7 @@
 ! Caliper: the Fortran interface (drop-in for the reference's caliper_mod):
 ! region, phase and by-name annotations, globals, control functions, and
-! the ConfigManager type. Compile this file with your program, or use the
+! the types ConfigManager, Annotation, ScopeAnnotation and
+! BufferedRegionProfile (over the C wrappers of wrap*.h). Compile this file with your program, or use the
 ! installed caliper_mod.mod.
 module caliper_mod
     use, intrinsic :: iso_c_binding
@@ -39,6 +40,59 @@ module caliper_mod
         procedure :: flush => configmanager_flush
         procedure :: delete => ConfigManager_delete
     end type ConfigManager
+
+    ! An attribute annotation: ann = Annotation_new('name' [, properties]),
+    ! then call ann%begin(value), ann%set(value) (integer or string) and
+    ! ann%end(); call ann%delete() when done.
+    type, public :: Annotation
+        type(SHROUD_capsule_data) :: cxxmem
+    contains
+        procedure :: begin_int => annotation_begin_int
+        procedure :: begin_string => annotation_begin_string
+        generic :: begin => begin_int, begin_string
+        procedure :: set_int => annotation_set_int
+        procedure :: set_string => annotation_set_string
+        generic :: set => set_int, set_string
+        procedure :: end => annotation_end
+        procedure :: delete => Annotation_delete
+    end type Annotation
+
+    ! A region open from s = ScopeAnnotation_begin('name') until
+    ! call s%end() (or call ScopeAnnotation_end(s)).
+    type, public :: ScopeAnnotation
+        type(SHROUD_capsule_data) :: cxxmem
+    contains
+        procedure :: end => ScopeAnnotation_end
+    end type ScopeAnnotation
+
+    ! Region times read from inside the program: rp =
+    ! BufferedRegionProfile_new(), call rp%start(), ..., call
+    ! rp%fetch_exclusive_region_times() (or inclusive), then
+    ! rp%region_time('name'), rp%total_region_time() and
+    ! rp%total_profiling_time(), in seconds.
+    type, public :: BufferedRegionProfile
+        type(SHROUD_capsule_data) :: cxxmem
+    contains
+        procedure :: start => bufferedregionprofile_start
+        procedure :: stop => bufferedregionprofile_stop
+        procedure :: clear => bufferedregionprofile_clear
+        procedure :: fetch_exclusive_region_times => bufferedregionprofile_fetch_exclusive_region_times
+        procedure :: fetch_inclusive_region_times => bufferedregionprofile_fetch_inclusive_region_times
+        procedure :: total_profiling_time => bufferedregionprofile_total_profiling_time
+        procedure :: total_region_time => bufferedregionprofile_total_region_time
+        procedure :: region_time => bufferedregionprofile_region_time
+        procedure :: delete => BufferedRegionProfile_delete
+    end type BufferedRegionProfile
+
+    ! Annotation_new(name) or Annotation_new(name, properties).
+    interface Annotation_new
+        module procedure annotation_new_default
+        module procedure Annotation_new_with_properties
+    end interface Annotation_new
+
+    public :: Annotation_new, Annotation_new_with_properties, Annotation_delete
+    public :: ScopeAnnotation_begin, ScopeAnnotation_end
+    public :: BufferedRegionProfile_new, BufferedRegionProfile_delete
 
     public :: ConfigManager_new, ConfigManager_delete
     public :: cali_begin_region, cali_end_region, cali_begin_phase, cali_end_phase
@@ -277,6 +331,112 @@ module caliper_mod
             import :: SHROUD_capsule_data
             type(SHROUD_capsule_data), intent(inout) :: self
         end subroutine
+        function c_ann_new(name, rv) result(p) bind(C, name="cali_Annotation_new")
+            import :: SHROUD_capsule_data, C_CHAR, C_PTR
+            character(kind=C_CHAR), intent(in) :: name(*)
+            type(SHROUD_capsule_data), intent(inout) :: rv
+            type(C_PTR) :: p
+        end function
+        function c_ann_new_with_properties(name, opt, rv) result(p) &
+                bind(C, name="cali_Annotation_new_with_properties")
+            import :: SHROUD_capsule_data, C_CHAR, C_INT, C_PTR
+            character(kind=C_CHAR), intent(in) :: name(*)
+            integer(C_INT), value :: opt
+            type(SHROUD_capsule_data), intent(inout) :: rv
+            type(C_PTR) :: p
+        end function
+        subroutine c_ann_delete(self) bind(C, name="cali_Annotation_delete")
+            import :: SHROUD_capsule_data
+            type(SHROUD_capsule_data), intent(inout) :: self
+        end subroutine
+        subroutine c_ann_begin_int(self, val) bind(C, name="cali_Annotation_begin_int")
+            import :: SHROUD_capsule_data, C_INT
+            type(SHROUD_capsule_data), intent(inout) :: self
+            integer(C_INT), value :: val
+        end subroutine
+        subroutine c_ann_begin_string(self, val) bind(C, name="cali_Annotation_begin_string")
+            import :: SHROUD_capsule_data, C_CHAR
+            type(SHROUD_capsule_data), intent(inout) :: self
+            character(kind=C_CHAR), intent(in) :: val(*)
+        end subroutine
+        subroutine c_ann_set_int(self, val) bind(C, name="cali_Annotation_set_int")
+            import :: SHROUD_capsule_data, C_INT
+            type(SHROUD_capsule_data), intent(inout) :: self
+            integer(C_INT), value :: val
+        end subroutine
+        subroutine c_ann_set_string(self, val) bind(C, name="cali_Annotation_set_string")
+            import :: SHROUD_capsule_data, C_CHAR
+            type(SHROUD_capsule_data), intent(inout) :: self
+            character(kind=C_CHAR), intent(in) :: val(*)
+        end subroutine
+        subroutine c_ann_end(self) bind(C, name="cali_Annotation_end")
+            import :: SHROUD_capsule_data
+            type(SHROUD_capsule_data), intent(inout) :: self
+        end subroutine
+
+        function c_scope_begin(name, rv) result(p) bind(C, name="cali_ScopeAnnotation_begin")
+            import :: SHROUD_capsule_data, C_CHAR, C_PTR
+            character(kind=C_CHAR), intent(in) :: name(*)
+            type(SHROUD_capsule_data), intent(inout) :: rv
+            type(C_PTR) :: p
+        end function
+        subroutine c_scope_end(self) bind(C, name="cali_ScopeAnnotation_end")
+            import :: SHROUD_capsule_data
+            type(SHROUD_capsule_data), intent(inout) :: self
+        end subroutine
+
+        function c_rp_new(rv) result(p) bind(C, name="cali_BufferedRegionProfile_new")
+            import :: SHROUD_capsule_data, C_PTR
+            type(SHROUD_capsule_data), intent(inout) :: rv
+            type(C_PTR) :: p
+        end function
+        subroutine c_rp_delete(self) bind(C, name="cali_BufferedRegionProfile_delete")
+            import :: SHROUD_capsule_data
+            type(SHROUD_capsule_data), intent(inout) :: self
+        end subroutine
+        subroutine c_rp_start(self) bind(C, name="cali_BufferedRegionProfile_start")
+            import :: SHROUD_capsule_data
+            type(SHROUD_capsule_data), intent(inout) :: self
+        end subroutine
+        subroutine c_rp_stop(self) bind(C, name="cali_BufferedRegionProfile_stop")
+            import :: SHROUD_capsule_data
+            type(SHROUD_capsule_data), intent(inout) :: self
+        end subroutine
+        subroutine c_rp_clear(self) bind(C, name="cali_BufferedRegionProfile_clear")
+            import :: SHROUD_capsule_data
+            type(SHROUD_capsule_data), intent(inout) :: self
+        end subroutine
+        subroutine c_rp_fetch_exclusive(self, region_type) &
+                bind(C, name="cali_BufferedRegionProfile_fetch_exclusive_region_times")
+            import :: SHROUD_capsule_data, C_CHAR
+            type(SHROUD_capsule_data), intent(inout) :: self
+            character(kind=C_CHAR), intent(in) :: region_type(*)
+        end subroutine
+        subroutine c_rp_fetch_inclusive(self, region_type) &
+                bind(C, name="cali_BufferedRegionProfile_fetch_inclusive_region_times")
+            import :: SHROUD_capsule_data, C_CHAR
+            type(SHROUD_capsule_data), intent(inout) :: self
+            character(kind=C_CHAR), intent(in) :: region_type(*)
+        end subroutine
+        function c_rp_total_profiling_time(self) result(t) &
+                bind(C, name="cali_BufferedRegionProfile_total_profiling_time")
+            import :: SHROUD_capsule_data, C_DOUBLE
+            type(SHROUD_capsule_data), intent(inout) :: self
+            real(C_DOUBLE) :: t
+        end function
+        function c_rp_total_region_time(self) result(t) &
+                bind(C, name="cali_BufferedRegionProfile_total_region_time")
+            import :: SHROUD_capsule_data, C_DOUBLE
+            type(SHROUD_capsule_data), intent(inout) :: self
+            real(C_DOUBLE) :: t
+        end function
+        function c_rp_region_time(self, region) result(t) &
+                bind(C, name="cali_BufferedRegionProfile_region_time")
+            import :: SHROUD_capsule_data, C_CHAR, C_DOUBLE
+            type(SHROUD_capsule_data), intent(inout) :: self
+            character(kind=C_CHAR), intent(in) :: region(*)
+            real(C_DOUBLE) :: t
+        end function
         function c_strlen(p) result(n) bind(C, name="strlen")
             import :: C_PTR, C_SIZE_T
             type(C_PTR), value :: p
@@ -502,4 +662,118 @@ contains
         class(ConfigManager), intent(inout) :: obj
         call c_cm_flush(obj%cxxmem)
     end subroutine
+    function annotation_new_default(name) result(ann)
+        character(len=*), intent(in) :: name
+        type(Annotation) :: ann
+        type(C_PTR) :: unused
+        unused = c_ann_new(cstr(name), ann%cxxmem)
+    end function
+    ! An annotation whose attribute has the CALI_ATTR_* flags properties.
+    function Annotation_new_with_properties(name, properties) result(ann)
+        character(len=*), intent(in) :: name
+        integer, intent(in) :: properties
+        type(Annotation) :: ann
+        type(C_PTR) :: unused
+        unused = c_ann_new_with_properties(cstr(name), int(properties, C_INT), ann%cxxmem)
+    end function
+    ! Deletes the annotation (also `call ann%delete()`).
+    subroutine Annotation_delete(ann)
+        class(Annotation), intent(inout) :: ann
+        call c_ann_delete(ann%cxxmem)
+    end subroutine
+    subroutine annotation_begin_int(obj, val)
+        class(Annotation), intent(inout) :: obj
+        integer(C_INT), intent(in) :: val
+        call c_ann_begin_int(obj%cxxmem, val)
+    end subroutine
+    subroutine annotation_begin_string(obj, val)
+        class(Annotation), intent(inout) :: obj
+        character(len=*), intent(in) :: val
+        call c_ann_begin_string(obj%cxxmem, cstr(val))
+    end subroutine
+    subroutine annotation_set_int(obj, val)
+        class(Annotation), intent(inout) :: obj
+        integer(C_INT), intent(in) :: val
+        call c_ann_set_int(obj%cxxmem, val)
+    end subroutine
+    subroutine annotation_set_string(obj, val)
+        class(Annotation), intent(inout) :: obj
+        character(len=*), intent(in) :: val
+        call c_ann_set_string(obj%cxxmem, cstr(val))
+    end subroutine
+    subroutine annotation_end(obj)
+        class(Annotation), intent(inout) :: obj
+        call c_ann_end(obj%cxxmem)
+    end subroutine
+
+    ! Begins region name; it ends with call s%end().
+    function ScopeAnnotation_begin(name) result(scope)
+        character(len=*), intent(in) :: name
+        type(ScopeAnnotation) :: scope
+        type(C_PTR) :: unused
+        unused = c_scope_begin(cstr(name), scope%cxxmem)
+    end function
+    subroutine ScopeAnnotation_end(scope)
+        class(ScopeAnnotation), intent(inout) :: scope
+        call c_scope_end(scope%cxxmem)
+    end subroutine
+
+    function BufferedRegionProfile_new() result(rp)
+        type(BufferedRegionProfile) :: rp
+        type(C_PTR) :: unused
+        unused = c_rp_new(rp%cxxmem)
+    end function
+    ! Deletes the profile (also `call rp%delete()`).
+    subroutine BufferedRegionProfile_delete(rp)
+        class(BufferedRegionProfile), intent(inout) :: rp
+        call c_rp_delete(rp%cxxmem)
+    end subroutine
+    subroutine bufferedregionprofile_start(obj)
+        class(BufferedRegionProfile), intent(inout) :: obj
+        call c_rp_start(obj%cxxmem)
+    end subroutine
+    subroutine bufferedregionprofile_stop(obj)
+        class(BufferedRegionProfile), intent(inout) :: obj
+        call c_rp_stop(obj%cxxmem)
+    end subroutine
+    subroutine bufferedregionprofile_clear(obj)
+        class(BufferedRegionProfile), intent(inout) :: obj
+        call c_rp_clear(obj%cxxmem)
+    end subroutine
+    ! Fetches the times of the regions of attribute region_type (all
+    ! nested attributes if absent or '').
+    subroutine bufferedregionprofile_fetch_exclusive_region_times(obj, region_type)
+        class(BufferedRegionProfile), intent(inout) :: obj
+        character(len=*), intent(in), optional :: region_type
+        if (present(region_type)) then
+            call c_rp_fetch_exclusive(obj%cxxmem, cstr(region_type))
+        else
+            call c_rp_fetch_exclusive(obj%cxxmem, C_NULL_CHAR)
+        end if
+    end subroutine
+    subroutine bufferedregionprofile_fetch_inclusive_region_times(obj, region_type)
+        class(BufferedRegionProfile), intent(inout) :: obj
+        character(len=*), intent(in), optional :: region_type
+        if (present(region_type)) then
+            call c_rp_fetch_inclusive(obj%cxxmem, cstr(region_type))
+        else
+            call c_rp_fetch_inclusive(obj%cxxmem, C_NULL_CHAR)
+        end if
+    end subroutine
+    function bufferedregionprofile_total_profiling_time(obj) result(t)
+        class(BufferedRegionProfile), intent(inout) :: obj
+        real(C_DOUBLE) :: t
+        t = c_rp_total_profiling_time(obj%cxxmem)
+    end function
+    function bufferedregionprofile_total_region_time(obj) result(t)
+        class(BufferedRegionProfile), intent(inout) :: obj
+        real(C_DOUBLE) :: t
+        t = c_rp_total_region_time(obj%cxxmem)
+    end function
+    function bufferedregionprofile_region_time(obj, region) result(t)
+        class(BufferedRegionProfile), intent(inout) :: obj
+        character(len=*), intent(in) :: region
+        real(C_DOUBLE) :: t
+        t = c_rp_region_time(obj%cxxmem, cstr(region))
+    end function
 end module caliper_mod
