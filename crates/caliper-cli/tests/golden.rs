@@ -18,6 +18,10 @@ fn golden(name: &str) -> String {
 
 const EXAMPLES: [&str; 2] = ["cxx-example", "c-example"];
 
+/// The json-split query of `hatchet-region-profile`, in terms of the
+/// attributes its `.cali` output holds.
+const PROFILE_JSON_SPLIT: &str = "select min#aggregate.slot,sum#sum#time.duration,path format json-split";
+
 #[test]
 fn expand_matches_the_reference() {
     for ex in EXAMPLES {
@@ -109,16 +113,28 @@ fn attribute_list_matches_the_reference() {
     }
 }
 
-/// json-split of the profile: the reference's json-split fixture is another
-/// run of the same program, so all but the measured times and the run's
-/// own metadata must be equal.
+/// `select * format json-split` of a trace: every attribute of the
+/// reference's metadata database that is neither hidden nor global is a
+/// column (`attribute.unit`, `cali.attribute.name`, `class.iteration`, ...),
+/// and the attributes' own metadata nodes fill them.
+#[test]
+fn json_split_of_everything_matches_the_reference() {
+    for (trace, expected) in trace_fixtures(".query-json-split.stdout.txt") {
+        let ours = cali_query(&["-q", "select * format json-split", trace.to_str().unwrap()]);
+        assert_eq!(ours, golden(&expected), "{expected}");
+    }
+}
+
+/// The query the profile's json-split was made with, run on the profile's
+/// `.cali` file: the reference's json-split fixture is another run of the
+/// same program, so all but the measured times and the run's own metadata
+/// must be equal.
 #[test]
 fn json_split_matches_the_reference_layout() {
     for ex in EXAMPLES {
         let profile = fixture(&format!("{ex}.hatchet-region-profile.cali"));
         let ours: serde_json::Value =
-            serde_json::from_str(&cali_query(&["-q", "select * format json-split", profile.to_str().unwrap()]))
-                .unwrap();
+            serde_json::from_str(&cali_query(&["-q", PROFILE_JSON_SPLIT, profile.to_str().unwrap()])).unwrap();
         let theirs: serde_json::Value =
             serde_json::from_str(&golden(&format!("{ex}.hatchet-region-profile.json-split.json"))).unwrap();
         for key in ["columns", "column_metadata", "nodes"] {
