@@ -12,6 +12,7 @@
 
 use super::RecordFormatter;
 use super::json::{bare_value, quote};
+use super::selection::is_column;
 use crate::spec::{QuerySpec, Selection};
 use caliper_data::attribute::ALIAS_ATTR_NAME;
 use caliper_data::hash::FxHashMap;
@@ -99,8 +100,8 @@ impl JsonSplitFormatter {
         let all = db.attributes();
         let named = |names: &[String], a: &caliper_data::Attribute| names.iter().any(|n| n == a.name());
         let (shown, path): (Vec<&caliper_data::Attribute>, bool) = match (&self.spec.select, &self.spec.group_by) {
-            (Selection::List(names), _) => {
-                let shown: Vec<_> = all.iter().copied().filter(|a| named(names, a)).collect();
+            (Selection::List(items), _) => {
+                let shown: Vec<_> = all.iter().copied().filter(|a| is_column(db, items, a)).collect();
                 // A nested attribute named (`select loop`) is shown in the
                 // path column, as `path` itself is.
                 (shown.clone(), self.spec.select_path || shown.iter().any(|a| a.is_nested()))
