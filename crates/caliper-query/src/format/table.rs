@@ -12,8 +12,10 @@ use std::io::{self, Write};
 const DEFAULT_COLUMN_WIDTH: usize = 60;
 
 /// Writes records as a table: a header line, then one line per record with
-/// at least one non-empty cell. Columns are the SELECT list, or every
-/// (non-hidden, non-global) attribute in order of first appearance. Text is
+/// at least one non-empty cell. Columns are the SELECT list (a class item
+/// such as `class.iteration` giving its members, in order of first
+/// appearance), or every (non-hidden, non-global) attribute in order of
+/// first appearance. Text is
 /// left-aligned, numbers right-aligned; a cell longer than the column cap
 /// is shortened to `head~~tail`.
 pub struct TableFormatter {
