@@ -2,3 +2,4 @@
 //! library holds what they share.
 
 pub mod args;
+pub mod attribute_list;

@@ -222,7 +222,7 @@ fn a_bad_line_still_prints_what_was_read_before_it() {
         (vec!["-t"], "0.000007          1 main"),
         (vec!["-T"], "main              0.000007"),
         (vec!["-j"], "{\"path\":\"main\",\"min#aggregate.slot\":1"),
-        (vec!["-q", "select * format json-split"], "[ 1, 0.000007, 0 ]"),
+        (vec!["-q", "select * format json-split"], "[ 1, 2, 4, 1, 0.000007, 5 ]"),
         (vec!["-q", "select region,count() group by region format table"], "main       1"),
     ] {
         let out = cali_query(&[args.as_slice(), &[path]].concat());

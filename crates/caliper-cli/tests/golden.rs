@@ -1,8 +1,9 @@
 //! cali-query output compared with the reference's own output on the same
 //! files, byte for byte.
 
-use caliper_testutil::fixture;
+use caliper_testutil::{fixture, reference_fixtures};
 use std::fs;
+use std::path::PathBuf;
 use std::process::Command;
 
 fn cali_query(args: &[&str]) -> String {
@@ -16,6 +17,10 @@ fn golden(name: &str) -> String {
 }
 
 const EXAMPLES: [&str; 2] = ["cxx-example", "c-example"];
+
+/// The json-split query of `hatchet-region-profile`, in terms of the
+/// attributes its `.cali` output holds.
+const PROFILE_JSON_SPLIT: &str = "select min#aggregate.slot,sum#sum#time.duration,path format json-split";
 
 #[test]
 fn expand_matches_the_reference() {
@@ -81,38 +86,55 @@ fn globals_match_the_reference() {
     }
 }
 
-/// The attribute list matches but for the ids: the reference's reader
-/// numbers its nodes with gaps we do not reproduce (see the README).
+/// Every fixture `X.<suffix>` of the reference's output, with the
+/// `X.event-trace.cali` trace it was made from.
+fn trace_fixtures(suffix: &str) -> Vec<(PathBuf, String)> {
+    let mut found: Vec<(PathBuf, String)> = fs::read_dir(reference_fixtures())
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.unwrap().file_name().into_string().unwrap();
+            let example = name.strip_suffix(suffix)?.to_string();
+            Some((fixture(&format!("{example}.event-trace.cali")), name))
+        })
+        .collect();
+    found.sort();
+    assert!(!found.is_empty(), "no fixture *{suffix}");
+    found
+}
+
+/// The attribute list, ids included: the ids are those the reference's
+/// reader gives, with the two nodes of `attribute.id` created as the first
+/// attribute is read.
 #[test]
-fn attribute_list_matches_the_reference_but_for_ids() {
-    let strip_id = |text: &str| -> Vec<(u64, String)> {
-        text.lines()
-            .map(|line| {
-                let (id, rest) = line.strip_prefix("attribute.id=").unwrap().split_once(',').unwrap();
-                (id.parse().unwrap(), rest.to_string())
-            })
-            .collect()
-    };
-    for ex in EXAMPLES {
-        let trace = fixture(&format!("{ex}.event-trace.cali"));
-        let ours = strip_id(&cali_query(&["--list-attributes", "-e", trace.to_str().unwrap()]));
-        let theirs = strip_id(&golden(&format!("{ex}.query-attributes.stdout.txt")));
-        let rest = |v: &[(u64, String)]| v.iter().map(|(_, r)| r.clone()).collect::<Vec<_>>();
-        assert_eq!(rest(&ours), rest(&theirs));
-        assert!(ours.windows(2).all(|w| w[0].0 < w[1].0), "listed in id order");
+fn attribute_list_matches_the_reference() {
+    for (trace, expected) in trace_fixtures(".query-attributes.stdout.txt") {
+        let ours = cali_query(&["--list-attributes", "-e", trace.to_str().unwrap()]);
+        assert_eq!(ours, golden(&expected), "{expected}");
     }
 }
 
-/// json-split of the profile: the reference's json-split fixture is another
-/// run of the same program, so all but the measured times and the run's
-/// own metadata must be equal.
+/// `select * format json-split` of a trace: every attribute of the
+/// reference's metadata database that is neither hidden nor global is a
+/// column (`attribute.unit`, `cali.attribute.name`, `class.iteration`, ...),
+/// and the attributes' own metadata nodes fill them.
+#[test]
+fn json_split_of_everything_matches_the_reference() {
+    for (trace, expected) in trace_fixtures(".query-json-split.stdout.txt") {
+        let ours = cali_query(&["-q", "select * format json-split", trace.to_str().unwrap()]);
+        assert_eq!(ours, golden(&expected), "{expected}");
+    }
+}
+
+/// The query the profile's json-split was made with, run on the profile's
+/// `.cali` file: the reference's json-split fixture is another run of the
+/// same program, so all but the measured times and the run's own metadata
+/// must be equal.
 #[test]
 fn json_split_matches_the_reference_layout() {
     for ex in EXAMPLES {
         let profile = fixture(&format!("{ex}.hatchet-region-profile.cali"));
         let ours: serde_json::Value =
-            serde_json::from_str(&cali_query(&["-q", "select * format json-split", profile.to_str().unwrap()]))
-                .unwrap();
+            serde_json::from_str(&cali_query(&["-q", PROFILE_JSON_SPLIT, profile.to_str().unwrap()])).unwrap();
         let theirs: serde_json::Value =
             serde_json::from_str(&golden(&format!("{ex}.hatchet-region-profile.json-split.json"))).unwrap();
         for key in ["columns", "column_metadata", "nodes"] {

@@ -26,7 +26,8 @@ pub enum IdPolicy {
     /// Consecutive ids in creation order, after the bootstrap nodes and the
     /// `attribute.alias` / `attribute.unit` attributes, as the reference's
     /// reader numbers them (query output that shows ids or orders by id
-    /// depends on this).
+    /// depends on this). Like that reader, it drops the values of hidden
+    /// attributes' nodes, which then merge.
     Sequential,
     /// Keep the id a node has in its stream where that id is still free.
     /// Reading one file then yields the file's own ids, so writing it back
@@ -235,7 +236,14 @@ impl MetadataDb {
             Some(p) => Some(ids.get(p).ok_or(ImportError::UnknownNode(p))?),
             None => None,
         };
-        let value = Variant::parse(ty, value_text).map_err(ImportError::BadValue)?;
+        // The reference's reader leaves the values of hidden attributes
+        // (stream-private ids such as `cali.event.begin`) unparsed, so their
+        // nodes merge whatever the value; numbering like it means doing the
+        // same. A database that keeps stream ids keeps them to reproduce
+        // the stream.
+        let unparsed = self.policy == IdPolicy::Sequential && self.attribute(attr_id).is_some_and(|a| a.is_hidden());
+        let value =
+            if unparsed { Variant::Empty } else { Variant::parse(ty, value_text).map_err(ImportError::BadValue)? };
         let id = self.merge_node(Some(stream_id), attr_id, value, parent_id)?;
         ids.insert(stream_id, id);
         let slot = id as usize;

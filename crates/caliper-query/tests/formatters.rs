@@ -227,3 +227,48 @@ fn json_outputs_stay_json_for_odd_numbers() {
         assert!(text.contains("-2.5"), "{query}: plain numbers stay bare:\n{json}");
     }
 }
+
+/// Two loops' iteration attributes, both of class `class.iteration`, on a
+/// region.
+const TWO_LOOPS: &str = "__rec=node,id=12,attr=10,data=84,parent=6
+__rec=node,id=13,attr=8,data=class.iteration,parent=12
+__rec=node,id=14,attr=13,data=true,parent=1
+__rec=node,id=15,attr=10,data=21,parent=14
+__rec=node,id=16,attr=8,data=iteration#outer,parent=15
+__rec=node,id=17,attr=8,data=iteration#inner,parent=15
+__rec=node,id=18,attr=10,data=276,parent=3
+__rec=node,id=19,attr=8,data=region,parent=18
+__rec=node,id=20,attr=19,data=main
+__rec=ctx,ref=20,attr=16=17,data=1=7
+__rec=ctx,ref=20,attr=16,data=2
+";
+
+/// `select class.iteration` selects every attribute of the class, in
+/// every formatter, where the class stands in the list.
+#[test]
+fn selecting_a_class_selects_its_members_in_every_formatter() {
+    let run = |query: &str| run_on(query, "two-loops", TWO_LOOPS.as_bytes());
+    assert_eq!(run("select class.iteration format expand"), "iteration#outer=1,iteration#inner=7\niteration#outer=2\n");
+    assert_eq!(
+        run("select class.iteration,region format table"),
+        "iteration#outer iteration#inner region \n              1               7 main   \n              2                 main   \n"
+    );
+    assert_eq!(
+        run("select class.iteration format json"),
+        "[\n{\"iteration#inner\":7,\"iteration#outer\":1},\n{\"iteration#outer\":2}\n]\n"
+    );
+    let split: Vec<String> = run("select class.iteration format json-split")
+        .lines()
+        .filter(|l| l.contains("\"columns\""))
+        .map(str::to_string)
+        .collect();
+    assert_eq!(split, ["  \"columns\": [ \"iteration#inner\", \"iteration#outer\" ],"]);
+    assert_eq!(
+        run("select class.iteration format tree"),
+        "Path iteration#outer iteration#inner \nmain               1               7 \n |-                2                 \n"
+    );
+    // The fixture's one loop.
+    let table = run_on("select class.iteration format table", TRACE, &std::fs::read(fixture(TRACE)).unwrap());
+    assert!(table.starts_with("iteration#mainloop \n"), "{table}");
+    assert_eq!(table.lines().count(), 1 + 12, "{table}");
+}

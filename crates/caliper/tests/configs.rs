@@ -39,6 +39,20 @@ fn scenario_child() {
             println!("program output");
             std::process::exit(0);
         }
+        "nested_loops" => {
+            // The inner loop runs twice, once per iteration of the outer.
+            let _main = caliper::region!("main");
+            let outer = caliper::Loop::new("outer");
+            for i in 0..2 {
+                let _it = outer.iteration(i);
+                let inner = caliper::Loop::new("inner");
+                for j in 0..3 {
+                    let _it = inner.iteration(j);
+                }
+            }
+            println!("program output");
+            std::process::exit(0);
+        }
         other => panic!("unknown scenario {other}"),
     }
 }
@@ -379,6 +393,21 @@ fn loop_report_prints_a_summary_and_time_series() {
     );
     let blocks: Vec<Vec<&str>> = lines[series + 4..].iter().map(|l| l.split_whitespace().collect()).collect();
     assert!(blocks.iter().any(|b| b[..2] == ["0", "2"]) && blocks.iter().any(|b| b[..2] == ["2", "2"]), "{out}");
+}
+
+/// With `target_loops` naming a loop inside another, the snapshots are
+/// the inner loop's and the report names it, as the reference does (its
+/// loop value is the innermost one), not the loop around it.
+#[test]
+fn loop_report_names_the_target_loop() {
+    let out = stdout(&run("nested_loops", &[("CALI_CONFIG", "loop-report,output=stdout,target_loops=inner")]));
+    let lines: Vec<&str> = out.lines().collect();
+    let headers: Vec<&str> = lines.iter().copied().filter(|l| l.starts_with("Iteration summary")).collect();
+    assert_eq!(headers, ["Iteration summary (inner):"], "{out}");
+    let series = lines.iter().position(|l| l.starts_with("Iteration summary")).unwrap();
+    let iterations: i64 =
+        lines[series + 4..].iter().filter_map(|l| l.split_whitespace().rev().nth(2)?.parse::<i64>().ok()).sum();
+    assert_eq!(iterations, 6, "both runs of the inner loop:\n{out}");
 }
 
 #[test]

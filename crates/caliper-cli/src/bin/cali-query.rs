@@ -3,6 +3,7 @@
 //! format them (by default, write the merged stream as `.cali`).
 
 use caliper_cli::args::{self, OptSpec, ParsedArgs, Takes};
+use caliper_cli::attribute_list::AttributeList;
 use caliper_data::MetadataDb;
 use caliper_data::cali::{CaliReader, StreamError, open_input};
 use caliper_query::filter::parse_legacy_filter;
@@ -326,6 +327,7 @@ fn query(parsed: &ParsedArgs) -> Result<(), Failure> {
     // records read before the problem); the exit status still says so.
     let keep_going = parsed.is_set("continue");
     let mut bad_inputs = Vec::new();
+    let mut attributes = AttributeList::default();
     // Without --continue a bad input ends the reading; the results of what
     // was read before it are still written, then the error.
     let mut failure = None;
@@ -337,6 +339,9 @@ fn query(parsed: &ParsedArgs) -> Result<(), Failure> {
                 eprintln!("cali-query: Reading {name}");
             }
             let mut cali = CaliReader::new(&mut db, name);
+            if parsed.is_set("list-attributes") {
+                cali = cali.on_node(|db, node| attributes.note(db, node));
+            }
             let result = cali
                 .try_read_parallel(reader, |db, record| if list_only { Ok(()) } else { processor.process(db, record) });
             if let Some(warning) = cali.warning() {
@@ -358,7 +363,7 @@ fn query(parsed: &ParsedArgs) -> Result<(), Failure> {
         }
     }
     if parsed.is_set("list-attributes") {
-        for record in attribute_records(&mut db) {
+        for record in attributes.into_records() {
             processor.process(&mut db, &record).map_err(write_failed)?;
         }
     }
@@ -378,27 +383,4 @@ fn query(parsed: &ParsedArgs) -> Result<(), Failure> {
         0 => Ok(()),
         n => Err(Failure::Fatal(format!("{n} input(s) could not be read completely: {}", bad_inputs.join(", ")))),
     }
-}
-
-/// One record per attribute read from the inputs: `attribute.id`, then the
-/// entries of the attribute's node path, innermost first (name,
-/// properties, metadata, type).
-fn attribute_records(db: &mut MetadataDb) -> Vec<caliper_data::Record> {
-    use caliper_data::{AttrType, Properties, Record, Variant};
-    let listed: Vec<caliper_data::Id> =
-        db.attributes().iter().filter(|a| db.is_from_stream(a.id())).map(|a| a.id()).collect();
-    let id_attr = db.create_attribute("attribute.id", AttrType::Uint, Properties::ASVALUE, &[]);
-    listed
-        .into_iter()
-        .map(|id| {
-            let mut record = Record::ctx();
-            record.push_imm(id_attr, Variant::Uint(id));
-            let mut next = Some(id);
-            while let Some(n) = next.and_then(|n| db.node(n)) {
-                record.push_imm(n.attribute, n.value.clone());
-                next = n.parent;
-            }
-            record
-        })
-        .collect()
 }

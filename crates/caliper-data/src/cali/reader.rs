@@ -100,7 +100,12 @@ pub struct CaliReader<'db> {
     /// it before (`finish_line` knows the line and notes it).
     repeated_id: Option<u64>,
     duplicates: Option<DuplicateNodes>,
+    node_hook: Option<NodeHook<'db>>,
 }
+
+/// A consumer of the nodes a stream defines, called as each node record is
+/// read (see [`CaliReader::on_node`]).
+type NodeHook<'db> = Box<dyn FnMut(&mut MetadataDb, Id) + 'db>;
 
 /// Node records that repeat an id the stream had defined: they are skipped
 /// and the first definition stays, as in the reference (whose reader keeps
@@ -128,7 +133,18 @@ impl<'db> CaliReader<'db> {
             summary: ReadSummary::default(),
             repeated_id: None,
             duplicates: None,
+            node_hook: None,
         }
+    }
+
+    /// Calls `hook` with the database id of every node record as it is
+    /// read, before the records after it. Whatever the hook adds to the
+    /// database takes the ids that come next, as it does when the
+    /// reference's reader calls its node callback (`cali-query
+    /// --list-attributes` shows those ids).
+    pub fn on_node(mut self, hook: impl FnMut(&mut MetadataDb, Id) + 'db) -> CaliReader<'db> {
+        self.node_hook = Some(Box::new(hook));
+        self
     }
 
     /// The node records skipped because their id was defined before.
@@ -316,6 +332,9 @@ impl<'db> CaliReader<'db> {
         })?;
         self.recent.push(node);
         self.summary.nodes += 1;
+        if let Some(hook) = &mut self.node_hook {
+            hook(self.db, node);
+        }
         Ok(())
     }
 
@@ -772,4 +791,33 @@ pub fn read_records(db: &mut MetadataDb, source: &str, data: &[u8]) -> Result<Ve
     let mut records = Vec::new();
     CaliReader::new(db, source).read(data, |_, rec| records.push(rec.clone()))?;
     Ok(records)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::properties::Properties;
+
+    /// The hook sees every node record in order, and nodes it creates take
+    /// the ids that come next, before the stream's later nodes.
+    #[test]
+    fn node_hook_runs_as_each_node_is_read() {
+        let stream = "__rec=node,id=20,attr=10,data=276,parent=3\n\
+                      __rec=node,id=21,attr=8,data=region,parent=20\n\
+                      __rec=node,id=22,attr=21,data=main\n\
+                      __rec=ctx,ref=22\n";
+        let mut db = MetadataDb::new();
+        let first = db.id_bound();
+        let mut seen = Vec::new();
+        let mut reader = CaliReader::new(&mut db, "s").on_node(|db, id| {
+            seen.push(id);
+            db.create_attribute("hooked", AttrType::Uint, Properties::SKIP_EVENTS, &[]);
+        });
+        reader.read(stream.as_bytes(), |_, _| {}).unwrap();
+        drop(reader);
+        // prop node, then "hooked" (its prop node and itself), then region...
+        assert_eq!(seen, vec![first, first + 3, first + 4]);
+        assert_eq!(db.attribute_by_name("hooked").unwrap().id(), first + 2);
+        assert_eq!(db.attribute_by_name("region").unwrap().id(), first + 3);
+    }
 }

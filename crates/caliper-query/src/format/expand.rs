@@ -1,7 +1,8 @@
 //! `expand`: one `name=value,name=value` line per record.
 
+use super::selection::selects;
 use super::{RecordFormatter, display_name, fields};
-use crate::spec::{QuerySpec, Selection};
+use crate::spec::QuerySpec;
 use caliper_data::hash::FxHashMap;
 use caliper_data::node::Id;
 use caliper_data::{MetadataDb, Record, RecordKind};
@@ -54,7 +55,7 @@ impl ExpandFormatter {
         let mut text = String::new();
         for field in fields {
             let Some(attr) = db.attribute(field.attr) else { continue };
-            if !self.selected(attr.name()) {
+            if !selects(&self.spec, db, attr) {
                 continue;
             }
             if !text.is_empty() {
@@ -65,13 +66,6 @@ impl ExpandFormatter {
             text.push_str(&field.text);
         }
         text
-    }
-
-    fn selected(&self, name: &str) -> bool {
-        match &self.spec.select {
-            Selection::List(names) => names.iter().any(|n| n == name),
-            _ => true,
-        }
     }
 }
 
@@ -98,7 +92,7 @@ impl RecordFormatter for ExpandFormatter {
             if !self.names.contains_key(&attr) {
                 let shown = db
                     .attribute(attr)
-                    .filter(|a| self.selected(a.name()))
+                    .filter(|a| selects(&self.spec, db, a))
                     .map(|a| ShownName { name: display_name(&self.spec, a.name()).to_string(), hidden: a.is_hidden() });
                 self.names.insert(attr, shown);
             }

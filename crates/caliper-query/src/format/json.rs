@@ -1,5 +1,6 @@
 //! `json`: records as JSON objects.
 
+use super::selection::selects;
 use super::{FormatError, RecordFormatter, display_name, fields};
 use crate::spec::{FormatSpec, QuerySpec, Selection};
 use caliper_data::{AttrType, Entry, MetadataDb, Record, RecordKind};
@@ -51,11 +52,9 @@ impl JsonFormatter {
         })
     }
 
-    fn selected(&self, name: &str) -> bool {
-        match &self.spec.select {
-            Selection::List(names) => names.iter().any(|n| n == name),
-            _ => true,
-        }
+    /// Whether the SELECT list names `path` itself.
+    fn selects_path(&self) -> bool {
+        matches!(&self.spec.select, Selection::List(names) if names.iter().any(|n| n == "path"))
     }
 
     /// The members of one record: (key, JSON value, quoted).
@@ -71,7 +70,7 @@ impl JsonFormatter {
             if attr.is_nested() && !self.separate_nested {
                 continue;
             }
-            if !self.selected(attr.name()) {
+            if !selects(&self.spec, db, attr) {
                 continue;
             }
             let quoted =
@@ -86,14 +85,14 @@ impl JsonFormatter {
         if !self.separate_nested {
             // The nested values go into `path`: all of them, or with a
             // SELECT list those of the listed attributes (all for `path`).
-            let all = !explicit || self.spec.select_path || self.selected("path");
+            let all = !explicit || self.spec.select_path || self.selects_path();
             for entry in &record.entries {
                 let Entry::Reference(node) = entry else { continue };
                 let mut nodes = Vec::new();
                 db.path_to(*node, &mut nodes);
                 for id in nodes {
                     let n = db.node(id).expect("path node");
-                    if db.attribute(n.attribute).is_some_and(|a| a.is_nested() && (all || self.selected(a.name()))) {
+                    if db.attribute(n.attribute).is_some_and(|a| a.is_nested() && (all || selects(&self.spec, db, a))) {
                         path.push(n.value.to_string());
                     }
                 }
@@ -147,7 +146,7 @@ impl JsonFormatter {
         for attr in db.attributes() {
             if attr.is_hidden()
                 || (attr.is_nested() && !self.separate_nested)
-                || (explicit && !self.selected(attr.name()))
+                || (explicit && !selects(&self.spec, db, attr))
             {
                 continue;
             }

@@ -10,24 +10,33 @@
 //! }
 //! ```
 
+use super::RecordFormatter;
 use super::json::{bare_value, quote};
-use super::{RecordFormatter, fields};
+use super::selection::is_column;
 use crate::spec::{QuerySpec, Selection};
 use caliper_data::attribute::ALIAS_ATTR_NAME;
 use caliper_data::hash::FxHashMap;
-use caliper_data::node::Id;
+use caliper_data::node::{Id, PROP_ATTR_ID, TYPE_ATTR_ID};
 use caliper_data::{AttrType, Entry, MetadataDb, Record, RecordKind, Variant};
 use std::io::{self, Write};
 
-/// Collects the records and writes the split layout at the end.
+/// Collects the records and writes the split layout at the end, as the
+/// reference lays it out.
 ///
 /// Columns: the SELECT list; else, with GROUP BY, the key attributes and
-/// the aggregation results; else every non-hidden, non-global attribute
-/// the records have. Single-attribute columns come first, sorted by
-/// attribute name and titled with their alias; one `path` column for the
-/// region hierarchy comes last. Value (as-value) columns hold the value,
-/// the others an index into `nodes`, where every distinct path prefix is
-/// a node.
+/// the aggregation results; else every attribute of the database that is
+/// neither hidden nor global (the metadata ones such as `attribute.unit`
+/// and `cali.attribute.name` too). Single-attribute columns come first,
+/// sorted by attribute name and titled with their alias; one `path` column
+/// for the nested attributes comes last.
+///
+/// Value (as-value) columns hold a record's immediate value. The others
+/// hold an index into `nodes`: the values of the column's attributes met
+/// while walking, from each entry of the record up to the root, the
+/// entry's node (for an immediate entry, its attribute's node, so the
+/// attributes' own metadata shows), read root first as a path. A node is
+/// a (parent, label) pair: a label seen first in another column is the
+/// same node, as in the reference.
 pub struct JsonSplitFormatter {
     out: Box<dyn Write>,
     spec: QuerySpec,
@@ -36,31 +45,34 @@ pub struct JsonSplitFormatter {
 
 /// A column of the output.
 struct Column {
-    /// The attribute, `None` for the path column.
+    /// The attributes it shows: one, or the nested ones for `path`.
+    attrs: Vec<Id>,
+    /// The attribute whose metadata describes the column; `None` for
+    /// `path`.
     attr: Option<Id>,
     title: String,
     is_value: bool,
 }
 
-/// The `nodes` list: every distinct (column, parent, label) in creation
-/// order.
+/// The `nodes` list: every distinct (parent, label) in creation order,
+/// with the title of the column that created it.
 #[derive(Default)]
 struct Nodes {
     list: Vec<(String, String, Option<usize>)>,
-    index: FxHashMap<(String, Option<usize>, String), usize>,
+    index: FxHashMap<(Option<usize>, String), usize>,
 }
 
 impl Nodes {
-    /// The node index of a path of labels in a column (its last prefix).
-    fn path(&mut self, column: &str, labels: &[String]) -> Option<usize> {
+    /// The node index of a path of labels (its last prefix), created in
+    /// `column` where new.
+    fn path(&mut self, column: &str, labels: impl Iterator<Item = String>) -> Option<usize> {
         let mut parent = None;
         for label in labels {
-            let key = (column.to_string(), parent, label.clone());
-            let next = match self.index.get(&key) {
+            let next = match self.index.get(&(parent, label.clone())) {
                 Some(&i) => i,
                 None => {
                     self.list.push((label.clone(), column.to_string(), parent));
-                    self.index.insert(key, self.list.len() - 1);
+                    self.index.insert((parent, label), self.list.len() - 1);
                     self.list.len() - 1
                 }
             };
@@ -70,6 +82,14 @@ impl Nodes {
     }
 }
 
+/// Whether the select-all layout leaves `attr` out. Besides hidden and
+/// global attributes, the reference's database does not list the two
+/// bootstrap attributes that hold an attribute's type and properties
+/// (their values are in each column's metadata).
+fn left_out_of_all(attr: &caliper_data::Attribute) -> bool {
+    attr.is_hidden() || attr.is_global() || attr.id() == TYPE_ATTR_ID || attr.id() == PROP_ATTR_ID
+}
+
 impl JsonSplitFormatter {
     /// A formatter for the query's selection.
     pub fn new(spec: &QuerySpec, out: Box<dyn Write>) -> JsonSplitFormatter {
@@ -77,65 +97,39 @@ impl JsonSplitFormatter {
     }
 
     fn columns(&self, db: &MetadataDb) -> Vec<Column> {
-        let mut attrs: Vec<Id> = Vec::new();
-        let mut path = false;
-        let add = |attrs: &mut Vec<Id>, id: Id| {
-            if !attrs.contains(&id) {
-                attrs.push(id);
-            }
-        };
-        let by_name = |name: &str| db.attribute_by_name(name).map(|a| a.id());
-        // A nested attribute named (`group by loop`) is shown in the path
-        // column, as `path` itself is.
-        let names_nested =
-            |names: &[String]| names.iter().any(|n| db.attribute_by_name(n).is_some_and(|a| a.is_nested()));
-        match (&self.spec.select, &self.spec.group_by) {
-            (Selection::List(names), _) => {
-                path = self.spec.select_path || names_nested(names);
-                for id in names.iter().filter_map(|n| by_name(n)) {
-                    add(&mut attrs, id);
-                }
+        let all = db.attributes();
+        let named = |names: &[String], a: &caliper_data::Attribute| names.iter().any(|n| n == a.name());
+        let (shown, path): (Vec<&caliper_data::Attribute>, bool) = match (&self.spec.select, &self.spec.group_by) {
+            (Selection::List(items), _) => {
+                let shown: Vec<_> = all.iter().copied().filter(|a| is_column(db, items, a)).collect();
+                // A nested attribute named (`select loop`) is shown in the
+                // path column, as `path` itself is.
+                (shown.clone(), self.spec.select_path || shown.iter().any(|a| a.is_nested()))
             }
             (_, Selection::List(keys)) if !self.spec.aggregate.is_empty() => {
-                path = self.spec.group_by_path || names_nested(keys);
-                let results = self.spec.aggregate.iter().map(|op| op.result_name());
-                for id in keys.iter().cloned().chain(results).filter_map(|n| by_name(&n)) {
-                    add(&mut attrs, id);
-                }
+                let results: Vec<String> = self.spec.aggregate.iter().map(|op| op.result_name()).collect();
+                let shown: Vec<_> = all.iter().copied().filter(|a| named(keys, a) || named(&results, a)).collect();
+                (shown.clone(), self.spec.group_by_path || shown.iter().any(|a| a.is_nested()))
             }
             _ => {
-                for record in &self.records {
-                    for field in fields(db, record) {
-                        let Some(a) = db.attribute(field.attr) else { continue };
-                        if a.is_hidden() || a.is_global() {
-                            continue;
-                        }
-                        if a.is_nested() {
-                            path = true;
-                        } else {
-                            add(&mut attrs, field.attr);
-                        }
-                    }
-                }
+                let shown: Vec<_> = all.iter().copied().filter(|a| !left_out_of_all(a)).collect();
+                (shown.clone(), shown.iter().any(|a| a.is_nested()))
             }
-        }
-        let mut columns: Vec<Column> = attrs
+        };
+        let mut single: Vec<&caliper_data::Attribute> = shown.into_iter().filter(|a| !a.is_nested()).collect();
+        single.sort_by(|a, b| a.name().cmp(b.name()));
+        let mut columns: Vec<Column> = single
             .into_iter()
-            .filter_map(|id| db.attribute(id))
-            .filter(|a| !a.is_nested())
             .map(|a| {
                 let meta_alias = db.metadata_by_name(a, ALIAS_ATTR_NAME).map(|v| v.to_string());
                 let title =
                     self.spec.alias(a.name()).map(str::to_string).or(meta_alias).unwrap_or(a.name().to_string());
-                Column { attr: Some(a.id()), title, is_value: a.is_asvalue() }
+                Column { attrs: vec![a.id()], attr: Some(a.id()), title, is_value: a.is_asvalue() }
             })
             .collect();
-        columns.sort_by(|a, b| {
-            let name = |c: &Column| c.attr.and_then(|id| db.attribute(id)).map(|a| a.name().to_string());
-            name(a).cmp(&name(b))
-        });
         if path {
-            columns.push(Column { attr: None, title: "path".to_string(), is_value: false });
+            let nested = all.iter().filter(|a| a.is_nested()).map(|a| a.id()).collect();
+            columns.push(Column { attrs: nested, attr: None, title: "path".to_string(), is_value: false });
         }
         columns
     }
@@ -154,43 +148,42 @@ impl JsonSplitFormatter {
         }
         format!("{{ {} }}", parts.join(", "))
     }
-}
 
-/// The values of a record's nested attributes, root first (the path).
-fn path_labels(db: &MetadataDb, record: &Record) -> Vec<String> {
-    let mut labels = Vec::new();
-    let mut nodes = Vec::new();
-    for entry in &record.entries {
-        let Entry::Reference(node) = entry else { continue };
-        nodes.clear();
-        db.path_to(*node, &mut nodes);
-        for &id in &nodes {
-            let n = db.node(id).expect("path node");
-            if db.attribute(n.attribute).is_some_and(|a| a.is_nested()) {
-                labels.push(n.value.to_string());
+    /// The cells of one record's row.
+    fn row(
+        db: &MetadataDb,
+        columns: &[Column],
+        by_attr: &FxHashMap<Id, usize>,
+        nodes: &mut Nodes,
+        record: &Record,
+    ) -> String {
+        // Per tree column, the labels met walking up from each entry (the
+        // references first, as the reference's reader orders them).
+        let mut labels: Vec<Vec<String>> = vec![Vec::new(); columns.len()];
+        let starts = record.refs().chain(record.immediates().map(|(attr, _)| attr));
+        for start in starts {
+            let mut next = Some(start);
+            while let Some(n) = next.and_then(|id| db.node(id)) {
+                if let Some(&c) = by_attr.get(&n.attribute) {
+                    labels[c].push(n.value.to_string());
+                }
+                next = n.parent;
             }
         }
+        let cells: Vec<String> = columns
+            .iter()
+            .zip(labels)
+            .map(|(col, labels)| {
+                if col.is_value {
+                    let value = record.immediates().find(|(a, _)| col.attrs.contains(a)).map(|(_, v)| v);
+                    value.map_or_else(|| "null".to_string(), value_cell)
+                } else {
+                    nodes.path(&col.title, labels.into_iter().rev()).map_or("null".into(), |i| i.to_string())
+                }
+            })
+            .collect();
+        format!("    [ {} ]", cells.join(", "))
     }
-    labels
-}
-
-/// The tree values of one attribute in a record, root first.
-fn tree_values(db: &MetadataDb, record: &Record, attr: Id) -> Vec<String> {
-    let mut values = Vec::new();
-    let mut nodes = Vec::new();
-    for entry in &record.entries {
-        let Entry::Reference(node) = entry else { continue };
-        nodes.clear();
-        db.path_to(*node, &mut nodes);
-        values.extend(
-            nodes
-                .iter()
-                .map(|&id| db.node(id).expect("path node"))
-                .filter(|n| n.attribute == attr)
-                .map(|n| n.value.to_string()),
-        );
-    }
-    values
 }
 
 /// A value cell: numbers bare (unless JSON has no such number), everything
@@ -212,25 +205,14 @@ impl RecordFormatter for JsonSplitFormatter {
 
     fn finish(&mut self, db: &mut MetadataDb) -> io::Result<()> {
         let columns = self.columns(db);
+        let by_attr: FxHashMap<Id, usize> = columns
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| !c.is_value)
+            .flat_map(|(i, c)| c.attrs.iter().map(move |&a| (a, i)))
+            .collect();
         let mut nodes = Nodes::default();
-        let mut rows = Vec::new();
-        for record in &self.records {
-            let cells: Vec<String> = columns
-                .iter()
-                .map(|col| match col.attr {
-                    None => nodes.path(&col.title, &path_labels(db, record)).map_or("null".into(), |i| i.to_string()),
-                    Some(attr) if col.is_value => {
-                        let value = record.immediates().find(|(a, _)| *a == attr).map(|(_, v)| v.clone());
-                        value.map_or_else(|| "null".to_string(), |v| value_cell(&v))
-                    }
-                    Some(attr) => {
-                        let labels = tree_values(db, record, attr);
-                        nodes.path(&col.title, &labels).map_or("null".into(), |i| i.to_string())
-                    }
-                })
-                .collect();
-            rows.push(format!("    [ {} ]", cells.join(", ")));
-        }
+        let rows: Vec<String> = self.records.iter().map(|r| Self::row(db, &columns, &by_attr, &mut nodes, r)).collect();
         let mut text = String::from("{\n  \"data\": [\n");
         text.push_str(&rows.join(",\n"));
         text.push_str("\n  ],\n");

@@ -10,6 +10,7 @@ mod expand;
 mod folded;
 mod json;
 mod json_split;
+mod selection;
 mod table;
 mod tree;
 mod user;

@@ -1,5 +1,6 @@
 //! `table`: records as an aligned text table.
 
+use super::selection;
 use super::{FormatError, RecordFormatter, display_name, fields, fields_except, parse_width, print_globals, push_cell};
 use crate::spec::{FormatSpec, QuerySpec, Selection, SortOrder};
 use caliper_data::attribute::ALIAS_ATTR_NAME;
@@ -11,8 +12,10 @@ use std::io::{self, Write};
 const DEFAULT_COLUMN_WIDTH: usize = 60;
 
 /// Writes records as a table: a header line, then one line per record with
-/// at least one non-empty cell. Columns are the SELECT list, or every
-/// (non-hidden, non-global) attribute in order of first appearance. Text is
+/// at least one non-empty cell. Columns are the SELECT list (a class item
+/// such as `class.iteration` giving its members, in order of first
+/// appearance), or every (non-hidden, non-global) attribute in order of
+/// first appearance. Text is
 /// left-aligned, numbers right-aligned; a cell longer than the column cap
 /// is shortened to `head~~tail`.
 pub struct TableFormatter {
@@ -28,6 +31,9 @@ pub struct TableFormatter {
 
 struct Column {
     name: String,
+    /// The SELECT item the column comes from (0 without a list): columns
+    /// print in item order, a class item's members where the class stands.
+    item: usize,
     header: Option<String>,
     numeric: bool,
 }
@@ -38,13 +44,40 @@ struct Row {
     keys: Vec<Option<Variant>>,
 }
 
+impl Column {
+    fn new(name: &str, item: usize) -> Column {
+        Column { name: name.to_string(), item, header: None, numeric: false }
+    }
+}
+
 impl TableFormatter {
+    /// Puts the columns in SELECT item order (stable, so members of a class
+    /// in the order met) and drops the columns of class items, which stand
+    /// for their members.
+    fn order_columns(&mut self, db: &MetadataDb) {
+        let mut order: Vec<usize> = (0..self.columns.len()).collect();
+        order.sort_by_key(|&i| self.columns[i].item);
+        let items = match &self.spec.select {
+            Selection::List(items) => items.as_slice(),
+            _ => &[],
+        };
+        let class = |c: &Column| items.contains(&c.name) && selection::is_class(db, &c.name);
+        order.retain(|&i| !class(&self.columns[i]));
+        let mut columns: Vec<Option<Column>> = std::mem::take(&mut self.columns).into_iter().map(Some).collect();
+        self.columns = order.iter().map(|&i| columns[i].take().expect("each column once")).collect();
+        for row in &mut self.rows {
+            let mut cells: Vec<Option<String>> = std::mem::take(&mut row.cells).into_iter().map(Some).collect();
+            row.cells = order.iter().map(|&i| cells[i].take().expect("each cell once")).collect();
+        }
+    }
+
     /// A table for the query; `column-width` caps columns (0 or less: no cap).
     pub fn new(spec: &QuerySpec, format: &FormatSpec, out: Box<dyn Write>) -> Result<TableFormatter, FormatError> {
         let max_width = parse_width(format, "table")?.unwrap_or(Some(DEFAULT_COLUMN_WIDTH));
         let (columns, discover) = match &spec.select {
             Selection::List(names) => {
-                (names.iter().map(|n| Column { name: n.clone(), header: None, numeric: false }).collect(), false)
+                let columns = names.iter().enumerate().map(|(item, n)| Column::new(n, item)).collect();
+                (columns, false)
             }
             _ => (Vec::new(), true),
         };
@@ -78,7 +111,8 @@ impl RecordFormatter for TableFormatter {
                 .map(|c| c.name.as_str())
                 .chain(self.spec.sort.iter().map(|k| k.attribute.as_str()))
                 .collect();
-            let skip = |attr| db.attribute(attr).is_none_or(|a| !wanted.contains(&a.name()));
+            let skip =
+                |attr| db.attribute(attr).is_none_or(|a| !wanted.iter().any(|item| selection::item_names(db, item, a)));
             if wanted.iter().any(|n| db.attribute_by_name(n).is_none_or(|a| !a.is_asvalue())) {
                 fields_except(db, record, skip)
             } else {
@@ -89,15 +123,21 @@ impl RecordFormatter for TableFormatter {
                 fields_except(db, &immediates, skip)
             }
         };
-        if self.discover {
-            for field in &values {
-                let Some(a) = db.attribute(field.attr) else {
-                    continue;
-                };
-                if a.is_hidden() || a.is_global() || self.columns.iter().any(|c| c.name == a.name()) {
-                    continue;
-                }
-                self.columns.push(Column { name: a.name().to_string(), header: None, numeric: false });
+        for field in &values {
+            let Some(a) = db.attribute(field.attr) else {
+                continue;
+            };
+            if self.columns.iter().any(|c| c.name == a.name()) {
+                continue;
+            }
+            // New columns: without a list every shown attribute, with one
+            // the members of a class item.
+            let item = match &self.spec.select {
+                Selection::List(items) => items.iter().position(|item| selection::item_names(db, item, a)),
+                _ => (!a.is_hidden() && !a.is_global()).then_some(0),
+            };
+            if let Some(item) = item {
+                self.columns.push(Column::new(a.name(), item));
             }
         }
         for col in &mut self.columns {
@@ -145,6 +185,7 @@ impl RecordFormatter for TableFormatter {
         for row in &mut self.rows {
             row.cells.resize(self.columns.len(), String::new());
         }
+        self.order_columns(db);
         // Stable sort per key in sequence: the last key is the primary one,
         // as in the reference.
         for (i, key) in self.spec.sort.iter().enumerate() {

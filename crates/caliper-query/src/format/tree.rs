@@ -1,5 +1,6 @@
 //! `tree`: records arranged by their region path, as an indented table.
 
+use super::selection::expand_list;
 use super::{FormatError, PathAttributes, RecordFormatter, clamp, display_name, parse_width, print_globals, push_cell};
 use crate::spec::{FormatSpec, QuerySpec, Selection, SortOrder};
 use caliper_data::node::Id;
@@ -171,7 +172,9 @@ impl TreeFormatter {
                 // An attribute named in path-attributes is the tree's
                 // labels, not a column.
                 let labels = |n: &String| self.path.names(n);
-                list.iter().filter(|n| db.attribute_by_name(n).is_some() && !labels(n)).cloned().collect()
+                let seen: Vec<String> = self.seen.iter().map(|(_, n)| n.clone()).collect();
+                let names = expand_list(db, list, &seen);
+                names.into_iter().filter(|n| db.attribute_by_name(n).is_some() && !labels(n)).collect()
             }
             Selection::All => self.seen.iter().map(|(_, n)| n.clone()).collect(),
             _ => self

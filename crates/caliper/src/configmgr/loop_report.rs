@@ -121,10 +121,13 @@ impl LoopReport {
 }
 
 /// Per loop of the summary's records: its name, iterations and number of
-/// snapshots.
+/// snapshots. The name is the innermost `loop` value, as the reference
+/// takes it: a loop inside another (say a `target_loops` one) is named by
+/// itself, and its time series filters on that name.
 fn loop_infos(db: &MetadataDb, per_loop: &[Record]) -> Vec<LoopInfo> {
     let value_of = |record: &Record, name: &str| {
-        db.expand(record).into_iter().find(|(a, _)| db.attribute(*a).is_some_and(|a| a.name() == name)).map(|(_, v)| v)
+        let attr = db.attribute_by_name(name)?.id();
+        caliper_query::access::first_value(db, record, attr).cloned()
     };
     per_loop
         .iter()
