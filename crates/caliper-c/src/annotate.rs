@@ -212,6 +212,62 @@ pub unsafe extern "C" fn cali_safe_end_string(attr: cali_id_t, val: *const c_cha
     })
 }
 
+/// Ends the innermost value of attribute `attr`, which must be `val`
+/// (any type): the C++ `Caliper::end_with_value_check`. A mismatch is a
+/// stack error, as for `cali_end_region`.
+///
+/// # Safety
+/// A string or blob `val` points to its data.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cali_safe_end_variant(attr: cali_id_t, val: cali_variant_t) {
+    const ENTRY: &str = "cali_safe_end_variant";
+    guard(ENTRY, (), || {
+        let Some(c) = cali() else { return };
+        if let Some(a) = attribute(ENTRY, c, attr) {
+            // SAFETY: per the caller.
+            c.end(a, Some(ValueKey::from_variant(&unsafe { to_variant(&val) })));
+        }
+    })
+}
+
+/// Replaces the value of the as-value attribute `attr` with `val` and
+/// returns the value it had (empty if none): the C++ `Caliper::exchange`.
+/// The reference exchanges only as-value attributes; for another one this
+/// is logged and nothing changes. Get and set happen on the blackboard of
+/// the attribute's scope: on the calling thread's, nothing can come
+/// between them; on the process's, another thread's update can, as it
+/// could between any two calls of the program. The new value is set as by
+/// `cali_set`, so channels see the update as a set event unless the
+/// attribute skips events (the reference's exchange raises none).
+///
+/// # Safety
+/// A string or blob `val` points to its data.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cali_exchange(attr: cali_id_t, val: cali_variant_t) -> cali_variant_t {
+    const ENTRY: &str = "cali_exchange";
+    guard(ENTRY, cali_variant_t::default(), || {
+        let Some(c) = cali() else { return cali_variant_t::default() };
+        let Some(a) = attribute(ENTRY, c, attr) else { return cali_variant_t::default() };
+        if !a.is_asvalue() {
+            log::error(format_args!("{ENTRY}: attribute {attr} is not as-value, nothing exchanged"));
+            return cali_variant_t::default();
+        }
+        // SAFETY: per the caller.
+        let value = ValueKey::from_variant(&unsafe { to_variant(&val) });
+        if value.attr_type() != a.attr_type() {
+            log::error(format_args!(
+                "{ENTRY}: attribute type mismatch: {} value for {} attribute {attr}",
+                value.attr_type().name(),
+                a.attr_type().name()
+            ));
+            return cali_variant_t::default();
+        }
+        let old = c.get(a);
+        c.set(a, value);
+        old.map(|v| from_variant(&v)).unwrap_or_default()
+    })
+}
+
 /// Calls `f` with a by-name call's attribute name, after the runtime
 /// check; NULL names are logged.
 fn by_name(entry: &str, name: *const c_char, f: impl FnOnce(&str)) {

@@ -4,10 +4,10 @@
 
 use crate::entry::{CALI_INV_ID, cali_id_t, guard, static_cstr, text};
 use crate::setup::cali;
-use crate::variant::{cali_variant_t, to_variant};
+use crate::variant::{cali_variant_t, from_variant, to_variant};
 use caliper_data::{AttrType, Properties, Variant};
 use runtime::log;
-use std::ffi::{CStr, c_char, c_int};
+use std::ffi::{CStr, c_char, c_int, c_void};
 use std::sync::OnceLock;
 
 /// The version string, e.g. `0.1.0`.
@@ -120,4 +120,47 @@ pub unsafe extern "C" fn cali_make_loop_iteration_attribute(name: *const c_char)
         Some(cali()?.iteration_attribute(&name).id())
     })
     .unwrap_or(CALI_INV_ID)
+}
+
+/// The value of metadata attribute `meta_attr` on attribute `attr`, or
+/// an empty variant: the C++ `Attribute::get`.
+#[unsafe(no_mangle)]
+pub extern "C" fn cali_attribute_metadata(attr: cali_id_t, meta_attr: cali_id_t) -> cali_variant_t {
+    guard("cali_attribute_metadata", cali_variant_t::default(), || {
+        let info = cali().and_then(|c| c.attribute_info(attr));
+        let value = info.and_then(|i| i.metadata.into_iter().find(|(m, _)| *m == meta_attr).map(|(_, v)| v));
+        value.map(|v| from_variant(&v)).unwrap_or_default()
+    })
+}
+
+/// `cali_id_fn`: receives one id.
+pub type cali_id_fn = Option<unsafe extern "C" fn(*mut c_void, cali_id_t)>;
+
+/// Hands the id of every attribute of the process to `each`, in creation
+/// order: the C++ `Caliper::get_all_attributes`. An attribute's id is
+/// that of its name node in the context tree (a node of
+/// `cali.attribute.name`, id 8), so the tree is walked for those.
+///
+/// # Safety
+/// `each`, if not NULL, may be called with `user_arg` and must not unwind.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cali_all_attributes(each: cali_id_fn, user_arg: *mut c_void) {
+    const ENTRY: &str = "cali_all_attributes";
+    /// The attribute of attribute-name nodes.
+    const NAME_ATTR_ID: cali_id_t = 8;
+    guard(ENTRY, (), || {
+        let Some(each) = each else {
+            log::error(format_args!("{ENTRY}: NULL callback, call ignored"));
+            return;
+        };
+        let Some(c) = cali() else { return };
+        let ids: Vec<cali_id_t> = (0..c.tree().len())
+            .filter(|&id| c.tree().get(id).is_some_and(|n| n.attribute == NAME_ATTR_ID))
+            .filter(|&id| c.attribute_info(id).is_some())
+            .collect();
+        for id in ids {
+            // SAFETY: per the caller.
+            unsafe { each(user_arg, id) };
+        }
+    })
 }

@@ -1,8 +1,9 @@
 //! Runtime configuration, config sets, channels, flushing and
 //! initialisation.
 
-use crate::entry::{CALI_INV_ID, cali_id_t, guard, text};
+use crate::entry::{CALI_INV_ID, cali_id_t, guard, static_cstr, text};
 use crate::setup::cali;
+use caliper_data::{AttrType, Properties, Variant};
 use runtime::channel::Channel;
 use runtime::default_config;
 use runtime::{Caliper, RuntimeConfig, log};
@@ -71,15 +72,23 @@ pub extern "C" fn cali_config_allow_read_env(allow: c_int) {
 }
 
 /// `cali_configset_t`: key/value settings for a new channel.
+/// Presets are defaults below the environment and config files (the C++
+/// `RuntimeConfig::preset`); the C API sets only top-priority pairs.
 #[derive(Default)]
 pub struct ConfigSet {
     pairs: Vec<(String, String)>,
+    presets: Vec<(String, String)>,
 }
 
 impl ConfigSet {
     fn set(&mut self, key: String, value: String) {
         self.pairs.retain(|(k, _)| *k != key);
         self.pairs.push((key, value));
+    }
+
+    fn preset(&mut self, key: String, value: String) {
+        self.presets.retain(|(k, _)| *k != key);
+        self.presets.push((key, value));
     }
 }
 
@@ -139,6 +148,27 @@ pub unsafe extern "C" fn cali_configset_set(cfg: *mut ConfigSet, key: *const c_c
     })
 }
 
+/// A low-priority default in a config set: the environment (when the
+/// channel reads it) and config files override it. Under the C++
+/// `RuntimeConfig::preset`.
+///
+/// # Safety
+/// As [`cali_configset_set`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cali_configset_preset(cfg: *mut ConfigSet, key: *const c_char, value: *const c_char) {
+    const ENTRY: &str = "cali_configset_preset";
+    guard(ENTRY, (), || {
+        // SAFETY: per the caller.
+        let (Some(set), Some(k), Some(v)) =
+            (unsafe { cfg.as_mut() }, unsafe { text(ENTRY, key) }, unsafe { text(ENTRY, value) })
+        else {
+            log::error(format_args!("{ENTRY}: NULL argument, call ignored"));
+            return;
+        };
+        set.preset(k.into_owned(), v.into_owned());
+    })
+}
+
 /// Creates a channel with the settings of `cfg` (which may be NULL);
 /// returns its id. It reads the environment only with
 /// `CALI_CHANNEL_ALLOW_READ_ENV` and starts active unless
@@ -154,16 +184,63 @@ pub unsafe extern "C" fn cali_create_channel(name: *const c_char, flags: c_int, 
         let Some(name) = (unsafe { text(ENTRY, name) }) else { return CALI_INV_ID };
         let Some(c) = cali() else { return CALI_INV_ID };
         // SAFETY: per the caller.
-        let pairs = unsafe { cfg.as_ref() }.map(|s| s.pairs.as_slice()).unwrap_or_default();
-        let config = RuntimeConfig::from_pairs(
+        let set = unsafe { cfg.as_ref() };
+        let pairs = set.map(|s| s.pairs.as_slice()).unwrap_or_default();
+        let mut config = RuntimeConfig::from_pairs(
             pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())),
             flags & CALI_CHANNEL_ALLOW_READ_ENV != 0,
         );
+        for (k, v) in set.map(|s| s.presets.as_slice()).unwrap_or_default() {
+            config.preset(k, v);
+        }
         let channel = c.create_channel(&name, config);
         if flags & CALI_CHANNEL_LEAVE_INACTIVE == 0 {
             c.set_channel_active(&channel, true);
         }
         channel.id() as cali_id_t
+    })
+}
+
+/// The number of channel ids handed out so far: channels are numbered
+/// from 0 in creation order, and deleted ones keep their number. Lets the
+/// C++ `Caliper::get_all_channels` list them.
+#[unsafe(no_mangle)]
+pub extern "C" fn cali_num_channels() -> usize {
+    guard("cali_num_channels", 0, || cali().map_or(0, |c| c.all_channels().len()))
+}
+
+/// The name of channel `chn` (a string that lives as long as the
+/// process), or NULL if there is no such channel or it was deleted. Not
+/// an error: the C++ classes ask it to learn whether a channel exists.
+#[unsafe(no_mangle)]
+pub extern "C" fn cali_channel_name(chn: cali_id_t) -> *const c_char {
+    guard("cali_channel_name", std::ptr::null(), || {
+        let Some(c) = cali() else { return std::ptr::null() };
+        let found = usize::try_from(chn).ok().and_then(|i| c.all_channels().get(i).cloned());
+        match found {
+            Some(ch) if !c.is_deleted(&ch) => static_cstr(ch.name()).as_ptr(),
+            _ => std::ptr::null(),
+        }
+    })
+}
+
+/// Sets the global (run metadata) entry `key=value` on channel `chn`'s own
+/// blackboard, as the ConfigManager's controllers do with `opts:*` and
+/// `metadata(...)`: it appears in that channel's globals only. Under the
+/// C++ `ChannelController` with a metadata map.
+///
+/// # Safety
+/// `key` and `value` are NULL or NUL-terminated strings.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cali_channel_set_metadata(chn: cali_id_t, key: *const c_char, value: *const c_char) {
+    const ENTRY: &str = "cali_channel_set_metadata";
+    guard(ENTRY, (), || {
+        // SAFETY: per the caller.
+        let (Some(key), Some(value)) = (unsafe { text(ENTRY, key) }, unsafe { text(ENTRY, value) }) else { return };
+        let Some((c, ch)) = channel(ENTRY, chn) else { return };
+        let props = Properties::GLOBAL | Properties::SKIP_EVENTS | Properties::UNALIGNED;
+        let attr = c.create_attribute(&key, AttrType::String, props, &[]);
+        c.set_channel_global(&ch, attr, &Variant::string(&value));
     })
 }
 

@@ -3,7 +3,7 @@
 //! capsule `{ void* addr; int idtor; }` the caller owns, filled by
 //! `cali_ConfigManager_new` and emptied by `cali_ConfigManager_delete`.
 
-use crate::entry::{guard, static_cstr, text};
+use crate::entry::{CALI_INV_ID, guard, static_cstr, text};
 use crate::setup::cali;
 use runtime::configmgr::ChannelController;
 use runtime::{ConfigManager, log};
@@ -503,4 +503,44 @@ control! {
     cali_ConfigManager_start => start;
     cali_ConfigManager_stop => stop;
     cali_ConfigManager_flush => flush;
+}
+
+/// The id of controller `index`'s channel, or `CALI_INV_ID` before it has
+/// been started: the C++ `ChannelController::channel()`.
+///
+/// # Safety
+/// `cap` is NULL or a live capsule.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cali_ConfigManager_channel_id(cap: *mut Capsule, index: usize) -> u64 {
+    const ENTRY: &str = "cali_ConfigManager_channel_id";
+    guard(ENTRY, CALI_INV_ID, || {
+        // SAFETY: per the caller.
+        let found = unsafe { controller(ENTRY, cap, index) }.and_then(|c| c.channel());
+        found.map_or(CALI_INV_ID, |ch| ch.id() as u64)
+    })
+}
+
+/// Hands controller `index`'s channel settings (`CALI_*` keys and values)
+/// to `each`: the C++ `ChannelController::copy_config()`.
+///
+/// # Safety
+/// `cap` is NULL or a live capsule; `each`, if not NULL, may be called
+/// with `user_arg`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cali_ConfigManager_channel_config(
+    cap: *mut Capsule,
+    index: usize,
+    each: Option<KvFn>,
+    user_arg: *mut c_void,
+) {
+    const ENTRY: &str = "cali_ConfigManager_channel_config";
+    guard(ENTRY, (), || {
+        // SAFETY: per the caller.
+        let (Some(c), Some(each)) = (unsafe { controller(ENTRY, cap, index) }, each) else { return };
+        for (key, value) in c.config() {
+            let (key, value) = (c_string(key), c_string(value));
+            // SAFETY: per the caller; the strings outlive the call.
+            unsafe { each(user_arg, key.as_ptr(), value.as_ptr()) };
+        }
+    })
 }

@@ -102,6 +102,27 @@ pub unsafe extern "C" fn cali_channel_push_snapshot(
     })
 }
 
+/// Hands an asynchronous event, with the given information entries, to
+/// every active channel that takes them (the C++ `Caliper::async_event`;
+/// the `async_event` service makes a snapshot of it).
+///
+/// # Safety
+/// With `n > 0` the lists hold `n` elements.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cali_async_event(
+    n: c_int,
+    info_attr_list: *const cali_id_t,
+    info_val_list: *const cali_variant_t,
+) {
+    const ENTRY: &str = "cali_async_event";
+    guard(ENTRY, (), || {
+        let Some(c) = cali() else { return };
+        // SAFETY: per the caller.
+        let info = unsafe { trigger_entries(ENTRY, c, n, info_attr_list, info_val_list) };
+        c.async_event(&info);
+    })
+}
+
 fn encode(record: &Record) -> Vec<u8> {
     let refs: Vec<u64> = record.refs().take(MAX_ENTRIES).collect();
     let imms: Vec<(u64, &Variant)> = record.immediates().take(MAX_ENTRIES - refs.len()).collect();
@@ -131,12 +152,68 @@ pub unsafe extern "C" fn cali_channel_pull_snapshot(chn: cali_id_t, _scope: c_in
     guard(ENTRY, 0, || {
         let Some((c, channel)) = channel(ENTRY, chn) else { return 0 };
         let Some(record) = c.pull_snapshot(&channel) else { return 0 };
-        let bytes = encode(&record);
-        if bytes.len() <= len && !buf.is_null() {
-            // SAFETY: `buf` has room for `len` >= bytes.len() bytes.
-            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), buf, bytes.len()) };
-        }
-        bytes.len()
+        // SAFETY: per the caller.
+        unsafe { copy_out(&record, len, buf) }
+    })
+}
+
+/// Copies `record`, encoded as a pulled snapshot, into `buf` if it fits;
+/// returns the size it needs.
+///
+/// # Safety
+/// `buf` is NULL or has room for `len` bytes.
+unsafe fn copy_out(record: &Record, len: usize, buf: *mut u8) -> usize {
+    let bytes = encode(record);
+    if bytes.len() <= len && !buf.is_null() {
+        // SAFETY: `buf` has room for `len` >= bytes.len() bytes.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), buf, bytes.len()) };
+    }
+    bytes.len()
+}
+
+/// The run metadata of channel `chn` (the process's and the channel's
+/// global entries), encoded as a pulled snapshot into `buf`: the C++
+/// `Caliper::get_globals`. Returns the size needed (more than `len`: `buf`
+/// too small, nothing written; 0: no such channel).
+///
+/// # Safety
+/// `buf` is NULL or has room for `len` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cali_channel_pull_globals(chn: cali_id_t, len: usize, buf: *mut u8) -> usize {
+    const ENTRY: &str = "cali_channel_pull_globals";
+    guard(ENTRY, 0, || {
+        let Some((c, channel)) = channel(ENTRY, chn) else { return 0 };
+        // SAFETY: per the caller.
+        unsafe { copy_out(&c.globals(&channel), len, buf) }
+    })
+}
+
+/// `cali_record_fn`: receives one record encoded as a pulled snapshot
+/// (`len` bytes, valid for the call).
+pub type cali_record_fn = Option<unsafe extern "C" fn(*mut c_void, *const u8, usize)>;
+
+/// Flushes channel `chn` without writing its outputs: hands each record
+/// it gathered (its buffers are kept) to `proc_fn`, encoded as a pulled
+/// snapshot: the C++ `Caliper::flush`. Records of more than 127 entries
+/// keep their first 127, the limit of the encoding.
+///
+/// # Safety
+/// `proc_fn`, if not NULL, may be called with `user_arg` and must not
+/// unwind.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cali_channel_flush_records(chn: cali_id_t, proc_fn: cali_record_fn, user_arg: *mut c_void) {
+    const ENTRY: &str = "cali_channel_flush_records";
+    guard(ENTRY, (), || {
+        let Some((c, channel)) = channel(ENTRY, chn) else { return };
+        let Some(proc_fn) = proc_fn else {
+            log::error(format_args!("{ENTRY}: NULL callback, call ignored"));
+            return;
+        };
+        c.flush(&channel, &mut |record| {
+            let bytes = encode(record);
+            // SAFETY: per the caller; the bytes outlive the call.
+            unsafe { proc_fn(user_arg, bytes.as_ptr(), bytes.len()) };
+        });
     })
 }
 

@@ -1063,3 +1063,101 @@ fn the_fortran_types_annotate_and_read_region_times() {
     assert!(t("f.step", "2") >= 0.005 && t("f.step", "f.outer") == 0.0, "{stdout}");
     assert_eq!(t("cleared", "total.profile"), 0.0, "{stdout}");
 }
+
+/// The reference's low-level C++ classes (tests/cxx/runtime.cpp): its own
+/// checks pass, and what it measured reaches its outputs: the trace
+/// channel's `.cali` file, its controller's report, the ConfigManager's
+/// runtime-report, and its log lines.
+#[test]
+fn the_cxx_runtime_classes_measure_and_write() {
+    let dir = scratch("runtime-run");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cxx/runtime.cpp");
+    let exe = build_with_pkg_config(Lang::Cxx, &source, &dir.join("runtime"));
+    let out = program_under(&exe, None).arg(&dir).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && stdout.contains("runtime: all checks passed"), "{stdout}\n{stderr}");
+
+    // The ChannelController subclass: counts per region, not the region
+    // begun after stop().
+    let counts = "--- count report\nPath     count \ncounted      6 \n  nested     3 \n--- end\n";
+    assert!(stdout.contains(counts), "{stdout}");
+    // A ConfigManager controller driven through the ChannelController API.
+    let report = stdout.split("--- runtime-report\n").nth(1).and_then(|r| r.split("--- end").next()).unwrap_or("");
+    assert_eq!(report_shape(report).1, ["reported"], "{stdout}");
+
+    // Log(0) lines and perror, not the Log(1) line; the memory regions are
+    // the data tracker's (said once).
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(
+        lines[..2],
+        ["== CALIPER: runtime: an error line 42", "== CALIPER: runtime: open: No such file or directory"],
+        "{stderr}"
+    );
+    assert_eq!(lines.len(), 3, "{stderr}");
+    assert!(lines[2].starts_with("== CALIPER: cali_datatracker_track_dimensional: memory tracking"), "{stderr}");
+
+    // The trace channel wrote on flush_and_write: the event snapshots of
+    // begin/end in order, the pushed trigger, the async event; not the
+    // pulled snapshot.
+    let keep = |n: &str| match n {
+        "cxx.phase" | "event.begin#cxx.phase" | "event.end#cxx.phase" | "cxx.tag" => Keep::Value,
+        _ => Keep::Not,
+    };
+    assert_eq!(
+        records(&dir.join("runtime.cali"), &keep),
+        [
+            "event.begin#cxx.phase=outer",
+            "cxx.phase=outer,event.begin#cxx.phase=inner",
+            "cxx.phase=outer/inner,event.end#cxx.phase=inner",
+            "cxx.phase=outer,event.end#cxx.phase=outer",
+            "cxx.tag=pushed",
+            "event.begin#cxx.phase=pulled",
+            "cxx.phase=pulled,event.end#cxx.phase=pulled",
+            "cxx.tag=async",
+        ]
+    );
+    assert!(global_names(&dir.join("runtime.cali")).contains(&"cali.channel".to_string()));
+}
+
+/// Every C++ header of the reference that this library installs compiles
+/// when included alone (strict C++11 warnings as errors), and the C ones
+/// as C too.
+#[test]
+fn every_installed_header_compiles_alone() {
+    let dir = scratch("headers-alone");
+    let include = prefix().join("include");
+    let cxx = [
+        "caliper/Caliper.h",
+        "caliper/ChannelController.h",
+        "caliper/SnapshotRecord.h",
+        "caliper/callback.hpp",
+        "caliper/ConfigManager.h",
+        "caliper/Annotation.h",
+        "caliper/AsyncEvent.h",
+        "caliper/cali.h",
+        "caliper/cali-manager.h",
+        "caliper/cali_cxx_runtime.h",
+        "caliper/common/Attribute.h",
+        "caliper/common/CaliperMetadataAccessInterface.h",
+        "caliper/common/Entry.h",
+        "caliper/common/Log.h",
+        "caliper/common/Node.h",
+        "caliper/common/OutputStream.h",
+        "caliper/common/RuntimeConfig.h",
+        "caliper/common/Variant.h",
+    ];
+    let c = ["caliper/cali.h", "caliper/cali-manager.h", "caliper/cali_cxx_runtime.h"];
+    let builds =
+        cxx.iter().map(|h| (Lang::Cxx, h, "cpp", "-std=c++11")).chain(c.iter().map(|h| (Lang::C, h, "c", "-std=c99")));
+    for (i, (lang, header, ext, std)) in builds.enumerate() {
+        let source = dir.join(format!("alone{i}.{ext}"));
+        std::fs::write(&source, format!("#include <{header}>\n")).unwrap();
+        must(
+            Command::new(lang.compiler())
+                .args([std, "-Wall", "-Wextra", "-pedantic", "-Werror", "-fsyntax-only", "-I"])
+                .arg(&include)
+                .arg(&source),
+        );
+    }
+}

@@ -4,6 +4,7 @@
 #define CALI_ANNOTATION_H
 
 #include "cali.h"
+#include "common/Variant.h"
 
 #include <cstring>
 #include <map>
@@ -13,64 +14,6 @@
 
 namespace cali
 {
-
-/// A typed value (the C cali_variant_t). It does not own string data.
-class Variant
-{
-    cali_variant_t m_v;
-
-public:
-    Variant() : m_v(cali_make_empty_variant()) {}
-    Variant(const cali_variant_t& v) : m_v(v) {}
-    Variant(bool val) : m_v(cali_make_variant_from_bool(val)) {}
-    Variant(int val) : m_v(cali_make_variant_from_int(val)) {}
-    Variant(long val) : m_v(cali_make_variant_from_int64(val)) {}
-    Variant(long long val) : m_v(cali_make_variant_from_int64(val)) {}
-    Variant(unsigned val) : m_v(cali_make_variant_from_uint(val)) {}
-    Variant(unsigned long val) : m_v(cali_make_variant_from_uint(val)) {}
-    Variant(unsigned long long val) : m_v(cali_make_variant_from_uint(val)) {}
-    Variant(double val) : m_v(cali_make_variant_from_double(val)) {}
-    Variant(cali_attr_type val) : m_v(cali_make_variant_from_type(val)) {}
-    Variant(const char* val) : m_v(cali_make_variant(CALI_TYPE_STRING, val, val ? std::strlen(val) : 0)) {}
-    Variant(cali_attr_type type, const void* data, std::size_t size) : m_v(cali_make_variant(type, data, size)) {}
-
-    bool           empty() const { return cali_variant_is_empty(m_v); }
-    cali_attr_type type() const { return cali_variant_get_type(m_v); }
-    std::size_t    size() const { return cali_variant_get_size(m_v); }
-    const void*    data() const { return cali_variant_get_data(&m_v); }
-    cali_variant_t c_variant() const { return m_v; }
-
-    int      to_int(bool* ok = 0) const { return cali_variant_to_int(m_v, ok); }
-    int64_t  to_int64(bool* ok = 0) const { return cali_variant_to_int64(m_v, ok); }
-    uint64_t to_uint(bool* ok = 0) const { return cali_variant_to_uint(m_v, ok); }
-    double   to_double(bool* ok = 0) const { return cali_variant_to_double(m_v, ok); }
-    bool     to_bool(bool* ok = 0) const { return cali_variant_to_bool(m_v, ok); }
-
-    std::string to_string() const
-    {
-        cali_attr_type t = type();
-        if (t == CALI_TYPE_STRING) {
-            const char* p = static_cast<const char*>(data());
-            std::size_t n = size();
-            if (n > 0 && p[n - 1] == '\0')
-                --n;
-            return std::string(p, n);
-        }
-        if (t == CALI_TYPE_DOUBLE)
-            return std::to_string(to_double());
-        if (t == CALI_TYPE_BOOL)
-            return to_bool() ? "true" : "false";
-        if (t == CALI_TYPE_UINT)
-            return std::to_string(to_uint());
-        if (t == CALI_TYPE_INT)
-            return std::to_string(to_int64());
-        return std::string();
-    }
-
-    friend bool operator==(const Variant& a, const Variant& b) { return cali_variant_eq(a.m_v, b.m_v); }
-    friend bool operator!=(const Variant& a, const Variant& b) { return !cali_variant_eq(a.m_v, b.m_v); }
-    friend bool operator<(const Variant& a, const Variant& b) { return cali_variant_compare(a.m_v, b.m_v) < 0; }
-};
 
 /// Marks a function as a region (region=name) for its lifetime.
 class Function

@@ -4,6 +4,7 @@
 #ifndef CALI_CONFIGMANAGER_H
 #define CALI_CONFIGMANAGER_H
 
+#include "ChannelController.h"
 #include "cali-manager.h"
 
 #include <cstddef>
@@ -41,39 +42,40 @@ private:
     ConfigManagerHolder(const ConfigManagerHolder&);
     ConfigManagerHolder& operator=(const ConfigManagerHolder&);
 };
-} // namespace detail
 
-/// A config's channel, as created by ConfigManager::add. A handle: it
-/// keeps the manager alive, and copies control the same channel. (The
-/// reference's ChannelController is also a base class for programs'
-/// own controllers; this one is not.)
-class ChannelController
+/// The controller of a config's channel, as created by
+/// ConfigManager::add: it keeps the manager alive.
+class ConfigManagedChannel : public ManagedChannel
 {
-    std::shared_ptr<detail::ConfigManagerHolder> m_h;
-    std::size_t                                  m_index;
+    std::shared_ptr<ConfigManagerHolder> m_h;
+    std::size_t                          m_index;
 
 public:
-    ChannelController(const std::shared_ptr<detail::ConfigManagerHolder>& h, std::size_t index)
-        : m_h(h), m_index(index)
-    {}
+    ConfigManagedChannel(const std::shared_ptr<ConfigManagerHolder>& h, std::size_t index) : m_h(h), m_index(index) {}
 
-    /// The config's name (also the channel's).
     std::string name() const
     {
         const char* n = cali_ConfigManager_channel_name(&m_h->mgr, m_index);
         return n ? n : "";
     }
 
-    /// Creates (the first time) and activates the channel.
     void start() { cali_ConfigManager_channel_start(&m_h->mgr, m_index); }
-    /// Deactivates the channel; it keeps what it gathered.
     void stop() { cali_ConfigManager_channel_stop(&m_h->mgr, m_index); }
-    /// Writes the config's output (a report, a file).
     void flush() { cali_ConfigManager_channel_flush(&m_h->mgr, m_index); }
 
-    bool is_active() const { return cali_ConfigManager_channel_is_active(&m_h->mgr, m_index); }
-    bool is_instantiated() const { return cali_ConfigManager_channel_is_instantiated(&m_h->mgr, m_index); }
+    bool      is_active() const { return cali_ConfigManager_channel_is_active(&m_h->mgr, m_index); }
+    bool      is_instantiated() const { return cali_ConfigManager_channel_is_instantiated(&m_h->mgr, m_index); }
+    cali_id_t channel_id() const { return cali_ConfigManager_channel_id(&m_h->mgr, m_index); }
+
+    config_map_t copy_config() const
+    {
+        config_map_t cfg;
+        cali_ConfigManager_channel_config(&m_h->mgr, m_index, cali_cxx_collect_kv, &cfg);
+        return cfg;
+    }
 };
+} // namespace detail
+
 
 /// Creates and controls measurement configs from config strings such as
 /// "runtime-report,region.count". Copies share the manager.
@@ -85,6 +87,16 @@ public:
     typedef std::map<std::string, std::string>     argmap_t;
     typedef std::shared_ptr<ChannelController>     ChannelPtr;
     typedef std::vector<ChannelPtr>                ChannelList;
+
+private:
+    /// The controller of the manager's channel index.
+    ChannelPtr make_controller(std::size_t index) const
+    {
+        std::shared_ptr<detail::ManagedChannel> managed(new detail::ConfigManagedChannel(m_h, index));
+        return ChannelPtr(new ChannelController(managed));
+    }
+
+public:
 
     ConfigManager() : m_h(new detail::ConfigManagerHolder) {}
     explicit ConfigManager(const char* config_string) : m_h(new detail::ConfigManagerHolder) { add(config_string); }
@@ -124,7 +136,7 @@ public:
         ChannelList list;
         std::size_t n = cali_ConfigManager_channel_count(&m_h->mgr);
         for (std::size_t i = 0; i < n; ++i)
-            list.push_back(ChannelPtr(new ChannelController(m_h, i)));
+            list.push_back(make_controller(i));
         return list;
     }
 
@@ -133,7 +145,7 @@ public:
     {
         std::size_t n = cali_ConfigManager_channel_count(&m_h->mgr);
         for (std::size_t i = 0; i < n; ++i) {
-            ChannelPtr channel(new ChannelController(m_h, i));
+            ChannelPtr channel = make_controller(i);
             if (channel->name() == name)
                 return channel;
         }

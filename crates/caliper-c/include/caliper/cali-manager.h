@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -49,6 +50,10 @@ void        cali_ConfigManager_channel_stop(cali_ConfigManager* self, size_t ind
 void        cali_ConfigManager_channel_flush(cali_ConfigManager* self, size_t index);
 bool        cali_ConfigManager_channel_is_active(cali_ConfigManager* self, size_t index);
 bool        cali_ConfigManager_channel_is_instantiated(cali_ConfigManager* self, size_t index);
+/* The id of controller index's channel (CALI_INV_ID before its start),
+ * and its channel settings (one call per key and value). */
+uint64_t cali_ConfigManager_channel_id(cali_ConfigManager* self, size_t index);
+void     cali_ConfigManager_channel_config(cali_ConfigManager* self, size_t index, cali_kv_fn each, void* user_arg);
 
 #ifdef __cplusplus
 } /* extern "C" */
