@@ -1086,16 +1086,14 @@ fn the_cxx_runtime_classes_measure_and_write() {
     let report = stdout.split("--- runtime-report\n").nth(1).and_then(|r| r.split("--- end").next()).unwrap_or("");
     assert_eq!(report_shape(report).1, ["reported"], "{stdout}");
 
-    // Log(0) lines and perror, not the Log(1) line; the memory regions are
-    // the data tracker's (said once).
+    // Log(0) lines and perror, not the Log(1) line; the memory regions go
+    // to the data tracker without a word (no channel tracks memory).
     let lines: Vec<&str> = stderr.lines().collect();
     assert_eq!(
-        lines[..2],
+        lines,
         ["== CALIPER: runtime: an error line 42", "== CALIPER: runtime: open: No such file or directory"],
         "{stderr}"
     );
-    assert_eq!(lines.len(), 3, "{stderr}");
-    assert!(lines[2].starts_with("== CALIPER: cali_datatracker_track_dimensional: memory tracking"), "{stderr}");
 
     // The trace channel wrote on flush_and_write: the event snapshots of
     // begin/end in order, the pushed trigger, the async event; not the
@@ -1160,4 +1158,57 @@ fn every_installed_header_compiles_alone() {
                 .arg(&source),
         );
     }
+}
+
+/// `io.bytes` (the io service wrapping open, write, pwrite, close, fopen,
+/// fread and fclose at run time): each region's bytes exactly; and in an
+/// event trace, each call is an `io.region` (`write`, `read`, `metadata`)
+/// with the file's file system and mount point.
+#[test]
+fn io_bytes_report_the_bytes_each_region_moved() {
+    let exe = test_program("io");
+    let dir = scratch("io-run");
+    let file = dir.join("data.bin");
+    let out = program_under(&exe, Some("runtime-report,io.bytes,output=stdout")).arg(&file).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && stdout.starts_with("io: read 21000 bytes\n"), "{stdout}");
+    assert!(report_row(&stdout, "Path").ends_with(&["Bytes", "read", "Bytes", "written"]), "{stdout}");
+    assert_eq!(report_row(&stdout, "write_phase")[5..], ["13288"], "{stdout}");
+    assert_eq!(report_row(&stdout, "read_phase")[5..], ["21000"], "{stdout}");
+
+    let trace = dir.join("io.cali");
+    let out = program_under(&exe, None)
+        .arg(&file)
+        .env("CALI_SERVICES_ENABLE", "event,io,trace,recorder")
+        .env("CALI_RECORDER_FILENAME", &trace)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let keep = |name: &str| match name.starts_with("io.") || name == "region" || name.starts_with("event.end") {
+        true => Keep::Value,
+        false => Keep::Not,
+    };
+    let ends: Vec<String> = records(&trace, &keep).into_iter().filter(|l| l.contains("event.end#io.region")).collect();
+    let written: Vec<&String> = ends.iter().filter(|l| l.contains("io.region=write")).collect();
+    assert_eq!(written.len(), 4, "{ends:#?}");
+    let bytes = |l: &String| l.split(',').find_map(|f| f.strip_prefix("io.bytes.written=")).unwrap_or("").to_string();
+    assert_eq!(written.iter().map(|l| bytes(l)).collect::<Vec<_>>(), ["4096", "4096", "4096", "1000"]);
+    let (filesystem, mount) = filesystem_of(&dir);
+    for line in &written {
+        assert!(line.contains(&format!("io.filesystem={filesystem}")), "{line}");
+        assert!(line.contains(&format!("io.mount.point={mount}")), "{line}");
+        assert!(line.contains("region=write_phase"), "{line}");
+    }
+    assert!(ends.iter().any(|l| l.contains("io.region=read") && l.contains("io.bytes.read=21000")), "{ends:#?}");
+    let metadata = ends.iter().filter(|l| l.contains("io.region=metadata")).count();
+    assert_eq!(metadata, 4, "open, close, fopen, fclose: {ends:#?}");
+}
+
+/// The file system type and mount point of `dir`, from `df`.
+fn filesystem_of(dir: &Path) -> (String, String) {
+    let out = must(Command::new("df").args(["--output=fstype,target"]).arg(dir));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text.lines().nth(1).unwrap_or_default();
+    let (fstype, target) = line.trim().split_once(char::is_whitespace).unwrap_or_default();
+    (fstype.to_string(), target.trim().to_string())
 }

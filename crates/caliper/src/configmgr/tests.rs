@@ -167,16 +167,19 @@ fn user_specs_from_json_and_files() {
 
 #[test]
 fn documentation() {
-    let mgr = ConfigManager::new();
+    let mut mgr = ConfigManager::new();
     let names = mgr.available_config_specs();
     for name in ["runtime-report", "runtime-profile", "hatchet-region-profile", "event-trace", "spot"] {
         assert!(names.iter().any(|n| n == name), "{name} in {names:?}");
     }
+    let inheriting = r#"[ { "name": "my.mpi", "type": "bool", "category": "metric", "inherit": [ "profile.mpi" ] } ]"#;
+    assert!(mgr.add_option_spec(inheriting));
     let doc = mgr.documentation_for_spec("runtime-report");
     assert!(doc.starts_with("runtime-report\n Print a time profile for annotated regions\n  Options:\n"), "{doc}");
     assert!(doc.contains("\n   region.count "), "{doc}");
+    assert!(doc.contains("\n   io.bytes "), "{doc}");
     assert!(!doc.contains("mpi.message.size"), "unavailable options are not documented");
-    assert!(!doc.contains("io.bytes "), "nor options that inherit unavailable ones");
+    assert!(!doc.contains("my.mpi"), "nor options that inherit unavailable ones");
     assert_eq!(mgr.documentation_for_spec("nope"), "nope: Not available");
     assert!(mgr.configs_help().starts_with("Available config recipes:\n"));
 }

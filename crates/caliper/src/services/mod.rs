@@ -10,6 +10,7 @@ mod callpath;
 mod cpuinfo;
 mod debug;
 mod event;
+mod io;
 mod iteration_class;
 mod loop_monitor;
 mod loop_statistics;
@@ -45,6 +46,7 @@ pub const SERVICES: &[ServiceSpec] = &[
     cpuinfo::SPEC,
     debug::SPEC,
     event::SPEC,
+    io::SPEC,
     loop_monitor::SPEC,
     loop_statistics::SPEC,
     measurement_template::SPEC,
