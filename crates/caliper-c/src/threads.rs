@@ -1,11 +1,12 @@
 //! `pthread_create`, wrapped: a thread the program starts is made ready
-//! for signal snapshots (a sampler's timer, the unwinder's state) before
-//! its start routine runs, so that a program that never annotates is
-//! sampled on every thread it starts. Exported under the C library's
+//! for signal snapshots (a sampler's timer, the unwinder's state) and
+//! marked by the `pthread` service (`pthread.id`, `pthread.is_master`)
+//! before its start routine runs, so that a program that never annotates
+//! is sampled on every thread it starts. Exported under the C library's
 //! name, a program linked with libcaliper or with it preloaded calls this
 //! one, which calls the C library's (the next definition in the lookup
-//! order). When no signal snapshots are wanted, and for the runtime's own
-//! threads, it passes straight through.
+//! order). When neither is wanted, and for the runtime's own threads,
+//! it passes straight through.
 
 use crate::entry::guard;
 use runtime::log;
@@ -52,7 +53,8 @@ pub unsafe extern "C" fn pthread_create(
         log::error(format_args!("pthread_create: the C library's is not found; no thread started"));
         return libc::EAGAIN;
     };
-    if !runtime::signal::wanted() || runtime::signal::spawning_own_thread() {
+    let wanted = runtime::signal::wanted() || runtime::threads::program_threads_wanted();
+    if !wanted || runtime::signal::spawning_own_thread() {
         // SAFETY: the caller's arguments, passed on.
         return unsafe { create(thread, attr, routine, arg) };
     }
@@ -66,11 +68,16 @@ pub unsafe extern "C" fn pthread_create(
     created
 }
 
-/// The new thread: made ready for signal snapshots, then the program's
-/// routine.
+/// The new thread: made ready for signal snapshots and marked, then the
+/// program's routine.
 extern "C" fn start_prepared(start: *mut c_void) -> *mut c_void {
     // SAFETY: the box `pthread_create` handed this thread.
     let Start { routine, arg } = *unsafe { Box::from_raw(start as *mut Start) };
-    guard("pthread_create", (), runtime::signal::prepare_thread);
+    guard("pthread_create", (), || {
+        if runtime::signal::wanted() {
+            runtime::signal::prepare_thread();
+        }
+        runtime::threads::program_thread_started();
+    });
     routine(arg)
 }

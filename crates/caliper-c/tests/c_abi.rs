@@ -1212,3 +1212,42 @@ fn filesystem_of(dir: &Path) -> (String, String) {
     let (fstype, target) = line.trim().split_once(char::is_whitespace).unwrap_or_default();
     (fstype.to_string(), target.trim().to_string())
 }
+
+/// `pthread`: each thread the program starts sets its `pthread.id`
+/// (`pthread_self()`, distinct per thread) as an event before its routine
+/// runs, with `pthread.is_master=false`; the main thread has
+/// `pthread.is_master=true`. `main_thread_only` keeps the main thread's
+/// regions only.
+#[test]
+fn pthread_marks_threads_and_main_thread_only_keeps_the_main_thread() {
+    let exe = test_program("threads");
+    let out = must(&mut program_under(&exe, Some("runtime-report,main_thread_only,output=stdout")));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(report_shape(stdout.trim_start_matches("threads done\n")).1, ["main"], "{stdout}");
+
+    let trace = scratch("pthread-run").join("threads.cali");
+    let out = program_under(&exe, None)
+        .env("CALI_SERVICES_ENABLE", "event,pthread,trace,recorder")
+        .env("CALI_RECORDER_FILENAME", &trace)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let keep = |name: &str| match name.starts_with("pthread.") || name == "event.set#pthread.id" {
+        true => Keep::Value,
+        false => Keep::Not,
+    };
+    let lines = records(&trace, &keep);
+    let field = |l: &str, name: &str| l.split(',').find_map(|f| f.strip_prefix(name)).map(str::to_string);
+    let sets: Vec<&String> = lines.iter().filter(|l| l.contains("event.set#pthread.id=")).collect();
+    assert_eq!(sets.len(), 4, "one per thread started: {lines:#?}");
+    let mut ids: Vec<String> = sets.iter().filter_map(|l| field(l, "pthread.id=")).collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 4, "{sets:#?}");
+    for line in &lines {
+        let id = field(line, "pthread.id=").unwrap_or_default();
+        let master = field(line, "pthread.is_master=");
+        assert_eq!(master.as_deref(), Some(if ids.contains(&id) { "false" } else { "true" }), "{line}");
+    }
+    assert_eq!(lines.iter().filter(|l| l.contains("pthread.is_master=true")).count(), 2, "main's begin and end");
+}

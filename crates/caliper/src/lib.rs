@@ -81,3 +81,10 @@ pub mod signal {
         crate::capture::WANTED.load(std::sync::atomic::Ordering::Acquire)
     }
 }
+
+/// What a wrapper of `pthread_create` (libcaliper's) does for the threads
+/// a program starts: the `pthread` service's marks, set before the
+/// thread's start routine runs.
+pub mod threads {
+    pub use crate::services::{program_thread_started, program_threads_wanted};
+}

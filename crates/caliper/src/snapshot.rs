@@ -51,6 +51,12 @@ impl Snapshot {
         }
     }
 
+    /// Orders the values by attribute (stable: a key's values in one order
+    /// whatever order the snapshot had them in).
+    pub fn sort_values_by_attribute(&mut self) {
+        self.values.sort_by_key(|&(a, _)| a);
+    }
+
     /// Adds another snapshot's entries.
     #[inline]
     pub fn append(&mut self, other: &Snapshot) {
@@ -213,7 +219,8 @@ impl<'a> Measured<'a> {
 /// shape in a [`Snapshot`] (see [`ThreadService::process_region`](crate::service::ThreadService::process_region)).
 #[derive(Copy, Clone, Debug)]
 pub struct RegionSnapshot<'a> {
-    /// The process context's nodes.
+    /// The thread's unaligned node if it has one, then the process
+    /// context's nodes.
     pub context: &'a [Id],
     /// The event node.
     pub event: Id,

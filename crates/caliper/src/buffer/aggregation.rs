@@ -185,10 +185,16 @@ pub struct AggThread {
     /// context); keys with another one are in `by_other_pair`.
     by_pair: Sparse<u32>,
     by_other_pair: FxHashMap<(Id, Id), u32>,
+    /// Entries keyed by three nodes (a thread's unaligned node such as
+    /// `pthread.id`'s, a process context node, and an event node).
+    by_triple: FxHashMap<(Id, Id, Id), u32>,
     /// Entries of other keys, and those keys (the `Key`s of their entries
     /// point into `long_keys`).
     by_key: FxHashMap<Snapshot, u32>,
     long_keys: Vec<Snapshot>,
+    /// A key being looked up, kept for reuse: a key is allocated only
+    /// when it is new.
+    scratch_key: Snapshot,
     /// Per entry: its key and its number of snapshots.
     heads: Vec<Head>,
     /// Per entry, a row of `stride` statistics, one per metric slot. One
@@ -244,8 +250,10 @@ impl AggThread {
             by_node: Sparse::new(&NO_ENTRIES),
             by_pair: Sparse::new(&NO_ENTRIES),
             by_other_pair: FxHashMap::default(),
+            by_triple: FxHashMap::default(),
             by_key: FxHashMap::default(),
             long_keys: Vec::new(),
+            scratch_key: Snapshot::default(),
             heads: Vec::new(),
             stats: Vec::new(),
             stride: 0,
@@ -292,6 +300,7 @@ impl AggThread {
         self.by_node.clear();
         self.by_pair.clear();
         self.by_other_pair.clear();
+        self.by_triple.clear();
         self.by_key.clear();
         self.long_keys.clear();
         self.heads.clear();
@@ -407,6 +416,7 @@ impl AggThread {
             match *snapshot.nodes() {
                 [node] => return self.node_entry(node),
                 [a, b] => return self.pair_entry(a, b),
+                [a, b, c] => return self.triple_entry(a, b, c),
                 _ => {}
             }
         }
@@ -458,8 +468,18 @@ impl AggThread {
         e as usize
     }
 
+    /// The entry of a key of three nodes (kept as a long key).
+    fn triple_entry(&mut self, a: Id, b: Id, c: Id) -> usize {
+        if let Some(&e) = self.by_triple.get(&(a, b, c)) {
+            return e as usize;
+        }
+        let e = self.push_long_entry(node_key(&[a, b, c]));
+        self.by_triple.insert((a, b, c), e);
+        e as usize
+    }
+
     /// [`ThreadService::process_region`] of a snapshot whose key is not one
-    /// or two nodes, as any snapshot. Out of line, and given the snapshot by
+    /// to three nodes, as any snapshot. Out of line, and given the snapshot by
     /// value, so that the common case keeps its parts in registers.
     #[cold]
     #[inline(never)]
@@ -528,18 +548,28 @@ impl AggThread {
     /// The entry of a key of the snapshot's nodes and key values (sorted by
     /// attribute).
     fn key_entry(&mut self, cali: &dyn Runtime, snapshot: &Snapshot) -> usize {
-        let mut values: Vec<(Id, ValueKey)> =
-            snapshot.values().iter().copied().filter(|&(a, _)| self.kind_of(cali, a) == KEY).collect();
-        values.sort_by_key(|&(a, _)| a);
-        let mut key = node_key(snapshot.nodes());
-        for (a, v) in values {
-            key.push_value(a, v);
+        let mut key = std::mem::take(&mut self.scratch_key);
+        key.clear();
+        for &n in snapshot.nodes() {
+            key.push_node(n);
         }
-        if let Some(&i) = self.by_key.get(&key) {
-            return i as usize;
+        if !self.key_names.is_empty() {
+            for &(a, v) in snapshot.values() {
+                if self.kind_of(cali, a) == KEY {
+                    key.push_value(a, v);
+                }
+            }
+            key.sort_values_by_attribute();
         }
-        let i = self.push_long_entry(key.clone());
-        self.by_key.insert(key, i);
+        let i = match self.by_key.get(&key) {
+            Some(&i) => i,
+            None => {
+                let i = self.push_long_entry(key.clone());
+                self.by_key.insert(key.clone(), i);
+                i
+            }
+        };
+        self.scratch_key = key;
         i as usize
     }
 }
@@ -564,14 +594,16 @@ impl ThreadService for AggThread {
         }
     }
 
-    /// The key of a region snapshot is one or two nodes (the usual
-    /// process context, then the event node) unless the channel
-    /// aggregates by key attributes, and its values are known.
+    /// The key of a region snapshot is one to three nodes (a thread's
+    /// unaligned node, the usual process context, then the event node)
+    /// unless the channel aggregates by key attributes, and its values are
+    /// known.
     #[inline(always)]
     fn process_region(&mut self, cali: &dyn Runtime, region: &RegionSnapshot<'_>, scratch: &mut Snapshot) {
         let e = match (self.key_names.is_empty(), region.context) {
             (true, []) => self.node_entry(region.event),
             (true, &[first]) => self.pair_entry(first, region.event),
+            (true, &[first, second]) => self.triple_entry(first, second, region.event),
             _ => return self.process_other_region(cali, *region, scratch),
         };
         let [count, offset, duration] = self.region_slots;

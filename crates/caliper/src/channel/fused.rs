@@ -25,7 +25,8 @@ impl Channel {
     /// takes the snapshot of a region begin or end without building a
     /// [`Snapshot`] if it has the common shape (see [`RegionSnapshot`]):
     /// the attribute is on the region stack, and the thread's context has
-    /// no other entries than its region stack and the process's nodes.
+    /// no other entries than its region stack, its unaligned node (e.g.
+    /// `pthread.id`) and the process's nodes.
     /// Returns whether the update is handled; if not, the generic path
     /// takes it. Inlined into the runtime's loop over the active channels
     /// (a call less per update); the generic path stays out of line, so
@@ -48,13 +49,17 @@ impl Channel {
         // The thread state first: a thread's first use of the channel may
         // add to its context (e.g. the pthread service's thread ids).
         let ct = self.thread_state(cali, &mut t.channels, &mut t.blackboard);
-        if !(t.blackboard.unaligned.is_empty() && t.blackboard.values.is_empty()) {
+        if !t.blackboard.values.is_empty() {
             return false;
         }
         cali.refresh_process_entries(&mut t.process_entries, &mut t.process_version);
         if !t.process_entries.values().is_empty() {
             return false;
         }
+        let unaligned = match t.blackboard.unaligned.is_empty() {
+            true => None,
+            false => t.blackboard.unaligned.node(cali.tree(), &mut t.cache),
+        };
         let entry = StackEntry { attr, value };
         let info = |ct: &mut ChannelThread| ct.event_attribute(cali, self, attr.id(), kind);
         // An end's entry is on top: the end has checked it.
@@ -70,8 +75,12 @@ impl Channel {
                 Measured::new(&self.measured, &ct.measured)
             }
         };
+        let context = match unaligned {
+            None => t.process_entries.nodes(),
+            Some(node) => t.fused_context.of(&t.process_entries, t.process_version, node),
+        };
         let region = RegionSnapshot {
-            context: t.process_entries.nodes(),
+            context,
             event,
             count: (kind == EventKind::End).then_some(self.region_count.id()),
             time: ct.timer.as_mut().map(Stamps::stamp),

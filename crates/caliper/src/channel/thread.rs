@@ -7,6 +7,7 @@ use crate::channel::{Channel, ChannelThread};
 use crate::snapshot::Snapshot;
 use crate::sync::BusyFlag;
 use caliper_data::Entry;
+use caliper_data::node::Id;
 use std::cell::UnsafeCell;
 use std::sync::Arc;
 
@@ -32,6 +33,35 @@ pub struct ThreadData {
     /// The trigger entries of a memory region's snapshot, kept for reuse
     /// (a wrapped allocator hands every allocation to the channels).
     pub memory_entries: Vec<Entry>,
+    /// The context nodes of fused region snapshots when the thread has
+    /// unaligned context (e.g. the `pthread` service's marks).
+    pub fused_context: FusedContext,
+}
+
+/// A thread's unaligned node followed by the process context's nodes (the
+/// order of the generic path's snapshots), kept
+/// until either changes, so that a thread with unaligned context (the
+/// `pthread` service's marks) keeps the fused path.
+#[derive(Default)]
+pub struct FusedContext {
+    /// What `nodes` was made of: the process context's version and the
+    /// unaligned node.
+    made_of: Option<(u64, Id)>,
+    nodes: Vec<Id>,
+}
+
+impl FusedContext {
+    /// `unaligned`, then the process context's nodes (as of `version`).
+    #[inline]
+    pub fn of(&mut self, process: &Snapshot, version: u64, unaligned: Id) -> &[Id] {
+        if self.made_of != Some((version, unaligned)) {
+            self.nodes.clear();
+            self.nodes.push(unaligned);
+            self.nodes.extend_from_slice(process.nodes());
+            self.made_of = Some((version, unaligned));
+        }
+        &self.nodes
+    }
 }
 
 impl ThreadData {
@@ -46,6 +76,7 @@ impl ThreadData {
             snapshot: Snapshot::default(),
             captures: None,
             memory_entries: Vec::new(),
+            fused_context: FusedContext::default(),
         }
     }
 }

@@ -26,6 +26,7 @@ mod statistics;
 mod symbollookup;
 mod sysalloc;
 mod thread_id;
+pub use thread_id::{program_thread_started, program_threads_wanted};
 pub mod timer;
 mod trace;
 mod validator;
