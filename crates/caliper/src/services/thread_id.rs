@@ -56,7 +56,7 @@ impl ThreadId {
 fn this_thread() -> (ValueKey, ValueKey) {
     // SAFETY: plain calls without arguments.
     let (id, tid, pid) = unsafe { (libc::pthread_self(), libc::gettid(), libc::getpid()) };
-    (ValueKey::from_variant(&Variant::Uint(id as u64)), ValueKey::from_variant(&Variant::Bool(tid == pid)))
+    (ValueKey::from_variant(&Variant::Uint(id)), ValueKey::from_variant(&Variant::Bool(tid == pid)))
 }
 
 impl Service for ThreadId {
