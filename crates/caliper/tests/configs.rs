@@ -453,3 +453,36 @@ fn several_managers_beside_cali_config() {
     let globals = globals_with(&dir.path().join("trace.cali"), &|n| n == "opts:trace.buffer.policy");
     assert_eq!(globals, "opts:trace.buffer.policy=stop");
 }
+
+/// `libpfm` counts events per snapshot through `perf_event_open`: each
+/// region's `task-clock` (the thread's CPU time there) is positive and at
+/// most its wall time; `cycles` is counted where the machine has a PMU, and
+/// otherwise left out with one line while the rest is counted.
+#[test]
+fn libpfm_counts_events_per_region() {
+    let query = "select region,sum(libpfm.counter.task-clock),sum(libpfm.counter.cycles),sum(time.duration.ns) \
+                 group by region format expand";
+    let out = run(
+        "nested",
+        &[
+            ("CALI_SERVICES_ENABLE", "event,libpfm,timer,trace,report"),
+            ("CALI_LIBPFM_EVENTS", "task-clock,cycles"),
+            ("CALI_LIBPFM_ENABLE_SAMPLING", "false"),
+            ("CALI_REPORT_CONFIG", query),
+        ],
+    );
+    let (text, err) = (stdout(&out), stderr(&out));
+    let no_pmu = "== CALIPER: libpfm: cycles: no hardware performance counters on this machine; left out";
+    let has_pmu = !err.contains(no_pmu);
+    let field = |line: &str, name: &str| -> Option<u64> {
+        line.split(',').find_map(|f| f.strip_prefix(&format!("{name}="))).and_then(|v| v.parse().ok())
+    };
+    for region in ["main", "main/init", "main/foo"] {
+        let line =
+            text.lines().find(|l| l.starts_with(&format!("region={region},"))).unwrap_or_else(|| panic!("{text}"));
+        let cpu = field(line, "sum#libpfm.counter.task-clock").unwrap_or_else(|| panic!("{line}"));
+        let wall = field(line, "sum#time.duration.ns").unwrap_or_else(|| panic!("{line}"));
+        assert!(cpu > 0 && cpu <= wall + wall / 10 + 50_000, "{line}");
+        assert_eq!(field(line, "sum#libpfm.counter.cycles").is_some_and(|c| c > 0), has_pmu, "{line}\n{err}");
+    }
+}

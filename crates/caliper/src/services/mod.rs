@@ -12,6 +12,7 @@ mod debug;
 mod event;
 mod io;
 mod iteration_class;
+mod libpfm;
 mod loop_monitor;
 mod loop_statistics;
 pub mod measurement_template;
@@ -48,6 +49,7 @@ pub const SERVICES: &[ServiceSpec] = &[
     debug::SPEC,
     event::SPEC,
     io::SPEC,
+    libpfm::SPEC,
     loop_monitor::SPEC,
     loop_statistics::SPEC,
     measurement_template::SPEC,
