@@ -19,6 +19,7 @@
 //! begin is a push onto a thread-local stack, with the region name
 //! interned once per call site.
 
+pub mod alloc;
 mod alloc_guard;
 pub mod api;
 pub mod attributes;

@@ -38,7 +38,7 @@ const LAYERS: &[&[&str]] = &[
     &["channel"],
     &["services"],
     &["runtime"],
-    &["api", "configmgr", "query_report", "region_profile"],
+    &["alloc", "api", "configmgr", "query_report", "region_profile"],
 ];
 
 fn layer_of(module: &str) -> Option<usize> {
