@@ -1251,3 +1251,24 @@ fn pthread_marks_threads_and_main_thread_only_keeps_the_main_thread() {
     }
     assert_eq!(lines.iter().filter(|l| l.contains("pthread.is_master=true")).count(), 2, "main's begin and end");
 }
+
+/// The system services' benchmark (`tests/c/sysbench.c`, the figures in
+/// the README) runs preloaded under each config it is measured with, and
+/// the program's output and exit code come through.
+#[test]
+fn the_system_services_benchmark_runs() {
+    let dir = scratch("sysbench");
+    let exe = dir.join("sysbench");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/sysbench.c");
+    must(Command::new("gcc").args(["-O2", "-o"]).arg(&exe).arg(source));
+    for (mode, config) in [
+        ("malloc", "runtime-report,alloc.stats"),
+        ("hold", "runtime-report,mem.highwatermark"),
+        ("read", "runtime-report,io.bytes"),
+    ] {
+        let out = preloaded(&exe).args([mode, "1000"]).env("CALI_CONFIG", config).output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success() && stdout.starts_with(&format!("sysbench {mode}: ")), "{config}: {stdout}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("Path"), "{config}: no report");
+    }
+}

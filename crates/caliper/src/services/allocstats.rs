@@ -50,20 +50,42 @@ struct PathStats {
 /// What every thread's allocations and frees update.
 #[derive(Default)]
 struct Stats {
-    /// Live allocations: their size and the path they count against.
-    live: FxHashMap<u64, (u64, Option<Id>)>,
-    by_path: FxHashMap<Option<Id>, PathStats>,
+    /// Live allocations: their size and the index of the path they count
+    /// against.
+    live: FxHashMap<u64, (u64, u32)>,
+    /// Per path index: the path and its allocations.
+    paths: Vec<(Option<Id>, PathStats)>,
+    index_of: FxHashMap<Option<Id>, u32>,
+    /// The path of the previous allocation and its index: allocations
+    /// come in runs from one region.
+    last_path: Option<(Option<Id>, u32)>,
     live_bytes: u64,
     /// The most bytes live since the previous snapshot.
     highwatermark: u64,
 }
 
 impl Stats {
+    fn path_index(&mut self, path: Option<Id>) -> u32 {
+        if let Some((last, i)) = self.last_path
+            && last == path
+        {
+            return i;
+        }
+        let next = self.paths.len() as u32;
+        let i = *self.index_of.entry(path).or_insert(next);
+        if i == next {
+            self.paths.push((path, PathStats::default()));
+        }
+        self.last_path = Some((path, i));
+        i
+    }
+
     fn allocated(&mut self, address: u64, size: u64, path: Option<Id>) {
-        if let Some((old, old_path)) = self.live.insert(address, (size, path)) {
+        let i = self.path_index(path);
+        if let Some((old, old_path)) = self.live.insert(address, (size, i)) {
             self.freed_bytes(old, old_path);
         }
-        let p = self.by_path.entry(path).or_default();
+        let p = &mut self.paths[i as usize].1;
         p.live += size;
         p.tally = p.tally.max(p.live);
         p.count += 1;
@@ -79,8 +101,8 @@ impl Stats {
         }
     }
 
-    fn freed_bytes(&mut self, size: u64, path: Option<Id>) {
-        if let Some(p) = self.by_path.get_mut(&path) {
+    fn freed_bytes(&mut self, size: u64, path: u32) {
+        if let Some((_, p)) = self.paths.get_mut(path as usize) {
             p.live = p.live.saturating_sub(size);
         }
         self.live_bytes = self.live_bytes.saturating_sub(size);
@@ -154,8 +176,7 @@ impl Service for AllocStats {
     }
 
     fn flush(&self, _cali: &dyn Runtime, _states: &mut [&mut dyn ThreadService], emit: &mut dyn FnMut(&Record)) {
-        let by_path: Vec<(Option<Id>, PathStats)> =
-            sync::lock(&self.stats).by_path.iter().map(|(path, s)| (*path, *s)).collect();
+        let by_path: Vec<(Option<Id>, PathStats)> = sync::lock(&self.stats).paths.clone();
         let a = &self.attrs;
         for (path, s) in by_path.into_iter().filter(|(_, s)| s.count > 0) {
             let mut record = Record::ctx();
@@ -174,7 +195,7 @@ impl Service for AllocStats {
 
     fn clear(&self, _states: &mut [&mut dyn ThreadService]) {
         let mut stats = sync::lock(&self.stats);
-        for p in stats.by_path.values_mut() {
+        for (_, p) in stats.paths.iter_mut() {
             *p = PathStats { live: p.live, tally: p.live, ..PathStats::default() };
         }
     }
