@@ -310,42 +310,37 @@ fn caliper_reader_reads_our_trace_like_the_reference() {
     assert_eq!(got[0]["globals"]["iterations"], "4");
 }
 
+/// `pthread` marks every record with its thread's `pthread.id` and
+/// `pthread.is_master` (unaligned context: in a trace's records, and in an
+/// aggregation's keys), the first records of each thread too.
 #[test]
 fn pthread_service_marks_records_with_their_thread() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("threads.cali");
-    // In a trace every record has the ids; an aggregation keeps them when
-    // they are part of the key.
-    for (services, key) in
-        [("event,pthread,timer,trace,recorder", ""), ("aggregate,event,pthread,timer,recorder", "pthread.id")]
-    {
-        run(
-            "threads",
-            &[
-                ("CALI_SERVICES_ENABLE", services),
-                ("CALI_AGGREGATE_KEY", key),
-                ("CALI_RECORDER_FILENAME", file.to_str().unwrap()),
-            ],
-        );
+    for services in ["event,pthread,timer,trace,recorder", "aggregate,event,pthread,timer,recorder"] {
+        run("threads", &[("CALI_SERVICES_ENABLE", services), ("CALI_RECORDER_FILENAME", file.to_str().unwrap())]);
         let mut db = MetadataDb::new();
         let records = read_records(&mut db, "t", &std::fs::read(&file).unwrap()).unwrap();
-        let id = db.attribute_by_name("pthread.id").unwrap().id();
-        let ids: std::collections::BTreeSet<u64> = records
+        let (id, master) =
+            (db.attribute_by_name("pthread.id").unwrap().id(), db.attribute_by_name("pthread.is_master").unwrap().id());
+        let snapshots: Vec<Vec<(u64, caliper_data::Variant)>> = records
             .iter()
-            .flat_map(|r| r.immediates())
-            .filter(|(a, _)| *a == id)
-            .map(|(_, v)| v.to_u64().unwrap())
+            .filter(|r| r.kind == caliper_data::RecordKind::Ctx)
+            .map(|r| db.expand(r).into_iter().map(|(a, v)| (u64::from(a), v)).collect())
             .collect();
-        assert_eq!(ids.len(), 4, "four worker threads with {services}: {ids:?}");
-        let with_id = records.iter().filter(|r| r.immediates().any(|(a, _)| a == id)).count();
-        let snapshots = records.iter().filter(|r| r.kind == caliper_data::RecordKind::Ctx).count();
-        assert_eq!(with_id, snapshots, "every record of {services} has its thread's id, the first ones too");
-        if key.is_empty() {
-            let master = db.attribute_by_name("pthread.is_master").unwrap().id();
-            assert!(
-                records.iter().flat_map(|r| r.immediates()).any(|(a, v)| a == master && v.to_bool() == Some(false))
-            );
-        }
+        let value = |entries: &[(u64, caliper_data::Variant)], attr: u64| {
+            entries.iter().find(|(a, _)| *a == attr).map(|(_, v)| v.clone())
+        };
+        let workers: std::collections::BTreeSet<u64> = snapshots
+            .iter()
+            .filter(|e| value(e, u64::from(master)).and_then(|v| v.to_bool()) == Some(false))
+            .filter_map(|e| value(e, u64::from(id)).and_then(|v| v.to_u64()))
+            .collect();
+        assert_eq!(workers.len(), 4, "four worker threads with {services}: {workers:?}");
+        assert!(
+            snapshots.iter().all(|e| value(e, u64::from(id)).is_some() && value(e, u64::from(master)).is_some()),
+            "every record of {services} has its thread's marks, the first ones too"
+        );
     }
 }
 
