@@ -323,22 +323,19 @@ fn pthread_service_marks_records_with_their_thread() {
         let records = read_records(&mut db, "t", &std::fs::read(&file).unwrap()).unwrap();
         let (id, master) =
             (db.attribute_by_name("pthread.id").unwrap().id(), db.attribute_by_name("pthread.is_master").unwrap().id());
-        let snapshots: Vec<Vec<(u64, caliper_data::Variant)>> = records
-            .iter()
-            .filter(|r| r.kind == caliper_data::RecordKind::Ctx)
-            .map(|r| db.expand(r).into_iter().map(|(a, v)| (u64::from(a), v)).collect())
-            .collect();
-        let value = |entries: &[(u64, caliper_data::Variant)], attr: u64| {
+        let snapshots: Vec<Vec<(caliper_data::node::Id, caliper_data::Variant)>> =
+            records.iter().filter(|r| r.kind == caliper_data::RecordKind::Ctx).map(|r| db.expand(r)).collect();
+        let value = |entries: &[(caliper_data::node::Id, caliper_data::Variant)], attr| {
             entries.iter().find(|(a, _)| *a == attr).map(|(_, v)| v.clone())
         };
         let workers: std::collections::BTreeSet<u64> = snapshots
             .iter()
-            .filter(|e| value(e, u64::from(master)).and_then(|v| v.to_bool()) == Some(false))
-            .filter_map(|e| value(e, u64::from(id)).and_then(|v| v.to_u64()))
+            .filter(|e| value(e, master).and_then(|v| v.to_bool()) == Some(false))
+            .filter_map(|e| value(e, id).and_then(|v| v.to_u64()))
             .collect();
         assert_eq!(workers.len(), 4, "four worker threads with {services}: {workers:?}");
         assert!(
-            snapshots.iter().all(|e| value(e, u64::from(id)).is_some() && value(e, u64::from(master)).is_some()),
+            snapshots.iter().all(|e| value(e, id).is_some() && value(e, master).is_some()),
             "every record of {services} has its thread's marks, the first ones too"
         );
     }
