@@ -1272,3 +1272,25 @@ fn the_system_services_benchmark_runs() {
         assert!(String::from_utf8_lossy(&out.stderr).contains("Path"), "{config}: no report");
     }
 }
+
+/// `alloc.stats` with threads and fork (`tests/c/allocs_mt.c`): the
+/// allocations of four threads in one region add up (4 x 1,000 of 100
+/// bytes), and a forked child, whose wrapped `malloc` is inherited, reports
+/// its own allocation in its own report (written first: the parent waits).
+#[test]
+fn alloc_stats_count_every_thread_and_a_forked_child() {
+    let exe = test_program("allocs_mt");
+    let out = program_under(&exe, Some("runtime-report,alloc.stats,output=stderr")).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "allocs_mt: child exited 0\n");
+    let reports: Vec<&str> = stderr.split("Path").skip(1).collect();
+    assert_eq!(reports.len(), 2, "{stderr}");
+    // tMax, count, average and largest size, after the time columns and
+    // the high-water mark.
+    let (child, parent) = (report_row(reports[0], "child"), report_row(reports[1], "worker"));
+    assert_eq!(child[6..], ["5000", "1", "5000.000000", "5000"], "{stderr}");
+    assert_eq!(parent[7..], ["4000", "100.000000", "100"], "{stderr}");
+    let tally: u64 = parent[6].parse().unwrap();
+    assert!((100..=400).contains(&tally), "at most one block per thread live at once: {stderr}");
+}
