@@ -1,0 +1,71 @@
+//! `cali-run`: measures an unmodified program (function coverage and call
+//! counts) by lazy dynamic instrumentation; see `cali-run --help`.
+//!
+//! The program's input, output, exit code and fatal signal are its own:
+//! `cali-run` exits with the program's code, or dies of the program's
+//! signal. Its own problems are one line starting `== CALIPER: `.
+
+use caliper_dbi::cli::{self, Request, USAGE};
+use caliper_dbi::engine::{Engine, Exit};
+use caliper_dbi::results;
+use std::process::ExitCode;
+
+/// The exit code for a usage error, and for a program that cannot start
+/// (as a shell's 127).
+const USAGE_ERROR: u8 = 2;
+const CANNOT_RUN: u8 = 127;
+
+fn main() -> ExitCode {
+    let invocation = match cli::parse(std::env::args_os().skip(1).collect()) {
+        Ok(Request::Help) => {
+            print!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Ok(Request::Run(invocation)) => invocation,
+        Err(e) => {
+            eprintln!("== CALIPER: cali-run: {e}");
+            eprint!("{USAGE}");
+            return ExitCode::from(USAGE_ERROR);
+        }
+    };
+    let collect = invocation.config.collect;
+    let engine = match Engine::start(invocation.config, invocation.target) {
+        Ok(engine) => engine,
+        Err(e) => {
+            eprintln!("== CALIPER: cali-run: {e}");
+            return ExitCode::from(CANNOT_RUN);
+        }
+    };
+    let outcome = engine.run();
+    match &invocation.output {
+        Some(path) => {
+            let written = std::fs::File::create(path).and_then(|f| results::write_cali(f, &outcome, collect));
+            if let Err(e) = written {
+                eprintln!("== CALIPER: cali-run: cannot write {path}: {e}");
+            }
+        }
+        None => eprint!("{}", results::text_report(&outcome, collect)),
+    }
+    match outcome.exit {
+        Exit::Code(code) => ExitCode::from(code as u8),
+        Exit::Signal(sig) => die_of(sig),
+        Exit::Detached => ExitCode::SUCCESS,
+    }
+}
+
+/// Ends the tool with signal `sig`, as the program ended, without a core
+/// file of the tool's own.
+fn die_of(sig: i32) -> ExitCode {
+    // SAFETY: plain system calls; the tool has no state left to protect.
+    unsafe {
+        let no_core = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        libc::setrlimit(libc::RLIMIT_CORE, &no_core);
+        libc::signal(sig, libc::SIG_DFL);
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, sig);
+        libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+        libc::raise(sig);
+    }
+    ExitCode::from(128 + sig as u8)
+}

@@ -1,0 +1,219 @@
+//! `cali-run`'s command line (and the control file, which says the same
+//! in a file).
+
+use crate::control::{self, Control};
+use crate::engine::{Collect, Config, Target};
+use std::ffi::OsString;
+use std::time::Duration;
+
+/// The usage text.
+pub const USAGE: &str = "\
+usage: cali-run [OPTIONS] -- PROGRAM [ARGS...]
+       cali-run [OPTIONS] --pid PID
+       cali-run [OPTIONS] --control FILE
+
+Measures an unmodified program by lazy dynamic instrumentation.
+
+  -c, --collect LIST     what to measure: coverage, fcount (default fcount)
+  -o, --output FILE      write the results as a .cali file (default: a text
+                         report on standard error)
+  -i, --include PATTERNS instrument only these modules or functions
+                         (comma-separated, `*` wildcards; repeatable)
+  -x, --exclude PATTERNS never instrument these modules or functions
+      --follow LIST      fork, exec (default: both), or none
+      --duration SECONDS stop measuring after this long
+      --breakpoints-only count every call at a breakpoint (no trampolines)
+  -p, --pid PID          attach to a running process (until SIGINT)
+      --control FILE     read the measurement from a control file
+  -h, --help             this text
+";
+
+/// A parsed invocation.
+pub struct Invocation {
+    pub config: Config,
+    pub target: Target,
+    /// Where the `.cali` results go; None for the text report.
+    pub output: Option<String>,
+}
+
+/// What the command line asked for.
+pub enum Request {
+    Help,
+    Run(Box<Invocation>),
+}
+
+/// Parses the arguments after the program name. Errors are one line.
+pub fn parse(args: Vec<OsString>) -> Result<Request, String> {
+    let mut config = Config { follow_fork: true, follow_exec: true, ..Config::default() };
+    let mut collect: Option<String> = None;
+    let mut output = None;
+    let mut pid = None;
+    let mut program: Vec<OsString> = Vec::new();
+    let mut args = args.into_iter();
+    while let Some(arg) = args.next() {
+        let arg_text = arg.to_string_lossy().to_string();
+        let (name, inline) = match arg_text.split_once('=') {
+            Some((n, v)) if n.starts_with("--") => (n.to_string(), Some(v.to_string())),
+            _ => (arg_text.clone(), None),
+        };
+        let mut value = |what: &str| -> Result<String, String> {
+            match inline.clone() {
+                Some(v) => Ok(v),
+                None => args.next().map(|v| v.to_string_lossy().to_string()).ok_or(format!("{name} needs {what}")),
+            }
+        };
+        match name.as_str() {
+            "-h" | "--help" => return Ok(Request::Help),
+            "-c" | "--collect" => collect = Some(value("a list of collectors")?),
+            "-o" | "--output" => output = Some(value("a file name")?),
+            "-i" | "--include" => config.filter.include.extend(patterns(&value("patterns")?)),
+            "-x" | "--exclude" => config.filter.exclude.extend(patterns(&value("patterns")?)),
+            "--follow" => set_follow(&mut config, &value("fork, exec or none")?)?,
+            "--duration" => config.duration = Some(seconds(&value("seconds")?)?),
+            "--breakpoints-only" => config.breakpoints_only = true,
+            "-p" | "--pid" => {
+                let v = value("a process id")?;
+                pid = Some(v.parse::<i32>().ok().filter(|p| *p > 0).ok_or(format!("`{v}` is not a process id"))?);
+            }
+            "--control" => {
+                let file = value("a file name")?;
+                let text = std::fs::read_to_string(&file).map_err(|e| format!("{file}: {e}"))?;
+                let control = control::parse(&file, &text).map_err(|e| e.to_string())?;
+                apply_control(&control, &mut config, &mut collect, &mut output, &mut program)?;
+            }
+            "--" => program.extend(args.by_ref()),
+            _ if name.starts_with('-') && program.is_empty() => return Err(format!("unknown option `{name}`")),
+            _ => {
+                program.push(arg);
+                program.extend(args.by_ref());
+            }
+        }
+    }
+    config.collect = collectors(collect.as_deref().unwrap_or("fcount"))?;
+    let target = match (pid, program.is_empty()) {
+        (Some(pid), true) => Target::Attach(pid),
+        (Some(_), false) => return Err("give either --pid or a program, not both".into()),
+        (None, true) => return Err("no program to run (cali-run [OPTIONS] -- PROGRAM [ARGS...])".into()),
+        (None, false) => Target::Launch { program: program.remove(0), args: program },
+    };
+    Ok(Request::Run(Box::new(Invocation { config, target, output })))
+}
+
+fn apply_control(
+    control: &Control,
+    config: &mut Config,
+    collect: &mut Option<String>,
+    output: &mut Option<String>,
+    program: &mut Vec<OsString>,
+) -> Result<(), String> {
+    if let Some(app) = &control.application {
+        program.push(app.into());
+        program.extend(control.arguments.iter().map(OsString::from));
+    }
+    if let Some(c) = &control.collector {
+        *collect = Some(c.clone());
+    }
+    if let Some(o) = control.output.as_ref().or(control.pbo_out.as_ref()) {
+        *output = Some(o.clone());
+    }
+    config.filter.include.extend(control.include.iter().cloned());
+    config.filter.exclude.extend(control.exclude.iter().cloned());
+    if let Some(d) = control.duration {
+        config.duration = Some(Duration::from_secs_f64(d));
+    }
+    if let Some(f) = &control.follow {
+        set_follow(config, f)?;
+    }
+    if control.start.is_some() {
+        return Err("`start` (a delayed start) is not supported yet".into());
+    }
+    Ok(())
+}
+
+fn patterns(value: &str) -> Vec<String> {
+    value.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect()
+}
+
+fn seconds(value: &str) -> Result<Duration, String> {
+    value
+        .parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .map(Duration::from_secs_f64)
+        .ok_or(format!("`{value}` is not a number of seconds"))
+}
+
+fn set_follow(config: &mut Config, value: &str) -> Result<(), String> {
+    config.follow_fork = false;
+    config.follow_exec = false;
+    for what in patterns(value) {
+        match what.as_str() {
+            "fork" => config.follow_fork = true,
+            "exec" => config.follow_exec = true,
+            "none" => {}
+            other => return Err(format!("--follow: unknown `{other}` (fork, exec or none)")),
+        }
+    }
+    Ok(())
+}
+
+/// The collectors of a comma-separated list; HP Caliper's names are
+/// accepted too (`fcover`, `func_count`).
+pub fn collectors(list: &str) -> Result<Collect, String> {
+    let mut collect = Collect::default();
+    for name in patterns(list) {
+        match name.as_str() {
+            "coverage" | "fcover" => collect.coverage = true,
+            "fcount" | "func_count" => collect.fcount = true,
+            other => return Err(format!("unknown collector `{other}` (coverage, fcount)")),
+        }
+    }
+    if collect == Collect::default() {
+        return Err("no collector given".into());
+    }
+    Ok(collect)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(args: &[&str]) -> Result<Invocation, String> {
+        match parse(args.iter().map(OsString::from).collect())? {
+            Request::Run(inv) => Ok(*inv),
+            Request::Help => Err("help".into()),
+        }
+    }
+
+    #[test]
+    fn parses_a_launch() {
+        let inv =
+            run(&["-c", "coverage,fcount", "-o", "out.cali", "--exclude=libc*", "--", "gzip", "-6", "-c"]).unwrap();
+        assert!(inv.config.collect.coverage && inv.config.collect.fcount);
+        assert_eq!(inv.output.as_deref(), Some("out.cali"));
+        assert_eq!(inv.config.filter.exclude, ["libc*"]);
+        let Target::Launch { program, args } = inv.target else { panic!("a launch") };
+        assert_eq!(program, "gzip");
+        assert_eq!(args, ["-6", "-c"]);
+        let inv = run(&["ls", "-l"]).unwrap();
+        assert!(matches!(inv.target, Target::Launch { .. }));
+        assert!(inv.config.follow_fork && inv.config.follow_exec);
+    }
+
+    #[test]
+    fn rejects_bad_options() {
+        assert!(run(&["--collect", "nothing", "--", "ls"]).is_err());
+        assert!(run(&["--bogus", "ls"]).is_err());
+        assert!(run(&["--pid", "x"]).is_err());
+        assert!(run(&["--pid", "12", "ls"]).is_err());
+        assert!(run(&[]).is_err());
+        assert!(run(&["--follow", "spoon", "ls"]).is_err());
+        assert!(run(&["--duration", "-1", "ls"]).is_err());
+        assert!(run(&["-o"]).is_err());
+    }
+
+    #[test]
+    fn attaches_by_pid() {
+        assert!(matches!(run(&["-p", "42"]).unwrap().target, Target::Attach(42)));
+    }
+}

@@ -1,0 +1,227 @@
+//! Function discovery in an ELF file: the entry points to instrument.
+//!
+//! Three sources, merged by address: the symbol tables (`.symtab`, then
+//! `.dynsym`), the `.eh_frame` FDEs (every function the compiler emitted
+//! unwind information for, which finds the functions of stripped programs;
+//! they are named by their address in the file, `0x1a2b`), and the PLT
+//! entries (named `puts@plt`), one per `.rela.plt` relocation.
+
+use crate::relocate::BranchTargets;
+use gimli::{BaseAddresses, CieOrFde, EhFrame, LittleEndian, UnwindSection};
+use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SymbolKind};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// A function entry point found in a file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FunctionEntry {
+    pub name: String,
+    /// The entry's address in the file's own address space (before the
+    /// load bias).
+    pub address: u64,
+    /// Its length in bytes; 0 when no source says.
+    pub size: u64,
+}
+
+/// What the engine needs to know of an ELF file.
+#[derive(Debug, Clone, Default)]
+pub struct ModuleInfo {
+    /// Entry points, sorted by address, one per address.
+    pub functions: Vec<FunctionEntry>,
+    /// The program entry (`e_entry`), in the file's addresses.
+    pub entry: u64,
+    /// The address of `.dynamic`, where the dynamic linker's `DT_DEBUG`
+    /// entry points at `r_debug`; None for a static file.
+    pub dynamic: Option<u64>,
+    /// The lowest loaded segment: (address, file offset), page-aligned,
+    /// from which the load bias follows.
+    pub first_segment: (u64, u64),
+    /// The file, read again for [`ModuleInfo::branch_targets`].
+    pub path: PathBuf,
+    branch_targets: OnceLock<BranchTargets>,
+}
+
+impl ModuleInfo {
+    /// The direct branch targets of the module's functions, found on first
+    /// use (decoding a whole library takes tens of milliseconds, which only
+    /// a module with a function to patch should pay).
+    pub fn branch_targets(&self) -> &BranchTargets {
+        self.branch_targets.get_or_init(|| {
+            let Ok(data) = std::fs::read(&self.path) else { return BranchTargets::default() };
+            let Ok(file) = object::File::parse(data.as_slice()) else { return BranchTargets::default() };
+            let code: Vec<(u64, &[u8])> = file
+                .sections()
+                .filter(|s| s.kind() == object::SectionKind::Text)
+                .filter_map(|s| Some((s.address(), s.data().ok()?)))
+                .collect();
+            BranchTargets::scan(&code, self.functions.iter().map(|f| (f.address, f.size)))
+        })
+    }
+}
+
+/// Why a file could not be read as an ELF module.
+#[derive(Debug)]
+pub struct DiscoverError {
+    pub path: String,
+    pub reason: String,
+}
+
+impl fmt::Display for DiscoverError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.path, self.reason)
+    }
+}
+
+impl std::error::Error for DiscoverError {}
+
+/// Reads the file at `path` and finds its functions.
+pub fn discover_file(path: &Path) -> Result<ModuleInfo, DiscoverError> {
+    let error = |reason: String| DiscoverError { path: path.display().to_string(), reason };
+    let data = std::fs::read(path).map_err(|e| error(e.to_string()))?;
+    let mut info = discover(&data).map_err(error)?;
+    info.path = path.to_path_buf();
+    Ok(info)
+}
+
+/// Finds the functions of an ELF image held in `data`.
+pub fn discover(data: &[u8]) -> Result<ModuleInfo, String> {
+    let file = object::File::parse(data).map_err(|e| e.to_string())?;
+    if file.architecture() != object::Architecture::X86_64 {
+        return Err(format!("not an x86-64 file ({:?})", file.architecture()));
+    }
+    let mut by_address: BTreeMap<u64, FunctionEntry> = BTreeMap::new();
+    for sym in file.symbols().chain(file.dynamic_symbols()) {
+        if sym.kind() != SymbolKind::Text || !sym.is_definition() || sym.address() == 0 {
+            continue;
+        }
+        let Ok(name) = sym.name() else { continue };
+        let candidate = FunctionEntry { name: name.to_string(), address: sym.address(), size: sym.size() };
+        match by_address.get_mut(&sym.address()) {
+            Some(known) => {
+                if preferred_name(&candidate.name, &known.name) {
+                    known.name = candidate.name;
+                }
+                known.size = known.size.max(candidate.size);
+            }
+            None => {
+                by_address.insert(sym.address(), candidate);
+            }
+        }
+    }
+    for (address, size) in fde_ranges(&file) {
+        by_address
+            .entry(address)
+            .and_modify(|f| {
+                if f.size == 0 {
+                    f.size = size;
+                }
+            })
+            .or_insert_with(|| FunctionEntry { name: format!("{address:#x}"), address, size });
+    }
+    for plt in plt_entries(&file, data) {
+        by_address.entry(plt.address).or_insert(plt);
+    }
+    let first_segment =
+        file.segments().map(|s| (s.address() & !0xfff, s.file_range().0 & !0xfff)).min().unwrap_or((0, 0));
+    Ok(ModuleInfo {
+        functions: by_address.into_values().collect(),
+        entry: file.entry(),
+        dynamic: file.section_by_name(".dynamic").map(|s| s.address()),
+        first_segment,
+        ..ModuleInfo::default()
+    })
+}
+
+/// Of two names of one address, the one a reader expects: fewer leading
+/// underscores (`memcpy` over `__memcpy`), then the shorter, then the
+/// first in byte order, so the choice does not depend on table order.
+fn preferred_name(candidate: &str, known: &str) -> bool {
+    let key = |n: &str| (n.len() - n.trim_start_matches('_').len(), n.len(), n.to_string());
+    key(candidate) < key(known)
+}
+
+/// (start, length) of every FDE in `.eh_frame`.
+fn fde_ranges(file: &object::File) -> Vec<(u64, u64)> {
+    let Some(section) = file.section_by_name(".eh_frame") else { return Vec::new() };
+    let Ok(data) = section.data() else { return Vec::new() };
+    let eh_frame = EhFrame::new(data, LittleEndian);
+    let mut bases = BaseAddresses::default().set_eh_frame(section.address());
+    if let Some(text) = file.section_by_name(".text") {
+        bases = bases.set_text(text.address());
+    }
+    if let Some(got) = file.section_by_name(".got") {
+        bases = bases.set_got(got.address());
+    }
+    let mut ranges = Vec::new();
+    let mut entries = eh_frame.entries(&bases);
+    while let Ok(Some(entry)) = entries.next() {
+        if let CieOrFde::Fde(partial) = entry
+            && let Ok(fde) = partial.parse(EhFrame::cie_from_offset)
+            && fde.initial_address() != 0
+            && fde.len() != 0
+        {
+            ranges.push((fde.initial_address(), fde.len()));
+        }
+    }
+    ranges
+}
+
+/// The PLT entries: entry `i` of `.plt.sec` (or of `.plt`, after its
+/// 16-byte header) jumps through the GOT slot of `.rela.plt` entry `i`.
+fn plt_entries(file: &object::File, data: &[u8]) -> Vec<FunctionEntry> {
+    const ENTRY: u64 = 16;
+    const RELA: usize = 24;
+    let (plt, first) = match (file.section_by_name(".plt.sec"), file.section_by_name(".plt")) {
+        (Some(sec), _) => (sec, 0),
+        (None, Some(plt)) => (plt, 1),
+        (None, None) => return Vec::new(),
+    };
+    let Some(rela) = file.section_by_name(".rela.plt") else { return Vec::new() };
+    let Some((offset, size)) = rela.file_range() else { return Vec::new() };
+    let Some(table) = data.get(offset as usize..(offset + size) as usize) else { return Vec::new() };
+    let names: BTreeMap<usize, String> =
+        file.dynamic_symbols().filter_map(|s| Some((s.index().0, s.name().ok()?.to_string()))).collect();
+    let mut entries = Vec::new();
+    for (i, rel) in table.chunks_exact(RELA).enumerate() {
+        let info = u64::from_le_bytes(rel[8..16].try_into().expect("8 bytes"));
+        let addend = i64::from_le_bytes(rel[16..24].try_into().expect("8 bytes"));
+        // An IRELATIVE slot has no symbol: it is named by its resolver.
+        let name = names.get(&((info >> 32) as usize)).cloned().unwrap_or_else(|| format!("{addend:#x}"));
+        let address = plt.address() + (i as u64 + first) * ENTRY;
+        if address + ENTRY > plt.address() + plt.size() {
+            break;
+        }
+        entries.push(FunctionEntry { name: format!("{name}@plt"), address, size: ENTRY });
+    }
+    entries
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefers_the_public_name_of_an_alias() {
+        assert!(preferred_name("memcpy", "__memcpy"));
+        assert!(!preferred_name("__memcpy_avx", "memcpy"));
+        assert!(preferred_name("abc", "abd"));
+    }
+
+    #[test]
+    fn finds_libc_functions_with_sizes_and_the_plt_of_a_program() {
+        let libc = discover_file(Path::new("/lib/x86_64-linux-gnu/libc.so.6")).expect("libc readable");
+        let malloc = libc.functions.iter().find(|f| f.name == "malloc").expect("malloc found");
+        assert!(malloc.size > 0);
+        assert!(libc.functions.windows(2).all(|w| w[0].address < w[1].address));
+        let gzip = discover_file(Path::new("/bin/sh")).expect("/bin/sh readable");
+        assert!(gzip.functions.iter().any(|f| f.name.ends_with("@plt")), "PLT entries found");
+        assert!(gzip.functions.iter().any(|f| f.name.starts_with("0x")), "FDE-only functions found");
+    }
+
+    #[test]
+    fn rejects_what_is_not_elf() {
+        assert!(discover(b"not an elf file").is_err());
+    }
+}

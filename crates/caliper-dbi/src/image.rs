@@ -1,0 +1,384 @@
+//! One traced address space: its loaded modules, the probes at function
+//! entries, and the trampoline regions mapped into it.
+//!
+//! A probe starts as an `int3` over the entry's first byte. What it
+//! becomes on its first hit is the engine's choice ([`crate::engine`]);
+//! this module does the memory work: arming, trampolines, the displaced
+//! copy of an entry instruction that a breakpoint resumes through, and
+//! taking everything out again before a detach.
+
+use crate::counters::{self, Counters};
+use crate::discover::{self, ModuleInfo};
+use crate::filter::Filter;
+use crate::functions::FunctionTable;
+use crate::inject::{self, MapRequest};
+use crate::maps::{self, Mapping};
+use crate::memory::Memory;
+use crate::ptrace::Pid;
+use crate::relocate::{self, JUMP_LEN, Probe as TrampolineProbe, Unpatchable};
+use std::collections::HashMap;
+use std::ffi::CString;
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::sync::Arc;
+
+const INT3: u8 = 0xcc;
+/// Bytes of trampoline code per region (after one page of scratch space).
+const CODE_BYTES: u64 = 1 << 20;
+const SCRATCH: u64 = 4096;
+/// How far a region may lie from the module it serves: a rel32 reaches
+/// 2 GiB, less the region's own size and a margin.
+const REACH: u64 = (1 << 31) - (64 << 20);
+
+/// Work of the dynamic linker's that the engine watches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Internal {
+    /// `_dl_debug_state`, called after each change of the loaded
+    /// libraries (the `r_debug` rendezvous).
+    LinkerRendezvous,
+}
+
+/// The state of the code at a probed address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProbeState {
+    /// `int3` in place.
+    Armed,
+    /// `int3` in place; a hit resumes through the displaced copy of the
+    /// entry instruction at `resume`.
+    Displaced { resume: u64 },
+    /// The entry is a jump to the trampoline; `original` are the bytes
+    /// the jump and its padding replaced.
+    Patched { trampoline: u64, original: Vec<u8> },
+    /// Original code back in place.
+    Removed,
+}
+
+/// A probed address.
+#[derive(Debug, Clone)]
+pub struct Probe {
+    /// The function entry here, if one is instrumented.
+    pub function: Option<usize>,
+    pub internal: Option<Internal>,
+    /// The byte the `int3` replaced.
+    pub original: u8,
+    pub state: ProbeState,
+}
+
+/// A module mapped into the address space.
+#[derive(Debug, Clone)]
+pub struct LoadedModule {
+    pub path: Arc<str>,
+    pub bias: u64,
+    /// The range of its executable mappings.
+    pub low: u64,
+    pub high: u64,
+    pub info: Arc<ModuleInfo>,
+    /// The trampoline region serving it.
+    pub region: Option<usize>,
+}
+
+/// Memory mapped into the tracee for trampolines and counters.
+#[derive(Debug, Clone)]
+pub struct Region {
+    pub next: u64,
+    pub end: u64,
+    /// Where the counter file is mapped.
+    pub counters: u64,
+}
+
+/// Everything the engine tracks of one address space.
+#[derive(Debug)]
+pub struct Image {
+    /// The process whose memory this is (the first, for a shared one).
+    pub pid: Pid,
+    pub memory: Memory,
+    pub modules: Vec<LoadedModule>,
+    pub probes: HashMap<u64, Probe>,
+    pub regions: Vec<Region>,
+}
+
+/// What a stopped thread lends to work that runs code in the tracee.
+pub struct Stopped<'a> {
+    pub tid: Pid,
+    pub counters: &'a Counters,
+    /// Signals that arrived while the thread stepped, to deliver later.
+    pub deferred: &'a mut Vec<i32>,
+}
+
+impl Image {
+    /// A new, empty image for process `pid`.
+    pub fn new(pid: Pid) -> io::Result<Image> {
+        Ok(Image { pid, memory: Memory::open(pid)?, modules: Vec::new(), probes: HashMap::new(), regions: Vec::new() })
+    }
+
+    /// The image of a forked child: the same code, probes and regions (its
+    /// memory is a copy of the parent's), in the child's memory.
+    pub fn fork(&self, child: Pid) -> io::Result<Image> {
+        Ok(Image {
+            pid: child,
+            memory: Memory::open(child)?,
+            modules: self.modules.clone(),
+            probes: self.probes.clone(),
+            regions: self.regions.clone(),
+        })
+    }
+
+    /// The module holding `addr`.
+    pub fn module_of(&self, addr: u64) -> Option<usize> {
+        self.modules.iter().position(|m| (m.low..m.high).contains(&addr))
+    }
+
+    /// Brings the module list up to date with `/proc/PID/maps`: modules
+    /// gone are forgotten (their code is unmapped), new ones have their
+    /// selected functions armed. Returns the paths of the new modules.
+    pub fn scan(
+        &mut self,
+        filter: &Filter,
+        functions: &mut FunctionTable,
+        cache: &mut HashMap<String, Arc<ModuleInfo>>,
+    ) -> io::Result<Vec<Arc<str>>> {
+        let maps = maps::read(self.pid)?;
+        let mapped: Vec<(&str, u64, u64)> = executable_files(&maps);
+        self.modules.retain(|m| mapped.iter().any(|&(p, low, _)| p == &*m.path && low == m.low));
+        let modules = &self.modules;
+        self.probes.retain(|addr, _| modules.iter().any(|m| (m.low..m.high).contains(addr)));
+        let known: Vec<u64> = self.modules.iter().map(|m| m.low).collect();
+        let mut added = Vec::new();
+        for (path, low, high) in mapped {
+            if known.contains(&low) || filter.excludes_module(path) && !is_linker(path) {
+                continue;
+            }
+            let info = match cache.get(path) {
+                Some(info) => info.clone(),
+                None => {
+                    let info = match discover::discover_file(Path::new(path)) {
+                        Ok(info) => Arc::new(info),
+                        Err(e) => {
+                            eprintln!("== CALIPER: cali-run: {e}; not instrumented");
+                            Arc::new(ModuleInfo::default())
+                        }
+                    };
+                    cache.insert(path.to_string(), info.clone());
+                    info
+                }
+            };
+            let Some(bias) = load_bias(&maps, path, &info) else { continue };
+            let module: Arc<str> = Arc::from(path);
+            let selected: Vec<(u64, usize)> = info
+                .functions
+                .iter()
+                .filter(|f| filter.selects(path, &f.name))
+                .map(|f| (f.address + bias, functions.intern(&module, &f.name, f.address, f.size)))
+                .filter(|(addr, _)| (low..high).contains(addr))
+                .collect();
+            self.arm(&selected)?;
+            self.modules.push(LoadedModule { path: module.clone(), bias, low, high, info, region: None });
+            added.push(module);
+        }
+        Ok(added)
+    }
+
+    /// Puts an `int3` at each (address, function) not probed yet.
+    fn arm(&mut self, entries: &[(u64, usize)]) -> io::Result<()> {
+        for &(addr, function) in entries {
+            if self.probes.contains_key(&addr) {
+                continue;
+            }
+            let mut byte = [0u8];
+            if self.memory.read(addr, &mut byte).is_err() {
+                continue;
+            }
+            self.memory.write(addr, &[INT3])?;
+            self.probes.insert(
+                addr,
+                Probe { function: Some(function), internal: None, original: byte[0], state: ProbeState::Armed },
+            );
+        }
+        Ok(())
+    }
+
+    /// Adds an internal probe at `addr` (arming it if no probe is there).
+    pub fn watch(&mut self, addr: u64, internal: Internal) -> io::Result<()> {
+        if let Some(probe) = self.probes.get_mut(&addr) {
+            probe.internal = Some(internal);
+            return Ok(());
+        }
+        let mut byte = [0u8];
+        self.memory.read(addr, &mut byte)?;
+        self.memory.write(addr, &[INT3])?;
+        self.probes.insert(
+            addr,
+            Probe { function: None, internal: Some(internal), original: byte[0], state: ProbeState::Armed },
+        );
+        Ok(())
+    }
+
+    /// Puts the original byte back at a probe.
+    pub fn remove(&mut self, addr: u64) -> io::Result<()> {
+        let Some(probe) = self.probes.get_mut(&addr) else { return Ok(()) };
+        self.memory.write(addr, &[probe.original])?;
+        probe.state = ProbeState::Removed;
+        Ok(())
+    }
+
+    /// The code at a probe as the program had it (with the `int3` replaced
+    /// by the original byte): up to `len` bytes, fewer at a mapping's end.
+    fn original_code(&self, addr: u64, len: usize) -> io::Result<Vec<u8>> {
+        let mut code = vec![0u8; len.max(16)];
+        let n = self.memory.read_partial(addr, &mut code)?;
+        code.truncate(n);
+        if let (Some(first), Some(probe)) = (code.first_mut(), self.probes.get(&addr)) {
+            *first = probe.original;
+        }
+        Ok(code)
+    }
+
+    /// The trampoline region of module `m`, mapped on first use.
+    fn region_for(&mut self, m: usize, thread: &mut Stopped) -> io::Result<usize> {
+        if let Some(r) = self.modules[m].region {
+            return Ok(r);
+        }
+        let (low, high) = (self.modules[m].low, self.modules[m].high);
+        let total = CODE_BYTES + counters::BYTES;
+        let pid_maps = maps::read(self.pid)?;
+        let at = maps::free_range_near(&pid_maps, low, high, total, REACH)
+            .ok_or_else(|| io::Error::other("no free address range near the module"))?;
+        let d = &mut *thread.deferred;
+        let code = MapRequest {
+            addr: at,
+            len: CODE_BYTES,
+            prot: libc::PROT_READ | libc::PROT_EXEC,
+            flags: libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            fd: -1,
+        };
+        inject::mmap(&self.memory, thread.tid, code, d)?;
+        let path = CString::new(thread.counters.path().as_os_str().as_bytes()).map_err(io::Error::other)?;
+        self.memory.write(at, path.as_bytes_with_nul())?;
+        let open = [libc::AT_FDCWD as u64, at, (libc::O_RDWR | libc::O_CLOEXEC) as u64, 0, 0, 0];
+        let fd = inject::checked(inject::syscall(&self.memory, thread.tid, libc::SYS_openat, open, d)?)?;
+        let shared = MapRequest {
+            addr: at + CODE_BYTES,
+            len: counters::BYTES,
+            prot: libc::PROT_READ | libc::PROT_WRITE,
+            flags: libc::MAP_SHARED,
+            fd: fd as i64,
+        };
+        let mapped = inject::mmap(&self.memory, thread.tid, shared, d);
+        inject::syscall(&self.memory, thread.tid, libc::SYS_close, [fd, 0, 0, 0, 0, 0], d)?;
+        mapped?;
+        self.regions.push(Region { next: at + SCRATCH, end: at + CODE_BYTES, counters: at + CODE_BYTES });
+        let r = self.regions.len() - 1;
+        self.modules[m].region = Some(r);
+        Ok(r)
+    }
+
+    /// Encodes code with `build` at the next free place of region `r` and
+    /// writes it there; its address.
+    fn place(&mut self, r: usize, build: impl FnOnce(u64) -> Result<Vec<u8>, Unpatchable>) -> Result<u64, Unpatchable> {
+        let at = self.regions[r].next;
+        let code = build(at)?;
+        let end = at + code.len() as u64;
+        if end > self.regions[r].end {
+            return Err(Unpatchable::Unencodable("trampoline region full".into()));
+        }
+        self.memory.write(at, &code).map_err(|e| Unpatchable::Unencodable(e.to_string()))?;
+        self.regions[r].next = end.next_multiple_of(16);
+        Ok(at)
+    }
+
+    /// Makes the probe at `addr` resumable: the original first instruction
+    /// moved to the region, followed by a jump back. Its address.
+    pub fn displace(&mut self, addr: u64, thread: &mut Stopped) -> Result<u64, Unpatchable> {
+        if let Some(Probe { state: ProbeState::Displaced { resume }, .. }) = self.probes.get(&addr) {
+            return Ok(*resume);
+        }
+        let failed = |e: io::Error| Unpatchable::Unencodable(e.to_string());
+        let m = self.module_of(addr).ok_or(Unpatchable::Undecodable)?;
+        let r = self.region_for(m, thread).map_err(failed)?;
+        let code = self.original_code(addr, 16).map_err(failed)?;
+        let first = relocate::entry_instructions(&code, addr, 1)?;
+        let back = addr + relocate::covered_len(&first);
+        let resume = self.place(r, |at| relocate::build(at, TrampolineProbe::None, &first, back))?;
+        if let Some(p) = self.probes.get_mut(&addr) {
+            p.state = ProbeState::Displaced { resume };
+        }
+        Ok(resume)
+    }
+
+    /// Replaces the entry at `addr` (function of `size` bytes) with a jump
+    /// to a new trampoline counting into `slot`. `busy` are the program
+    /// counters of the other stopped threads: none may be inside the bytes
+    /// replaced. The trampoline's address.
+    pub fn patch(
+        &mut self,
+        addr: u64,
+        size: u64,
+        slot: usize,
+        busy: &[u64],
+        thread: &mut Stopped,
+    ) -> Result<u64, Unpatchable> {
+        let failed = |e: io::Error| Unpatchable::Unencodable(e.to_string());
+        let m = self.module_of(addr).ok_or(Unpatchable::Undecodable)?;
+        let body = self.original_code(addr, size.clamp(16, 1 << 16) as usize).map_err(failed)?;
+        let moved = relocate::entry_instructions(&body, addr, JUMP_LEN)?;
+        let prefix = relocate::covered_len(&moved);
+        let module = &self.modules[m];
+        let in_file = addr - module.bias;
+        let next = module.info.functions.iter().map(|f| f.address).find(|&a| a > in_file);
+        relocate::check_patchable(in_file, size, prefix, next, module.info.branch_targets())?;
+        if busy.iter().any(|&pc| pc > addr + 1 && pc < addr + prefix) {
+            return Err(Unpatchable::Unencodable("a thread is inside the entry bytes".into()));
+        }
+        let r = self.region_for(m, thread).map_err(failed)?;
+        let counter = self.regions[r].counters + slot as u64 * 8;
+        let back = addr + prefix;
+        let trampoline = self.place(r, |at| relocate::build(at, TrampolineProbe::Count { counter }, &moved, back))?;
+        let jump =
+            relocate::jump(addr, trampoline).ok_or(Unpatchable::Unencodable("trampoline out of reach".into()))?;
+        let original = body[..prefix as usize].to_vec();
+        self.memory.write(addr, &jump).map_err(failed)?;
+        if let Some(p) = self.probes.get_mut(&addr) {
+            p.state = ProbeState::Patched { trampoline, original };
+        }
+        Ok(trampoline)
+    }
+
+    /// Takes every probe out (original code back), before the process is
+    /// detached. Trampolines stay mapped: a thread may still be in one, and
+    /// it jumps back into original code.
+    pub fn strip(&mut self) -> io::Result<()> {
+        for (&addr, probe) in &mut self.probes {
+            match &probe.state {
+                ProbeState::Armed | ProbeState::Displaced { .. } => self.memory.write(addr, &[probe.original])?,
+                ProbeState::Patched { original, .. } => self.memory.write(addr, original)?,
+                ProbeState::Removed => {}
+            }
+            probe.state = ProbeState::Removed;
+        }
+        Ok(())
+    }
+}
+
+fn is_linker(path: &str) -> bool {
+    Filter::default().excludes_module(path)
+}
+
+/// (path, low, high) of each file with executable mappings, in order.
+fn executable_files(maps: &[Mapping]) -> Vec<(&str, u64, u64)> {
+    let mut out: Vec<(&str, u64, u64)> = Vec::new();
+    for m in maps.iter().filter(|m| m.executable && m.path.starts_with('/')) {
+        match out.iter_mut().find(|(p, _, high)| *p == m.path && *high == m.start) {
+            Some(entry) => entry.2 = m.end,
+            None => out.push((&m.path, m.start, m.end)),
+        }
+    }
+    out
+}
+
+/// The load bias of `path`: where its lowest segment is mapped, less its
+/// address in the file.
+fn load_bias(maps: &[Mapping], path: &str, info: &ModuleInfo) -> Option<u64> {
+    let (vaddr, offset) = info.first_segment;
+    maps.iter().find(|m| m.path == path && m.offset == offset).map(|m| m.start.wrapping_sub(vaddr))
+}

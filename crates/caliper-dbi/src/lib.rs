@@ -1,0 +1,28 @@
+//! Lazy dynamic binary instrumentation of unmodified x86-64 Linux
+//! programs, in the model of HP Caliper: the tool controls the program
+//! through ptrace, finds its functions, puts an `int3` at each entry, and
+//! on the first hit replaces it with a jump to a trampoline that counts
+//! the call and runs the relocated entry instructions. Only code that runs
+//! is instrumented, so the cost follows what executes.
+//!
+//! Layers, each using only those before it: [`ptrace`], [`memory`] and
+//! [`maps`] (process control), [`discover`] (functions of an ELF file),
+//! [`relocate`] (trampolines), [`inject`] (system calls run in the
+//! tracee), [`engine`] (the event loop and the collectors), [`results`]
+//! (the text report, the `.cali` records and the flow-data file) and
+//! [`control`] (the simplified model's control file).
+
+pub mod cli;
+pub mod control;
+pub mod counters;
+pub mod discover;
+pub mod engine;
+pub mod filter;
+pub mod functions;
+pub mod image;
+pub mod inject;
+pub mod maps;
+pub mod memory;
+pub mod ptrace;
+pub mod relocate;
+pub mod results;

@@ -1,0 +1,145 @@
+//! Thin, typed wrappers over the ptrace and wait calls the engine uses.
+//!
+//! Every call returns an `io::Result`: a tracee can vanish between any two
+//! calls (killed, exited), and the engine must treat that as an ordinary
+//! event, never as a reason to panic.
+
+use std::io;
+
+/// A thread or process id.
+pub type Pid = libc::pid_t;
+
+/// The ptrace options every tracee gets: events for new threads, forks,
+/// vforks, execs and exits, and the process killed if the tool dies while
+/// it is stopped with instrumentation half applied.
+pub fn trace_options(kill_on_exit: bool) -> libc::c_int {
+    let mut opts = libc::PTRACE_O_TRACECLONE
+        | libc::PTRACE_O_TRACEFORK
+        | libc::PTRACE_O_TRACEVFORK
+        | libc::PTRACE_O_TRACEEXEC
+        | libc::PTRACE_O_TRACEEXIT
+        | libc::PTRACE_O_TRACESYSGOOD;
+    if kill_on_exit {
+        opts |= libc::PTRACE_O_EXITKILL;
+    }
+    opts
+}
+
+fn check(ret: libc::c_long) -> io::Result<libc::c_long> {
+    if ret == -1 { Err(io::Error::last_os_error()) } else { Ok(ret) }
+}
+
+fn request(req: libc::c_uint, tid: Pid, addr: usize, data: usize) -> io::Result<libc::c_long> {
+    // SAFETY: the requests used here read or write only the buffers the
+    // callers pass (sized for the request) or nothing at all.
+    check(unsafe { libc::ptrace(req, tid, addr as *mut libc::c_void, data as *mut libc::c_void) })
+}
+
+/// Resumes a stopped thread, delivering `signal` (0 for none).
+pub fn cont(tid: Pid, signal: i32) -> io::Result<()> {
+    request(libc::PTRACE_CONT, tid, 0, signal as usize).map(drop)
+}
+
+/// Executes one instruction of a stopped thread.
+pub fn single_step(tid: Pid) -> io::Result<()> {
+    request(libc::PTRACE_SINGLESTEP, tid, 0, 0).map(drop)
+}
+
+/// Detaches from a stopped thread, delivering `signal` (0 for none).
+pub fn detach(tid: Pid, signal: i32) -> io::Result<()> {
+    request(libc::PTRACE_DETACH, tid, 0, signal as usize).map(drop)
+}
+
+/// Attaches to a running thread (it stops with SIGSTOP).
+pub fn attach(tid: Pid) -> io::Result<()> {
+    request(libc::PTRACE_ATTACH, tid, 0, 0).map(drop)
+}
+
+/// Sets the ptrace options of a stopped thread.
+pub fn set_options(tid: Pid, options: libc::c_int) -> io::Result<()> {
+    request(libc::PTRACE_SETOPTIONS, tid, 0, options as usize).map(drop)
+}
+
+/// The message of the last ptrace event (a new thread's id, an exit code).
+pub fn event_message(tid: Pid) -> io::Result<u64> {
+    let mut msg: libc::c_ulong = 0;
+    request(libc::PTRACE_GETEVENTMSG, tid, 0, &mut msg as *mut _ as usize)?;
+    Ok(msg)
+}
+
+/// The signal information of a signal-delivery stop; an error (EINVAL)
+/// for a group stop, which has none.
+pub fn signal_info(tid: Pid) -> io::Result<libc::siginfo_t> {
+    // SAFETY: siginfo_t is plain data; zero is a valid bit pattern.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    request(libc::PTRACE_GETSIGINFO, tid, 0, &mut info as *mut _ as usize)?;
+    Ok(info)
+}
+
+/// The general registers of a stopped thread.
+pub fn registers(tid: Pid) -> io::Result<libc::user_regs_struct> {
+    // SAFETY: user_regs_struct is plain data; zero is a valid bit pattern.
+    let mut regs: libc::user_regs_struct = unsafe { std::mem::zeroed() };
+    request(libc::PTRACE_GETREGS, tid, 0, &mut regs as *mut _ as usize)?;
+    Ok(regs)
+}
+
+/// Sets the general registers of a stopped thread.
+pub fn set_registers(tid: Pid, regs: &libc::user_regs_struct) -> io::Result<()> {
+    request(libc::PTRACE_SETREGS, tid, 0, regs as *const _ as usize).map(drop)
+}
+
+/// Sends `signal` to one thread of process `pid`.
+pub fn kill_thread(pid: Pid, tid: Pid, signal: i32) -> io::Result<()> {
+    // SAFETY: a plain system call with integer arguments.
+    check(unsafe { libc::syscall(libc::SYS_tgkill, pid, tid, signal) }).map(drop)
+}
+
+/// What `wait` reported for a thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// The thread's process exited with this code.
+    Exited(i32),
+    /// The thread's process was killed by this signal.
+    Killed(i32),
+    /// The thread stopped with this signal (a signal-delivery or group stop).
+    Stopped(i32),
+    /// The thread stopped at a ptrace event (`PTRACE_EVENT_*`).
+    Event(i32),
+    /// The thread stopped at a system call (not requested; passed on).
+    Syscall,
+}
+
+impl Status {
+    fn decode(raw: i32) -> Status {
+        if libc::WIFEXITED(raw) {
+            Status::Exited(libc::WEXITSTATUS(raw))
+        } else if libc::WIFSIGNALED(raw) {
+            Status::Killed(libc::WTERMSIG(raw))
+        } else {
+            let sig = libc::WSTOPSIG(raw);
+            let event = raw >> 16;
+            if event != 0 {
+                Status::Event(event)
+            } else if sig == libc::SIGTRAP | 0x80 {
+                Status::Syscall
+            } else {
+                Status::Stopped(sig)
+            }
+        }
+    }
+}
+
+/// Waits for any traced thread (`tid` None) or one thread to change state.
+/// `Ok(None)` when there is none left to wait for. Interrupted waits
+/// (a signal to the tool) come back as `ErrorKind::Interrupted`.
+pub fn wait(tid: Option<Pid>) -> io::Result<Option<(Pid, Status)>> {
+    let mut raw = 0;
+    // SAFETY: waitpid writes the status into `raw` only.
+    let ret = unsafe { libc::waitpid(tid.unwrap_or(-1), &mut raw, libc::__WALL) };
+    if ret == -1 {
+        let err = io::Error::last_os_error();
+        return if err.raw_os_error() == Some(libc::ECHILD) { Ok(None) } else { Err(err) };
+    }
+    Ok(Some((ret, Status::decode(raw))))
+}

@@ -1,0 +1,102 @@
+//! The results: `.cali` records that `cali-query` reads, and the text
+//! report.
+//!
+//! One record per function: the context path `dbi.module` > `dbi.function`
+//! (both nested, so `format tree` and json-split show modules with their
+//! functions), and the immediates `dbi.address` (the entry's address in
+//! the module file), `dbi.count` (calls, with `fcount`), `dbi.covered`
+//! (1 or 0, with `coverage`) and `dbi.instrumentation` (how the function
+//! was counted, with the reason where it kept its breakpoint).
+
+use crate::engine::{Collect, Outcome};
+use crate::functions::{FunctionRecord, Mode};
+use caliper_data::cali::CaliWriter;
+use caliper_data::{AttrType, MetadataDb, Properties, Record, Variant};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io::{self, Write};
+
+/// How a function was instrumented, as written in `dbi.instrumentation`.
+pub fn instrumentation(record: &FunctionRecord) -> String {
+    match &record.mode {
+        Mode::Armed => "not called".into(),
+        Mode::Covered => "breakpoint removed".into(),
+        Mode::Trampoline => "trampoline".into(),
+        Mode::Breakpoint(why) => format!("breakpoint ({why})"),
+        Mode::Uncounted(why) => format!("uncounted ({why})"),
+    }
+}
+
+/// The functions to report: with counts, those called; with coverage
+/// only, all that were probed.
+fn reported(outcome: &Outcome, collect: Collect) -> impl Iterator<Item = (usize, &FunctionRecord)> {
+    outcome.functions.records.iter().enumerate().filter(move |(_, r)| collect.coverage || r.covered)
+}
+
+/// Writes one `.cali` record per reported function.
+pub fn write_cali(out: impl Write, outcome: &Outcome, collect: Collect) -> io::Result<()> {
+    let mut db = MetadataDb::new();
+    let nested = Properties::NESTED;
+    let module_attr = db.create_attribute("dbi.module", AttrType::String, nested, &[]);
+    let function_attr = db.create_attribute("dbi.function", AttrType::String, nested, &[]);
+    let how_attr = db.create_attribute("dbi.instrumentation", AttrType::String, Properties::DEFAULT, &[]);
+    let address_attr = db.create_attribute("dbi.address", AttrType::Addr, Properties::ASVALUE, &[]);
+    let aggregatable = Properties::ASVALUE | Properties::AGGREGATABLE;
+    let count_attr = db.create_attribute("dbi.count", AttrType::Uint, aggregatable, &[]);
+    let covered_attr = db.create_attribute("dbi.covered", AttrType::Uint, aggregatable, &[]);
+    let mut writer = CaliWriter::new(out);
+    for (id, r) in reported(outcome, collect) {
+        let module = db.get_or_create_node(module_attr, Variant::from(&*r.module), None);
+        let function = db.get_or_create_node(function_attr, Variant::from(r.name.as_str()), Some(module));
+        let how = db.get_or_create_node(how_attr, Variant::from(instrumentation(r)), None);
+        let mut record = Record::ctx();
+        record.push_ref(function);
+        record.push_ref(how);
+        record.push_imm(address_attr, Variant::Addr(r.address));
+        if collect.fcount {
+            record.push_imm(count_attr, Variant::Uint(outcome.functions.calls(id, &outcome.counters)));
+        }
+        if collect.coverage {
+            record.push_imm(covered_attr, Variant::Uint(r.covered as u64));
+        }
+        writer.write_record(&db, &record)?;
+    }
+    writer.finish()?.flush()
+}
+
+/// The text report: per module, the functions called and their counts
+/// (most called first), then how many functions kept a breakpoint and why.
+pub fn text_report(outcome: &Outcome, collect: Collect) -> String {
+    let mut by_module: BTreeMap<&str, Vec<(usize, &FunctionRecord)>> = BTreeMap::new();
+    for (id, r) in outcome.functions.records.iter().enumerate() {
+        by_module.entry(&r.module).or_default().push((id, r));
+    }
+    let mut out = String::new();
+    for (module, mut functions) in by_module {
+        let covered = functions.iter().filter(|(_, r)| r.covered).count();
+        let _ = writeln!(out, "== {module}: {covered} of {} functions called", functions.len());
+        if collect.fcount {
+            let calls = |id: usize| outcome.functions.calls(id, &outcome.counters);
+            functions.retain(|(_, r)| r.covered);
+            functions.sort_by(|a, b| calls(b.0).cmp(&calls(a.0)).then_with(|| a.1.name.cmp(&b.1.name)));
+            for (id, r) in functions {
+                let _ = writeln!(out, "{:>14} {}", calls(id), r.name);
+            }
+        } else {
+            functions.sort_by(|a, b| a.1.name.cmp(&b.1.name));
+            for (_, r) in functions.iter().filter(|(_, r)| r.covered) {
+                let _ = writeln!(out, "{:>14} {}", "covered", r.name);
+            }
+        }
+    }
+    let mut kept: BTreeMap<String, usize> = BTreeMap::new();
+    for r in &outcome.functions.records {
+        if matches!(r.mode, Mode::Breakpoint(_) | Mode::Uncounted(_)) {
+            *kept.entry(instrumentation(r)).or_default() += 1;
+        }
+    }
+    for (why, n) in kept {
+        let _ = writeln!(out, "== {n} functions: {why}");
+    }
+    out
+}
