@@ -1,0 +1,107 @@
+//! Test support: building the C test programs and running cali-run.
+
+#![allow(dead_code)]
+
+use caliper_data::cali::read_records;
+use caliper_data::{MetadataDb, Variant};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+
+/// The cali-run binary under test.
+pub fn cali_run() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_cali-run"))
+}
+
+fn source(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c").join(name)
+}
+
+/// Runs gcc with `args` in `dir`; fails the test naming the install script
+/// when gcc is missing.
+pub fn gcc(dir: &Path, args: &[&str]) {
+    let status = Command::new("gcc")
+        .current_dir(dir)
+        .args(args)
+        .status()
+        .unwrap_or_else(|e| panic!("gcc not runnable ({e}): run scripts/test-all.sh, which installs it"));
+    assert!(status.success(), "gcc {args:?} failed");
+}
+
+/// The directory holding `counts` (linked with `libshared.so`) and
+/// `libplugin.so`, built once per test binary with -O2.
+pub fn counts_dir() -> &'static Path {
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let shared = source("shared.c");
+        let plugin = source("plugin.c");
+        let counts = source("counts.c");
+        gcc(dir.path(), &["-O2", "-shared", "-fPIC", "-o", "libshared.so", shared.to_str().unwrap()]);
+        gcc(dir.path(), &["-O2", "-shared", "-fPIC", "-o", "libplugin.so", plugin.to_str().unwrap()]);
+        gcc(
+            dir.path(),
+            &[
+                "-O2",
+                "-o",
+                "counts",
+                counts.to_str().unwrap(),
+                "-L.",
+                "-lshared",
+                "-Wl,-rpath,$ORIGIN",
+                "-ldl",
+                "-lpthread",
+            ],
+        );
+        dir
+    })
+    .path()
+}
+
+/// Runs cali-run with `options` on `program args` in `dir`, stdin closed.
+pub fn run_in(dir: &Path, options: &[&str], program: &str, args: &[&str]) -> Output {
+    cali_run()
+        .current_dir(dir)
+        .args(options)
+        .arg("--")
+        .arg(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("cali-run runs")
+}
+
+/// One function's record of a `.cali` result.
+#[derive(Debug, Default, Clone)]
+pub struct Row {
+    pub count: Option<u64>,
+    pub covered: Option<u64>,
+    pub address: u64,
+    pub instrumentation: String,
+}
+
+/// The records of a `.cali` result by (module file name, function).
+pub fn read_result(path: &Path) -> HashMap<(String, String), Row> {
+    let data = std::fs::read(path).expect("result written");
+    let mut db = MetadataDb::new();
+    let records = read_records(&mut db, "result", &data).expect("valid .cali");
+    let mut rows = HashMap::new();
+    for r in &records {
+        let (mut module, mut function, mut row) = (String::new(), String::new(), Row::default());
+        for (attr, value) in db.expand(r) {
+            let name = db.attribute(attr).unwrap().name().to_string();
+            match (name.as_str(), value) {
+                ("dbi.module", Variant::Str(s)) => module = s.rsplit('/').next().unwrap().to_string(),
+                ("dbi.function", Variant::Str(s)) => function = s.to_string(),
+                ("dbi.instrumentation", Variant::Str(s)) => row.instrumentation = s.to_string(),
+                ("dbi.count", Variant::Uint(n)) => row.count = Some(n),
+                ("dbi.covered", Variant::Uint(n)) => row.covered = Some(n),
+                ("dbi.address", Variant::Addr(a)) => row.address = a,
+                (other, v) => panic!("unexpected attribute {other} = {v:?}"),
+            }
+        }
+        rows.insert((module, function), row);
+    }
+    rows
+}

@@ -1,0 +1,171 @@
+//! Exact coverage and call counts of a C program whose calls are known:
+//! a hot function, call sites, recursion, a tail call, a function pointer,
+//! a jump table, a linked and a dlopened library, a thread and a fork.
+
+mod common;
+
+use common::{counts_dir, read_result, run_in};
+use std::os::unix::process::ExitStatusExt;
+
+const MODULES: &str = "counts,libshared.so,libplugin.so";
+
+/// (module, function, calls) as the program makes them.
+const EXPECTED: &[(&str, &str, u64)] = &[
+    ("counts", "main", 1),
+    ("counts", "hot", 1_000_003),
+    ("counts", "three", 3),
+    ("counts", "fib", 1973),
+    ("counts", "tail", 5),
+    ("counts", "leaf", 5),
+    ("counts", "pointed", 7),
+    ("counts", "dispatch", 16),
+    ("counts", "thread_fn", 1),
+    ("counts", "child_only", 2),
+    ("libshared.so", "lib_fn", 11),
+    ("libplugin.so", "plugin_fn", 13),
+];
+
+fn check_program_output(output: &std::process::Output) {
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "child exit 5\ndone\n");
+    assert_eq!(output.status.code(), Some(3), "the program's exit code: {}", String::from_utf8_lossy(&output.stderr));
+}
+
+#[test]
+fn fcount_counts_every_call_exactly() {
+    let dir = counts_dir();
+    let out = tempfile::tempdir().unwrap();
+    let file = out.path().join("counts.cali");
+    let output = run_in(dir, &["-c", "fcount", "-i", MODULES, "-o", file.to_str().unwrap()], "./counts", &[]);
+    check_program_output(&output);
+    let rows = read_result(&file);
+    for &(module, function, calls) in EXPECTED {
+        let row = rows.get(&(module.into(), function.into())).unwrap_or_else(|| panic!("{module} {function} missing"));
+        assert_eq!(row.count, Some(calls), "{module} {function}: {row:?}");
+    }
+    assert!(!rows.contains_key(&("counts".into(), "never".into())), "never called, not reported");
+    let hot = &rows[&("counts".into(), "hot".into())];
+    assert_eq!(hot.instrumentation, "trampoline");
+}
+
+#[test]
+fn coverage_marks_what_ran() {
+    let dir = counts_dir();
+    let out = tempfile::tempdir().unwrap();
+    let file = out.path().join("coverage.cali");
+    let output = run_in(dir, &["-c", "coverage", "-i", MODULES, "-o", file.to_str().unwrap()], "./counts", &[]);
+    check_program_output(&output);
+    let rows = read_result(&file);
+    for &(module, function, _) in EXPECTED {
+        assert_eq!(rows[&(module.into(), function.into())].covered, Some(1), "{function}");
+    }
+    let never = &rows[&("counts".into(), "never".into())];
+    assert_eq!(never.covered, Some(0));
+    assert_eq!(never.count, None, "no counts without fcount");
+}
+
+#[test]
+fn breakpoint_counting_gives_the_same_counts() {
+    let dir = counts_dir();
+    let out = tempfile::tempdir().unwrap();
+    let file = out.path().join("bp.cali");
+    // hot is left out: a million breakpoint stops take a minute.
+    let options =
+        ["--breakpoints-only", "-c", "fcount,coverage", "-i", MODULES, "-x", "hot", "-o", file.to_str().unwrap()];
+    let output = run_in(dir, &options, "./counts", &[]);
+    check_program_output(&output);
+    let rows = read_result(&file);
+    for &(module, function, calls) in EXPECTED.iter().filter(|e| e.1 != "hot") {
+        let row = &rows[&(module.into(), function.into())];
+        assert_eq!(row.count, Some(calls), "{function}");
+        assert!(row.instrumentation.starts_with("breakpoint"), "{function}: {}", row.instrumentation);
+    }
+    assert!(!rows.contains_key(&("counts".into(), "hot".into())));
+}
+
+#[test]
+fn a_stripped_program_is_counted_through_its_unwind_tables() {
+    let dir = counts_dir();
+    let out = tempfile::tempdir().unwrap();
+    // Beside the libraries, which the program finds through its rpath.
+    let stripped = dir.join("counts-stripped");
+    std::fs::copy(dir.join("counts"), &stripped).unwrap();
+    let status = std::process::Command::new("strip").arg(&stripped).status().expect("strip (binutils) runs");
+    assert!(status.success());
+    let nm = std::process::Command::new("nm").arg(dir.join("counts")).output().expect("nm runs");
+    let nm = String::from_utf8_lossy(&nm.stdout);
+    let hot = nm.lines().find(|l| l.ends_with(" T hot")).expect("hot in nm");
+    let hot = u64::from_str_radix(hot.split(' ').next().unwrap(), 16).unwrap();
+    let file = out.path().join("stripped.cali");
+    let plugin = dir.join("libplugin.so");
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_cali-run"))
+        .current_dir(dir)
+        .args(["-i", "counts-stripped", "-o", file.to_str().unwrap(), "--"])
+        .arg(&stripped)
+        .arg(&plugin)
+        .output()
+        .unwrap();
+    check_program_output(&output);
+    let rows = read_result(&file);
+    let row = &rows[&("counts-stripped".into(), format!("{hot:#x}"))];
+    assert_eq!(row.count, Some(1_000_003));
+    assert_eq!(row.address, hot);
+}
+
+#[test]
+fn the_text_report_goes_to_stderr() {
+    let dir = counts_dir();
+    let output = run_in(dir, &["-i", "counts"], "./counts", &[]);
+    check_program_output(&output);
+    let report = String::from_utf8_lossy(&output.stderr);
+    assert!(report.lines().any(|l| l.trim() == "1000003 hot"), "{report}");
+    assert!(
+        report.lines().any(|l| l.starts_with("== ") && l.ends_with("/counts: 30 of 33 functions called")),
+        "{report}"
+    );
+}
+
+#[test]
+fn exit_codes_and_signals_pass_through() {
+    let dir = counts_dir();
+    let output = run_in(dir, &[], "sh", &["-c", "exit 42"]);
+    assert_eq!(output.status.code(), Some(42));
+    let output = run_in(dir, &["-c", "coverage"], "sh", &["-c", "kill -SEGV $$"]);
+    assert_eq!(output.status.signal(), Some(libc::SIGSEGV), "dies of the program's signal");
+    // A signal the program handles is delivered to it.
+    let output = run_in(dir, &[], "sh", &["-c", "trap 'echo got USR1' USR1; kill -USR1 $$; echo after"]);
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "got USR1\nafter\n");
+    assert_eq!(output.status.code(), Some(0));
+}
+
+/// Runs `command` with `input` on its standard input (written from
+/// another thread, so that a full output pipe cannot block the writer).
+fn pipe_through(command: &mut std::process::Command, input: &[u8]) -> std::process::Output {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let input = input.to_vec();
+    let writer = std::thread::spawn(move || stdin.write_all(&input).unwrap());
+    let output = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    output
+}
+
+#[test]
+fn input_and_output_pass_through() {
+    let text: Vec<u8> = (0..200_000u32).flat_map(|i| format!("line {i}\n").into_bytes()).collect();
+    let measured = pipe_through(common::cali_run().args(["-c", "fcount", "--", "gzip", "-c"]), &text);
+    let plain = pipe_through(std::process::Command::new("gzip").arg("-c"), &text);
+    assert_eq!(measured.status.code(), Some(0));
+    assert!(measured.stdout == plain.stdout, "byte-identical output");
+}
+
+#[test]
+fn a_program_that_cannot_start_is_reported() {
+    let output = common::cali_run().args(["--", "/nonexistent/program"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(127));
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(err.starts_with("== CALIPER: cali-run: cannot run /nonexistent/program"), "{err}");
+    let output = common::cali_run().args(["--collect", "bogus", "--", "true"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+}
