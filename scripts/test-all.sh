@@ -7,12 +7,15 @@
 # examples against `make install`; the fuzz step builds libFuzzer with g++),
 # and a Python virtualenv at target/test-venv (or under $CARGO_TARGET_DIR)
 # with the reference's clients from crates/caliper-testutil/py/requirements.txt
-# (the interoperability tests run them). $PYTHON picks the Python.
+# (the interoperability tests run them), and the Debian programs that
+# cali-run's tests measure (gzip, bzip2, xz, sqlite3, python3; strip and
+# nm from binutils). $PYTHON picks the Python.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 missing=()
-for tool in gcc:gcc g++:g++ gfortran:gfortran cmake:cmake pkg-config:pkg-config make:make; do
+for tool in gcc:gcc g++:g++ gfortran:gfortran cmake:cmake pkg-config:pkg-config make:make \
+    gzip:gzip bzip2:bzip2 xz:xz-utils sqlite3:sqlite3 /usr/bin/python3:python3 strip:binutils nm:binutils; do
     command -v "${tool%%:*}" >/dev/null 2>&1 || missing+=("${tool##*:}")
 done
 if [ ${#missing[@]} -gt 0 ]; then
