@@ -25,7 +25,7 @@ fn input() -> Vec<u8> {
         state ^= state >> 7;
         state ^= state << 17;
         out.extend_from_slice(words[(state % 10) as usize].as_bytes());
-        out.push(if state % 11 == 0 { b'\n' } else { b' ' });
+        out.push(if state.is_multiple_of(11) { b'\n' } else { b' ' });
     }
     out
 }
