@@ -14,7 +14,8 @@ usage: cali-run [OPTIONS] -- PROGRAM [ARGS...]
 
 Measures an unmodified program by lazy dynamic instrumentation.
 
-  -c, --collect LIST     what to measure: coverage, fcount (default fcount)
+  -c, --collect LIST     what to measure: coverage, fcount, arcs (calls per
+                         call site; default fcount)
   -o, --output FILE      write the results as a .cali file (default: a text
                          report on standard error)
   -i, --include PATTERNS instrument only these modules or functions
@@ -119,7 +120,7 @@ fn apply_control(
     config.filter.include.extend(control.include.iter().cloned());
     config.filter.exclude.extend(control.exclude.iter().cloned());
     if let Some(d) = control.duration {
-        config.duration = Some(Duration::from_secs_f64(d));
+        config.duration = Some(Duration::try_from_secs_f64(d).map_err(|_| format!("duration {d} is out of range"))?);
     }
     if let Some(f) = &control.follow {
         set_follow(config, f)?;
@@ -138,8 +139,8 @@ fn seconds(value: &str) -> Result<Duration, String> {
     value
         .parse::<f64>()
         .ok()
-        .filter(|s| s.is_finite() && *s > 0.0)
-        .map(Duration::from_secs_f64)
+        .filter(|s| *s > 0.0)
+        .and_then(|s| Duration::try_from_secs_f64(s).ok())
         .ok_or(format!("`{value}` is not a number of seconds"))
 }
 
@@ -158,14 +159,15 @@ fn set_follow(config: &mut Config, value: &str) -> Result<(), String> {
 }
 
 /// The collectors of a comma-separated list; HP Caliper's names are
-/// accepted too (`fcover`, `func_count`).
+/// accepted too (`fcover`, `func_count`, `arc_count`).
 pub fn collectors(list: &str) -> Result<Collect, String> {
     let mut collect = Collect::default();
     for name in patterns(list) {
         match name.as_str() {
             "coverage" | "fcover" => collect.coverage = true,
             "fcount" | "func_count" => collect.fcount = true,
-            other => return Err(format!("unknown collector `{other}` (coverage, fcount)")),
+            "arcs" | "arc_count" => collect.arcs = true,
+            other => return Err(format!("unknown collector `{other}` (coverage, fcount, arcs)")),
         }
     }
     if collect == Collect::default() {
@@ -209,6 +211,7 @@ mod tests {
         assert!(run(&[]).is_err());
         assert!(run(&["--follow", "spoon", "ls"]).is_err());
         assert!(run(&["--duration", "-1", "ls"]).is_err());
+        assert!(run(&["--duration", "1e300", "ls"]).is_err());
         assert!(run(&["-o"]).is_err());
     }
 

@@ -1,10 +1,12 @@
 //! The simplified model's control file: `key = value` lines.
 //!
-//!     # the application, the output, the collector
-//!     application = "a.out"
-//!     arguments = "-6 big.txt"
-//!     collector = "fcount"
-//!     output = "counts.cali"
+//! ```text
+//! # the application, the output, the collector
+//! application = "a.out"
+//! arguments = "-6 big.txt"
+//! collector = "fcount"
+//! output = "counts.cali"
+//! ```
 //!
 //! Values are double-quoted strings (with `\"` and `\\` escapes) or bare
 //! words; `#` starts a comment. Keys: `application`, `arguments` (split

@@ -56,6 +56,12 @@ impl Counters {
         Some(slot)
     }
 
+    /// Sets a slot (the return address of a call site, which trampolines
+    /// compare with): the tracees see it at once through their mappings.
+    pub fn write(&self, slot: usize, value: u64) -> io::Result<()> {
+        self.file.as_file().write_all_at(&value.to_le_bytes(), slot as u64 * 8)
+    }
+
     /// The current value of every allocated slot.
     pub fn read_all(&self) -> io::Result<Vec<u64>> {
         let mut bytes = vec![0u8; self.next * 8];

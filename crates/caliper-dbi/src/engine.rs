@@ -13,10 +13,10 @@
 use crate::counters::Counters;
 use crate::discover::ModuleInfo;
 use crate::filter::Filter;
-use crate::functions::{FunctionTable, Mode};
-use crate::image::{Image, Internal, ProbeState, Stopped};
+use crate::functions::{ArcTable, FunctionTable, Mode};
+use crate::image::{Counting, Image, Internal, ProbeState, SiteSlots, Stopped};
 use crate::ptrace::{self, Pid, Status};
-use crate::relocate::Unpatchable;
+use crate::relocate::{self, Unpatchable};
 use std::collections::{HashMap, VecDeque};
 use std::ffi::OsString;
 use std::io;
@@ -31,12 +31,37 @@ use std::time::{Duration, Instant};
 pub struct Collect {
     pub coverage: bool,
     pub fcount: bool,
+    /// Calls per call site (caller -> callee).
+    pub arcs: bool,
 }
 
 impl Collect {
     /// Whether calls are counted (or only first hits seen).
     pub fn counts(&self) -> bool {
-        self.fcount
+        self.fcount || self.arcs
+    }
+}
+
+/// The most call sites an arc trampoline compares with; calls from
+/// further sites are counted together as "other call sites".
+pub const MAX_SITES: usize = 32;
+
+/// The call sites an arc trampoline knows, per (image, entry).
+#[derive(Debug, Clone)]
+struct SiteList {
+    slot: usize,
+    /// (return address, slots, arc id) of each site.
+    sites: Vec<(u64, SiteSlots, usize)>,
+    /// The slot of the other sites, once the list is full.
+    other: Option<usize>,
+    /// No new trampoline could be built: calls from new sites stay
+    /// counted at the trap.
+    frozen: bool,
+}
+
+impl SiteList {
+    fn counting(&self) -> Counting {
+        Counting::Arcs { slot: self.slot, sites: self.sites.iter().map(|s| s.1).collect(), other: self.other }
     }
 }
 
@@ -79,6 +104,7 @@ pub enum Exit {
 pub struct Outcome {
     pub exit: Exit,
     pub functions: FunctionTable,
+    pub arcs: ArcTable,
     /// The trampoline counters by slot.
     pub counters: Vec<u64>,
 }
@@ -147,6 +173,8 @@ fn install_signal_handlers(attached: bool) {
 pub struct Engine {
     config: Config,
     functions: FunctionTable,
+    arcs: ArcTable,
+    sites: HashMap<(usize, u64), SiteList>,
     counters: Counters,
     modules: HashMap<String, Arc<ModuleInfo>>,
     images: HashMap<usize, Image>,
@@ -168,9 +196,11 @@ impl Engine {
         let counters = Counters::create().map_err(|e| StartError(format!("cannot create the counter file: {e}")))?;
         let attached = matches!(target, Target::Attach(_));
         let mut engine = Engine {
-            deadline: config.duration.map(|d| Instant::now() + d),
+            deadline: config.duration.and_then(|d| Instant::now().checked_add(d)),
             config,
             functions: FunctionTable::default(),
+            arcs: ArcTable::default(),
+            sites: HashMap::new(),
             counters,
             modules: HashMap::new(),
             images: HashMap::new(),
@@ -255,10 +285,9 @@ impl Engine {
     fn new_image(&mut self, pid: Pid) -> io::Result<()> {
         let mut image = Image::new(pid)?;
         image.scan(&self.config.filter, &mut self.functions, &mut self.modules)?;
-        let rendezvous = image
-            .modules
-            .iter()
-            .find_map(|m| m.info.functions.iter().find(|f| f.name == "_dl_debug_state").map(|f| f.address + m.bias));
+        let rendezvous = image.modules.iter().find_map(|m| {
+            m.info.functions.iter().find(|f| f.name == "_dl_debug_state").map(|f| f.address.wrapping_add(m.bias))
+        });
         if let Some(addr) = rendezvous {
             image.watch(addr, Internal::LinkerRendezvous)?;
         }
@@ -373,6 +402,13 @@ impl Engine {
                     let id = self.next_image;
                     self.next_image += 1;
                     self.images.insert(id, image);
+                    let inherited: Vec<((usize, u64), SiteList)> = self
+                        .sites
+                        .iter()
+                        .filter(|((i, _), _)| *i == parent_image)
+                        .map(|((_, entry), list)| ((id, *entry), list.clone()))
+                        .collect();
+                    self.sites.extend(inherited);
                     id
                 }
                 Err(e) => {
@@ -446,7 +482,18 @@ impl Engine {
         };
         let Ok(mut regs) = ptrace::registers(tid) else { return false };
         let addr = regs.rip.wrapping_sub(1);
-        let Some(probe) = self.images.get(&image_id).and_then(|i| i.probes.get(&addr)).cloned() else { return false };
+        let Some(image) = self.images.get(&image_id) else { return false };
+        if let Some(&entry) = image.traps.get(&addr) {
+            // A call from a new site in an arc trampoline: the return
+            // address is above the saved RAX. The thread goes on after the
+            // trap, through the rest of the old trampoline.
+            if let Ok(ret) = image.memory.read_u64(regs.rsp.wrapping_add(8)) {
+                self.on_new_site(tid, image_id, entry, ret);
+            }
+            self.resume(tid, 0);
+            return true;
+        }
+        let Some(probe) = image.probes.get(&addr).cloned() else { return false };
         if probe.internal == Some(Internal::LinkerRendezvous) {
             let image = self.images.get_mut(&image_id).expect("image of a live process");
             if let Err(e) = image.scan(&self.config.filter, &mut self.functions, &mut self.modules) {
@@ -458,11 +505,13 @@ impl Engine {
             (_, ProbeState::Removed) => addr,
             (function, ProbeState::Displaced { resume }) => {
                 if let Some(f) = function {
-                    self.functions.records[f].trap_hits += 1;
+                    self.count_trap_hit(image_id, f, regs.rsp);
                 }
                 *resume
             }
-            (function, ProbeState::Armed) => self.first_hit(tid, image_id, addr, function, probe.internal.is_some()),
+            (function, ProbeState::Armed) => {
+                self.first_hit(tid, image_id, addr, function, probe.internal.is_some(), regs.rsp)
+            }
         };
         regs.rip = resume_at;
         if ptrace::set_registers(tid, &regs).is_err() {
@@ -472,9 +521,110 @@ impl Engine {
         true
     }
 
+    /// Counts a call of function `f` that the tool saw at its breakpoint
+    /// (the stack pointer `rsp` at its entry, where the return address is).
+    fn count_trap_hit(&mut self, image_id: usize, f: usize, rsp: u64) {
+        self.functions.records[f].trap_hits += 1;
+        if !self.config.collect.arcs {
+            return;
+        }
+        let Some(ret) = self.images.get(&image_id).and_then(|i| i.memory.read_u64(rsp).ok()) else { return };
+        let arc = self.arc_of(image_id, f, ret);
+        self.arcs.records[arc].trap_hits += 1;
+    }
+
+    /// The arc from the call that returns to `ret` to function `f`.
+    fn arc_of(&mut self, image_id: usize, f: usize, ret: u64) -> usize {
+        let image = &self.images[&image_id];
+        let unknown: Arc<str> = Arc::from("?");
+        // Not a return address into code (a thread's start, or a function
+        // entered by a jump, finds other data there): an arc from nowhere.
+        let Some(m) = image.module_of(ret.wrapping_sub(1)).filter(|_| ret >= 8) else {
+            return self.arcs.intern(f, &unknown, "?", ret);
+        };
+        let module = &image.modules[m];
+        let mut before = [0u8; 8];
+        let site = match image.memory.read(ret.wrapping_sub(8), &mut before) {
+            Ok(()) => relocate::call_before(&before, ret),
+            Err(_) => ret,
+        };
+        let in_file = site.wrapping_sub(module.bias);
+        let functions = &module.info.functions;
+        let caller = match functions.partition_point(|x| x.address <= in_file) {
+            0 => "?",
+            n if functions[n - 1].size == 0
+                || in_file < functions[n - 1].address.saturating_add(functions[n - 1].size) =>
+            {
+                &functions[n - 1].name
+            }
+            _ => "?",
+        };
+        let path = module.path.clone();
+        let caller = caller.to_string();
+        self.arcs.intern(f, &path, &caller, in_file)
+    }
+
+    /// A call from a site the arc trampoline at `entry` does not know:
+    /// counted here, and the trampoline rebuilt to know it (or, when it
+    /// knows as many as it may, to count further sites together).
+    fn on_new_site(&mut self, tid: Pid, image_id: usize, entry: u64, ret: u64) {
+        let Some(f) = self.images[&image_id].probes.get(&entry).and_then(|p| p.function) else { return };
+        let arc = self.arc_of(image_id, f, ret);
+        self.arcs.records[arc].trap_hits += 1;
+        let Some(list) = self.sites.get(&(image_id, entry)) else { return };
+        if list.sites.iter().any(|s| s.0 == ret) || list.other.is_some() || list.frozen {
+            return;
+        }
+        let mut list = list.clone();
+        if list.sites.len() < MAX_SITES {
+            let (Some(value), Some(count)) = (self.counters.allocate(), self.counters.allocate()) else { return };
+            if self.counters.write(value, ret).is_err() {
+                return;
+            }
+            self.arcs.records[arc].slots.push(count);
+            list.sites.push((ret, SiteSlots { value, count }, arc));
+        } else {
+            let Some(other) = self.counters.allocate() else { return };
+            let unknown: Arc<str> = Arc::from("?");
+            let others = self.arcs.intern(f, &unknown, "(other call sites)", 0);
+            self.arcs.records[others].slots.push(other);
+            list.other = Some(other);
+        }
+        let stopped = self.stop_world(image_id, tid);
+        let mut deferred = Vec::new();
+        let image = self.images.get_mut(&image_id).expect("live image");
+        let mut thread = Stopped { tid, counters: &self.counters, deferred: &mut deferred };
+        let repatched = image.repatch(entry, &list.counting(), &mut thread);
+        self.resume_world(&stopped);
+        self.redeliver(tid, deferred);
+        match repatched {
+            Ok(_) => {
+                self.sites.insert((image_id, entry), list);
+            }
+            Err(e) => {
+                eprintln!("== CALIPER: cali-run: cannot add a call site to {}: {e}", self.functions.records[f].name)
+            }
+        }
+    }
+
+    fn redeliver(&self, tid: Pid, deferred: Vec<i32>) {
+        let pid = self.threads.get(&tid).map_or(tid, |t| t.pid);
+        for sig in deferred {
+            let _ = ptrace::kill_thread(pid, tid, sig);
+        }
+    }
+
     /// Decides how the probe at `addr` works from its first hit on, and
     /// where the hitting thread resumes.
-    fn first_hit(&mut self, tid: Pid, image_id: usize, addr: u64, function: Option<usize>, internal: bool) -> u64 {
+    fn first_hit(
+        &mut self,
+        tid: Pid,
+        image_id: usize,
+        addr: u64,
+        function: Option<usize>,
+        internal: bool,
+        rsp: u64,
+    ) -> u64 {
         if let Some(f) = function {
             self.functions.records[f].covered = true;
         }
@@ -492,47 +642,54 @@ impl Engine {
         let image = self.images.get_mut(&image_id).expect("live image");
         let mut thread = Stopped { tid, counters: &self.counters, deferred: &mut deferred };
         let patched = match function {
-            Some(f) if !internal && !self.config.breakpoints_only => {
-                let record = &self.functions.records[f];
-                match self.counters.peek_next() {
-                    Some(slot) => image.patch(addr, record.size, slot, &busy, &mut thread).map(|t| (t, slot)),
-                    None => Err(Unpatchable::Unencodable("counter slots exhausted".into())),
+            Some(f) if !internal && !self.config.breakpoints_only => match self.counters.peek_next() {
+                Some(slot) => {
+                    let counting = if self.config.collect.arcs {
+                        Counting::Arcs { slot, sites: Vec::new(), other: None }
+                    } else {
+                        Counting::Calls { slot }
+                    };
+                    image.patch(addr, self.functions.records[f].size, &counting, &busy, &mut thread).map(|p| (p, slot))
                 }
-            }
+                None => Err(Unpatchable::Unencodable("counter slots exhausted".into())),
+            },
             _ => Err(Unpatchable::Unencodable("breakpoint counting chosen".into())),
         };
+        let mut counted_here = false;
         let resume_at = match patched {
-            Ok((trampoline, slot)) => {
+            Ok((patch, slot)) => {
                 self.counters.allocate();
                 let record = &mut self.functions.records[function.expect("patched functions exist")];
                 record.slot = Some(slot);
                 record.mode = Mode::Trampoline;
-                trampoline
+                if self.config.collect.arcs {
+                    self.sites
+                        .insert((image_id, addr), SiteList { slot, sites: Vec::new(), other: None, frozen: false });
+                }
+                patch.trampoline
             }
             Err(why) => match image.displace(addr, &mut thread) {
                 Ok(resume) => {
                     if let Some(f) = function {
-                        let record = &mut self.functions.records[f];
-                        record.trap_hits += 1;
-                        record.mode = Mode::Breakpoint(why);
+                        self.functions.records[f].mode = Mode::Breakpoint(why);
+                        counted_here = true;
                     }
                     resume
                 }
                 Err(cannot_move) => {
                     let _ = image.remove(addr);
                     if let Some(f) = function {
-                        let record = &mut self.functions.records[f];
-                        record.trap_hits += 1;
-                        record.mode = Mode::Uncounted(cannot_move);
+                        self.functions.records[f].mode = Mode::Uncounted(cannot_move);
+                        counted_here = true;
                     }
                     addr
                 }
             },
         };
         self.resume_world(&stopped);
-        let pid = self.threads.get(&tid).map_or(tid, |t| t.pid);
-        for sig in deferred {
-            let _ = ptrace::kill_thread(pid, tid, sig);
+        self.redeliver(tid, deferred);
+        if counted_here && let Some(f) = function {
+            self.count_trap_hit(image_id, f, rsp);
         }
         resume_at
     }
@@ -640,7 +797,7 @@ impl Engine {
             eprintln!("== CALIPER: cali-run: cannot read the counters: {e}");
             Vec::new()
         });
-        Outcome { exit: self.exit.unwrap_or(Exit::Detached), functions: self.functions, counters }
+        Outcome { exit: self.exit.unwrap_or(Exit::Detached), functions: self.functions, arcs: self.arcs, counters }
     }
 }
 

@@ -74,3 +74,53 @@ impl FunctionTable {
         r.trap_hits + r.slot.and_then(|s| counters.get(s).copied()).unwrap_or(0)
     }
 }
+
+/// The call arcs seen: (callee, call site) with the calls counted by the
+/// tool (at breakpoints and new-site traps) and the counter slot of the
+/// site in a trampoline.
+#[derive(Debug, Clone)]
+pub struct ArcRecord {
+    pub callee: usize,
+    /// The module of the call site ("?" for code outside any module).
+    pub caller_module: Arc<str>,
+    /// The function holding the call site ("?" if none is known).
+    pub caller: String,
+    /// The call instruction's address in the caller's module file; for the
+    /// calls from sites past a trampoline's limit, 0.
+    pub callsite: u64,
+    pub trap_hits: u64,
+    pub slots: Vec<usize>,
+}
+
+/// Every arc, by id.
+#[derive(Debug, Default)]
+pub struct ArcTable {
+    pub records: Vec<ArcRecord>,
+    index: HashMap<(usize, Arc<str>, u64), usize>,
+}
+
+impl ArcTable {
+    /// The id of an arc, added if new.
+    pub fn intern(&mut self, callee: usize, caller_module: &Arc<str>, caller: &str, callsite: u64) -> usize {
+        let key = (callee, caller_module.clone(), callsite);
+        if let Some(&id) = self.index.get(&key) {
+            return id;
+        }
+        self.records.push(ArcRecord {
+            callee,
+            caller_module: caller_module.clone(),
+            caller: caller.to_string(),
+            callsite,
+            trap_hits: 0,
+            slots: Vec::new(),
+        });
+        self.index.insert(key, self.records.len() - 1);
+        self.records.len() - 1
+    }
+
+    /// The total calls along arc `id`, given the counter values.
+    pub fn calls(&self, id: usize, counters: &[u64]) -> u64 {
+        let r = &self.records[id];
+        r.trap_hits + r.slots.iter().filter_map(|&s| counters.get(s)).sum::<u64>()
+    }
+}

@@ -15,7 +15,7 @@ use crate::inject::{self, MapRequest};
 use crate::maps::{self, Mapping};
 use crate::memory::Memory;
 use crate::ptrace::Pid;
-use crate::relocate::{self, JUMP_LEN, Probe as TrampolineProbe, Unpatchable};
+use crate::relocate::{self, JUMP_LEN, Miss, Probe as TrampolineProbe, Site, Unpatchable};
 use std::collections::HashMap;
 use std::ffi::CString;
 use std::io;
@@ -25,7 +25,7 @@ use std::sync::Arc;
 
 const INT3: u8 = 0xcc;
 /// Bytes of trampoline code per region (after one page of scratch space).
-const CODE_BYTES: u64 = 1 << 20;
+const CODE_BYTES: u64 = 4 << 20;
 const SCRATCH: u64 = 4096;
 /// How far a region may lie from the module it serves: a rel32 reaches
 /// 2 GiB, less the region's own size and a margin.
@@ -87,6 +87,31 @@ pub struct Region {
     pub counters: u64,
 }
 
+/// How a trampoline counts, in counter-file slots.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Counting {
+    /// The function's calls.
+    Calls { slot: usize },
+    /// The calls and the calls from each known site; calls from other
+    /// sites trap to the tool, or with `other` count there.
+    Arcs { slot: usize, sites: Vec<SiteSlots>, other: Option<usize> },
+}
+
+/// The slots of a call site: its return address and its count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SiteSlots {
+    pub value: usize,
+    pub count: usize,
+}
+
+/// A trampoline in place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Patch {
+    pub trampoline: u64,
+    /// The address of its trap for new call sites.
+    pub trap: Option<u64>,
+}
+
 /// Everything the engine tracks of one address space.
 #[derive(Debug)]
 pub struct Image {
@@ -95,6 +120,9 @@ pub struct Image {
     pub memory: Memory,
     pub modules: Vec<LoadedModule>,
     pub probes: HashMap<u64, Probe>,
+    /// The new-call-site traps of arc trampolines, with the entry each
+    /// belongs to.
+    pub traps: HashMap<u64, u64>,
     pub regions: Vec<Region>,
 }
 
@@ -109,7 +137,14 @@ pub struct Stopped<'a> {
 impl Image {
     /// A new, empty image for process `pid`.
     pub fn new(pid: Pid) -> io::Result<Image> {
-        Ok(Image { pid, memory: Memory::open(pid)?, modules: Vec::new(), probes: HashMap::new(), regions: Vec::new() })
+        Ok(Image {
+            pid,
+            memory: Memory::open(pid)?,
+            modules: Vec::new(),
+            probes: HashMap::new(),
+            traps: HashMap::new(),
+            regions: Vec::new(),
+        })
     }
 
     /// The image of a forked child: the same code, probes and regions (its
@@ -120,6 +155,7 @@ impl Image {
             memory: Memory::open(child)?,
             modules: self.modules.clone(),
             probes: self.probes.clone(),
+            traps: self.traps.clone(),
             regions: self.regions.clone(),
         })
     }
@@ -169,7 +205,7 @@ impl Image {
                 .functions
                 .iter()
                 .filter(|f| filter.selects(path, &f.name))
-                .map(|f| (f.address + bias, functions.intern(&module, &f.name, f.address, f.size)))
+                .map(|f| (f.address.wrapping_add(bias), functions.intern(&module, &f.name, f.address, f.size)))
                 .filter(|(addr, _)| (low..high).contains(addr))
                 .collect();
             self.arm(&selected)?;
@@ -273,18 +309,33 @@ impl Image {
         Ok(r)
     }
 
-    /// Encodes code with `build` at the next free place of region `r` and
-    /// writes it there; its address.
-    fn place(&mut self, r: usize, build: impl FnOnce(u64) -> Result<Vec<u8>, Unpatchable>) -> Result<u64, Unpatchable> {
-        let at = self.regions[r].next;
-        let code = build(at)?;
-        let end = at + code.len() as u64;
-        if end > self.regions[r].end {
-            return Err(Unpatchable::Unencodable("trampoline region full".into()));
+    /// Encodes code with `build` (given its address and that of the
+    /// counters) at the next free place of module `m`'s region, and writes
+    /// it there; its address and what `build` returned besides the code.
+    fn place<T>(
+        &mut self,
+        m: usize,
+        thread: &mut Stopped,
+        build: impl Fn(u64, u64) -> Result<(Vec<u8>, T), Unpatchable>,
+    ) -> Result<(u64, T), Unpatchable> {
+        let failed = |e: io::Error| Unpatchable::Unencodable(e.to_string());
+        let mut r = self.region_for(m, thread).map_err(failed)?;
+        let mut built = build(self.regions[r].next, self.regions[r].counters)?;
+        if self.regions[r].next + built.0.len() as u64 > self.regions[r].end {
+            // Full: a new region for the module, and the code built anew
+            // for its addresses.
+            self.modules[m].region = None;
+            r = self.region_for(m, thread).map_err(failed)?;
+            built = build(self.regions[r].next, self.regions[r].counters)?;
         }
-        self.memory.write(at, &code).map_err(|e| Unpatchable::Unencodable(e.to_string()))?;
+        let at = self.regions[r].next;
+        let end = at + built.0.len() as u64;
+        if end > self.regions[r].end {
+            return Err(Unpatchable::Unencodable("trampoline larger than a region".into()));
+        }
+        self.memory.write(at, &built.0).map_err(failed)?;
         self.regions[r].next = end.next_multiple_of(16);
-        Ok(at)
+        Ok((at, built.1))
     }
 
     /// Makes the probe at `addr` resumable: the original first instruction
@@ -295,11 +346,11 @@ impl Image {
         }
         let failed = |e: io::Error| Unpatchable::Unencodable(e.to_string());
         let m = self.module_of(addr).ok_or(Unpatchable::Undecodable)?;
-        let r = self.region_for(m, thread).map_err(failed)?;
         let code = self.original_code(addr, 16).map_err(failed)?;
         let first = relocate::entry_instructions(&code, addr, 1)?;
         let back = addr + relocate::covered_len(&first);
-        let resume = self.place(r, |at| relocate::build(at, TrampolineProbe::None, &first, back))?;
+        let (resume, ()) =
+            self.place(m, thread, |at, _| Ok((relocate::build(at, TrampolineProbe::None, &first, back)?.code, ())))?;
         if let Some(p) = self.probes.get_mut(&addr) {
             p.state = ProbeState::Displaced { resume };
         }
@@ -307,41 +358,80 @@ impl Image {
     }
 
     /// Replaces the entry at `addr` (function of `size` bytes) with a jump
-    /// to a new trampoline counting into `slot`. `busy` are the program
-    /// counters of the other stopped threads: none may be inside the bytes
-    /// replaced. The trampoline's address.
+    /// to a new trampoline that counts as `counting` says. `busy` are the
+    /// program counters of the other stopped threads: none may be inside
+    /// the bytes replaced.
     pub fn patch(
         &mut self,
         addr: u64,
         size: u64,
-        slot: usize,
+        counting: &Counting,
         busy: &[u64],
         thread: &mut Stopped,
-    ) -> Result<u64, Unpatchable> {
+    ) -> Result<Patch, Unpatchable> {
         let failed = |e: io::Error| Unpatchable::Unencodable(e.to_string());
         let m = self.module_of(addr).ok_or(Unpatchable::Undecodable)?;
         let body = self.original_code(addr, size.clamp(16, 1 << 16) as usize).map_err(failed)?;
         let moved = relocate::entry_instructions(&body, addr, JUMP_LEN)?;
         let prefix = relocate::covered_len(&moved);
         let module = &self.modules[m];
-        let in_file = addr - module.bias;
+        let in_file = addr.wrapping_sub(module.bias);
         let next = module.info.functions.iter().map(|f| f.address).find(|&a| a > in_file);
         relocate::check_patchable(in_file, size, prefix, next, module.info.branch_targets())?;
         if busy.iter().any(|&pc| pc > addr + 1 && pc < addr + prefix) {
             return Err(Unpatchable::Unencodable("a thread is inside the entry bytes".into()));
         }
-        let r = self.region_for(m, thread).map_err(failed)?;
-        let counter = self.regions[r].counters + slot as u64 * 8;
-        let back = addr + prefix;
-        let trampoline = self.place(r, |at| relocate::build(at, TrampolineProbe::Count { counter }, &moved, back))?;
+        self.install(addr, m, &moved, body[..prefix as usize].to_vec(), counting, thread)
+    }
+
+    /// Replaces the trampoline of the patched entry at `addr` by one that
+    /// counts as `counting` says (the old one stays: a thread may be in it).
+    pub fn repatch(&mut self, addr: u64, counting: &Counting, thread: &mut Stopped) -> Result<Patch, Unpatchable> {
+        let Some(Probe { state: ProbeState::Patched { original, .. }, .. }) = self.probes.get(&addr) else {
+            return Err(Unpatchable::Undecodable);
+        };
+        let original = original.clone();
+        let moved = relocate::entry_instructions(&original, addr, JUMP_LEN)?;
+        let m = self.module_of(addr).ok_or(Unpatchable::Undecodable)?;
+        self.install(addr, m, &moved, original, counting, thread)
+    }
+
+    fn install(
+        &mut self,
+        addr: u64,
+        m: usize,
+        moved: &[iced_x86::Instruction],
+        original: Vec<u8>,
+        counting: &Counting,
+        thread: &mut Stopped,
+    ) -> Result<Patch, Unpatchable> {
+        let back = addr + original.len() as u64;
+        let (trampoline, trap) = self.place(m, thread, |at, counters| {
+            let slot = |s: usize| counters + s as u64 * 8;
+            let built = match counting {
+                Counting::Calls { slot: s } => {
+                    relocate::build(at, TrampolineProbe::Count { counter: slot(*s) }, moved, back)?
+                }
+                Counting::Arcs { slot: s, sites, other } => {
+                    let sites: Vec<Site> =
+                        sites.iter().map(|x| Site { value: slot(x.value), counter: slot(x.count) }).collect();
+                    let miss = other.map_or(Miss::Trap, |o| Miss::Count(slot(o)));
+                    let probe = TrampolineProbe::Arcs { counter: slot(*s), sites: &sites, miss };
+                    relocate::build(at, probe, moved, back)?
+                }
+            };
+            Ok((built.code, built.trap.map(|t| at + t)))
+        })?;
         let jump =
             relocate::jump(addr, trampoline).ok_or(Unpatchable::Unencodable("trampoline out of reach".into()))?;
-        let original = body[..prefix as usize].to_vec();
-        self.memory.write(addr, &jump).map_err(failed)?;
+        self.memory.write(addr, &jump).map_err(|e| Unpatchable::Unencodable(e.to_string()))?;
+        if let Some(t) = trap {
+            self.traps.insert(t, addr);
+        }
         if let Some(p) = self.probes.get_mut(&addr) {
             p.state = ProbeState::Patched { trampoline, original };
         }
-        Ok(trampoline)
+        Ok(Patch { trampoline, trap })
     }
 
     /// Takes every probe out (original code back), before the process is

@@ -145,7 +145,7 @@ pub fn check_patchable(
 
 /// What a trampoline does before the moved instructions.
 #[derive(Debug, Clone, Copy)]
-pub enum Probe {
+pub enum Probe<'a> {
     /// Nothing: the trampoline only runs the moved instructions (used to
     /// resume after a breakpoint that stays in place).
     None,
@@ -153,25 +153,128 @@ pub enum Probe {
     /// counter. It changes the arithmetic flags, which no function expects
     /// to keep across a call.
     Count { counter: u64 },
+    /// The call count, then the count of the call site: the return address
+    /// (at `[rsp]` on entry) compared with each known site's, and that
+    /// site's counter incremented. A return address that matches none
+    /// takes the `miss` path. RAX is saved on the stack below the return
+    /// address, which at a function's entry is free.
+    Arcs { counter: u64, sites: &'a [Site], miss: Miss },
+}
+
+/// A call site known to an arc-counting trampoline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Site {
+    /// Where the site's return address is kept (a counter-file slot the
+    /// tool writes).
+    pub value: u64,
+    /// The site's call counter.
+    pub counter: u64,
+}
+
+/// What an arc-counting trampoline does with a call from a new site.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Miss {
+    /// `int3`: the tool adds the site and builds a new trampoline.
+    Trap,
+    /// Counts it in one counter for all other sites (when the trampoline
+    /// has as many sites as it may).
+    Count(u64),
+}
+
+/// An encoded trampoline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Trampoline {
+    pub code: Vec<u8>,
+    /// The offset of the `int3` of [`Miss::Trap`], if any.
+    pub trap: Option<u64>,
+}
+
+/// Branch targets inside a trampoline are labels: instruction addresses
+/// in the kernel half of the address space, which no moved instruction
+/// has and the block encoder resolves to the instructions carrying them.
+const LABEL: u64 = 0xffff_8000_0000_0000;
+
+fn atomic_inc(counter: u64) -> Result<Instruction, Unpatchable> {
+    let mut inc = Instruction::with1(Code::Inc_rm64, MemoryOperand::with_base_displ(Register::RIP, counter as i64))
+        .map_err(unencodable)?;
+    inc.set_has_lock_prefix(true);
+    Ok(inc)
+}
+
+fn unencodable(e: iced_x86::IcedError) -> Unpatchable {
+    Unpatchable::Unencodable(e.to_string())
+}
+
+/// The arc-counting part of a trampoline; the index of the trap, if any.
+fn arc_probe(list: &mut Vec<Instruction>, sites: &[Site], miss: Miss) -> Result<Option<usize>, Unpatchable> {
+    let done = LABEL;
+    let next = |i: usize| LABEL + 1 + i as u64;
+    list.push(Instruction::with1(Code::Push_r64, Register::RAX).map_err(unencodable)?);
+    let ret = MemoryOperand::with_base_displ(Register::RSP, 8);
+    list.push(Instruction::with2(Code::Mov_r64_rm64, Register::RAX, ret).map_err(unencodable)?);
+    for (i, site) in sites.iter().enumerate() {
+        let value = MemoryOperand::with_base_displ(Register::RIP, site.value as i64);
+        let mut cmp = Instruction::with2(Code::Cmp_r64_rm64, Register::RAX, value).map_err(unencodable)?;
+        if i > 0 {
+            cmp.set_ip(next(i - 1));
+        }
+        list.push(cmp);
+        list.push(Instruction::with_branch(Code::Jne_rel32_64, next(i)).map_err(unencodable)?);
+        list.push(atomic_inc(site.counter)?);
+        list.push(Instruction::with_branch(Code::Jmp_rel32_64, done).map_err(unencodable)?);
+    }
+    let mut on_miss = match miss {
+        Miss::Trap => Instruction::with(Code::Int3),
+        Miss::Count(counter) => atomic_inc(counter)?,
+    };
+    if !sites.is_empty() {
+        on_miss.set_ip(next(sites.len() - 1));
+    }
+    list.push(on_miss);
+    let trap = (miss == Miss::Trap).then_some(list.len() - 1);
+    let mut pop = Instruction::with1(Code::Pop_r64, Register::RAX).map_err(unencodable)?;
+    pop.set_ip(done);
+    list.push(pop);
+    Ok(trap)
 }
 
 /// Encodes a trampoline at address `at`: the probe, the `moved`
 /// instructions (decoded at their original addresses), and a jump to
 /// `resume`.
-pub fn build(at: u64, probe: Probe, moved: &[Instruction], resume: u64) -> Result<Vec<u8>, Unpatchable> {
-    let unencodable = |e: iced_x86::IcedError| Unpatchable::Unencodable(e.to_string());
-    let mut list = Vec::with_capacity(moved.len() + 2);
-    if let Probe::Count { counter } = probe {
-        let mut inc = Instruction::with1(Code::Inc_rm64, MemoryOperand::with_base_displ(Register::RIP, counter as i64))
-            .map_err(unencodable)?;
-        inc.set_has_lock_prefix(true);
-        list.push(inc);
+pub fn build(at: u64, probe: Probe, moved: &[Instruction], resume: u64) -> Result<Trampoline, Unpatchable> {
+    let mut list = Vec::with_capacity(moved.len() + 8);
+    let mut trap = None;
+    match probe {
+        Probe::None => {}
+        Probe::Count { counter } => list.push(atomic_inc(counter)?),
+        Probe::Arcs { counter, sites, miss } => {
+            list.push(atomic_inc(counter)?);
+            trap = arc_probe(&mut list, sites, miss)?;
+        }
     }
     list.extend_from_slice(moved);
     list.push(Instruction::with_branch(Code::Jmp_rel32_64, resume).map_err(unencodable)?);
+    let block = InstructionBlock::new(&list, at);
     let encoded =
-        BlockEncoder::encode(64, InstructionBlock::new(&list, at), BlockEncoderOptions::NONE).map_err(unencodable)?;
-    Ok(encoded.code_buffer)
+        BlockEncoder::encode(64, block, BlockEncoderOptions::RETURN_NEW_INSTRUCTION_OFFSETS).map_err(unencodable)?;
+    let trap = trap.map(|i| encoded.new_instruction_offsets[i] as u64);
+    Ok(Trampoline { code: encoded.code_buffer, trap })
+}
+
+/// The address of the call instruction that ends at `ret` (a return
+/// address), given the 8 bytes before it; `ret` itself if no call decodes
+/// there.
+pub fn call_before(before: &[u8; 8], ret: u64) -> u64 {
+    // The most common lengths first: call rel32, call [rip+d32], call reg.
+    for len in [5usize, 6, 2, 3, 7, 4] {
+        let start = 8 - len;
+        let site = ret.wrapping_sub(len as u64);
+        let insn = Decoder::with_ip(64, &before[start..], site, DecoderOptions::NONE).decode();
+        if insn.len() == len && insn.mnemonic() == iced_x86::Mnemonic::Call {
+            return site;
+        }
+    }
+    ret
 }
 
 /// The `jmp rel32` from `from` to `to`, or None if out of reach.
@@ -199,7 +302,7 @@ mod tests {
         let moved = entry_instructions(&code, 0x1000, 8).unwrap();
         assert_eq!(covered_len(&moved), 9);
         let at = 0x7000_0000;
-        let out = build(at, Probe::Count { counter: 0x7000_2000 }, &moved, 0x1009).unwrap();
+        let out = build(at, Probe::Count { counter: 0x7000_2000 }, &moved, 0x1009).unwrap().code;
         let back = decode_all(&out, at);
         assert_eq!(back[0].code(), Code::Inc_rm64);
         assert!(back[0].has_lock_prefix());
@@ -228,6 +331,52 @@ mod tests {
         assert_eq!(check_patchable(0x1000, 0, 5, None, &none), Err(Unpatchable::UnknownSize));
         assert_eq!(check_patchable(0x1000, 7, 5, Some(0x1003), &none), Err(Unpatchable::OverlapsNext));
         assert_eq!(check_patchable(0x1000, 5, 5, None, &none), Ok(()));
+    }
+
+    #[test]
+    #[rustfmt::skip]
+    fn arc_probe_compares_each_site_then_traps() {
+        // push rbp; mov rbp,rsp; nop
+        let code = [0x55, 0x48, 0x89, 0xe5, 0x90, 0x90];
+        let moved = entry_instructions(&code, 0x1000, JUMP_LEN).unwrap();
+        let sites =
+            [Site { value: 0x7000_3000, counter: 0x7000_3008 }, Site { value: 0x7000_3010, counter: 0x7000_3018 }];
+        let at = 0x7000_0000;
+        let probe = Probe::Arcs { counter: 0x7000_2000, sites: &sites, miss: Miss::Trap };
+        let t = build(at, probe, &moved, 0x1005).unwrap();
+        let back = decode_all(&t.code, at);
+        let codes: Vec<Code> = back.iter().map(|i| i.code()).collect();
+        use Code::*;
+        assert_eq!(
+            codes,
+            [
+                Inc_rm64, Push_r64, Mov_r64_rm64, Cmp_r64_rm64, Jne_rel8_64, Inc_rm64, Jmp_rel8_64, Cmp_r64_rm64,
+                Jne_rel8_64, Inc_rm64, Jmp_rel8_64, Int3, Pop_r64, Push_r64, Mov_rm64_r64, Nopd, Jmp_rel32_64
+            ],
+            "the probe (its branches made short), the moved push rbp; mov rbp,rsp; nop, and the jump back"
+        );
+        let ip = |n: usize| back[n].ip();
+        assert_eq!(back[4].near_branch64(), ip(7), "a mismatch tries the next site");
+        assert_eq!(back[8].near_branch64(), ip(11), "the last mismatch traps");
+        assert_eq!(back[6].near_branch64(), ip(12), "a match skips to the end");
+        assert_eq!(t.trap, Some(ip(11) - at));
+        assert_eq!(back[3].memory_displacement64(), 0x7000_3000);
+        assert_eq!(back[9].memory_displacement64(), 0x7000_3018);
+        let counted =
+            build(at, Probe::Arcs { counter: 1 << 30, sites: &[], miss: Miss::Count(0x7000_4000) }, &moved, 0x1005)
+                .unwrap();
+        assert_eq!(counted.trap, None);
+    }
+
+    #[test]
+    fn finds_the_call_before_a_return_address() {
+        // nop x3; call rel32 ending at 0x2000
+        let before = [0x90, 0x90, 0x90, 0xe8, 0x10, 0x00, 0x00, 0x00];
+        assert_eq!(call_before(&before, 0x2000), 0x2000 - 5);
+        // ...; call rax (ff d0)
+        let before = [0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0xff, 0xd0];
+        assert_eq!(call_before(&before, 0x2000), 0x2000 - 2);
+        assert_eq!(call_before(&[0x90; 8], 0x2000), 0x2000);
     }
 
     #[test]

@@ -7,6 +7,12 @@
 //! the module file), `dbi.count` (calls, with `fcount`), `dbi.covered`
 //! (1 or 0, with `coverage`) and `dbi.instrumentation` (how the function
 //! was counted, with the reason where it kept its breakpoint).
+//!
+//! With `arcs`, one record more per call arc: the context path
+//! `dbi.caller` > `dbi.function` (a call graph, in `format tree`), the
+//! callee's `dbi.module`, the caller's `dbi.caller.module`, the call
+//! instruction's address in the caller's file `dbi.callsite`, and
+//! `dbi.count`, the calls made there.
 
 use crate::engine::{Collect, Outcome};
 use crate::functions::{FunctionRecord, Mode};
@@ -44,6 +50,11 @@ pub fn write_cali(out: impl Write, outcome: &Outcome, collect: Collect) -> io::R
     let aggregatable = Properties::ASVALUE | Properties::AGGREGATABLE;
     let count_attr = db.create_attribute("dbi.count", AttrType::Uint, aggregatable, &[]);
     let covered_attr = db.create_attribute("dbi.covered", AttrType::Uint, aggregatable, &[]);
+    let caller_attr = db.create_attribute("dbi.caller", AttrType::String, nested, &[]);
+    let plain = Properties::DEFAULT;
+    let callee_module_attr = db.create_attribute("dbi.module#callee", AttrType::String, plain, &[]);
+    let caller_module_attr = db.create_attribute("dbi.caller.module", AttrType::String, plain, &[]);
+    let callsite_attr = db.create_attribute("dbi.callsite", AttrType::Addr, Properties::ASVALUE, &[]);
     let mut writer = CaliWriter::new(out);
     for (id, r) in reported(outcome, collect) {
         let module = db.get_or_create_node(module_attr, Variant::from(&*r.module), None);
@@ -60,6 +71,22 @@ pub fn write_cali(out: impl Write, outcome: &Outcome, collect: Collect) -> io::R
             record.push_imm(covered_attr, Variant::Uint(r.covered as u64));
         }
         writer.write_record(&db, &record)?;
+    }
+    if collect.arcs {
+        for (id, arc) in outcome.arcs.records.iter().enumerate() {
+            let callee = &outcome.functions.records[arc.callee];
+            let caller = db.get_or_create_node(caller_attr, Variant::from(arc.caller.as_str()), None);
+            let function = db.get_or_create_node(function_attr, Variant::from(callee.name.as_str()), Some(caller));
+            let module = db.get_or_create_node(callee_module_attr, Variant::from(&*callee.module), None);
+            let caller_module = db.get_or_create_node(caller_module_attr, Variant::from(&*arc.caller_module), None);
+            let mut record = Record::ctx();
+            record.push_ref(function);
+            record.push_ref(module);
+            record.push_ref(caller_module);
+            record.push_imm(callsite_attr, Variant::Addr(arc.callsite));
+            record.push_imm(count_attr, Variant::Uint(outcome.arcs.calls(id, &outcome.counters)));
+            writer.write_record(&db, &record)?;
+        }
     }
     writer.finish()?.flush()
 }
@@ -87,6 +114,17 @@ pub fn text_report(outcome: &Outcome, collect: Collect) -> String {
             for (_, r) in functions.iter().filter(|(_, r)| r.covered) {
                 let _ = writeln!(out, "{:>14} {}", "covered", r.name);
             }
+        }
+    }
+    if collect.arcs {
+        let _ = writeln!(out, "== call arcs: calls, caller -> callee (call site in the caller's file)");
+        let mut arcs: Vec<(u64, usize)> =
+            (0..outcome.arcs.records.len()).map(|id| (outcome.arcs.calls(id, &outcome.counters), id)).collect();
+        arcs.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        for (calls, id) in arcs {
+            let arc = &outcome.arcs.records[id];
+            let callee = &outcome.functions.records[arc.callee].name;
+            let _ = writeln!(out, "{calls:>14} {} -> {callee} ({:#x})", arc.caller, arc.callsite);
         }
     }
     let mut kept: BTreeMap<String, usize> = BTreeMap::new();

@@ -47,6 +47,57 @@ fn fcount_counts_every_call_exactly() {
     assert_eq!(hot.instrumentation, "trampoline");
 }
 
+/// The arcs of a `.cali` result: (caller, callee) -> counts per call site.
+fn read_arcs(path: &std::path::Path) -> std::collections::HashMap<(String, String), Vec<u64>> {
+    use caliper_data::{MetadataDb, Variant};
+    let data = std::fs::read(path).unwrap();
+    let mut db = MetadataDb::new();
+    let records = caliper_data::cali::read_records(&mut db, "arcs", &data).unwrap();
+    let mut arcs: std::collections::HashMap<(String, String), Vec<u64>> = Default::default();
+    for r in &records {
+        let fields: std::collections::HashMap<String, Variant> =
+            db.expand(r).into_iter().map(|(a, v)| (db.attribute(a).unwrap().name().to_string(), v)).collect();
+        let (Some(Variant::Str(caller)), Some(Variant::Str(callee)), Some(Variant::Uint(n))) =
+            (fields.get("dbi.caller"), fields.get("dbi.function"), fields.get("dbi.count"))
+        else {
+            continue;
+        };
+        arcs.entry((caller.to_string(), callee.to_string())).or_default().push(*n);
+    }
+    for counts in arcs.values_mut() {
+        counts.sort_unstable();
+    }
+    arcs
+}
+
+#[test]
+fn arcs_count_each_call_site() {
+    let dir = counts_dir();
+    let out = tempfile::tempdir().unwrap();
+    let file = out.path().join("arcs.cali");
+    let output = run_in(dir, &["-c", "fcount,arcs", "-i", MODULES, "-o", file.to_str().unwrap()], "./counts", &[]);
+    check_program_output(&output);
+    let arcs = read_arcs(&file);
+    let sites = |caller: &str, callee: &str| arcs.get(&(caller.into(), callee.into())).cloned().unwrap_or_default();
+    assert_eq!(sites("main", "hot"), [1_000_000]);
+    assert_eq!(sites("thread_fn", "hot").iter().sum::<u64>(), 3);
+    assert_eq!(sites("main", "three"), [1, 2], "two call sites");
+    assert_eq!(sites("main", "fib"), [1]);
+    assert_eq!(sites("fib", "fib").iter().sum::<u64>(), 1972, "recursion");
+    // A tail call is counted at the call site of the function that made it.
+    assert_eq!(sites("main", "tail"), [5]);
+    assert_eq!(sites("main", "leaf"), [5]);
+    assert_eq!(sites("main", "pointed"), [7]);
+    assert_eq!(sites("main", "dispatch"), [16]);
+    assert_eq!(sites("main", "lib_fn"), [11]);
+    assert_eq!(sites("main", "plugin_fn"), [13]);
+    assert_eq!(sites("main", "child_only").iter().sum::<u64>(), 2, "in the forked child");
+    // The function counts are still exact.
+    let rows = read_result(&file);
+    assert_eq!(rows[&("counts".into(), "hot".into())].count, Some(1_000_003));
+    assert_eq!(rows[&("counts".into(), "fib".into())].count, Some(1973));
+}
+
 #[test]
 fn coverage_marks_what_ran() {
     let dir = counts_dir();
@@ -70,7 +121,7 @@ fn breakpoint_counting_gives_the_same_counts() {
     let file = out.path().join("bp.cali");
     // hot is left out: a million breakpoint stops take a minute.
     let options =
-        ["--breakpoints-only", "-c", "fcount,coverage", "-i", MODULES, "-x", "hot", "-o", file.to_str().unwrap()];
+        ["--breakpoints-only", "-c", "fcount,coverage,arcs", "-i", MODULES, "-x", "hot", "-o", file.to_str().unwrap()];
     let output = run_in(dir, &options, "./counts", &[]);
     check_program_output(&output);
     let rows = read_result(&file);
@@ -80,6 +131,9 @@ fn breakpoint_counting_gives_the_same_counts() {
         assert!(row.instrumentation.starts_with("breakpoint"), "{function}: {}", row.instrumentation);
     }
     assert!(!rows.contains_key(&("counts".into(), "hot".into())));
+    let arcs = read_arcs(&file);
+    assert_eq!(arcs[&("main".into(), "three".into())], [1, 2]);
+    assert_eq!(arcs[&("fib".into(), "fib".into())].iter().sum::<u64>(), 1972);
 }
 
 #[test]

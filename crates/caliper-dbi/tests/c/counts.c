@@ -13,6 +13,7 @@
 int lib_fn(int x); /* in libshared.so */
 
 volatile long sink;
+volatile int twice = 2; /* a loop bound the compiler cannot unroll */
 
 NOIPA void hot(long i) { sink += i; }
 NOIPA void three(int x) { sink += x; }
@@ -51,10 +52,9 @@ NOIPA void *thread_fn(void *arg) {
 
 int main(int argc, char **argv) {
     for (long i = 0; i < 1000000; i++) hot(i);
-    three(1);
-    three(2); /* first call site: twice */
+    for (int i = 0; i < twice; i++) three(i); /* one call site, twice */
     if (argc > 5) never();
-    three(3); /* second call site: once */
+    three(3); /* another call site, once */
     sink += fib(15);
     for (int i = 0; i < 5; i++) sink += tail(i);
     for (int i = 0; i < 7; i++) sink += pointer(i);

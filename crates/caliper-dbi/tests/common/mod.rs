@@ -81,15 +81,20 @@ pub struct Row {
     pub instrumentation: String,
 }
 
-/// The records of a `.cali` result by (module file name, function).
+/// The function records of a `.cali` result by (module file name,
+/// function); arc records (those with a `dbi.caller`) are left out.
 pub fn read_result(path: &Path) -> HashMap<(String, String), Row> {
     let data = std::fs::read(path).expect("result written");
     let mut db = MetadataDb::new();
     let records = read_records(&mut db, "result", &data).expect("valid .cali");
     let mut rows = HashMap::new();
     for r in &records {
+        let expanded = db.expand(r);
+        if expanded.iter().any(|(a, _)| db.attribute(*a).unwrap().name() == "dbi.caller") {
+            continue;
+        }
         let (mut module, mut function, mut row) = (String::new(), String::new(), Row::default());
-        for (attr, value) in db.expand(r) {
+        for (attr, value) in expanded {
             let name = db.attribute(attr).unwrap().name().to_string();
             match (name.as_str(), value) {
                 ("dbi.module", Variant::Str(s)) => module = s.rsplit('/').next().unwrap().to_string(),
