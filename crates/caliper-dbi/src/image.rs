@@ -377,6 +377,8 @@ impl Image {
         let module = &self.modules[m];
         let in_file = addr.wrapping_sub(module.bias);
         let next = module.info.functions.iter().map(|f| f.address).find(|&a| a > in_file);
+        let size =
+            if size > 0 && size < prefix && relocate::ends_in_padding(&moved, addr + size) { prefix } else { size };
         relocate::check_patchable(in_file, size, prefix, next, module.info.branch_targets())?;
         if busy.iter().any(|&pc| pc > addr + 1 && pc < addr + prefix) {
             return Err(Unpatchable::Unencodable("a thread is inside the entry bytes".into()));

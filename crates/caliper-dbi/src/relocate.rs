@@ -72,6 +72,23 @@ pub fn entry_instructions(code: &[u8], entry: u64, min_len: u64) -> Result<Vec<I
     Ok(out)
 }
 
+/// Whether a function shorter than its moved instructions ends at `end`
+/// with a return or jump and only alignment padding (`nop`s) follows up to
+/// the end of `moved`: then the jump may cover the padding, which never
+/// runs (a `ret`-only function gets a trampoline so).
+pub fn ends_in_padding(moved: &[Instruction], end: u64) -> bool {
+    let Some(last_inside) = moved.iter().rposition(|i| i.ip() < end) else { return false };
+    let leaves = matches!(
+        moved[last_inside].flow_control(),
+        iced_x86::FlowControl::Return
+            | iced_x86::FlowControl::UnconditionalBranch
+            | iced_x86::FlowControl::IndirectBranch
+    );
+    leaves
+        && moved[last_inside].next_ip() == end
+        && moved[last_inside + 1..].iter().all(|i| i.mnemonic() == iced_x86::Mnemonic::Nop)
+}
+
 /// The bytes the entry's instructions cover.
 pub fn covered_len(instructions: &[Instruction]) -> u64 {
     instructions.iter().map(|i| i.len() as u64).sum()
@@ -377,6 +394,22 @@ mod tests {
         let before = [0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0xff, 0xd0];
         assert_eq!(call_before(&before, 0x2000), 0x2000 - 2);
         assert_eq!(call_before(&[0x90; 8], 0x2000), 0x2000);
+    }
+
+    #[test]
+    fn a_short_function_may_cover_its_padding() {
+        // ret; nop; nopw (66 90); nop
+        let code = [0xc3, 0x90, 0x66, 0x90, 0x90, 0x90];
+        let moved = entry_instructions(&code, 0x1000, JUMP_LEN).unwrap();
+        assert!(ends_in_padding(&moved, 0x1001));
+        // xor eax,eax; ret; int3 padding is not taken (another probe's?)
+        assert!(entry_instructions(&[0x31, 0xc0, 0xc3, 0xcc, 0xcc, 0xcc], 0x1000, JUMP_LEN).is_err());
+        // inc eax; nop...: falls through, so the padding runs
+        let moved = entry_instructions(&[0xff, 0xc0, 0x90, 0x90, 0x90, 0x90], 0x1000, JUMP_LEN).unwrap();
+        assert!(!ends_in_padding(&moved, 0x1002));
+        // ret; push rbp (the next bytes are code)
+        let moved = entry_instructions(&[0xc3, 0x55, 0x48, 0x89, 0xe5], 0x1000, JUMP_LEN).unwrap();
+        assert!(!ends_in_padding(&moved, 0x1001));
     }
 
     #[test]

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Measures cali-run: the cost of one call of an instrumented function (its
+# trampoline in place), the cost of instrumenting a function (its first
+# hit), and the slowdown of gzip and xz on a 100 MB input, each plain and
+# under cali-run, alternating, RUNS times (default 3).
+#
+# Usage: crates/caliper-dbi/bench/bench.sh [RUNS]   (from the workspace root)
+set -euo pipefail
+runs=${1:-3}
+here=$(cd "$(dirname "$0")" && pwd)
+cargo build --release -p caliper-dbi --quiet
+run=$PWD/target/release/cali-run
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+
+gcc -O2 -o callcost "$here/callcost.c"
+echo "== one call of an empty function (100 million calls)"
+for i in $(seq "$runs"); do
+    echo "plain:              $(./callcost)"
+    echo "fcount trampoline:  $("$run" -c fcount -i callcost -o /dev/null -- ./callcost)"
+    echo "arcs trampoline:    $("$run" -c arcs -i callcost -o /dev/null -- ./callcost)"
+done
+echo "breakpoint (ptrace): $("$run" -c fcount --breakpoints-only -i callcost -o /dev/null -- ./callcost 20000)"
+
+# 5000 functions, each called once: what instrumenting one costs.
+{
+    for f in $(seq 5000); do echo "__attribute__((noipa)) int f$f(int x) { return x * $f + 1; }"; done
+    echo "int main(void) { int s = 0;"
+    for f in $(seq 5000); do echo "s += f$f(s);"; done
+    echo "return s == 42; }"
+} >firsthit.c
+gcc -O1 -o firsthit firsthit.c
+echo "== 5000 functions called once (first hits)"
+for i in $(seq "$runs"); do
+    for c in coverage fcount; do
+        start=$(date +%s.%N)
+        "$run" -c "$c" -i firsthit -o /dev/null -- ./firsthit || true
+        end=$(date +%s.%N)
+        echo "$c: $(echo "($end - $start) * 1000000 / 5000" | bc -l | cut -c1-6) us per function"
+    done
+done
+
+python3 - <<'PY'
+import random
+random.seed(1)
+words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa"]
+with open("big.txt", "w") as f:
+    n = 0
+    while n < 100 * 1024 * 1024:
+        line = " ".join(random.choice(words) for _ in range(12)) + " %d\n" % random.randint(0, 10**6)
+        f.write(line)
+        n += len(line)
+PY
+seconds() { local s e; s=$(date +%s.%N); "$@" >/dev/null; e=$(date +%s.%N); echo "$e - $s" | bc -l | cut -c1-6; }
+for prog in "gzip -6 -c big.txt" "xz -1 -T1 -c big.txt"; do
+    echo "== $prog (100 MB), seconds"
+    for i in $(seq "$runs"); do
+        echo "plain $(seconds $prog)  fcount $(seconds "$run" -c fcount -o /dev/null -- $prog)  arcs $(seconds "$run" -c fcount,arcs -o /dev/null -- $prog)"
+    done
+done
