@@ -185,6 +185,9 @@ pub struct Engine {
     pending: VecDeque<(Pid, Status)>,
     main: Pid,
     attached: bool,
+    /// More than one thread or process may run the trampolines: their
+    /// increments are atomic. Until then they need not be.
+    shared: bool,
     exit: Option<Exit>,
     deadline: Option<Instant>,
 }
@@ -210,6 +213,7 @@ impl Engine {
             pending: VecDeque::new(),
             main: 0,
             attached,
+            shared: attached,
             exit: None,
         };
         match target {
@@ -379,16 +383,32 @@ impl Engine {
                 if let Ok(new) = ptrace::event_message(tid) {
                     self.threads.entry(new as Pid).or_insert(Thread { pid, running: false, expect_stop: true });
                 }
+                self.share_counters();
             }
             libc::PTRACE_EVENT_FORK | libc::PTRACE_EVENT_VFORK => {
                 if let Ok(child) = ptrace::event_message(tid) {
                     self.new_process(pid, child as Pid, event == libc::PTRACE_EVENT_VFORK);
                 }
+                self.share_counters();
             }
             libc::PTRACE_EVENT_EXEC => self.on_exec(tid, pid),
             _ => {}
         }
         self.resume(tid, 0);
+    }
+
+    /// At the first new thread or process (stopped, as its creator is):
+    /// every increment becomes atomic before a second one can run it.
+    fn share_counters(&mut self) {
+        if self.shared {
+            return;
+        }
+        self.shared = true;
+        for image in self.images.values_mut() {
+            if let Err(e) = image.lock_all() {
+                eprintln!("== CALIPER: cali-run: cannot make the counters atomic in process {}: {e}", image.pid);
+            }
+        }
     }
 
     fn new_process(&mut self, parent: Pid, child: Pid, vfork: bool) {
@@ -594,7 +614,7 @@ impl Engine {
         let mut deferred = Vec::new();
         let image = self.images.get_mut(&image_id).expect("live image");
         let mut thread = Stopped { tid, counters: &self.counters, deferred: &mut deferred };
-        let repatched = image.repatch(entry, &list.counting(), &mut thread);
+        let repatched = image.repatch(entry, &list.counting(), self.shared, &mut thread);
         self.resume_world(&stopped);
         self.redeliver(tid, deferred);
         match repatched {
@@ -642,23 +662,30 @@ impl Engine {
         let image = self.images.get_mut(&image_id).expect("live image");
         let mut thread = Stopped { tid, counters: &self.counters, deferred: &mut deferred };
         let patched = match function {
-            Some(f) if !internal && !self.config.breakpoints_only => match self.counters.peek_next() {
-                Some(slot) => {
-                    let counting = if self.config.collect.arcs {
-                        Counting::Arcs { slot, sites: Vec::new(), other: None }
-                    } else {
-                        Counting::Calls { slot }
-                    };
-                    image.patch(addr, self.functions.records[f].size, &counting, &busy, &mut thread).map(|p| (p, slot))
+            // A function patched in another image (a forked child, an
+            // earlier run of the program) counts into the same slot.
+            Some(f) if !internal && !self.config.breakpoints_only => {
+                match self.functions.records[f].slot.or(self.counters.peek_next()) {
+                    Some(slot) => {
+                        let counting = if self.config.collect.arcs {
+                            Counting::Arcs { slot, sites: Vec::new(), other: None }
+                        } else {
+                            Counting::Calls { slot }
+                        };
+                        let size = self.functions.records[f].size;
+                        image.patch(addr, size, &counting, self.shared, &busy, &mut thread).map(|p| (p, slot))
+                    }
+                    None => Err(Unpatchable::Unencodable("counter slots exhausted".into())),
                 }
-                None => Err(Unpatchable::Unencodable("counter slots exhausted".into())),
-            },
+            }
             _ => Err(Unpatchable::Unencodable("breakpoint counting chosen".into())),
         };
         let mut counted_here = false;
         let resume_at = match patched {
             Ok((patch, slot)) => {
-                self.counters.allocate();
+                if self.counters.peek_next() == Some(slot) {
+                    self.counters.allocate();
+                }
                 let record = &mut self.functions.records[function.expect("patched functions exist")];
                 record.slot = Some(slot);
                 record.mode = Mode::Trampoline;

@@ -112,6 +112,15 @@ pub struct Patch {
     pub trap: Option<u64>,
 }
 
+/// A function entry whose first instructions move to a trampoline.
+struct MovedEntry<'a> {
+    addr: u64,
+    module: usize,
+    moved: &'a [iced_x86::Instruction],
+    /// The bytes they replace (what the jump and its padding cover).
+    original: Vec<u8>,
+}
+
 /// Everything the engine tracks of one address space.
 #[derive(Debug)]
 pub struct Image {
@@ -123,6 +132,8 @@ pub struct Image {
     /// The new-call-site traps of arc trampolines, with the entry each
     /// belongs to.
     pub traps: HashMap<u64, u64>,
+    /// The prefix bytes of the trampolines' unlocked increments.
+    pub unlocked: Vec<u64>,
     pub regions: Vec<Region>,
 }
 
@@ -143,6 +154,7 @@ impl Image {
             modules: Vec::new(),
             probes: HashMap::new(),
             traps: HashMap::new(),
+            unlocked: Vec::new(),
             regions: Vec::new(),
         })
     }
@@ -156,6 +168,7 @@ impl Image {
             modules: self.modules.clone(),
             probes: self.probes.clone(),
             traps: self.traps.clone(),
+            unlocked: self.unlocked.clone(),
             regions: self.regions.clone(),
         })
     }
@@ -366,6 +379,7 @@ impl Image {
         addr: u64,
         size: u64,
         counting: &Counting,
+        locked: bool,
         busy: &[u64],
         thread: &mut Stopped,
     ) -> Result<Patch, Unpatchable> {
@@ -383,46 +397,53 @@ impl Image {
         if busy.iter().any(|&pc| pc > addr + 1 && pc < addr + prefix) {
             return Err(Unpatchable::Unencodable("a thread is inside the entry bytes".into()));
         }
-        self.install(addr, m, &moved, body[..prefix as usize].to_vec(), counting, thread)
+        let entry = MovedEntry { addr, module: m, moved: &moved, original: body[..prefix as usize].to_vec() };
+        self.install(entry, counting, locked, thread)
     }
 
     /// Replaces the trampoline of the patched entry at `addr` by one that
     /// counts as `counting` says (the old one stays: a thread may be in it).
-    pub fn repatch(&mut self, addr: u64, counting: &Counting, thread: &mut Stopped) -> Result<Patch, Unpatchable> {
+    pub fn repatch(
+        &mut self,
+        addr: u64,
+        counting: &Counting,
+        locked: bool,
+        thread: &mut Stopped,
+    ) -> Result<Patch, Unpatchable> {
         let Some(Probe { state: ProbeState::Patched { original, .. }, .. }) = self.probes.get(&addr) else {
             return Err(Unpatchable::Undecodable);
         };
         let original = original.clone();
         let moved = relocate::entry_instructions(&original, addr, JUMP_LEN)?;
         let m = self.module_of(addr).ok_or(Unpatchable::Undecodable)?;
-        self.install(addr, m, &moved, original, counting, thread)
+        self.install(MovedEntry { addr, module: m, moved: &moved, original }, counting, locked, thread)
     }
 
     fn install(
         &mut self,
-        addr: u64,
-        m: usize,
-        moved: &[iced_x86::Instruction],
-        original: Vec<u8>,
+        entry: MovedEntry,
         counting: &Counting,
+        locked: bool,
         thread: &mut Stopped,
     ) -> Result<Patch, Unpatchable> {
+        let MovedEntry { addr, module: m, moved, original } = entry;
         let back = addr + original.len() as u64;
-        let (trampoline, trap) = self.place(m, thread, |at, counters| {
+        let (trampoline, (trap, unlocked)) = self.place(m, thread, |at, counters| {
             let slot = |s: usize| counters + s as u64 * 8;
             let built = match counting {
                 Counting::Calls { slot: s } => {
-                    relocate::build(at, TrampolineProbe::Count { counter: slot(*s) }, moved, back)?
+                    relocate::build(at, TrampolineProbe::Count { counter: slot(*s), locked }, moved, back)?
                 }
                 Counting::Arcs { slot: s, sites, other } => {
                     let sites: Vec<Site> =
                         sites.iter().map(|x| Site { value: slot(x.value), counter: slot(x.count) }).collect();
                     let miss = other.map_or(Miss::Trap, |o| Miss::Count(slot(o)));
-                    let probe = TrampolineProbe::Arcs { counter: slot(*s), sites: &sites, miss };
+                    let probe = TrampolineProbe::Arcs { counter: slot(*s), sites: &sites, miss, locked };
                     relocate::build(at, probe, moved, back)?
                 }
             };
-            Ok((built.code, built.trap.map(|t| at + t)))
+            let unlocked: Vec<u64> = built.unlocked.iter().map(|u| at + u).collect();
+            Ok((built.code, (built.trap.map(|t| at + t), unlocked)))
         })?;
         let jump =
             relocate::jump(addr, trampoline).ok_or(Unpatchable::Unencodable("trampoline out of reach".into()))?;
@@ -430,10 +451,21 @@ impl Image {
         if let Some(t) = trap {
             self.traps.insert(t, addr);
         }
+        self.unlocked.extend(unlocked);
         if let Some(p) = self.probes.get_mut(&addr) {
             p.state = ProbeState::Patched { trampoline, original };
         }
         Ok(Patch { trampoline, trap })
+    }
+
+    /// Makes every increment of the trampolines atomic, one prefix byte
+    /// each. Safe while no other thread runs this code: the engine calls it
+    /// at the first new thread or process, before that one runs.
+    pub fn lock_all(&mut self) -> io::Result<()> {
+        for at in std::mem::take(&mut self.unlocked) {
+            self.memory.write(at, &[relocate::LOCK_PREFIX])?;
+        }
+        Ok(())
     }
 
     /// Takes every probe out (original code back), before the process is

@@ -166,17 +166,24 @@ pub enum Probe<'a> {
     /// Nothing: the trampoline only runs the moved instructions (used to
     /// resume after a breakpoint that stays in place).
     None,
-    /// `lock inc qword [counter]`: one atomic increment of the function's
-    /// counter. It changes the arithmetic flags, which no function expects
-    /// to keep across a call.
-    Count { counter: u64 },
+    /// `inc qword [counter]`: one increment of the function's counter,
+    /// with a `lock` prefix when `locked`, else a `ds` prefix of the same
+    /// length, which the tool turns into `lock` in place the moment a
+    /// second thread or process could run the code (an unlocked increment
+    /// costs a third of a locked one). It changes the arithmetic flags,
+    /// which no function expects to keep across a call.
+    Count { counter: u64, locked: bool },
     /// The call count, then the count of the call site: the return address
     /// (at `[rsp]` on entry) compared with each known site's, and that
     /// site's counter incremented. A return address that matches none
     /// takes the `miss` path. RAX is saved on the stack below the return
     /// address, which at a function's entry is free.
-    Arcs { counter: u64, sites: &'a [Site], miss: Miss },
+    Arcs { counter: u64, sites: &'a [Site], miss: Miss, locked: bool },
 }
+
+/// The byte before an unlocked increment (`ds`), and what makes it locked.
+pub const UNLOCKED_PREFIX: u8 = 0x3e;
+pub const LOCK_PREFIX: u8 = 0xf0;
 
 /// A call site known to an arc-counting trampoline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -204,6 +211,8 @@ pub struct Trampoline {
     pub code: Vec<u8>,
     /// The offset of the `int3` of [`Miss::Trap`], if any.
     pub trap: Option<u64>,
+    /// The offsets of the unlocked increments' [`UNLOCKED_PREFIX`] bytes.
+    pub unlocked: Vec<u64>,
 }
 
 /// Branch targets inside a trampoline are labels: instruction addresses
@@ -211,10 +220,14 @@ pub struct Trampoline {
 /// has and the block encoder resolves to the instructions carrying them.
 const LABEL: u64 = 0xffff_8000_0000_0000;
 
-fn atomic_inc(counter: u64) -> Result<Instruction, Unpatchable> {
+fn increment(counter: u64, locked: bool) -> Result<Instruction, Unpatchable> {
     let mut inc = Instruction::with1(Code::Inc_rm64, MemoryOperand::with_base_displ(Register::RIP, counter as i64))
         .map_err(unencodable)?;
-    inc.set_has_lock_prefix(true);
+    if locked {
+        inc.set_has_lock_prefix(true);
+    } else {
+        inc.set_segment_prefix(Register::DS);
+    }
     Ok(inc)
 }
 
@@ -223,7 +236,12 @@ fn unencodable(e: iced_x86::IcedError) -> Unpatchable {
 }
 
 /// The arc-counting part of a trampoline; the index of the trap, if any.
-fn arc_probe(list: &mut Vec<Instruction>, sites: &[Site], miss: Miss) -> Result<Option<usize>, Unpatchable> {
+fn arc_probe(
+    list: &mut Vec<Instruction>,
+    sites: &[Site],
+    miss: Miss,
+    locked: bool,
+) -> Result<Option<usize>, Unpatchable> {
     let done = LABEL;
     let next = |i: usize| LABEL + 1 + i as u64;
     list.push(Instruction::with1(Code::Push_r64, Register::RAX).map_err(unencodable)?);
@@ -237,12 +255,12 @@ fn arc_probe(list: &mut Vec<Instruction>, sites: &[Site], miss: Miss) -> Result<
         }
         list.push(cmp);
         list.push(Instruction::with_branch(Code::Jne_rel32_64, next(i)).map_err(unencodable)?);
-        list.push(atomic_inc(site.counter)?);
+        list.push(increment(site.counter, locked)?);
         list.push(Instruction::with_branch(Code::Jmp_rel32_64, done).map_err(unencodable)?);
     }
     let mut on_miss = match miss {
         Miss::Trap => Instruction::with(Code::Int3),
-        Miss::Count(counter) => atomic_inc(counter)?,
+        Miss::Count(counter) => increment(counter, locked)?,
     };
     if !sites.is_empty() {
         on_miss.set_ip(next(sites.len() - 1));
@@ -263,19 +281,25 @@ pub fn build(at: u64, probe: Probe, moved: &[Instruction], resume: u64) -> Resul
     let mut trap = None;
     match probe {
         Probe::None => {}
-        Probe::Count { counter } => list.push(atomic_inc(counter)?),
-        Probe::Arcs { counter, sites, miss } => {
-            list.push(atomic_inc(counter)?);
-            trap = arc_probe(&mut list, sites, miss)?;
+        Probe::Count { counter, locked } => list.push(increment(counter, locked)?),
+        Probe::Arcs { counter, sites, miss, locked } => {
+            list.push(increment(counter, locked)?);
+            trap = arc_probe(&mut list, sites, miss, locked)?;
         }
     }
+    let probe_len = list.len();
     list.extend_from_slice(moved);
     list.push(Instruction::with_branch(Code::Jmp_rel32_64, resume).map_err(unencodable)?);
     let block = InstructionBlock::new(&list, at);
     let encoded =
         BlockEncoder::encode(64, block, BlockEncoderOptions::RETURN_NEW_INSTRUCTION_OFFSETS).map_err(unencodable)?;
-    let trap = trap.map(|i| encoded.new_instruction_offsets[i] as u64);
-    Ok(Trampoline { code: encoded.code_buffer, trap })
+    let offsets = &encoded.new_instruction_offsets;
+    let trap = trap.map(|i| offsets[i] as u64);
+    let unlocked = (0..probe_len)
+        .filter(|&i| list[i].code() == Code::Inc_rm64 && !list[i].has_lock_prefix())
+        .map(|i| offsets[i] as u64)
+        .collect();
+    Ok(Trampoline { code: encoded.code_buffer, trap, unlocked })
 }
 
 /// The address of the call instruction that ends at `ret` (a return
@@ -319,7 +343,7 @@ mod tests {
         let moved = entry_instructions(&code, 0x1000, 8).unwrap();
         assert_eq!(covered_len(&moved), 9);
         let at = 0x7000_0000;
-        let out = build(at, Probe::Count { counter: 0x7000_2000 }, &moved, 0x1009).unwrap().code;
+        let out = build(at, Probe::Count { counter: 0x7000_2000, locked: true }, &moved, 0x1009).unwrap().code;
         let back = decode_all(&out, at);
         assert_eq!(back[0].code(), Code::Inc_rm64);
         assert!(back[0].has_lock_prefix());
@@ -359,7 +383,7 @@ mod tests {
         let sites =
             [Site { value: 0x7000_3000, counter: 0x7000_3008 }, Site { value: 0x7000_3010, counter: 0x7000_3018 }];
         let at = 0x7000_0000;
-        let probe = Probe::Arcs { counter: 0x7000_2000, sites: &sites, miss: Miss::Trap };
+        let probe = Probe::Arcs { counter: 0x7000_2000, sites: &sites, miss: Miss::Trap, locked: true };
         let t = build(at, probe, &moved, 0x1005).unwrap();
         let back = decode_all(&t.code, at);
         let codes: Vec<Code> = back.iter().map(|i| i.code()).collect();
@@ -380,7 +404,7 @@ mod tests {
         assert_eq!(back[3].memory_displacement64(), 0x7000_3000);
         assert_eq!(back[9].memory_displacement64(), 0x7000_3018);
         let counted =
-            build(at, Probe::Arcs { counter: 1 << 30, sites: &[], miss: Miss::Count(0x7000_4000) }, &moved, 0x1005)
+            build(at, Probe::Arcs { counter: 1 << 30, sites: &[], miss: Miss::Count(0x7000_4000), locked: true }, &moved, 0x1005)
                 .unwrap();
         assert_eq!(counted.trap, None);
     }
@@ -394,6 +418,24 @@ mod tests {
         let before = [0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0xff, 0xd0];
         assert_eq!(call_before(&before, 0x2000), 0x2000 - 2);
         assert_eq!(call_before(&[0x90; 8], 0x2000), 0x2000);
+    }
+
+    #[test]
+    fn an_unlocked_increment_becomes_locked_by_one_byte() {
+        let moved = entry_instructions(&[0x55, 0x48, 0x89, 0xe5, 0x90], 0x1000, JUMP_LEN).unwrap();
+        let sites = [Site { value: 0x7000_3000, counter: 0x7000_3008 }];
+        let probe = Probe::Arcs { counter: 0x7000_2000, sites: &sites, miss: Miss::Trap, locked: false };
+        let mut t = build(0x7000_0000, probe, &moved, 0x1005).unwrap();
+        assert_eq!(t.unlocked.len(), 2, "the call and the site counter");
+        for &at in &t.unlocked {
+            assert_eq!(t.code[at as usize], UNLOCKED_PREFIX);
+            t.code[at as usize] = LOCK_PREFIX;
+        }
+        let back = decode_all(&t.code, 0x7000_0000);
+        let incs: Vec<&Instruction> = back.iter().filter(|i| i.code() == Code::Inc_rm64).collect();
+        assert_eq!(incs.len(), 2);
+        assert!(incs.iter().all(|i| i.has_lock_prefix()));
+        assert_eq!(incs[1].memory_displacement64(), 0x7000_3008, "the same operand after the change");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Exact coverage and call counts of a C program whose calls are known:
 //! a hot function, call sites, recursion, a tail call, a function pointer,
-//! a jump table, a linked and a dlopened library, a thread and a fork.
+//! a jump table, a linked and a dlopened library, threads (two calling one
+//! function at once) and a fork.
 
 mod common;
 
@@ -20,6 +21,8 @@ const EXPECTED: &[(&str, &str, u64)] = &[
     ("counts", "pointed", 7),
     ("counts", "dispatch", 16),
     ("counts", "thread_fn", 1),
+    ("counts", "shared_hot", 10_000_001),
+    ("counts", "racer", 2),
     ("counts", "child_only", 2),
     ("libshared.so", "lib_fn", 11),
     ("libplugin.so", "plugin_fn", 13),
@@ -119,13 +122,22 @@ fn breakpoint_counting_gives_the_same_counts() {
     let dir = counts_dir();
     let out = tempfile::tempdir().unwrap();
     let file = out.path().join("bp.cali");
-    // hot is left out: a million breakpoint stops take a minute.
-    let options =
-        ["--breakpoints-only", "-c", "fcount,coverage,arcs", "-i", MODULES, "-x", "hot", "-o", file.to_str().unwrap()];
+    // hot and shared_hot are left out: a million breakpoint stops take a minute.
+    let options = [
+        "--breakpoints-only",
+        "-c",
+        "fcount,coverage,arcs",
+        "-i",
+        MODULES,
+        "-x",
+        "hot,shared_hot",
+        "-o",
+        file.to_str().unwrap(),
+    ];
     let output = run_in(dir, &options, "./counts", &[]);
     check_program_output(&output);
     let rows = read_result(&file);
-    for &(module, function, calls) in EXPECTED.iter().filter(|e| e.1 != "hot") {
+    for &(module, function, calls) in EXPECTED.iter().filter(|e| !e.1.ends_with("hot")) {
         let row = &rows[&(module.into(), function.into())];
         assert_eq!(row.count, Some(calls), "{function}");
         assert!(row.instrumentation.starts_with("breakpoint"), "{function}: {}", row.instrumentation);
@@ -173,7 +185,7 @@ fn the_text_report_goes_to_stderr() {
     let report = String::from_utf8_lossy(&output.stderr);
     assert!(report.lines().any(|l| l.trim() == "1000003 hot"), "{report}");
     assert!(
-        report.lines().any(|l| l.starts_with("== ") && l.ends_with("/counts: 30 of 33 functions called")),
+        report.lines().any(|l| l.starts_with("== ") && l.ends_with("/counts: 34 of 37 functions called")),
         "{report}"
     );
 }
@@ -248,8 +260,9 @@ fn cali_query_tables_trees_and_json_split_read_the_results() {
     let output = run_in(dir, &["-c", "fcount,arcs", "-i", "counts", "-o", file.to_str().unwrap()], "./counts", &[]);
     check_program_output(&output);
     let table = query(&file, "select dbi.function,dbi.count where dbi.module order by dbi.count desc format table");
-    let first = table.lines().nth(1).unwrap();
-    assert_eq!(first.split_whitespace().collect::<Vec<_>>(), ["hot", "1000003"], "{table}");
+    let rows: Vec<Vec<&str>> = table.lines().skip(1).map(|l| l.split_whitespace().collect()).collect();
+    assert_eq!(rows[0], ["shared_hot", "10000001"], "{table}");
+    assert_eq!(rows[1], ["hot", "1000003"], "{table}");
     // The call graph: callers with their callees beneath.
     let tree = query(&file, "select sum(dbi.count) where dbi.caller group by path format tree");
     let main = tree.lines().position(|l| l.trim_start().starts_with("main ")).expect("main in the tree");

@@ -44,6 +44,18 @@ NOIPA long dispatch(int k) {
     }
 }
 
+/* Called by two threads at once: exact only with atomic increments. */
+NOIPA void shared_hot(long *count) { *count += 1; }
+
+pthread_barrier_t start_together;
+
+NOIPA void *racer(void *arg) {
+    long local = 0;
+    pthread_barrier_wait(&start_together);
+    for (int i = 0; i < 5000000; i++) shared_hot(&local);
+    return arg;
+}
+
 NOIPA void *thread_fn(void *arg) {
     (void)arg;
     for (int i = 0; i < 3; i++) hot(i);
@@ -69,9 +81,17 @@ int main(int argc, char **argv) {
     int (*plugin_fn)(int) = (int (*)(int))dlsym(plugin, "plugin_fn");
     for (int i = 0; i < 13; i++) sink += plugin_fn(i);
 
-    pthread_t t;
+    /* Its trampoline is built while the program has one thread. */
+    long once = 0;
+    shared_hot(&once);
+    pthread_t t, r1, r2;
     pthread_create(&t, NULL, thread_fn, NULL);
     pthread_join(t, NULL);
+    pthread_barrier_init(&start_together, NULL, 2);
+    pthread_create(&r1, NULL, racer, NULL);
+    pthread_create(&r2, NULL, racer, NULL);
+    pthread_join(r1, NULL);
+    pthread_join(r2, NULL);
 
     pid_t child = fork();
     if (child == 0) {
