@@ -476,7 +476,7 @@ impl Engine {
             thread.expect_stop = false;
             let pid = thread.pid;
             if tid == pid && self.processes.get(&pid).is_some_and(|p| p.detach_at_start) {
-                self.let_go(pid);
+                self.let_go(pid, &HashMap::new());
                 return;
             }
             self.resume(tid, 0);
@@ -770,8 +770,9 @@ impl Engine {
         }
     }
 
-    /// Takes the probes out of process `pid` and detaches from it.
-    fn let_go(&mut self, pid: Pid) {
+    /// Takes the probes out of process `pid` and detaches from it; its
+    /// threads get the signals they stopped with (`signals`, by thread).
+    fn let_go(&mut self, pid: Pid, signals: &HashMap<Pid, i32>) {
         if let Some(process) = self.processes.remove(&pid) {
             let shared = self.processes.values().any(|p| p.image == process.image);
             if !shared && let Some(mut image) = self.images.remove(&process.image) {
@@ -781,7 +782,7 @@ impl Engine {
         let tids: Vec<Pid> = self.threads.iter().filter(|(_, t)| t.pid == pid).map(|(&tid, _)| tid).collect();
         for tid in tids {
             self.threads.remove(&tid);
-            let _ = ptrace::detach(tid, 0);
+            let _ = ptrace::detach(tid, signals.get(&tid).copied().unwrap_or(0));
         }
     }
 
@@ -792,14 +793,42 @@ impl Engine {
         for &(tid, pid) in &tids {
             let _ = ptrace::kill_thread(pid, tid, libc::SIGSTOP);
         }
+        let mut signals = HashMap::new();
         for &(tid, _) in &tids {
             // Whatever each reports, it is stopped now; a SIGSTOP of ours
             // still queued is cancelled by the SIGCONT below.
-            let _ = ptrace::wait(Some(tid));
+            if let Ok(Some((_, Status::Stopped(sig)))) = ptrace::wait(Some(tid))
+                && sig != libc::SIGSTOP
+            {
+                signals.insert(tid, sig);
+            }
+        }
+        // So are the threads whose stops wait in `pending`.
+        for (tid, status) in std::mem::take(&mut self.pending) {
+            if let Status::Stopped(sig) = status {
+                signals.insert(tid, sig);
+            }
+        }
+        // A thread stopped at one of our breakpoints goes back to the
+        // instruction, which is the program's own again after the strip.
+        let trapped: Vec<Pid> = signals.iter().filter(|(_, s)| **s == libc::SIGTRAP).map(|(t, _)| *t).collect();
+        for tid in trapped {
+            let Some(image) =
+                self.threads.get(&tid).and_then(|t| self.processes.get(&t.pid)).and_then(|p| self.images.get(&p.image))
+            else {
+                continue;
+            };
+            if let Ok(mut regs) = ptrace::registers(tid)
+                && image.probes.contains_key(&regs.rip.wrapping_sub(1))
+            {
+                regs.rip -= 1;
+                let _ = ptrace::set_registers(tid, &regs);
+                signals.remove(&tid);
+            }
         }
         let pids: Vec<Pid> = self.processes.keys().copied().collect();
         for pid in &pids {
-            self.let_go(*pid);
+            self.let_go(*pid, &signals);
         }
         for pid in pids {
             // SAFETY: kill has no memory preconditions.
