@@ -10,13 +10,18 @@
 //! of the first instruction, so other threads never see the original byte
 //! missing).
 
+mod arcs;
+mod probes;
+mod threads;
+
 use crate::counters::Counters;
 use crate::discover::ModuleInfo;
 use crate::filter::Filter;
-use crate::functions::{ArcTable, FunctionTable, Mode};
-use crate::image::{Counting, Image, Internal, ProbeState, SiteSlots, Stopped};
+use crate::functions::{ArcTable, FunctionTable};
+use crate::image::{Image, Internal};
 use crate::ptrace::{self, Pid, Status};
-use crate::relocate::{self, Unpatchable};
+pub use arcs::MAX_SITES;
+use arcs::SiteList;
 use std::collections::{HashMap, VecDeque};
 use std::ffi::OsString;
 use std::io;
@@ -25,6 +30,7 @@ use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant};
+use threads::thread_group;
 
 /// The measurements to take.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -39,29 +45,6 @@ impl Collect {
     /// Whether calls are counted (or only first hits seen).
     pub fn counts(&self) -> bool {
         self.fcount || self.arcs
-    }
-}
-
-/// The most call sites an arc trampoline compares with; calls from
-/// further sites are counted together as "other call sites".
-pub const MAX_SITES: usize = 32;
-
-/// The call sites an arc trampoline knows, per (image, entry).
-#[derive(Debug, Clone)]
-struct SiteList {
-    slot: usize,
-    /// (return address, slots, arc id) of each site.
-    sites: Vec<(u64, SiteSlots, usize)>,
-    /// The slot of the other sites, once the list is full.
-    other: Option<usize>,
-    /// No new trampoline could be built: calls from new sites stay
-    /// counted at the trap.
-    frozen: bool,
-}
-
-impl SiteList {
-    fn counting(&self) -> Counting {
-        Counting::Arcs { slot: self.slot, sites: self.sites.iter().map(|s| s.1).collect(), other: self.other }
     }
 }
 
@@ -495,359 +478,6 @@ impl Engine {
         self.resume(tid, deliver);
     }
 
-    /// Handles an `int3` hit; false if it was not one of ours.
-    fn on_breakpoint(&mut self, tid: Pid) -> bool {
-        let Some(image_id) = self.threads.get(&tid).and_then(|t| self.processes.get(&t.pid)).map(|p| p.image) else {
-            return false;
-        };
-        let Ok(mut regs) = ptrace::registers(tid) else { return false };
-        let addr = regs.rip.wrapping_sub(1);
-        let Some(image) = self.images.get(&image_id) else { return false };
-        if let Some(&entry) = image.traps.get(&addr) {
-            // A call from a new site in an arc trampoline: the return
-            // address is above the saved RAX. The thread goes on after the
-            // trap, through the rest of the old trampoline.
-            if let Ok(ret) = image.memory.read_u64(regs.rsp.wrapping_add(8)) {
-                self.on_new_site(tid, image_id, entry, ret);
-            }
-            self.resume(tid, 0);
-            return true;
-        }
-        let Some(probe) = image.probes.get(&addr).cloned() else { return false };
-        if probe.internal == Some(Internal::LinkerRendezvous) {
-            let image = self.images.get_mut(&image_id).expect("image of a live process");
-            if let Err(e) = image.scan(&self.config.filter, &mut self.functions, &mut self.modules) {
-                eprintln!("== CALIPER: cali-run: cannot read the loaded libraries: {e}");
-            }
-        }
-        let resume_at = match (probe.function, &probe.state) {
-            (_, ProbeState::Patched { trampoline, .. }) => *trampoline,
-            (_, ProbeState::Removed) => addr,
-            (function, ProbeState::Displaced { resume }) => {
-                if let Some(f) = function {
-                    self.count_trap_hit(image_id, f, regs.rsp);
-                }
-                *resume
-            }
-            (function, ProbeState::Armed) => {
-                self.first_hit(tid, image_id, addr, function, probe.internal.is_some(), regs.rsp)
-            }
-        };
-        regs.rip = resume_at;
-        if ptrace::set_registers(tid, &regs).is_err() {
-            return true;
-        }
-        self.resume(tid, 0);
-        true
-    }
-
-    /// Counts a call of function `f` that the tool saw at its breakpoint
-    /// (the stack pointer `rsp` at its entry, where the return address is).
-    fn count_trap_hit(&mut self, image_id: usize, f: usize, rsp: u64) {
-        self.functions.records[f].trap_hits += 1;
-        if !self.config.collect.arcs {
-            return;
-        }
-        let Some(ret) = self.images.get(&image_id).and_then(|i| i.memory.read_u64(rsp).ok()) else { return };
-        let arc = self.arc_of(image_id, f, ret);
-        self.arcs.records[arc].trap_hits += 1;
-    }
-
-    /// The arc from the call that returns to `ret` to function `f`.
-    fn arc_of(&mut self, image_id: usize, f: usize, ret: u64) -> usize {
-        let image = &self.images[&image_id];
-        let unknown: Arc<str> = Arc::from("?");
-        // Not a return address into code (a thread's start, or a function
-        // entered by a jump, finds other data there): an arc from nowhere.
-        let Some(m) = image.module_of(ret.wrapping_sub(1)).filter(|_| ret >= 8) else {
-            return self.arcs.intern(f, &unknown, "?", ret);
-        };
-        let module = &image.modules[m];
-        let mut before = [0u8; 8];
-        let site = match image.memory.read(ret.wrapping_sub(8), &mut before) {
-            Ok(()) => relocate::call_before(&before, ret),
-            Err(_) => ret,
-        };
-        let in_file = site.wrapping_sub(module.bias);
-        let functions = &module.info.functions;
-        let caller = match functions.partition_point(|x| x.address <= in_file) {
-            0 => "?",
-            n if functions[n - 1].size == 0
-                || in_file < functions[n - 1].address.saturating_add(functions[n - 1].size) =>
-            {
-                &functions[n - 1].name
-            }
-            _ => "?",
-        };
-        let path = module.path.clone();
-        let caller = caller.to_string();
-        self.arcs.intern(f, &path, &caller, in_file)
-    }
-
-    /// A call from a site the arc trampoline at `entry` does not know:
-    /// counted here, and the trampoline rebuilt to know it (or, when it
-    /// knows as many as it may, to count further sites together).
-    fn on_new_site(&mut self, tid: Pid, image_id: usize, entry: u64, ret: u64) {
-        let Some(f) = self.images[&image_id].probes.get(&entry).and_then(|p| p.function) else { return };
-        let arc = self.arc_of(image_id, f, ret);
-        self.arcs.records[arc].trap_hits += 1;
-        let Some(list) = self.sites.get(&(image_id, entry)) else { return };
-        if list.sites.iter().any(|s| s.0 == ret) || list.other.is_some() || list.frozen {
-            return;
-        }
-        let mut list = list.clone();
-        if list.sites.len() < MAX_SITES {
-            let (Some(value), Some(count)) = (self.counters.allocate(), self.counters.allocate()) else { return };
-            if self.counters.write(value, ret).is_err() {
-                return;
-            }
-            self.arcs.records[arc].slots.push(count);
-            list.sites.push((ret, SiteSlots { value, count }, arc));
-        } else {
-            let Some(other) = self.counters.allocate() else { return };
-            let unknown: Arc<str> = Arc::from("?");
-            let others = self.arcs.intern(f, &unknown, "(other call sites)", 0);
-            self.arcs.records[others].slots.push(other);
-            list.other = Some(other);
-        }
-        let stopped = self.stop_world(image_id, tid);
-        let mut deferred = Vec::new();
-        let image = self.images.get_mut(&image_id).expect("live image");
-        let mut thread = Stopped { tid, counters: &self.counters, deferred: &mut deferred };
-        let repatched = image.repatch(entry, &list.counting(), self.shared, &mut thread);
-        self.resume_world(&stopped);
-        self.redeliver(tid, deferred);
-        match repatched {
-            Ok(_) => {
-                self.sites.insert((image_id, entry), list);
-            }
-            Err(e) => {
-                eprintln!("== CALIPER: cali-run: cannot add a call site to {}: {e}", self.functions.records[f].name)
-            }
-        }
-    }
-
-    fn redeliver(&self, tid: Pid, deferred: Vec<i32>) {
-        let pid = self.threads.get(&tid).map_or(tid, |t| t.pid);
-        for sig in deferred {
-            let _ = ptrace::kill_thread(pid, tid, sig);
-        }
-    }
-
-    /// Decides how the probe at `addr` works from its first hit on, and
-    /// where the hitting thread resumes.
-    fn first_hit(
-        &mut self,
-        tid: Pid,
-        image_id: usize,
-        addr: u64,
-        function: Option<usize>,
-        internal: bool,
-        rsp: u64,
-    ) -> u64 {
-        if let Some(f) = function {
-            self.functions.records[f].covered = true;
-        }
-        let counts = function.is_some() && self.config.collect.counts();
-        if !counts && !internal {
-            if let Some(f) = function {
-                self.functions.records[f].mode = Mode::Covered;
-            }
-            let _ = self.images.get_mut(&image_id).expect("live image").remove(addr);
-            return addr;
-        }
-        let stopped = self.stop_world(image_id, tid);
-        let busy: Vec<u64> = stopped.iter().filter_map(|&t| ptrace::registers(t).ok()).map(|r| r.rip).collect();
-        let mut deferred = Vec::new();
-        let image = self.images.get_mut(&image_id).expect("live image");
-        let mut thread = Stopped { tid, counters: &self.counters, deferred: &mut deferred };
-        let patched = match function {
-            // A function patched in another image (a forked child, an
-            // earlier run of the program) counts into the same slot.
-            Some(f) if !internal && !self.config.breakpoints_only => {
-                match self.functions.records[f].slot.or(self.counters.peek_next()) {
-                    Some(slot) => {
-                        let counting = if self.config.collect.arcs {
-                            Counting::Arcs { slot, sites: Vec::new(), other: None }
-                        } else {
-                            Counting::Calls { slot }
-                        };
-                        let size = self.functions.records[f].size;
-                        image.patch(addr, size, &counting, self.shared, &busy, &mut thread).map(|p| (p, slot))
-                    }
-                    None => Err(Unpatchable::Unencodable("counter slots exhausted".into())),
-                }
-            }
-            _ => Err(Unpatchable::Unencodable("breakpoint counting chosen".into())),
-        };
-        let mut counted_here = false;
-        let resume_at = match patched {
-            Ok((patch, slot)) => {
-                if self.counters.peek_next() == Some(slot) {
-                    self.counters.allocate();
-                }
-                let record = &mut self.functions.records[function.expect("patched functions exist")];
-                record.slot = Some(slot);
-                record.mode = Mode::Trampoline;
-                if self.config.collect.arcs {
-                    self.sites
-                        .insert((image_id, addr), SiteList { slot, sites: Vec::new(), other: None, frozen: false });
-                }
-                patch.trampoline
-            }
-            Err(why) => match image.displace(addr, &mut thread) {
-                Ok(resume) => {
-                    if let Some(f) = function {
-                        self.functions.records[f].mode = Mode::Breakpoint(why);
-                        counted_here = true;
-                    }
-                    resume
-                }
-                Err(cannot_move) => {
-                    let _ = image.remove(addr);
-                    if let Some(f) = function {
-                        self.functions.records[f].mode = Mode::Uncounted(cannot_move);
-                        counted_here = true;
-                    }
-                    addr
-                }
-            },
-        };
-        self.resume_world(&stopped);
-        self.redeliver(tid, deferred);
-        if counted_here && let Some(f) = function {
-            self.count_trap_hit(image_id, f, rsp);
-        }
-        resume_at
-    }
-
-    /// Stops every running thread that shares image `image_id`, other than
-    /// `except`; the threads stopped (not those that reported something
-    /// else first: their stops wait in `pending`).
-    fn stop_world(&mut self, image_id: usize, except: Pid) -> Vec<Pid> {
-        let targets: Vec<(Pid, Pid)> = self
-            .threads
-            .iter()
-            .filter(|(tid, t)| {
-                **tid != except && t.running && self.processes.get(&t.pid).is_some_and(|p| p.image == image_id)
-            })
-            .map(|(tid, t)| (*tid, t.pid))
-            .collect();
-        for &(tid, pid) in &targets {
-            if ptrace::kill_thread(pid, tid, libc::SIGSTOP).is_ok()
-                && let Some(t) = self.threads.get_mut(&tid)
-            {
-                t.expect_stop = true;
-            }
-        }
-        let mut stopped = Vec::new();
-        for (tid, _) in targets {
-            let Ok(Some((_, status))) = ptrace::wait(Some(tid)) else { continue };
-            if let Some(t) = self.threads.get_mut(&tid) {
-                t.running = false;
-                if status == Status::Stopped(libc::SIGSTOP) && t.expect_stop {
-                    t.expect_stop = false;
-                    stopped.push(tid);
-                    continue;
-                }
-            }
-            self.pending.push_back((tid, status));
-        }
-        stopped
-    }
-
-    fn resume_world(&mut self, stopped: &[Pid]) {
-        for &tid in stopped {
-            self.resume(tid, 0);
-        }
-    }
-
-    fn resume(&mut self, tid: Pid, sig: i32) {
-        if ptrace::cont(tid, sig).is_ok()
-            && let Some(t) = self.threads.get_mut(&tid)
-        {
-            t.running = true;
-        }
-    }
-
-    /// Takes the probes out of process `pid` and detaches from it; its
-    /// threads get the signals they stopped with (`signals`, by thread).
-    fn let_go(&mut self, pid: Pid, signals: &HashMap<Pid, i32>) {
-        if let Some(process) = self.processes.remove(&pid) {
-            let shared = self.processes.values().any(|p| p.image == process.image);
-            if !shared && let Some(mut image) = self.images.remove(&process.image) {
-                let _ = image.strip();
-            }
-        }
-        let tids: Vec<Pid> = self.threads.iter().filter(|(_, t)| t.pid == pid).map(|(&tid, _)| tid).collect();
-        for tid in tids {
-            self.threads.remove(&tid);
-            let _ = ptrace::detach(tid, signals.get(&tid).copied().unwrap_or(0));
-        }
-    }
-
-    /// Stops every thread, takes all probes out and detaches.
-    fn let_go_all(&mut self) {
-        let tids: Vec<(Pid, Pid)> =
-            self.threads.iter().filter(|(_, t)| t.running).map(|(&tid, t)| (tid, t.pid)).collect();
-        for &(tid, pid) in &tids {
-            let _ = ptrace::kill_thread(pid, tid, libc::SIGSTOP);
-        }
-        let mut signals = HashMap::new();
-        for &(tid, _) in &tids {
-            // Whatever each reports, it is stopped now; a SIGSTOP of ours
-            // still queued is cancelled by the SIGCONT below.
-            if let Ok(Some((_, Status::Stopped(sig)))) = ptrace::wait(Some(tid))
-                && sig != libc::SIGSTOP
-            {
-                signals.insert(tid, sig);
-            }
-        }
-        // So are the threads whose stops wait in `pending`.
-        for (tid, status) in std::mem::take(&mut self.pending) {
-            if let Status::Stopped(sig) = status {
-                signals.insert(tid, sig);
-            }
-        }
-        // A thread stopped at one of our breakpoints goes back to the
-        // instruction, which is the program's own again after the strip.
-        let trapped: Vec<Pid> = signals.iter().filter(|(_, s)| **s == libc::SIGTRAP).map(|(t, _)| *t).collect();
-        for tid in trapped {
-            let Some(image) =
-                self.threads.get(&tid).and_then(|t| self.processes.get(&t.pid)).and_then(|p| self.images.get(&p.image))
-            else {
-                continue;
-            };
-            if let Ok(mut regs) = ptrace::registers(tid)
-                && image.probes.contains_key(&regs.rip.wrapping_sub(1))
-            {
-                regs.rip -= 1;
-                let _ = ptrace::set_registers(tid, &regs);
-                signals.remove(&tid);
-            }
-        }
-        let pids: Vec<Pid> = self.processes.keys().copied().collect();
-        for pid in &pids {
-            self.let_go(*pid, &signals);
-        }
-        for pid in pids {
-            // SAFETY: kill has no memory preconditions.
-            unsafe { libc::kill(pid, libc::SIGCONT) };
-        }
-        if !self.attached {
-            // The launched program is still our child: its exit code is ours.
-            let mut raw = 0;
-            // SAFETY: waitpid writes the status only.
-            if unsafe { libc::waitpid(self.main, &mut raw, 0) } == self.main {
-                self.exit = Some(if libc::WIFEXITED(raw) {
-                    Exit::Code(libc::WEXITSTATUS(raw))
-                } else {
-                    Exit::Signal(libc::WTERMSIG(raw))
-                });
-            }
-        }
-    }
-
     fn finish(self) -> Outcome {
         let counters = self.counters.read_all().unwrap_or_else(|e| {
             eprintln!("== CALIPER: cali-run: cannot read the counters: {e}");
@@ -855,12 +485,4 @@ impl Engine {
         });
         Outcome { exit: self.exit.unwrap_or(Exit::Detached), functions: self.functions, arcs: self.arcs, counters }
     }
-}
-
-/// The thread group (process) of thread `tid`, from `/proc`.
-fn thread_group(tid: Pid) -> Pid {
-    std::fs::read_to_string(format!("/proc/{tid}/status"))
-        .ok()
-        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("Tgid:").and_then(|v| v.trim().parse().ok())))
-        .unwrap_or(tid)
 }

@@ -1,0 +1,112 @@
+//! Call arcs: which call site a call came from (the return address at
+//! the callee's entry), and the arc trampolines' lists of known sites.
+
+use super::Engine;
+use crate::image::{Counting, SiteSlots, Stopped};
+use crate::ptrace::Pid;
+use crate::relocate;
+use std::sync::Arc;
+
+/// The most call sites an arc trampoline compares with; calls from
+/// further sites are counted together as "other call sites".
+pub const MAX_SITES: usize = 32;
+
+/// The call sites an arc trampoline knows, per (image, entry).
+#[derive(Debug, Clone)]
+pub(super) struct SiteList {
+    slot: usize,
+    /// (return address, slots, arc id) of each site.
+    sites: Vec<(u64, SiteSlots, usize)>,
+    /// The slot of the other sites, once the list is full.
+    other: Option<usize>,
+    /// No new trampoline could be built: calls from new sites stay
+    /// counted at the trap.
+    frozen: bool,
+}
+
+impl SiteList {
+    /// The list of a new arc trampoline counting calls in `slot`.
+    pub(super) fn new(slot: usize) -> SiteList {
+        SiteList { slot, sites: Vec::new(), other: None, frozen: false }
+    }
+
+    pub(super) fn counting(&self) -> Counting {
+        Counting::Arcs { slot: self.slot, sites: self.sites.iter().map(|s| s.1).collect(), other: self.other }
+    }
+}
+
+impl Engine {
+    /// The arc from the call that returns to `ret` to function `f`.
+    pub(super) fn arc_of(&mut self, image_id: usize, f: usize, ret: u64) -> usize {
+        let image = &self.images[&image_id];
+        let unknown: Arc<str> = Arc::from("?");
+        // Not a return address into code (a thread's start, or a function
+        // entered by a jump, finds other data there): an arc from nowhere.
+        let Some(m) = image.module_of(ret.wrapping_sub(1)).filter(|_| ret >= 8) else {
+            return self.arcs.intern(f, &unknown, "?", ret);
+        };
+        let module = &image.modules[m];
+        let mut before = [0u8; 8];
+        let site = match image.memory.read(ret.wrapping_sub(8), &mut before) {
+            Ok(()) => relocate::call_before(&before, ret),
+            Err(_) => ret,
+        };
+        let in_file = site.wrapping_sub(module.bias);
+        let functions = &module.info.functions;
+        let caller = match functions.partition_point(|x| x.address <= in_file) {
+            0 => "?",
+            n if functions[n - 1].size == 0
+                || in_file < functions[n - 1].address.saturating_add(functions[n - 1].size) =>
+            {
+                &functions[n - 1].name
+            }
+            _ => "?",
+        };
+        let path = module.path.clone();
+        let caller = caller.to_string();
+        self.arcs.intern(f, &path, &caller, in_file)
+    }
+
+    /// A call from a site the arc trampoline at `entry` does not know:
+    /// counted here, and the trampoline rebuilt to know it (or, when it
+    /// knows as many as it may, to count further sites together).
+    pub(super) fn on_new_site(&mut self, tid: Pid, image_id: usize, entry: u64, ret: u64) {
+        let Some(f) = self.images[&image_id].probes.get(&entry).and_then(|p| p.function) else { return };
+        let arc = self.arc_of(image_id, f, ret);
+        self.arcs.records[arc].trap_hits += 1;
+        let Some(list) = self.sites.get(&(image_id, entry)) else { return };
+        if list.sites.iter().any(|s| s.0 == ret) || list.other.is_some() || list.frozen {
+            return;
+        }
+        let mut list = list.clone();
+        if list.sites.len() < MAX_SITES {
+            let (Some(value), Some(count)) = (self.counters.allocate(), self.counters.allocate()) else { return };
+            if self.counters.write(value, ret).is_err() {
+                return;
+            }
+            self.arcs.records[arc].slots.push(count);
+            list.sites.push((ret, SiteSlots { value, count }, arc));
+        } else {
+            let Some(other) = self.counters.allocate() else { return };
+            let unknown: Arc<str> = Arc::from("?");
+            let others = self.arcs.intern(f, &unknown, "(other call sites)", 0);
+            self.arcs.records[others].slots.push(other);
+            list.other = Some(other);
+        }
+        let stopped = self.stop_world(image_id, tid);
+        let mut deferred = Vec::new();
+        let image = self.images.get_mut(&image_id).expect("live image");
+        let mut thread = Stopped { tid, counters: &self.counters, deferred: &mut deferred };
+        let repatched = image.repatch(entry, &list.counting(), self.shared, &mut thread);
+        self.resume_world(&stopped);
+        self.redeliver(tid, deferred);
+        match repatched {
+            Ok(_) => {
+                self.sites.insert((image_id, entry), list);
+            }
+            Err(e) => {
+                eprintln!("== CALIPER: cali-run: cannot add a call site to {}: {e}", self.functions.records[f].name)
+            }
+        }
+    }
+}

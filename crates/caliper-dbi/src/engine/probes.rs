@@ -1,0 +1,162 @@
+//! What a breakpoint hit does: the first hit of a function decides how
+//! it is counted from then on (removed for coverage, a trampoline, or the
+//! breakpoint kept), later hits count or pass through.
+
+use super::{Engine, SiteList};
+use crate::functions::Mode;
+use crate::image::{Counting, Internal, ProbeState, Stopped};
+use crate::ptrace::{self, Pid};
+use crate::relocate::Unpatchable;
+
+impl Engine {
+    /// Handles an `int3` hit; false if it was not one of ours.
+    pub(super) fn on_breakpoint(&mut self, tid: Pid) -> bool {
+        let Some(image_id) = self.threads.get(&tid).and_then(|t| self.processes.get(&t.pid)).map(|p| p.image) else {
+            return false;
+        };
+        let Ok(mut regs) = ptrace::registers(tid) else { return false };
+        let addr = regs.rip.wrapping_sub(1);
+        let Some(image) = self.images.get(&image_id) else { return false };
+        if let Some(&entry) = image.traps.get(&addr) {
+            // A call from a new site in an arc trampoline: the return
+            // address is above the saved RAX. The thread goes on after the
+            // trap, through the rest of the old trampoline.
+            if let Ok(ret) = image.memory.read_u64(regs.rsp.wrapping_add(8)) {
+                self.on_new_site(tid, image_id, entry, ret);
+            }
+            self.resume(tid, 0);
+            return true;
+        }
+        let Some(probe) = image.probes.get(&addr).cloned() else { return false };
+        if probe.internal == Some(Internal::LinkerRendezvous) {
+            let image = self.images.get_mut(&image_id).expect("image of a live process");
+            if let Err(e) = image.scan(&self.config.filter, &mut self.functions, &mut self.modules) {
+                eprintln!("== CALIPER: cali-run: cannot read the loaded libraries: {e}");
+            }
+        }
+        let resume_at = match (probe.function, &probe.state) {
+            (_, ProbeState::Patched { trampoline, .. }) => *trampoline,
+            (_, ProbeState::Removed) => addr,
+            (function, ProbeState::Displaced { resume }) => {
+                if let Some(f) = function {
+                    self.count_trap_hit(image_id, f, regs.rsp);
+                }
+                *resume
+            }
+            (function, ProbeState::Armed) => {
+                self.first_hit(tid, image_id, addr, function, probe.internal.is_some(), regs.rsp)
+            }
+        };
+        regs.rip = resume_at;
+        if ptrace::set_registers(tid, &regs).is_err() {
+            return true;
+        }
+        self.resume(tid, 0);
+        true
+    }
+
+    /// Counts a call of function `f` that the tool saw at its breakpoint
+    /// (the stack pointer `rsp` at its entry, where the return address is).
+    pub(super) fn count_trap_hit(&mut self, image_id: usize, f: usize, rsp: u64) {
+        self.functions.records[f].trap_hits += 1;
+        if !self.config.collect.arcs {
+            return;
+        }
+        let Some(ret) = self.images.get(&image_id).and_then(|i| i.memory.read_u64(rsp).ok()) else { return };
+        let arc = self.arc_of(image_id, f, ret);
+        self.arcs.records[arc].trap_hits += 1;
+    }
+
+    pub(super) fn redeliver(&self, tid: Pid, deferred: Vec<i32>) {
+        let pid = self.threads.get(&tid).map_or(tid, |t| t.pid);
+        for sig in deferred {
+            let _ = ptrace::kill_thread(pid, tid, sig);
+        }
+    }
+
+    /// Decides how the probe at `addr` works from its first hit on, and
+    /// where the hitting thread resumes.
+    pub(super) fn first_hit(
+        &mut self,
+        tid: Pid,
+        image_id: usize,
+        addr: u64,
+        function: Option<usize>,
+        internal: bool,
+        rsp: u64,
+    ) -> u64 {
+        if let Some(f) = function {
+            self.functions.records[f].covered = true;
+        }
+        let counts = function.is_some() && self.config.collect.counts();
+        if !counts && !internal {
+            if let Some(f) = function {
+                self.functions.records[f].mode = Mode::Covered;
+            }
+            let _ = self.images.get_mut(&image_id).expect("live image").remove(addr);
+            return addr;
+        }
+        let stopped = self.stop_world(image_id, tid);
+        let busy: Vec<u64> = stopped.iter().filter_map(|&t| ptrace::registers(t).ok()).map(|r| r.rip).collect();
+        let mut deferred = Vec::new();
+        let image = self.images.get_mut(&image_id).expect("live image");
+        let mut thread = Stopped { tid, counters: &self.counters, deferred: &mut deferred };
+        let patched = match function {
+            // A function patched in another image (a forked child, an
+            // earlier run of the program) counts into the same slot.
+            Some(f) if !internal && !self.config.breakpoints_only => {
+                match self.functions.records[f].slot.or(self.counters.peek_next()) {
+                    Some(slot) => {
+                        let counting = if self.config.collect.arcs {
+                            Counting::Arcs { slot, sites: Vec::new(), other: None }
+                        } else {
+                            Counting::Calls { slot }
+                        };
+                        let size = self.functions.records[f].size;
+                        image.patch(addr, size, &counting, self.shared, &busy, &mut thread).map(|p| (p, slot))
+                    }
+                    None => Err(Unpatchable::Unencodable("counter slots exhausted".into())),
+                }
+            }
+            _ => Err(Unpatchable::Unencodable("breakpoint counting chosen".into())),
+        };
+        let mut counted_here = false;
+        let resume_at = match patched {
+            Ok((patch, slot)) => {
+                if self.counters.peek_next() == Some(slot) {
+                    self.counters.allocate();
+                }
+                let record = &mut self.functions.records[function.expect("patched functions exist")];
+                record.slot = Some(slot);
+                record.mode = Mode::Trampoline;
+                if self.config.collect.arcs {
+                    self.sites.insert((image_id, addr), SiteList::new(slot));
+                }
+                patch.trampoline
+            }
+            Err(why) => match image.displace(addr, &mut thread) {
+                Ok(resume) => {
+                    if let Some(f) = function {
+                        self.functions.records[f].mode = Mode::Breakpoint(why);
+                        counted_here = true;
+                    }
+                    resume
+                }
+                Err(cannot_move) => {
+                    let _ = image.remove(addr);
+                    if let Some(f) = function {
+                        self.functions.records[f].mode = Mode::Uncounted(cannot_move);
+                        counted_here = true;
+                    }
+                    addr
+                }
+            },
+        };
+        self.resume_world(&stopped);
+        self.redeliver(tid, deferred);
+        if counted_here && let Some(f) = function {
+            self.count_trap_hit(image_id, f, rsp);
+        }
+        resume_at
+    }
+}
