@@ -18,6 +18,7 @@ Measures an unmodified program by lazy dynamic instrumentation.
                          call site; default fcount)
   -o, --output FILE      write the results as a .cali file (default: a text
                          report on standard error)
+      --flow-data FILE   also write function and arc counts as flow data
   -i, --include PATTERNS instrument only these modules or functions
                          (comma-separated, `*` wildcards; repeatable)
   -x, --exclude PATTERNS never instrument these modules or functions
@@ -35,6 +36,8 @@ pub struct Invocation {
     pub target: Target,
     /// Where the `.cali` results go; None for the text report.
     pub output: Option<String>,
+    /// Where the flow-data file goes, if anywhere.
+    pub flow_data: Option<String>,
 }
 
 /// What the command line asked for.
@@ -48,6 +51,7 @@ pub fn parse(args: Vec<OsString>) -> Result<Request, String> {
     let mut config = Config { follow_fork: true, follow_exec: true, ..Config::default() };
     let mut collect: Option<String> = None;
     let mut output = None;
+    let mut flow_data = None;
     let mut pid = None;
     let mut program: Vec<OsString> = Vec::new();
     let mut args = args.into_iter();
@@ -67,6 +71,7 @@ pub fn parse(args: Vec<OsString>) -> Result<Request, String> {
             "-h" | "--help" => return Ok(Request::Help),
             "-c" | "--collect" => collect = Some(value("a list of collectors")?),
             "-o" | "--output" => output = Some(value("a file name")?),
+            "--flow-data" => flow_data = Some(value("a file name")?),
             "-i" | "--include" => config.filter.include.extend(patterns(&value("patterns")?)),
             "-x" | "--exclude" => config.filter.exclude.extend(patterns(&value("patterns")?)),
             "--follow" => set_follow(&mut config, &value("fork, exec or none")?)?,
@@ -80,7 +85,8 @@ pub fn parse(args: Vec<OsString>) -> Result<Request, String> {
                 let file = value("a file name")?;
                 let text = std::fs::read_to_string(&file).map_err(|e| format!("{file}: {e}"))?;
                 let control = control::parse(&file, &text).map_err(|e| e.to_string())?;
-                apply_control(&control, &mut config, &mut collect, &mut output, &mut program)?;
+                let outputs = Outputs { cali: &mut output, flow_data: &mut flow_data };
+                apply_control(&control, &mut config, &mut collect, outputs, &mut program)?;
             }
             "--" => program.extend(args.by_ref()),
             _ if name.starts_with('-') && program.is_empty() => return Err(format!("unknown option `{name}`")),
@@ -97,14 +103,20 @@ pub fn parse(args: Vec<OsString>) -> Result<Request, String> {
         (None, true) => return Err("no program to run (cali-run [OPTIONS] -- PROGRAM [ARGS...])".into()),
         (None, false) => Target::Launch { program: program.remove(0), args: program },
     };
-    Ok(Request::Run(Box::new(Invocation { config, target, output })))
+    Ok(Request::Run(Box::new(Invocation { config, target, output, flow_data })))
+}
+
+/// Where the results go, as options or the control file set them.
+struct Outputs<'a> {
+    cali: &'a mut Option<String>,
+    flow_data: &'a mut Option<String>,
 }
 
 fn apply_control(
     control: &Control,
     config: &mut Config,
     collect: &mut Option<String>,
-    output: &mut Option<String>,
+    outputs: Outputs,
     program: &mut Vec<OsString>,
 ) -> Result<(), String> {
     if let Some(app) = &control.application {
@@ -114,8 +126,11 @@ fn apply_control(
     if let Some(c) = &control.collector {
         *collect = Some(c.clone());
     }
-    if let Some(o) = control.output.as_ref().or(control.pbo_out.as_ref()) {
-        *output = Some(o.clone());
+    if let Some(o) = &control.output {
+        *outputs.cali = Some(o.clone());
+    }
+    if let Some(f) = &control.pbo_out {
+        *outputs.flow_data = Some(f.clone());
     }
     config.filter.include.extend(control.include.iter().cloned());
     config.filter.exclude.extend(control.exclude.iter().cloned());
@@ -213,6 +228,23 @@ mod tests {
         assert!(run(&["--duration", "-1", "ls"]).is_err());
         assert!(run(&["--duration", "1e300", "ls"]).is_err());
         assert!(run(&["-o"]).is_err());
+    }
+
+    #[test]
+    fn reads_a_control_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("run.ctl");
+        let text = "application = \"gzip\"\narguments = \"-6 -c\"\ncollector = \"arc_count\"\npbo_out = \"flow.dat\"\n";
+        std::fs::write(&file, text).unwrap();
+        let inv = run(&["--control", file.to_str().unwrap()]).unwrap();
+        assert!(inv.config.collect.arcs && !inv.config.collect.fcount);
+        assert_eq!(inv.flow_data.as_deref(), Some("flow.dat"));
+        assert_eq!(inv.output, None);
+        let Target::Launch { program, args } = inv.target else { panic!("a launch") };
+        assert_eq!((program.to_str(), args.len()), (Some("gzip"), 2));
+        std::fs::write(&file, "application = \"gzip\"\ncolector = x\n").unwrap();
+        let err = run(&["--control", file.to_str().unwrap()]).err().unwrap();
+        assert!(err.ends_with("run.ctl:2:1: unknown key `colector`"), "{err}");
     }
 
     #[test]

@@ -138,3 +138,30 @@ pub fn text_report(outcome: &Outcome, collect: Collect) -> String {
     }
     out
 }
+
+/// Writes the flow-data file (HP Caliper's `pbo_out`, for profile-based
+/// optimisation): a header line, then one tab-separated line per called
+/// function and per arc, counts first:
+///
+/// ```text
+/// # cali-run flow data 1
+/// F <calls> <module> <entry address in the module file, hex> <function>
+/// A <calls> <caller module> <call site, hex> <caller> <callee module> <callee entry, hex> <callee>
+/// ```
+pub fn write_flow_data(mut out: impl Write, outcome: &Outcome) -> io::Result<()> {
+    writeln!(out, "# cali-run flow data 1")?;
+    for (id, r) in outcome.functions.records.iter().enumerate().filter(|(_, r)| r.covered) {
+        let calls = outcome.functions.calls(id, &outcome.counters);
+        writeln!(out, "F\t{calls}\t{}\t{:#x}\t{}", r.module, r.address, r.name)?;
+    }
+    for (id, arc) in outcome.arcs.records.iter().enumerate() {
+        let callee = &outcome.functions.records[arc.callee];
+        let calls = outcome.arcs.calls(id, &outcome.counters);
+        writeln!(
+            out,
+            "A\t{calls}\t{}\t{:#x}\t{}\t{}\t{:#x}\t{}",
+            arc.caller_module, arc.callsite, arc.caller, callee.module, callee.address, callee.name
+        )?;
+    }
+    out.flush()
+}

@@ -274,3 +274,26 @@ fn cali_query_tables_trees_and_json_split_read_the_results() {
     let parsed: serde_json::Value = serde_json::from_str(&json).expect("json-split is JSON");
     assert!(parsed["nodes"].as_array().unwrap().iter().any(|n| n["label"] == "hot"), "{json}");
 }
+
+#[test]
+fn the_simplified_model_writes_flow_data() {
+    let dir = counts_dir();
+    let out = tempfile::tempdir().unwrap();
+    let flow = out.path().join("flow.dat");
+    let control = out.path().join("run.ctl");
+    let text = format!(
+        "# the application, the output, the collector\napplication = \"./counts\"\npbo_out = \"{}\"\ncollector = \"func_count,arc_count\"\ninclude = \"counts\"\n",
+        flow.display()
+    );
+    std::fs::write(&control, text).unwrap();
+    let output = common::cali_run().current_dir(dir).arg("--control").arg(&control).output().unwrap();
+    check_program_output(&output);
+    let data = std::fs::read_to_string(&flow).unwrap();
+    assert_eq!(data.lines().next(), Some("# cali-run flow data 1"));
+    let fields: Vec<Vec<&str>> = data.lines().skip(1).map(|l| l.split('\t').collect()).collect();
+    let hot = fields.iter().find(|f| f[0] == "F" && f[4] == "hot").expect("hot's line");
+    assert_eq!(hot[1], "1000003");
+    assert!(hot[2].ends_with("/counts") && hot[3].starts_with("0x"));
+    let arc = fields.iter().find(|f| f[0] == "A" && f[4] == "main" && f[7] == "hot").expect("main -> hot");
+    assert_eq!((arc[1], arc.len()), ("1000000", 8));
+}

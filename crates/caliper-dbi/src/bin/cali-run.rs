@@ -46,6 +46,12 @@ fn main() -> ExitCode {
         }
         None => eprint!("{}", results::text_report(&outcome, collect)),
     }
+    if let Some(path) = &invocation.flow_data {
+        let written = std::fs::File::create(path).and_then(|f| results::write_flow_data(f, &outcome));
+        if let Err(e) = written {
+            eprintln!("== CALIPER: cali-run: cannot write {path}: {e}");
+        }
+    }
     match outcome.exit {
         Exit::Code(code) => ExitCode::from(code as u8),
         Exit::Signal(sig) => die_of(sig),
