@@ -297,3 +297,32 @@ fn the_simplified_model_writes_flow_data() {
     let arc = fields.iter().find(|f| f[0] == "A" && f[4] == "main" && f[7] == "hot").expect("main -> hot");
     assert_eq!((arc[1], arc.len()), ("1000000", 8));
 }
+
+#[test]
+fn a_child_not_followed_runs_free() {
+    let dir = counts_dir();
+    let out = tempfile::tempdir().unwrap();
+    let file = out.path().join("nofollow.cali");
+    let output = run_in(dir, &["--follow", "none", "-i", "counts", "-o", file.to_str().unwrap()], "./counts", &[]);
+    check_program_output(&output);
+    let rows = read_result(&file);
+    assert!(!rows.contains_key(&("counts".into(), "child_only".into())), "the child's calls are not counted");
+    assert_eq!(rows[&("counts".into(), "hot".into())].count, Some(1_000_003));
+}
+
+#[test]
+fn a_pipeline_is_followed_through_fork_and_exec() {
+    let out = tempfile::tempdir().unwrap();
+    let file = out.path().join("pipeline.cali");
+    let script = "echo some text | gzip -c | gzip -d; exit 3";
+    let followed = run_in(out.path(), &["-o", file.to_str().unwrap()], "sh", &["-c", script]);
+    assert_eq!(String::from_utf8_lossy(&followed.stdout), "some text\n");
+    assert_eq!(followed.status.code(), Some(3));
+    let rows = read_result(&file);
+    assert!(rows.keys().any(|(m, _)| m == "gzip"), "the programs the shell runs are measured");
+    let shell_only = out.path().join("shell.cali");
+    let output = run_in(out.path(), &["--follow", "fork", "-o", shell_only.to_str().unwrap()], "sh", &["-c", script]);
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "some text\n");
+    assert_eq!(output.status.code(), Some(3));
+    assert!(!read_result(&shell_only).keys().any(|(m, _)| m == "gzip"), "let go at exec");
+}
