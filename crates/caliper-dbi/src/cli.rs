@@ -23,7 +23,9 @@ Measures an unmodified program by lazy dynamic instrumentation.
                          (comma-separated, `*` wildcards; repeatable)
   -x, --exclude PATTERNS never instrument these modules or functions
       --follow LIST      fork, exec (default: both), or none
-      --duration SECONDS stop measuring after this long
+      --start SECONDS    start measuring after this long (the program runs
+                         free until then)
+      --duration SECONDS stop measuring after this long (from the start)
       --breakpoints-only count every call at a breakpoint (no trampolines)
   -p, --pid PID          attach to a running process (until SIGINT)
       --control FILE     read the measurement from a control file
@@ -76,6 +78,7 @@ pub fn parse(args: Vec<OsString>) -> Result<Request, String> {
             "-x" | "--exclude" => config.filter.exclude.extend(patterns(&value("patterns")?)),
             "--follow" => set_follow(&mut config, &value("fork, exec or none")?)?,
             "--duration" => config.duration = Some(seconds(&value("seconds")?)?),
+            "--start" => config.start = Some(seconds(&value("seconds")?)?),
             "--breakpoints-only" => config.breakpoints_only = true,
             "-p" | "--pid" => {
                 let v = value("a process id")?;
@@ -140,8 +143,8 @@ fn apply_control(
     if let Some(f) = &control.follow {
         set_follow(config, f)?;
     }
-    if control.start.is_some() {
-        return Err("`start` (a delayed start) is not supported yet".into());
+    if let Some(s) = control.start {
+        config.start = Some(Duration::try_from_secs_f64(s).map_err(|_| format!("start {s} is out of range"))?);
     }
     Ok(())
 }

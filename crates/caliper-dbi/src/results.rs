@@ -6,7 +6,8 @@
 //! functions), and the immediates `dbi.address` (the entry's address in
 //! the module file), `dbi.count` (calls, with `fcount`), `dbi.covered`
 //! (1 or 0, with `coverage`) and `dbi.instrumentation` (how the function
-//! was counted, with the reason where it kept its breakpoint).
+//! was counted, with the reason where it kept its breakpoint). The globals
+//! record names the collectors (`dbi.collect`).
 //!
 //! With `arcs`, one record more per call arc: the context path
 //! `dbi.caller` > `dbi.function` (a call graph, in `format tree`), the
@@ -55,7 +56,13 @@ pub fn write_cali(out: impl Write, outcome: &Outcome, collect: Collect) -> io::R
     let callee_module_attr = db.create_attribute("dbi.module#callee", AttrType::String, plain, &[]);
     let caller_module_attr = db.create_attribute("dbi.caller.module", AttrType::String, plain, &[]);
     let callsite_attr = db.create_attribute("dbi.callsite", AttrType::Addr, Properties::ASVALUE, &[]);
+    let collect_attr = db.create_attribute("dbi.collect", AttrType::String, Properties::GLOBAL, &[]);
     let mut writer = CaliWriter::new(out);
+    // The run's globals first: a run that measured nothing still gives a
+    // readable file.
+    let mut globals = Record::globals();
+    globals.push_ref(db.get_or_create_node(collect_attr, Variant::from(collect.names()), None));
+    writer.write_record(&db, &globals)?;
     for (id, r) in reported(outcome, collect) {
         let module = db.get_or_create_node(module_attr, Variant::from(&*r.module), None);
         let function = db.get_or_create_node(function_attr, Variant::from(r.name.as_str()), Some(module));

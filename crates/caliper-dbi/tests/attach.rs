@@ -60,3 +60,30 @@ fn a_duration_ends_the_measurement_and_the_program_runs_on() {
     let tick = common::read_result(&file)[&("attach".into(), "tick".into())].count.unwrap();
     assert!(tick > 0 && tick < total, "{tick} of {total} calls counted in the first second");
 }
+
+#[test]
+fn a_delayed_start_measures_only_from_then_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/attach.c");
+    common::gcc(dir.path(), &["-O2", "-o", "attach", source.to_str().unwrap()]);
+    let file = dir.path().join("start.cali");
+    let options = ["-c", "fcount", "-i", "attach", "--start", "1", "--duration", "1", "-o", file.to_str().unwrap()];
+    let output = common::run_in(dir.path(), &options, "./attach", &["3"]);
+    assert_eq!(output.status.code(), Some(4), "{}", String::from_utf8_lossy(&output.stderr));
+    let total: u64 = String::from_utf8_lossy(&output.stdout).lines().nth(1).unwrap().parse().unwrap();
+    let rows = common::read_result(&file);
+    assert!(!rows.contains_key(&("attach".into(), "main".into())), "main began before the start");
+    let tick = rows[&("attach".into(), "tick".into())].count.unwrap();
+    assert!(tick > 0 && tick < total, "{tick} of {total} calls counted in the second second");
+
+    // A start after the program's end measures nothing.
+    let late = dir.path().join("late.cali");
+    let output = common::run_in(
+        dir.path(),
+        &["-i", "attach", "--start", "30", "-o", late.to_str().unwrap()],
+        "./attach",
+        &["1"],
+    );
+    assert_eq!(output.status.code(), Some(4));
+    assert!(common::read_result(&late).is_empty());
+}

@@ -42,6 +42,12 @@ pub struct Collect {
 }
 
 impl Collect {
+    /// The collectors' names, comma-separated.
+    pub fn names(&self) -> String {
+        let chosen = [(self.coverage, "coverage"), (self.fcount, "fcount"), (self.arcs, "arcs")];
+        chosen.iter().filter(|c| c.0).map(|c| c.1).collect::<Vec<_>>().join(",")
+    }
+
     /// Whether calls are counted (or only first hits seen).
     pub fn counts(&self) -> bool {
         self.fcount || self.arcs
@@ -64,6 +70,9 @@ pub struct Config {
     pub breakpoints_only: bool,
     /// Stop measuring after this long: probes out, processes let go.
     pub duration: Option<Duration>,
+    /// Start measuring only after this long (the program runs free until
+    /// then: no probes, but processes and threads are followed).
+    pub start: Option<Duration>,
 }
 
 /// What is measured.
@@ -173,6 +182,8 @@ pub struct Engine {
     shared: bool,
     exit: Option<Exit>,
     deadline: Option<Instant>,
+    /// Whether probes are in (false until a delayed start).
+    measuring: bool,
 }
 
 impl Engine {
@@ -182,7 +193,8 @@ impl Engine {
         let counters = Counters::create().map_err(|e| StartError(format!("cannot create the counter file: {e}")))?;
         let attached = matches!(target, Target::Attach(_));
         let mut engine = Engine {
-            deadline: config.duration.and_then(|d| Instant::now().checked_add(d)),
+            deadline: None,
+            measuring: config.start.is_none(),
             config,
             functions: FunctionTable::default(),
             arcs: ArcTable::default(),
@@ -204,9 +216,10 @@ impl Engine {
             Target::Attach(pid) => engine.attach(pid)?,
         }
         install_signal_handlers(attached);
-        if let Some(d) = engine.config.duration {
-            // SAFETY: alarm has no preconditions.
-            unsafe { libc::alarm(d.as_secs().max(1) as libc::c_uint) };
+        match (engine.config.start, engine.config.duration) {
+            (Some(start), _) => arm_timer(start),
+            (None, Some(duration)) => engine.measure_for(duration),
+            (None, None) => {}
         }
         Ok(engine)
     }
@@ -271,12 +284,8 @@ impl Engine {
     /// the libraries it loads.
     fn new_image(&mut self, pid: Pid) -> io::Result<()> {
         let mut image = Image::new(pid)?;
-        image.scan(&self.config.filter, &mut self.functions, &mut self.modules)?;
-        let rendezvous = image.modules.iter().find_map(|m| {
-            m.info.functions.iter().find(|f| f.name == "_dl_debug_state").map(|f| f.address.wrapping_add(m.bias))
-        });
-        if let Some(addr) = rendezvous {
-            image.watch(addr, Internal::LinkerRendezvous)?;
+        if self.measuring {
+            self.probe(&mut image)?;
         }
         let id = self.next_image;
         self.next_image += 1;
@@ -286,6 +295,43 @@ impl Engine {
             self.drop_image_if_unused(old.image);
         }
         Ok(())
+    }
+
+    /// Probes the modules mapped into `image` now, and watches the linker's
+    /// rendezvous for the libraries it loads later.
+    fn probe(&mut self, image: &mut Image) -> io::Result<()> {
+        image.scan(&self.config.filter, &mut self.functions, &mut self.modules)?;
+        let rendezvous = image.modules.iter().find_map(|m| {
+            m.info.functions.iter().find(|f| f.name == "_dl_debug_state").map(|f| f.address.wrapping_add(m.bias))
+        });
+        if let Some(addr) = rendezvous {
+            image.watch(addr, Internal::LinkerRendezvous)?;
+        }
+        Ok(())
+    }
+
+    /// The delayed start: every image probed, its threads stopped meanwhile.
+    fn begin_measuring(&mut self) {
+        self.measuring = true;
+        let ids: Vec<usize> = self.images.keys().copied().collect();
+        for id in ids {
+            let stopped = self.stop_world(id, 0);
+            let Some(mut image) = self.images.remove(&id) else { continue };
+            if let Err(e) = self.probe(&mut image) {
+                eprintln!("== CALIPER: cali-run: cannot instrument process {}: {e}", image.pid);
+            }
+            self.images.insert(id, image);
+            self.resume_world(&stopped);
+        }
+        if let Some(duration) = self.config.duration {
+            self.measure_for(duration);
+        }
+    }
+
+    /// Ends the measurement `duration` from now.
+    fn measure_for(&mut self, duration: Duration) {
+        self.deadline = Instant::now().checked_add(duration);
+        arm_timer(duration);
     }
 
     fn drop_image_if_unused(&mut self, image: usize) {
@@ -323,8 +369,12 @@ impl Engine {
         if sig == 0 {
             return false;
         }
+        if sig == libc::SIGALRM && !self.measuring {
+            self.begin_measuring();
+            return false;
+        }
         let expired =
-            sig == libc::SIGALRM && self.deadline.is_some_and(|d| Instant::now() + Duration::from_millis(500) >= d);
+            sig == libc::SIGALRM && self.deadline.is_some_and(|d| Instant::now() + Duration::from_millis(10) >= d);
         if self.attached || expired {
             self.let_go_all();
             return true;
@@ -485,4 +535,18 @@ impl Engine {
         });
         Outcome { exit: self.exit.unwrap_or(Exit::Detached), functions: self.functions, arcs: self.arcs, counters }
     }
+}
+
+/// Sends the tool SIGALRM after `after` (a real-time interval timer, so
+/// fractions of a second count).
+fn arm_timer(after: Duration) {
+    let timer = libc::itimerval {
+        it_interval: libc::timeval { tv_sec: 0, tv_usec: 0 },
+        it_value: libc::timeval {
+            tv_sec: after.as_secs().min(i64::MAX as u64 / 2) as libc::time_t,
+            tv_usec: after.subsec_micros().max(1) as libc::suseconds_t,
+        },
+    };
+    // SAFETY: setitimer reads the struct passed and writes nothing else.
+    unsafe { libc::setitimer(libc::ITIMER_REAL, &timer, std::ptr::null_mut()) };
 }

@@ -87,8 +87,11 @@ pub fn read_result(path: &Path) -> HashMap<(String, String), Row> {
     let data = std::fs::read(path).expect("result written");
     let mut db = MetadataDb::new();
     let records = read_records(&mut db, "result", &data).expect("valid .cali");
+    let globals = db.globals();
+    let collect = globals.refs().find_map(|n| db.node(n)).map(|n| n.value.to_string());
+    assert!(collect.is_some_and(|c| !c.is_empty()), "the run's collectors in the globals");
     let mut rows = HashMap::new();
-    for r in &records {
+    for r in records.iter().filter(|r| r.kind == caliper_data::RecordKind::Ctx) {
         let expanded = db.expand(r);
         if expanded.iter().any(|(a, _)| db.attribute(*a).unwrap().name() == "dbi.caller") {
             continue;
