@@ -131,15 +131,23 @@ impl Status {
 }
 
 /// Waits for any traced thread (`tid` None) or one thread to change state.
-/// `Ok(None)` when there is none left to wait for. Interrupted waits
-/// (a signal to the tool) come back as `ErrorKind::Interrupted`.
+/// `Ok(None)` when there is none left to wait for. A wait for any thread
+/// interrupted by a signal to the tool comes back as
+/// `ErrorKind::Interrupted`, so that the tool can act on the signal; a wait
+/// for one thread (whose stop the caller needs) is resumed.
 pub fn wait(tid: Option<Pid>) -> io::Result<Option<(Pid, Status)>> {
     let mut raw = 0;
-    // SAFETY: waitpid writes the status into `raw` only.
-    let ret = unsafe { libc::waitpid(tid.unwrap_or(-1), &mut raw, libc::__WALL) };
-    if ret == -1 {
+    loop {
+        // SAFETY: waitpid writes the status into `raw` only.
+        let ret = unsafe { libc::waitpid(tid.unwrap_or(-1), &mut raw, libc::__WALL) };
+        if ret != -1 {
+            return Ok(Some((ret, Status::decode(raw))));
+        }
         let err = io::Error::last_os_error();
-        return if err.raw_os_error() == Some(libc::ECHILD) { Ok(None) } else { Err(err) };
+        match err.raw_os_error() {
+            Some(libc::ECHILD) => return Ok(None),
+            Some(libc::EINTR) if tid.is_some() => continue,
+            _ => return Err(err),
+        }
     }
-    Ok(Some((ret, Status::decode(raw))))
 }

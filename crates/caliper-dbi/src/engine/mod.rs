@@ -211,11 +211,19 @@ impl Engine {
             shared: attached,
             exit: None,
         };
+        // The handlers come before an attach, so that an interrupt during it
+        // lets the process go cleanly, and after a launch, so that the
+        // program does not inherit the tool's ignored SIGINT and SIGQUIT.
         match target {
-            Target::Launch { program, args } => engine.launch(&program, &args)?,
-            Target::Attach(pid) => engine.attach(pid)?,
+            Target::Launch { program, args } => {
+                engine.launch(&program, &args)?;
+                install_signal_handlers(false);
+            }
+            Target::Attach(pid) => {
+                install_signal_handlers(true);
+                engine.attach(pid)?;
+            }
         }
-        install_signal_handlers(attached);
         match (engine.config.start, engine.config.duration) {
             (Some(start), _) => arm_timer(start),
             (None, Some(duration)) => engine.measure_for(duration),
