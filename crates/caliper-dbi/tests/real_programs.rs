@@ -105,6 +105,16 @@ fn xz_creates_one_encoder() {
 }
 
 #[test]
+fn xz_with_two_threads_compresses_as_without_instrumentation() {
+    // Each thread encodes its own blocks: trampolines built while the
+    // program had one thread are made atomic when the second starts.
+    let mut data = input();
+    data.extend(input());
+    let rows = compare("xz", &["-c", "-1", "-T2", "--block-size=1MiB"], &data);
+    assert!(calls(&rows, "liblzma", "lzma_code") > 10);
+}
+
+#[test]
 fn sqlite3_opens_one_database() {
     let script = b"create table t(a, b);\nwith recursive n(i) as (select 1 union all select i + 1 from n where i < 1000) insert into t select i, i * i from n;\nselect count(*), sum(b) from t;\nselect a from t where a % 250 = 0;\n";
     let rows = compare("sqlite3", &[":memory:"], script);
