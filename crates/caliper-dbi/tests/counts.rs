@@ -326,3 +326,17 @@ fn a_pipeline_is_followed_through_fork_and_exec() {
     assert_eq!(output.status.code(), Some(3));
     assert!(!read_result(&shell_only).keys().any(|(m, _)| m == "gzip"), "let go at exec");
 }
+
+#[test]
+fn many_children_at_once_are_counted_or_let_go() {
+    let out = tempfile::tempdir().unwrap();
+    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/forks.c");
+    common::gcc(out.path(), &["-O2", "-o", "forks", source.to_str().unwrap()]);
+    let file = out.path().join("forks.cali");
+    let output = run_in(out.path(), &["-i", "forks", "-o", file.to_str().unwrap()], "./forks", &[]);
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "bad 0\n");
+    assert_eq!(read_result(&file)[&("forks".into(), "in_child".into())].count, Some(400));
+    let output = run_in(out.path(), &["--follow", "none", "-i", "forks", "-o", file.to_str().unwrap()], "./forks", &[]);
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "bad 0\n");
+    assert!(!read_result(&file).contains_key(&("forks".into(), "in_child".into())));
+}

@@ -22,7 +22,7 @@ use crate::image::{Image, Internal};
 use crate::ptrace::{self, Pid, Status};
 pub use arcs::MAX_SITES;
 use arcs::SiteList;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::ffi::OsString;
 use std::io;
 use std::os::unix::process::CommandExt;
@@ -175,6 +175,9 @@ pub struct Engine {
     threads: HashMap<Pid, Thread>,
     /// Stops seen while stopping the world, handled before new waits.
     pending: VecDeque<(Pid, Status)>,
+    /// New processes whose first stop came before their parent's fork
+    /// event: held stopped until the event says how to treat them.
+    early: HashSet<Pid>,
     main: Pid,
     attached: bool,
     /// More than one thread or process may run the trampolines: their
@@ -206,6 +209,7 @@ impl Engine {
             processes: HashMap::new(),
             threads: HashMap::new(),
             pending: VecDeque::new(),
+            early: HashSet::new(),
             main: 0,
             attached,
             shared: attached,
@@ -480,7 +484,16 @@ impl Engine {
         };
         let process = Process { image, detach_at_exec: vfork && !follow, detach_at_start: !vfork && !follow };
         self.processes.insert(child, process);
-        self.threads.entry(child).or_insert(Thread { pid: child, running: false, expect_stop: true }).pid = child;
+        if self.early.remove(&child) {
+            // Its first stop has come and it waits: go on as that stop would.
+            if !vfork && !follow {
+                self.let_go(child, &HashMap::new());
+            } else {
+                self.resume(child, 0);
+            }
+            return;
+        }
+        self.threads.insert(child, Thread { pid: child, running: false, expect_stop: true });
     }
 
     fn on_exec(&mut self, tid: Pid, pid: Pid) {
@@ -506,10 +519,17 @@ impl Engine {
 
     fn on_stop(&mut self, tid: Pid, sig: i32) {
         let Some(thread) = self.threads.get_mut(&tid) else {
-            // A new thread whose first stop came before its clone event.
-            self.threads
-                .insert(tid, Thread { pid: thread_group(tid), running: false, expect_stop: sig != libc::SIGSTOP });
-            self.resume(tid, if sig == libc::SIGSTOP { 0 } else { sig });
+            // A new thread or process whose first stop came before the
+            // clone or fork event that announces it.
+            let pid = thread_group(tid);
+            self.threads.insert(tid, Thread { pid, running: false, expect_stop: sig != libc::SIGSTOP });
+            if self.processes.contains_key(&pid) {
+                self.resume(tid, if sig == libc::SIGSTOP { 0 } else { sig });
+            } else {
+                // A forked child: it must not run before its probes are
+                // known (or taken out, if it is not followed).
+                self.early.insert(tid);
+            }
             return;
         };
         thread.running = false;
