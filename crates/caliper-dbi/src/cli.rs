@@ -15,7 +15,8 @@ usage: cali-run [OPTIONS] -- PROGRAM [ARGS...]
 Measures an unmodified program by lazy dynamic instrumentation.
 
   -c, --collect LIST     what to measure: coverage, fcount, arcs (calls per
-                         call site; default fcount)
+                         call site), sample (call stacks sampled on CPU
+                         time); default fcount
   -o, --output FILE      write the results as a .cali file (default: a text
                          report on standard error)
       --flow-data FILE   also write function and arc counts as flow data
@@ -185,7 +186,8 @@ pub fn collectors(list: &str) -> Result<Collect, String> {
             "coverage" | "fcover" => collect.coverage = true,
             "fcount" | "func_count" => collect.fcount = true,
             "arcs" | "arc_count" => collect.arcs = true,
-            other => return Err(format!("unknown collector `{other}` (coverage, fcount, arcs)")),
+            "sample" => collect.sample = true,
+            other => return Err(format!("unknown collector `{other}` (coverage, fcount, arcs, sample)")),
         }
     }
     if collect == Collect::default() {

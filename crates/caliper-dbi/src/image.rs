@@ -180,9 +180,12 @@ impl Image {
 
     /// Brings the module list up to date with `/proc/PID/maps`: modules
     /// gone are forgotten (their code is unmapped), new ones have their
-    /// selected functions armed. Returns the paths of the new modules.
+    /// selected functions armed (with `arm`; without, the modules are only
+    /// known, to name sampled addresses). Returns the paths of the new
+    /// modules.
     pub fn scan(
         &mut self,
+        arm: bool,
         filter: &Filter,
         functions: &mut FunctionTable,
         cache: &mut HashMap<String, Arc<ModuleInfo>>,
@@ -214,14 +217,16 @@ impl Image {
             };
             let Some(bias) = load_bias(&maps, path, &info) else { continue };
             let module: Arc<str> = Arc::from(path);
-            let selected: Vec<(u64, usize)> = info
-                .functions
-                .iter()
-                .filter(|f| filter.selects(path, &f.name))
-                .map(|f| (f.address.wrapping_add(bias), functions.intern(&module, &f.name, f.address, f.size)))
-                .filter(|(addr, _)| (low..high).contains(addr))
-                .collect();
-            self.arm(&selected)?;
+            if arm {
+                let selected: Vec<(u64, usize)> = info
+                    .functions
+                    .iter()
+                    .filter(|f| filter.selects(path, &f.name))
+                    .map(|f| (f.address.wrapping_add(bias), functions.intern(&module, &f.name, f.address, f.size)))
+                    .filter(|(addr, _)| (low..high).contains(addr))
+                    .collect();
+                self.arm(&selected)?;
+            }
             self.modules.push(LoadedModule { path: module.clone(), bias, low, high, info, region: None });
             added.push(module);
         }

@@ -26,3 +26,4 @@ pub mod memory;
 pub mod ptrace;
 pub mod relocate;
 pub mod results;
+pub mod sample;

@@ -14,6 +14,10 @@
 //! callee's `dbi.module`, the caller's `dbi.caller.module`, the call
 //! instruction's address in the caller's file `dbi.callsite`, and
 //! `dbi.count`, the calls made there.
+//!
+//! With `sample`, one record per sampled call stack: the nested
+//! `dbi.frame` path (outermost first, so `format tree` shows a call tree
+//! and `format folded` flame-graph input) and `dbi.samples`.
 
 use crate::engine::{Collect, Outcome};
 use crate::functions::{FunctionRecord, Mode};
@@ -79,6 +83,20 @@ pub fn write_cali(out: impl Write, outcome: &Outcome, collect: Collect) -> io::R
         }
         writer.write_record(&db, &record)?;
     }
+    let frame_attr = db.create_attribute("dbi.frame", AttrType::String, nested, &[]);
+    let samples_attr = db.create_attribute("dbi.samples", AttrType::Uint, aggregatable, &[]);
+    for (stack, count) in sorted_stacks(outcome) {
+        let mut node = None;
+        for frame in stack {
+            node = Some(db.get_or_create_node(frame_attr, Variant::from(frame.as_str()), node));
+        }
+        let mut record = Record::ctx();
+        if let Some(leaf) = node {
+            record.push_ref(leaf);
+        }
+        record.push_imm(samples_attr, Variant::Uint(count));
+        writer.write_record(&db, &record)?;
+    }
     if collect.arcs {
         for (id, arc) in outcome.arcs.records.iter().enumerate() {
             let callee = &outcome.functions.records[arc.callee];
@@ -134,6 +152,13 @@ pub fn text_report(outcome: &Outcome, collect: Collect) -> String {
             let _ = writeln!(out, "{calls:>14} {} -> {callee} ({:#x})", arc.caller, arc.callsite);
         }
     }
+    if collect.sample {
+        let total: u64 = outcome.stacks.values().sum();
+        let _ = writeln!(out, "== {total} samples ({} lost), by call stack:", outcome.samples_lost);
+        for (stack, count) in sorted_stacks(outcome) {
+            let _ = writeln!(out, "{count:>14} {}", stack.join(";"));
+        }
+    }
     let mut kept: BTreeMap<String, usize> = BTreeMap::new();
     for r in &outcome.functions.records {
         if matches!(r.mode, Mode::Breakpoint(_) | Mode::Uncounted(_)) {
@@ -171,4 +196,11 @@ pub fn write_flow_data(mut out: impl Write, outcome: &Outcome) -> io::Result<()>
         )?;
     }
     out.flush()
+}
+
+/// The sampled stacks, most seen first (then by their frames).
+fn sorted_stacks(outcome: &Outcome) -> Vec<(&Vec<String>, u64)> {
+    let mut stacks: Vec<(&Vec<String>, u64)> = outcome.stacks.iter().map(|(s, n)| (s, *n)).collect();
+    stacks.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+    stacks
 }

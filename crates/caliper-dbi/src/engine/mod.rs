@@ -12,6 +12,7 @@
 
 mod arcs;
 mod probes;
+mod samples;
 mod threads;
 
 use crate::counters::Counters;
@@ -20,6 +21,7 @@ use crate::filter::Filter;
 use crate::functions::{ArcTable, FunctionTable};
 use crate::image::{Image, Internal};
 use crate::ptrace::{self, Pid, Status};
+use crate::sample::Sampler;
 pub use arcs::MAX_SITES;
 use arcs::SiteList;
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -39,13 +41,21 @@ pub struct Collect {
     pub fcount: bool,
     /// Calls per call site (caller -> callee).
     pub arcs: bool,
+    /// Call chains sampled on CPU time.
+    pub sample: bool,
 }
 
 impl Collect {
     /// The collectors' names, comma-separated.
     pub fn names(&self) -> String {
-        let chosen = [(self.coverage, "coverage"), (self.fcount, "fcount"), (self.arcs, "arcs")];
+        let chosen =
+            [(self.coverage, "coverage"), (self.fcount, "fcount"), (self.arcs, "arcs"), (self.sample, "sample")];
         chosen.iter().filter(|c| c.0).map(|c| c.1).collect::<Vec<_>>().join(",")
+    }
+
+    /// Whether function entries are probed (sampling alone needs none).
+    pub fn probes(&self) -> bool {
+        self.coverage || self.counts()
     }
 
     /// Whether calls are counted (or only first hits seen).
@@ -99,6 +109,11 @@ pub struct Outcome {
     pub arcs: ArcTable,
     /// The trampoline counters by slot.
     pub counters: Vec<u64>,
+    /// Sampled call stacks (function names, outermost first) and how often
+    /// each was seen.
+    pub stacks: HashMap<Vec<String>, u64>,
+    /// Samples the kernel dropped (its buffer full).
+    pub samples_lost: u64,
 }
 
 /// Why the measurement could not start.
@@ -128,6 +143,9 @@ struct Thread {
     /// A SIGSTOP of ours (or a new thread's first) is on its way.
     expect_stop: bool,
 }
+
+/// Samples per second of a thread's CPU time, with `sample`.
+const SAMPLES_PER_SECOND: u64 = 1000;
 
 /// The last signal the tool received (0 for none), for the loop to act on.
 static TOOL_SIGNAL: AtomicI32 = AtomicI32::new(0);
@@ -175,6 +193,9 @@ pub struct Engine {
     threads: HashMap<Pid, Thread>,
     /// Stops seen while stopping the world, handled before new waits.
     pending: VecDeque<(Pid, Status)>,
+    /// The sampling event, with `sample`.
+    sampler: Option<Sampler>,
+    stacks: HashMap<Vec<String>, u64>,
     /// New processes whose first stop came before their parent's fork
     /// event: held stopped until the event says how to treat them.
     early: HashSet<Pid>,
@@ -210,6 +231,8 @@ impl Engine {
             threads: HashMap::new(),
             pending: VecDeque::new(),
             early: HashSet::new(),
+            sampler: None,
+            stacks: HashMap::new(),
             main: 0,
             attached,
             shared: attached,
@@ -227,6 +250,9 @@ impl Engine {
                 install_signal_handlers(true);
                 engine.attach(pid)?;
             }
+        }
+        if engine.measuring {
+            engine.start_sampling();
         }
         match (engine.config.start, engine.config.duration) {
             (Some(start), _) => arm_timer(start),
@@ -312,7 +338,8 @@ impl Engine {
     /// Probes the modules mapped into `image` now, and watches the linker's
     /// rendezvous for the libraries it loads later.
     fn probe(&mut self, image: &mut Image) -> io::Result<()> {
-        image.scan(&self.config.filter, &mut self.functions, &mut self.modules)?;
+        let arm = self.config.collect.probes();
+        image.scan(arm, &self.config.filter, &mut self.functions, &mut self.modules)?;
         let rendezvous = image.modules.iter().find_map(|m| {
             m.info.functions.iter().find(|f| f.name == "_dl_debug_state").map(|f| f.address.wrapping_add(m.bias))
         });
@@ -335,8 +362,20 @@ impl Engine {
             self.images.insert(id, image);
             self.resume_world(&stopped);
         }
+        self.start_sampling();
         if let Some(duration) = self.config.duration {
             self.measure_for(duration);
+        }
+    }
+
+    /// Opens the sampling event on the measured process, with `sample`.
+    fn start_sampling(&mut self) {
+        if !self.config.collect.sample {
+            return;
+        }
+        match Sampler::open(self.main, SAMPLES_PER_SECOND) {
+            Ok(sampler) => self.sampler = Some(sampler),
+            Err(e) => eprintln!("== CALIPER: cali-run: cannot sample process {}: {e}", self.main),
         }
     }
 
@@ -399,6 +438,8 @@ impl Engine {
     }
 
     fn handle(&mut self, tid: Pid, status: Status) {
+        // Samples are named while their processes' modules are known.
+        self.take_samples();
         match status {
             Status::Exited(code) => self.gone(tid, Exit::Code(code)),
             Status::Killed(sig) => self.gone(tid, Exit::Signal(sig)),
@@ -556,12 +597,21 @@ impl Engine {
         self.resume(tid, deliver);
     }
 
-    fn finish(self) -> Outcome {
+    fn finish(mut self) -> Outcome {
+        self.take_samples();
         let counters = self.counters.read_all().unwrap_or_else(|e| {
             eprintln!("== CALIPER: cali-run: cannot read the counters: {e}");
             Vec::new()
         });
-        Outcome { exit: self.exit.unwrap_or(Exit::Detached), functions: self.functions, arcs: self.arcs, counters }
+        let samples_lost = self.sampler.as_ref().map_or(0, |s| s.lost);
+        Outcome {
+            exit: self.exit.unwrap_or(Exit::Detached),
+            functions: self.functions,
+            arcs: self.arcs,
+            counters,
+            stacks: self.stacks,
+            samples_lost,
+        }
     }
 }
 

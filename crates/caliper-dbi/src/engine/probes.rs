@@ -30,7 +30,8 @@ impl Engine {
         let Some(probe) = image.probes.get(&addr).cloned() else { return false };
         if probe.internal == Some(Internal::LinkerRendezvous) {
             let image = self.images.get_mut(&image_id).expect("image of a live process");
-            if let Err(e) = image.scan(&self.config.filter, &mut self.functions, &mut self.modules) {
+            let arm = self.config.collect.probes();
+            if let Err(e) = image.scan(arm, &self.config.filter, &mut self.functions, &mut self.modules) {
                 eprintln!("== CALIPER: cali-run: cannot read the loaded libraries: {e}");
             }
         }

@@ -73,6 +73,7 @@ impl Engine {
 
     /// Stops every thread, takes all probes out and detaches.
     pub(super) fn let_go_all(&mut self) {
+        self.take_samples();
         let tids: Vec<(Pid, Pid)> =
             self.threads.iter().filter(|(_, t)| t.running).map(|(&tid, t)| (tid, t.pid)).collect();
         for &(tid, pid) in &tids {
