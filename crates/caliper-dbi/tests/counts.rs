@@ -236,22 +236,6 @@ fn a_program_that_cannot_start_is_reported() {
     assert_eq!(output.status.code(), Some(2));
 }
 
-/// Runs a CalQL query over a `.cali` file, as `cali-query -q` does.
-fn query(file: &std::path::Path, calql: &str) -> String {
-    use caliper_data::MetadataDb;
-    use caliper_data::cali::CaliReader;
-    use caliper_query::spec::Formatter;
-    use caliper_query::{QueryProcessor, parse_query};
-    let spec = parse_query(calql).unwrap();
-    let out = caliper_testutil::SharedOutput::default();
-    let mut processor = QueryProcessor::new(&spec, Formatter::Table, Box::new(out.clone())).unwrap();
-    let mut db = MetadataDb::new();
-    let data = std::fs::read(file).unwrap();
-    CaliReader::new(&mut db, "result").read(data.as_slice(), |db, r| processor.process(db, r).unwrap()).unwrap();
-    processor.finish(&mut db).unwrap();
-    String::from_utf8(out.contents()).unwrap()
-}
-
 #[test]
 fn cali_query_tables_trees_and_json_split_read_the_results() {
     let dir = counts_dir();
@@ -259,18 +243,19 @@ fn cali_query_tables_trees_and_json_split_read_the_results() {
     let file = out.path().join("query.cali");
     let output = run_in(dir, &["-c", "fcount,arcs", "-i", "counts", "-o", file.to_str().unwrap()], "./counts", &[]);
     check_program_output(&output);
-    let table = query(&file, "select dbi.function,dbi.count where dbi.module order by dbi.count desc format table");
+    let table =
+        common::query(&file, "select dbi.function,dbi.count where dbi.module order by dbi.count desc format table");
     let rows: Vec<Vec<&str>> = table.lines().skip(1).map(|l| l.split_whitespace().collect()).collect();
     assert_eq!(rows[0], ["shared_hot", "10000001"], "{table}");
     assert_eq!(rows[1], ["hot", "1000003"], "{table}");
     // The call graph: callers with their callees beneath.
-    let tree = query(&file, "select sum(dbi.count) where dbi.caller group by path format tree");
+    let tree = common::query(&file, "select sum(dbi.count) where dbi.caller group by path format tree");
     let main = tree.lines().position(|l| l.trim_start().starts_with("main ")).expect("main in the tree");
     assert!(
         tree.lines().skip(main + 1).any(|l| l.split_whitespace().collect::<Vec<_>>() == ["hot", "1000000"]),
         "{tree}"
     );
-    let json = query(&file, "select path,sum(dbi.count) where dbi.module group by path format json-split");
+    let json = common::query(&file, "select path,sum(dbi.count) where dbi.module group by path format json-split");
     let parsed: serde_json::Value = serde_json::from_str(&json).expect("json-split is JSON");
     assert!(parsed["nodes"].as_array().unwrap().iter().any(|n| n["label"] == "hot"), "{json}");
 }

@@ -113,3 +113,19 @@ pub fn read_result(path: &Path) -> HashMap<(String, String), Row> {
     }
     rows
 }
+
+/// Runs a CalQL query over a `.cali` file, as `cali-query -q` does.
+pub fn query(file: &std::path::Path, calql: &str) -> String {
+    use caliper_data::MetadataDb;
+    use caliper_data::cali::CaliReader;
+    use caliper_query::spec::Formatter;
+    use caliper_query::{QueryProcessor, parse_query};
+    let spec = parse_query(calql).unwrap();
+    let out = caliper_testutil::SharedOutput::default();
+    let mut processor = QueryProcessor::new(&spec, Formatter::Table, Box::new(out.clone())).unwrap();
+    let mut db = MetadataDb::new();
+    let data = std::fs::read(file).unwrap();
+    CaliReader::new(&mut db, "result").read(data.as_slice(), |db, r| processor.process(db, r).unwrap()).unwrap();
+    processor.finish(&mut db).unwrap();
+    String::from_utf8(out.contents()).unwrap()
+}
