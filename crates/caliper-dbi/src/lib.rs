@@ -6,11 +6,15 @@
 //! is instrumented, so the cost follows what executes.
 //!
 //! Layers, each using only those before it: [`ptrace`], [`memory`] and
-//! [`maps`] (process control), [`discover`] (functions of an ELF file),
-//! [`relocate`] (trampolines), [`inject`] (system calls run in the
-//! tracee), [`engine`] (the event loop and the collectors), [`results`]
-//! (the text report, the `.cali` records and the flow-data file) and
-//! [`control`] (the simplified model's control file).
+//! [`maps`] (process control); [`discover`] (functions of an ELF file),
+//! [`filter`] (which to instrument) and [`functions`] (what is known of
+//! each); [`relocate`] (trampolines), [`inject`] (system calls run in the
+//! tracee) and [`counters`] (the shared counter file); [`image`] (one
+//! address space's modules, probes and trampoline regions); [`sample`]
+//! (perf_event_open sampling); [`engine`] (the event loop and the
+//! collectors); [`results`] (the text report, the `.cali` records and the
+//! flow-data file); [`control`] and [`cli`] (the control file and the
+//! command line of `cali-run`).
 
 pub mod cli;
 pub mod control;
