@@ -33,7 +33,8 @@ impl Filter {
     }
 }
 
-fn is_dynamic_linker(path: &str) -> bool {
+/// Whether `path` is the dynamic linker (`ld-linux-x86-64.so.2`).
+pub fn is_dynamic_linker(path: &str) -> bool {
     file_name(path).starts_with("ld-linux") || file_name(path).starts_with("ld64.so")
 }
 

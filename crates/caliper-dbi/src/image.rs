@@ -9,7 +9,7 @@
 
 use crate::counters::{self, Counters};
 use crate::discover::{self, ModuleInfo};
-use crate::filter::Filter;
+use crate::filter::{self, Filter};
 use crate::functions::FunctionTable;
 use crate::inject::{self, MapRequest};
 use crate::maps::{self, Mapping};
@@ -198,7 +198,9 @@ impl Image {
         let known: Vec<u64> = self.modules.iter().map(|m| m.low).collect();
         let mut added = Vec::new();
         for (path, low, high) in mapped {
-            if known.contains(&low) || filter.excludes_module(path) && !is_linker(path) {
+            // The dynamic linker is always known (its rendezvous is
+            // watched), even when none of its functions is instrumented.
+            if known.contains(&low) || filter.excludes_module(path) && !filter::is_dynamic_linker(path) {
                 continue;
             }
             let info = match cache.get(path) {
@@ -487,10 +489,6 @@ impl Image {
         }
         Ok(())
     }
-}
-
-fn is_linker(path: &str) -> bool {
-    Filter::default().excludes_module(path)
 }
 
 /// (path, low, high) of each file with executable mappings, in order.
