@@ -58,7 +58,9 @@ impl Preprocessor {
             {
                 continue;
             }
-            if let Some((value, props)) = def.evaluate(db, record) {
+            // An empty result (an operand read with no value) has no type
+            // to give its attribute, and carries nothing: left out.
+            if let Some((value, props)) = def.evaluate(db, record).filter(|(v, _)| !v.is_empty()) {
                 let ty = value.attr_type();
                 let attr = db.create_attribute(&def.target, ty, props, &[]);
                 record.push_imm(attr, value);
@@ -241,6 +243,15 @@ mod tests {
         assert_eq!(run("let x=scale(a,2) if z=0", numbers), pairs(&[("x", "2468")]));
         assert_eq!(run("let x=scale(a,2) if z>0", numbers), pairs(&[]));
         assert_eq!(run("let x=scale(a,2) if not missing", numbers), pairs(&[("x", "2468")]));
+    }
+
+    #[test]
+    fn an_empty_operand_gives_no_result() {
+        let empty = |db: &mut MetadataDb, r: &mut Record| {
+            let e = db.create_attribute("e", AttrType::String, Properties::ASVALUE, &[]);
+            r.push_imm(e, Variant::Empty);
+        };
+        assert_eq!(run("let f=first(e)", empty), pairs(&[]));
     }
 
     #[test]
