@@ -180,7 +180,11 @@ fn plt_entries(file: &object::File, data: &[u8]) -> Vec<FunctionEntry> {
     };
     let Some(rela) = file.section_by_name(".rela.plt") else { return Vec::new() };
     let Some((offset, size)) = rela.file_range() else { return Vec::new() };
-    let Some(table) = data.get(offset as usize..(offset + size) as usize) else { return Vec::new() };
+    let Some(table) = offset.checked_add(size).and_then(|end| data.get(offset as usize..end as usize)) else {
+        return Vec::new();
+    };
+    // Addresses come from the file: a corrupt one must not overflow.
+    let plt_end = plt.address().saturating_add(plt.size());
     let names: BTreeMap<usize, String> =
         file.dynamic_symbols().filter_map(|s| Some((s.index().0, s.name().ok()?.to_string()))).collect();
     let mut entries = Vec::new();
@@ -189,8 +193,8 @@ fn plt_entries(file: &object::File, data: &[u8]) -> Vec<FunctionEntry> {
         let addend = i64::from_le_bytes(rel[16..24].try_into().expect("8 bytes"));
         // An IRELATIVE slot has no symbol: it is named by its resolver.
         let name = names.get(&((info >> 32) as usize)).cloned().unwrap_or_else(|| format!("{addend:#x}"));
-        let address = plt.address() + (i as u64 + first) * ENTRY;
-        if address + ENTRY > plt.address() + plt.size() {
+        let address = plt.address().saturating_add((i as u64 + first) * ENTRY);
+        if address.saturating_add(ENTRY) > plt_end {
             break;
         }
         entries.push(FunctionEntry { name: format!("{name}@plt"), address, size: ENTRY });
@@ -218,6 +222,17 @@ mod tests {
         let gzip = discover_file(Path::new("/bin/sh")).expect("/bin/sh readable");
         assert!(gzip.functions.iter().any(|f| f.name.ends_with("@plt")), "PLT entries found");
         assert!(gzip.functions.iter().any(|f| f.name.starts_with("0x")), "FDE-only functions found");
+    }
+
+    #[test]
+    fn a_plt_relocation_table_whose_range_overflows_is_skipped() {
+        // Found by the elf_functions fuzz target: .rela.plt offset + size
+        // past 2^64.
+        let data = include_bytes!("../tests/repro/rela-plt-range-overflow.elf");
+        if let Ok(info) = discover(data) {
+            let code = [(0u64, data.as_slice())];
+            BranchTargets::scan(&code, info.functions.iter().map(|f| (f.address, f.size)));
+        }
     }
 
     #[test]

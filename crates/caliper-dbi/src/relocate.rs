@@ -108,12 +108,13 @@ impl BranchTargets {
         let mut targets = Vec::new();
         let mut insn = Instruction::default();
         for (address, size) in functions {
-            let Some((base, bytes)) = sections.iter().find(|(a, b)| (*a..*a + b.len() as u64).contains(&address))
+            let Some((base, bytes)) =
+                sections.iter().find(|(a, b)| (*a..a.saturating_add(b.len() as u64)).contains(&address))
             else {
                 continue;
             };
             let start = (address - base) as usize;
-            let end = (start + size as usize).min(bytes.len());
+            let end = start.saturating_add(size as usize).min(bytes.len());
             let mut decoder = Decoder::with_ip(64, &bytes[start..end], address, DecoderOptions::NONE);
             while decoder.can_decode() {
                 decoder.decode_out(&mut insn);
@@ -151,10 +152,11 @@ pub fn check_patchable(
     if size < JUMP_LEN || size < prefix_len {
         return Err(Unpatchable::TooShort);
     }
-    if next.is_some_and(|n| n < entry + prefix_len) {
+    let end = entry.saturating_add(prefix_len);
+    if next.is_some_and(|n| n < end) {
         return Err(Unpatchable::OverlapsNext);
     }
-    match targets.into_range(entry, entry + prefix_len) {
+    match targets.into_range(entry, end) {
         Some(from) => Err(Unpatchable::BranchIntoEntry(from)),
         None => Ok(()),
     }
@@ -320,7 +322,7 @@ pub fn call_before(before: &[u8; 8], ret: u64) -> u64 {
 
 /// The `jmp rel32` from `from` to `to`, or None if out of reach.
 pub fn jump(from: u64, to: u64) -> Option<[u8; JUMP_LEN as usize]> {
-    let rel = i32::try_from(to.wrapping_sub(from + JUMP_LEN) as i64).ok()?;
+    let rel = i32::try_from(to.wrapping_sub(from.wrapping_add(JUMP_LEN)) as i64).ok()?;
     let mut bytes = [0xe9, 0, 0, 0, 0];
     bytes[1..].copy_from_slice(&rel.to_le_bytes());
     Some(bytes)
