@@ -23,7 +23,8 @@ Measures an unmodified program by lazy dynamic instrumentation.
   -i, --include PATTERNS instrument only these modules or functions
                          (comma-separated, `*` wildcards; repeatable)
   -x, --exclude PATTERNS never instrument these modules or functions
-      --follow LIST      fork, exec (default: both), or none
+      --follow LIST      fork, exec (default: both), exec=PROGRAM (follow
+                         only execs of matching programs), or none
       --start SECONDS    start measuring after this long (the program runs
                          free until then)
       --duration SECONDS stop measuring after this long (from the start)
@@ -166,12 +167,19 @@ fn seconds(value: &str) -> Result<Duration, String> {
 fn set_follow(config: &mut Config, value: &str) -> Result<(), String> {
     config.follow_fork = false;
     config.follow_exec = false;
+    config.exec_programs.clear();
     for what in patterns(value) {
-        match what.as_str() {
-            "fork" => config.follow_fork = true,
-            "exec" => config.follow_exec = true,
-            "none" => {}
-            other => return Err(format!("--follow: unknown `{other}` (fork, exec or none)")),
+        match what.split_once('=') {
+            Some(("exec", program)) => {
+                config.follow_exec = true;
+                config.exec_programs.push(program.to_string());
+            }
+            _ => match what.as_str() {
+                "fork" => config.follow_fork = true,
+                "exec" => config.follow_exec = true,
+                "none" => {}
+                other => return Err(format!("--follow: unknown `{other}` (fork, exec, exec=PROGRAM or none)")),
+            },
         }
     }
     Ok(())
@@ -220,6 +228,9 @@ mod tests {
         let inv = run(&["ls", "-l"]).unwrap();
         assert!(matches!(inv.target, Target::Launch { .. }));
         assert!(inv.config.follow_fork && inv.config.follow_exec);
+        let inv = run(&["--follow", "fork,exec=gzip,exec=*/bin/xz", "ls"]).unwrap();
+        assert!(inv.config.follow_fork && inv.config.follow_exec);
+        assert_eq!(inv.config.exec_programs, ["gzip", "*/bin/xz"]);
     }
 
     #[test]

@@ -17,7 +17,7 @@ pub struct Filter {
 impl Filter {
     /// Whether a whole module is out (nothing in it can be selected).
     pub fn excludes_module(&self, path: &str) -> bool {
-        let named = |p: &String| matches_module(p, path);
+        let named = |p: &String| matches_file(p, path);
         if self.exclude.iter().any(named) {
             return true;
         }
@@ -29,7 +29,7 @@ impl Filter {
         if self.excludes_module(path) || self.exclude.iter().any(|p| glob(p, name)) {
             return false;
         }
-        self.include.is_empty() || self.include.iter().any(|p| matches_module(p, path) || glob(p, name))
+        self.include.is_empty() || self.include.iter().any(|p| matches_file(p, path) || glob(p, name))
     }
 }
 
@@ -42,7 +42,8 @@ fn file_name(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }
 
-fn matches_module(pattern: &str, path: &str) -> bool {
+/// Whether `pattern` matches the file at `path` by its name or its path.
+pub fn matches_file(pattern: &str, path: &str) -> bool {
     glob(pattern, path) || glob(pattern, file_name(path))
 }
 

@@ -310,6 +310,14 @@ fn a_pipeline_is_followed_through_fork_and_exec() {
     assert_eq!(String::from_utf8_lossy(&output.stdout), "some text\n");
     assert_eq!(output.status.code(), Some(3));
     assert!(!read_result(&shell_only).keys().any(|(m, _)| m == "gzip"), "let go at exec");
+    let chosen = out.path().join("chosen.cali");
+    let script = "echo some text | gzip -c | gzip -d | cat; exit 3";
+    let output =
+        run_in(out.path(), &["--follow", "fork,exec=cat", "-o", chosen.to_str().unwrap()], "sh", &["-c", script]);
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "some text\n");
+    assert_eq!(output.status.code(), Some(3));
+    let modules: Vec<String> = read_result(&chosen).into_keys().map(|(m, _)| m).collect();
+    assert!(modules.iter().any(|m| m == "cat") && !modules.iter().any(|m| m == "gzip"), "{modules:?}");
 }
 
 #[test]

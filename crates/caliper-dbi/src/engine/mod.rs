@@ -17,7 +17,7 @@ mod threads;
 
 use crate::counters::Counters;
 use crate::discover::ModuleInfo;
-use crate::filter::Filter;
+use crate::filter::{self, Filter};
 use crate::functions::{ArcTable, FunctionTable};
 use crate::image::{Image, Internal};
 use crate::ptrace::{self, Pid, Status};
@@ -75,6 +75,9 @@ pub struct Config {
     /// Keep measuring a process after it `exec`s another program; off,
     /// it is let go at the `exec`.
     pub follow_exec: bool,
+    /// With `follow_exec`, only programs that match one of these (file
+    /// name or path, `*` wildcards) are followed; empty: all.
+    pub exec_programs: Vec<String>,
     /// Count every call at its breakpoint instead of building trampolines
     /// (for comparison: the same counts, far slower).
     pub breakpoints_only: bool,
@@ -544,7 +547,13 @@ impl Engine {
             self.threads.remove(&tid);
             self.threads.insert(pid, Thread { pid, running: false, expect_stop: false });
         }
-        let let_go = self.processes.get(&pid).is_some_and(|p| p.detach_at_exec) || !self.config.follow_exec;
+        let let_go = self.processes.get(&pid).is_some_and(|p| p.detach_at_exec)
+            || !self.config.follow_exec
+            || !self.config.exec_programs.is_empty() && {
+                let program = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap_or_default();
+                let program = program.to_string_lossy();
+                !self.config.exec_programs.iter().any(|p| filter::matches_file(p, &program))
+            };
         if let_go {
             if let Some(process) = self.processes.remove(&pid) {
                 self.drop_image_if_unused(process.image);
