@@ -1294,3 +1294,41 @@ fn alloc_stats_count_every_thread_and_a_forked_child() {
     let tally: u64 = parent[6].parse().unwrap();
     assert!((100..=400).contains(&tally), "at most one block per thread live at once: {stderr}");
 }
+
+/// `libpfm` event sampling on a program that never calls Caliper,
+/// preloaded: every millisecond of `task-clock` is a sample with the
+/// interrupted instruction (named by symbollookup), the thread, the time
+/// (increasing) and the processor; nearly all land in `leaf`, and the
+/// program's output and exit code come through.
+#[test]
+fn ld_preload_event_samples_land_in_the_hot_function() {
+    let (dir, exe) = hotspot("event-sampling");
+    let trace = dir.join("samples.cali");
+    let out = preloaded(&exe)
+        .env("CALI_SERVICES_ENABLE", "libpfm,symbollookup,trace,recorder")
+        .env("CALI_LIBPFM_EVENTS", "task-clock")
+        .env("CALI_LIBPFM_SAMPLE_PERIOD", "1000000")
+        .env("CALI_LIBPFM_SAMPLE_ATTRIBUTES", "ip,time,tid,cpu")
+        .env("CALI_RECORDER_FILENAME", &trace)
+        .env_remove("CALI_CONFIG")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "hotspot done\n");
+    let keep = |name: &str| match name.starts_with("libpfm.") || name == "source.function#libpfm.ip" {
+        true => Keep::Value,
+        false => Keep::Not,
+    };
+    let samples: Vec<String> =
+        records(&trace, &keep).into_iter().filter(|l| l.contains("libpfm.event_sample_name=task-clock")).collect();
+    let field = |line: &str, name: &str| line.split(',').find_map(|f| f.strip_prefix(name)).map(str::to_string);
+    assert!(samples.len() > 100, "{} samples of 0.5 s of CPU at one per ms", samples.len());
+    let in_leaf = samples.iter().filter(|l| field(l, "source.function#libpfm.ip=").as_deref() == Some("leaf")).count();
+    assert!(in_leaf * 100 >= samples.len() * 90, "{in_leaf} of {} samples in leaf", samples.len());
+    let tids: std::collections::BTreeSet<String> = samples.iter().filter_map(|l| field(l, "libpfm.tid=")).collect();
+    assert_eq!(tids.len(), 1, "one thread: {tids:?}");
+    let times: Vec<u64> = samples.iter().filter_map(|l| field(l, "libpfm.time=")?.parse().ok()).collect();
+    assert_eq!(times.len(), samples.len());
+    assert!(times.windows(2).all(|w| w[0] < w[1]), "sample times increase");
+    assert!(samples.iter().all(|l| field(l, "libpfm.cpu=").is_some()));
+}

@@ -13,20 +13,24 @@
 //! `branches`, `branch-misses`, `bus-cycles`, `ref-cycles`,
 //! `stalled-cycles-frontend`, `stalled-cycles-backend`) where the machine
 //! has a PMU. An event the kernel refuses (no PMU in a virtual machine, or
-//! `perf_event_paranoid`) is left out with a one-line message, once. Event
-//! sampling (`CALI_LIBPFM_ENABLE_SAMPLING`) is not implemented: asked
-//! for, it says so once and the service counts.
+//! `perf_event_paranoid`) is left out with a one-line message, once.
+//!
+//! With `CALI_LIBPFM_ENABLE_SAMPLING`, every thread also samples its events
+//! every `CALI_LIBPFM_SAMPLE_PERIOD` occurrences: each sample is a
+//! snapshot with the `libpfm.*` attributes of
+//! `CALI_LIBPFM_SAMPLE_ATTRIBUTES` (see [`super::event_sampling`]).
 
+use super::event_sampling::{self, ThreadSampling};
 use super::registry::{Created, NotCreated, ServiceSpec, SettingKind, SettingSpec, Setup, Stage};
 use crate::attributes::Attribute;
 use crate::log;
-use crate::service::{Runtime, Service, ServiceState, ThreadService, Trigger};
+use crate::service::{ChannelView, Runtime, Service, ServiceState, ThreadService, Trigger};
 use crate::snapshot::Snapshot;
 use crate::value::ValueKey;
 use caliper_data::{AttrType, Properties};
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::io::AsRawFd;
-use std::sync::{Arc, Once};
+use std::sync::Arc;
 
 pub(super) const SPEC: ServiceSpec = ServiceSpec {
     name: "libpfm",
@@ -50,13 +54,13 @@ pub(super) const SPEC: ServiceSpec = ServiceSpec {
             key: "enable_sampling",
             kind: SettingKind::Bool,
             default: "true",
-            description: "Sample events (not implemented here: the service counts)",
+            description: "Sample the events: a snapshot with the sample's libpfm.* attributes every sample period",
         },
         SettingSpec {
             key: "sample_attributes",
             kind: SettingKind::StringList,
             default: "ip,time,tid,cpu",
-            description: "What each sample records (with sampling)",
+            description: "What each sample records: ip, time, tid, cpu, addr, weight, data_src",
         },
         SettingSpec {
             key: "sample_period",
@@ -142,16 +146,36 @@ const EXCLUDE_HV: u64 = 1 << 6;
 const EXCLUDE_KERNEL: u64 = 1 << 5;
 const PRECISE_IP_SHIFT: u64 = 15;
 
-/// Opens `event` on the calling thread, in `group` (-1: as a leader).
-fn open(event: EventCode, group: i32, flags: u64, config1: u64) -> std::io::Result<OwnedFd> {
-    let attr = PerfEventAttr {
+/// How an event is opened: counting in a group, or sampling on its own.
+#[derive(Clone, Copy)]
+enum Mode {
+    /// In the group of this leader (-1: as the leader).
+    Count { group: i32 },
+    /// Every `period` events, recording `sample_type`.
+    Sample { period: u64, sample_type: u64 },
+}
+
+/// Opens `event` on the calling thread.
+fn open(event: EventCode, mode: Mode, flags: u64, config1: u64) -> std::io::Result<OwnedFd> {
+    let mut attr = PerfEventAttr {
         kind: event.kind,
         size: std::mem::size_of::<PerfEventAttr>() as u32,
         config: event.config,
-        read_format: PERF_FORMAT_GROUP,
         flags,
         config1,
         ..PerfEventAttr::default()
+    };
+    let group = match mode {
+        Mode::Count { group } => {
+            attr.read_format = PERF_FORMAT_GROUP;
+            group
+        }
+        Mode::Sample { period, sample_type } => {
+            attr.sample_period = period;
+            attr.sample_type = sample_type;
+            attr.wakeup_events = 1;
+            -1
+        }
     };
     // SAFETY: a valid attribute struct; pid 0 and cpu -1 count the
     // calling thread on any processor.
@@ -169,6 +193,9 @@ struct Libpfm {
     /// The events counted, with their attributes (those the calling thread
     /// could open when the service was made).
     events: Vec<(EventCode, Attribute)>,
+    record_counters: bool,
+    /// The sample period and what a sample records, when sampling.
+    sampling: Option<(u64, u64)>,
     flags: u64,
     config1: u64,
 }
@@ -176,19 +203,11 @@ struct Libpfm {
 impl Libpfm {
     fn new(setup: &Setup<'_>) -> Result<Libpfm, NotCreated> {
         let s = &setup.settings;
-        if s.bool("enable_sampling") {
-            static SAID: Once = Once::new();
-            SAID.call_once(|| {
-                log::info(format_args!("libpfm: event sampling is not implemented; counting only"));
-            });
-        }
-        if !s.bool("record_counters") {
-            return Err(NotCreated::BadSettings);
-        }
         let precise = s.number::<u64>("precise_ip").min(3);
         let config1 = s.number::<u64>("config1");
         let mut flags = EXCLUDE_HV | (precise << PRECISE_IP_SHIFT);
         let mut events = Vec::new();
+        let mut names = Vec::new();
         for name in s.list("events", false) {
             let Some(&(_, code)) = EVENTS.iter().find(|(n, _)| *n == name) else {
                 log::error(format_args!("libpfm: unknown event \"{name}\"; left out"));
@@ -196,18 +215,20 @@ impl Libpfm {
             };
             // Tried on this thread: what the kernel refuses here, it
             // refuses on every thread.
-            let opened = open(code, -1, flags, config1).or_else(|e| match e.raw_os_error() {
+            let count = Mode::Count { group: -1 };
+            let opened = open(code, count, flags, config1).or_else(|e| match e.raw_os_error() {
                 Some(libc::EACCES | libc::EPERM) => {
                     flags |= EXCLUDE_KERNEL;
-                    open(code, -1, flags, config1)
+                    open(code, count, flags, config1)
                 }
                 _ => Err(e),
             });
             match opened {
                 Ok(_) => {
                     let props = Properties::ASVALUE | Properties::AGGREGATABLE | Properties::SKIP_EVENTS;
-                    let name = format!("libpfm.counter.{name}");
-                    events.push((code, setup.cali.create_attribute(&name, AttrType::Uint, props, &[])));
+                    let attr = format!("libpfm.counter.{name}");
+                    events.push((code, setup.cali.create_attribute(&attr, AttrType::Uint, props, &[])));
+                    names.push(name);
                 }
                 Err(e) => log::error(format_args!("libpfm: {name}: {}; left out", why_refused(code, &e))),
             }
@@ -216,7 +237,21 @@ impl Libpfm {
             log::error(format_args!("libpfm: no event to count; libpfm disabled"));
             return Err(NotCreated::BadSettings);
         }
-        Ok(Libpfm { events, flags, config1 })
+        let sampling = match s.bool("enable_sampling") {
+            false => None,
+            true => match event_sampling::start(setup.cali, &s.list("sample_attributes", false), &names) {
+                Ok(sample_type) => Some((s.number::<u64>("sample_period").max(1), sample_type)),
+                Err(why) => {
+                    log::error(format_args!("libpfm: {why}; sampling disabled"));
+                    None
+                }
+            },
+        };
+        let record_counters = s.bool("record_counters");
+        if !record_counters && sampling.is_none() {
+            return Err(NotCreated::BadSettings);
+        }
+        Ok(Libpfm { events, record_counters, sampling, flags, config1 })
     }
 }
 
@@ -239,11 +274,46 @@ impl Service for Libpfm {
     }
 
     fn measures(&self) -> bool {
-        true
+        self.record_counters
+    }
+
+    fn attach(&self, channel: usize) {
+        if self.sampling.is_some() {
+            event_sampling::attach(channel);
+        }
     }
 
     fn thread_state(&self) -> ServiceState {
-        Box::new(Counters::open(&self.events, self.flags, self.config1))
+        let counters = self.record_counters.then(|| Counters::open(&self.events, self.flags, self.config1));
+        let sampling = self.sampling.map(|(period, sample_type)| {
+            let mode = Mode::Sample { period, sample_type };
+            let fds = (self.events.iter().enumerate())
+                .filter_map(|(i, &(code, _))| Some((i as u8, open(code, mode, self.flags, self.config1).ok()?)))
+                .collect();
+            ThreadSampling::new(fds)
+        });
+        Box::new(PfmThread { counters, _sampling: sampling })
+    }
+
+    fn finish(&self, _cali: &dyn Runtime, _channel: &dyn ChannelView) {
+        if self.sampling.is_some() {
+            event_sampling::stop();
+        }
+    }
+}
+
+/// A thread's part: its counter group and its sampling events.
+struct PfmThread {
+    counters: Option<Counters>,
+    /// Kept for its rings, which the kernel fills and the handler reads.
+    _sampling: Option<ThreadSampling>,
+}
+
+impl ThreadService for PfmThread {
+    fn measure(&mut self, cali: &dyn Runtime, snapshot: &mut Snapshot, trigger: &Trigger) {
+        if let Some(counters) = &mut self.counters {
+            counters.measure(cali, snapshot, trigger);
+        }
     }
 }
 
@@ -266,7 +336,7 @@ impl Counters {
         let mut attrs = Vec::with_capacity(events.len());
         for &(code, attr) in events {
             let group = fds.first().map_or(-1, |leader| leader.as_raw_fd());
-            if let Ok(fd) = open(code, group, flags, config1) {
+            if let Ok(fd) = open(code, Mode::Count { group }, flags, config1) {
                 fds.push(fd);
                 attrs.push(attr);
             }
@@ -276,7 +346,8 @@ impl Counters {
     }
 }
 
-impl ThreadService for Counters {
+impl Counters {
+    /// Adds the counts since the previous snapshot.
     fn measure(&mut self, _cali: &dyn Runtime, snapshot: &mut Snapshot, _trigger: &Trigger) {
         let Some(leader) = self.fds.first() else { return };
         let bytes = std::mem::size_of_val(self.buffer.as_slice());
