@@ -1091,7 +1091,12 @@ fn the_cxx_runtime_classes_measure_and_write() {
     let lines: Vec<&str> = stderr.lines().collect();
     assert_eq!(
         lines,
-        ["== CALIPER: runtime: an error line 42", "== CALIPER: runtime: open: No such file or directory"],
+        [
+            "== CALIPER: runtime: an error line 42",
+            "== CALIPER: runtime: open: No such file or directory",
+            "== CALIPER: runtime: a debug line, shown",
+            "== CALIPER: [cxx] runtime: a prefixed line"
+        ],
         "{stderr}"
     );
 
