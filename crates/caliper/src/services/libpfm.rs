@@ -21,6 +21,10 @@
 //! `CALI_LIBPFM_SAMPLE_ATTRIBUTES` (see [`super::event_sampling`]).
 
 use super::event_sampling::{self, ThreadSampling};
+use super::perf_events::{
+    CounterGroup, EXCLUDE_HV, EXCLUDE_KERNEL, EventCode, Mode, PERF_TYPE_HARDWARE, PERF_TYPE_SOFTWARE,
+    PRECISE_IP_SHIFT, open, why_refused,
+};
 use super::registry::{Created, NotCreated, ServiceSpec, SettingKind, SettingSpec, Setup, Stage};
 use crate::attributes::Attribute;
 use crate::log;
@@ -28,8 +32,6 @@ use crate::service::{ChannelView, Runtime, Service, ServiceState, ThreadService,
 use crate::snapshot::Snapshot;
 use crate::value::ValueKey;
 use caliper_data::{AttrType, Properties};
-use std::os::fd::{FromRawFd, OwnedFd};
-use std::os::unix::io::AsRawFd;
 use std::sync::Arc;
 
 pub(super) const SPEC: ServiceSpec = ServiceSpec {
@@ -76,16 +78,6 @@ pub(super) const SPEC: ServiceSpec = ServiceSpec {
     },
 };
 
-/// An event: its `perf_event_attr` type and config.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct EventCode {
-    kind: u32,
-    config: u64,
-}
-
-const PERF_TYPE_HARDWARE: u32 = 0;
-const PERF_TYPE_SOFTWARE: u32 = 1;
-
 /// The events known by name (the perf tool's names).
 const EVENTS: &[(&str, EventCode)] = &[
     ("cycles", EventCode { kind: PERF_TYPE_HARDWARE, config: 0 }),
@@ -113,81 +105,6 @@ const EVENTS: &[(&str, EventCode)] = &[
     ("alignment-faults", EventCode { kind: PERF_TYPE_SOFTWARE, config: 7 }),
     ("emulation-faults", EventCode { kind: PERF_TYPE_SOFTWARE, config: 8 }),
 ];
-
-/// `struct perf_event_attr` up to `sample_max_stack` (`PERF_ATTR_SIZE_VER5`).
-#[repr(C)]
-#[derive(Default)]
-struct PerfEventAttr {
-    kind: u32,
-    size: u32,
-    config: u64,
-    sample_period: u64,
-    sample_type: u64,
-    read_format: u64,
-    flags: u64,
-    wakeup_events: u32,
-    bp_type: u32,
-    config1: u64,
-    config2: u64,
-    branch_sample_type: u64,
-    sample_regs_user: u64,
-    sample_stack_user: u32,
-    clockid: i32,
-    sample_regs_intr: u64,
-    aux_watermark: u32,
-    sample_max_stack: u16,
-    reserved: u16,
-}
-
-const PERF_FORMAT_GROUP: u64 = 1 << 3;
-/// `exclude_hv`: the hypervisor's share is never the program's.
-const EXCLUDE_HV: u64 = 1 << 6;
-/// `exclude_kernel`, for when the kernel allows user counting only.
-const EXCLUDE_KERNEL: u64 = 1 << 5;
-const PRECISE_IP_SHIFT: u64 = 15;
-
-/// How an event is opened: counting in a group, or sampling on its own.
-#[derive(Clone, Copy)]
-enum Mode {
-    /// In the group of this leader (-1: as the leader).
-    Count { group: i32 },
-    /// Every `period` events, recording `sample_type`.
-    Sample { period: u64, sample_type: u64 },
-}
-
-/// Opens `event` on the calling thread.
-fn open(event: EventCode, mode: Mode, flags: u64, config1: u64) -> std::io::Result<OwnedFd> {
-    let mut attr = PerfEventAttr {
-        kind: event.kind,
-        size: std::mem::size_of::<PerfEventAttr>() as u32,
-        config: event.config,
-        flags,
-        config1,
-        ..PerfEventAttr::default()
-    };
-    let group = match mode {
-        Mode::Count { group } => {
-            attr.read_format = PERF_FORMAT_GROUP;
-            group
-        }
-        Mode::Sample { period, sample_type } => {
-            attr.sample_period = period;
-            attr.sample_type = sample_type;
-            attr.wakeup_events = 1;
-            -1
-        }
-    };
-    // SAFETY: a valid attribute struct; pid 0 and cpu -1 count the
-    // calling thread on any processor.
-    let fd = unsafe { libc::syscall(libc::SYS_perf_event_open, &attr as *const PerfEventAttr, 0, -1, group, 0) };
-    match fd {
-        fd if fd >= 0 => {
-            // SAFETY: a descriptor the kernel just gave, owned here.
-            Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
-        }
-        _ => Err(std::io::Error::last_os_error()),
-    }
-}
 
 struct Libpfm {
     /// The events counted, with their attributes (those the calling thread
@@ -255,19 +172,6 @@ impl Libpfm {
     }
 }
 
-/// Why the kernel refused an event, in words.
-fn why_refused(event: EventCode, e: &std::io::Error) -> String {
-    match (event.kind, e.raw_os_error()) {
-        (PERF_TYPE_HARDWARE, Some(libc::ENOENT | libc::EOPNOTSUPP | libc::ENODEV)) => {
-            "no hardware performance counters on this machine".to_string()
-        }
-        (_, Some(libc::EACCES | libc::EPERM)) => {
-            format!("not permitted ({e}; see /proc/sys/kernel/perf_event_paranoid)")
-        }
-        _ => e.to_string(),
-    }
-}
-
 impl Service for Libpfm {
     fn name(&self) -> &'static str {
         "libpfm"
@@ -284,7 +188,11 @@ impl Service for Libpfm {
     }
 
     fn thread_state(&self) -> ServiceState {
-        let counters = self.record_counters.then(|| Counters::open(&self.events, self.flags, self.config1));
+        let counters = self.record_counters.then(|| {
+            let codes: Vec<EventCode> = self.events.iter().map(|&(code, _)| code).collect();
+            let group = CounterGroup::open(&codes, self.flags, self.config1);
+            Counters { group, attrs: self.events.iter().map(|&(_, attr)| attr).collect() }
+        });
         let sampling = self.sampling.map(|(period, sample_type)| {
             let mode = Mode::Sample { period, sample_type };
             let fds = (self.events.iter().enumerate())
@@ -310,55 +218,24 @@ struct PfmThread {
 }
 
 impl ThreadService for PfmThread {
-    fn measure(&mut self, cali: &dyn Runtime, snapshot: &mut Snapshot, trigger: &Trigger) {
+    fn measure(&mut self, _cali: &dyn Runtime, snapshot: &mut Snapshot, _trigger: &Trigger) {
         if let Some(counters) = &mut self.counters {
-            counters.measure(cali, snapshot, trigger);
+            counters.measure(snapshot);
         }
     }
 }
 
-/// A thread's counter group: the events it could open, their
-/// attributes, and the counts at its previous snapshot.
+/// A thread's counter group and the attributes of its events.
 struct Counters {
-    /// The group's descriptors, the leader first.
-    fds: Vec<OwnedFd>,
+    group: CounterGroup,
     attrs: Vec<Attribute>,
-    last: Vec<u64>,
-    /// The group as read: the number of events, then their counts.
-    buffer: Vec<u64>,
-}
-
-impl Counters {
-    /// Opens the events on the calling thread (the one that first meets
-    /// the channel); an event that fails is left out of this thread.
-    fn open(events: &[(EventCode, Attribute)], flags: u64, config1: u64) -> Counters {
-        let mut fds: Vec<OwnedFd> = Vec::with_capacity(events.len());
-        let mut attrs = Vec::with_capacity(events.len());
-        for &(code, attr) in events {
-            let group = fds.first().map_or(-1, |leader| leader.as_raw_fd());
-            if let Ok(fd) = open(code, Mode::Count { group }, flags, config1) {
-                fds.push(fd);
-                attrs.push(attr);
-            }
-        }
-        let n = attrs.len();
-        Counters { fds, attrs, last: vec![0; n], buffer: vec![0; n + 1] }
-    }
 }
 
 impl Counters {
     /// Adds the counts since the previous snapshot.
-    fn measure(&mut self, _cali: &dyn Runtime, snapshot: &mut Snapshot, _trigger: &Trigger) {
-        let Some(leader) = self.fds.first() else { return };
-        let bytes = std::mem::size_of_val(self.buffer.as_slice());
-        // SAFETY: reads at most `bytes` into the buffer.
-        let read = unsafe { libc::read(leader.as_raw_fd(), self.buffer.as_mut_ptr().cast(), bytes) };
-        if read != bytes as isize || self.buffer[0] as usize != self.attrs.len() {
-            return;
-        }
-        for ((attr, last), &now) in self.attrs.iter().zip(&mut self.last).zip(&self.buffer[1..]) {
-            snapshot.push_value(attr.id(), ValueKey::uint(now.wrapping_sub(*last)));
-            *last = now;
+    fn measure(&mut self, snapshot: &mut Snapshot) {
+        for (i, delta) in self.group.deltas() {
+            snapshot.push_value(self.attrs[i].id(), ValueKey::uint(delta));
         }
     }
 }

@@ -19,6 +19,8 @@ mod loop_statistics;
 pub mod measurement_template;
 mod memstat;
 pub(crate) mod output;
+mod perf_events;
+mod perf_topdown;
 mod recorder;
 mod region_monitor;
 pub mod registry;
@@ -56,6 +58,7 @@ pub const SERVICES: &[ServiceSpec] = &[
     loop_statistics::SPEC,
     measurement_template::SPEC,
     memstat::SPEC,
+    perf_topdown::SPEC,
     thread_id::SPEC,
     recorder::SPEC,
     region_monitor::SPEC,
