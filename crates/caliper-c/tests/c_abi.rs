@@ -1209,6 +1209,36 @@ fn io_bytes_report_the_bytes_each_region_moved() {
     assert_eq!(metadata, 4, "open, close, fopen, fclose: {ends:#?}");
 }
 
+/// `io.read.bandwidth` and `io.write.bandwidth` under `runtime-report`
+/// (whose timer counts seconds): each I/O kind's bytes per second of its
+/// calls, as Mbit/s, on the rows that moved bytes.
+#[test]
+fn io_bandwidth_is_reported_in_seconds_based_reports() {
+    let exe = test_program("io");
+    let file = scratch("io-bandwidth").join("data.bin");
+    let config = "runtime-report,io.read.bandwidth,io.write.bandwidth,output=stdout";
+    let out = program_under(&exe, Some(config)).arg(&file).output().unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success() && stderr.is_empty(), "{stdout}\n{stderr}");
+    let header = report_row(&stdout, "Path").join(" ");
+    assert!(header.ends_with("I/O Read Mbit/s Bytes read I/O Write Mbit/s Bytes written"), "{stdout}");
+    // The " |-" rows of one region: path, 4 time columns, then
+    // (I/O, Read Mbit/s, [Bytes read]), (I/O, Write Mbit/s, [Bytes written]):
+    // the read rate is the 7th field, the write rate the one before the
+    // written bytes.
+    let rate = |kind: &str, bytes: &str| -> f64 {
+        let row = stdout
+            .lines()
+            .find(|l| l.starts_with(" |-") && l.contains(&format!(" {kind} ")) && l.trim_end().contains(bytes))
+            .unwrap_or_else(|| panic!("{kind} {bytes}:\n{stdout}"));
+        let fields: Vec<&str> = row.split_whitespace().collect();
+        let column = if kind == "read" { 6 } else { fields.len() - 2 };
+        fields[column].parse().unwrap_or_else(|_| panic!("{row}"))
+    };
+    assert!(rate("read", "21000") > 0.0, "{stdout}");
+    assert!(rate("write", "13288") > 0.0, "{stdout}");
+}
+
 /// The file system type and mount point of `dir`, from `df`.
 fn filesystem_of(dir: &Path) -> (String, String) {
     let out = must(Command::new("df").args(["--output=fstype,target"]).arg(dir));
