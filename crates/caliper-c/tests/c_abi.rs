@@ -516,6 +516,24 @@ fn preloaded(exe: &Path) -> Command {
     cmd
 }
 
+/// Runs the hotspot program (built in scratch directory `name`) with
+/// libcaliper preloaded and the settings `env`, recording to a trace;
+/// checks that its output and exit code come through; returns the
+/// program and the trace.
+fn hotspot_trace(name: &str, env: &[(&str, &str)]) -> (PathBuf, PathBuf) {
+    let (dir, exe) = hotspot(name);
+    let trace = dir.join("samples.cali");
+    let out = preloaded(&exe)
+        .envs(env.iter().copied())
+        .env("CALI_RECORDER_FILENAME", &trace)
+        .env_remove("CALI_CONFIG")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "hotspot done\n");
+    (exe, trace)
+}
+
 /// `sampler` and `symbollookup` on a program that never calls Caliper,
 /// preloaded: its output and exit code come through, and the samples land
 /// in the function that takes the time (`leaf`), named with its module and
@@ -523,18 +541,14 @@ fn preloaded(exe: &Path) -> Command {
 /// load address).
 #[test]
 fn ld_preload_samples_land_in_the_hot_function() {
-    let (dir, exe) = hotspot("sampler");
-    let trace = dir.join("samples.cali");
-    let out = preloaded(&exe)
-        .env("CALI_SERVICES_ENABLE", "sampler,symbollookup,trace,recorder")
-        .env("CALI_SAMPLER_FREQUENCY", "1000")
-        .env("CALI_SYMBOLLOOKUP_LOOKUP_LINE", "true")
-        .env("CALI_RECORDER_FILENAME", &trace)
-        .env_remove("CALI_CONFIG")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "hotspot done\n");
+    let (exe, trace) = hotspot_trace(
+        "sampler",
+        &[
+            ("CALI_SERVICES_ENABLE", "sampler,symbollookup,trace,recorder"),
+            ("CALI_SAMPLER_FREQUENCY", "1000"),
+            ("CALI_SYMBOLLOOKUP_LOOKUP_LINE", "true"),
+        ],
+    );
     let query = "select source.function#cali.sampler.pc,module#cali.sampler.pc,sourceloc#cali.sampler.pc,count() \
                  group by source.function#cali.sampler.pc,module#cali.sampler.pc,sourceloc#cali.sampler.pc format expand";
     let counts = must(Command::new(prefix().join("bin/cali-query")).args(["-q", query]).arg(&trace));
@@ -1337,19 +1351,15 @@ fn alloc_stats_count_every_thread_and_a_forked_child() {
 /// program's output and exit code come through.
 #[test]
 fn ld_preload_event_samples_land_in_the_hot_function() {
-    let (dir, exe) = hotspot("event-sampling");
-    let trace = dir.join("samples.cali");
-    let out = preloaded(&exe)
-        .env("CALI_SERVICES_ENABLE", "libpfm,symbollookup,trace,recorder")
-        .env("CALI_LIBPFM_EVENTS", "task-clock")
-        .env("CALI_LIBPFM_SAMPLE_PERIOD", "1000000")
-        .env("CALI_LIBPFM_SAMPLE_ATTRIBUTES", "ip,time,tid,cpu")
-        .env("CALI_RECORDER_FILENAME", &trace)
-        .env_remove("CALI_CONFIG")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "hotspot done\n");
+    let (_, trace) = hotspot_trace(
+        "event-sampling",
+        &[
+            ("CALI_SERVICES_ENABLE", "libpfm,symbollookup,trace,recorder"),
+            ("CALI_LIBPFM_EVENTS", "task-clock"),
+            ("CALI_LIBPFM_SAMPLE_PERIOD", "1000000"),
+            ("CALI_LIBPFM_SAMPLE_ATTRIBUTES", "ip,time,tid,cpu"),
+        ],
+    );
     let keep = |name: &str| match name.starts_with("libpfm.") || name == "source.function#libpfm.ip" {
         true => Keep::Value,
         false => Keep::Not,
