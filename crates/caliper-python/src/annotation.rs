@@ -1,0 +1,81 @@
+//! `pycaliper.annotation.Annotation`: an attribute by name whose type is
+//! that of its first value, as the reference's C++ `cali::Annotation`.
+
+use crate::instrumentation::{begin, end, set};
+use crate::runtime::{INV_ID, Id, api};
+use crate::text::owned;
+use crate::value::Value;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use std::ffi::{CString, c_int};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// `Annotation(name, opt=CALI_ATTR_DEFAULT)`: `begin`, `set` and `end`
+/// values of attribute `name`, created with properties `opt` and the type
+/// of the first value given.
+#[pyclass(module = "pycaliper.annotation", frozen)]
+pub(crate) struct Annotation {
+    name: String,
+    c_name: CString,
+    properties: c_int,
+    /// The attribute once created (`INV_ID` before). Creation is
+    /// create-or-get, so threads racing to create it agree.
+    id: AtomicU64,
+}
+
+#[pymethods]
+impl Annotation {
+    #[new]
+    #[pyo3(signature = (name, opt = 0))]
+    fn new(name: &str, opt: c_int) -> PyResult<Self> {
+        Ok(Annotation { name: name.to_owned(), c_name: owned(name)?, properties: opt, id: AtomicU64::new(INV_ID) })
+    }
+
+    /// Begins `value` (without one, `true`).
+    #[pyo3(signature = (value = None))]
+    fn begin(&self, value: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        let value = value.map_or(Ok(Value::Bool(true)), Value::of)?;
+        let (id, value) = self.typed(value)?;
+        begin(id, value);
+        Ok(())
+    }
+
+    /// Sets `value` (replaces the innermost one).
+    fn set(&self, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let (id, value) = self.typed(Value::of(value)?)?;
+        set(id, value);
+        Ok(())
+    }
+
+    /// Ends the innermost value (nothing if no value was ever given).
+    fn end(&self) {
+        let id = self.id.load(Ordering::Acquire);
+        if id != INV_ID {
+            end(id);
+        }
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Annotation({:?})", self.name)
+    }
+}
+
+impl Annotation {
+    /// The attribute (created with `value`'s type the first time) and
+    /// `value` converted to its type.
+    fn typed<'a>(&self, value: Value<'a>) -> PyResult<(Id, Value<'a>)> {
+        let api = api();
+        let mut id = self.id.load(Ordering::Acquire);
+        if id == INV_ID {
+            // SAFETY: a NUL-terminated name.
+            id = unsafe { (api.cali_create_attribute)(self.c_name.as_ptr(), value.attr_type(), self.properties) };
+            if id == INV_ID {
+                return Err(PyValueError::new_err(format!("cannot create attribute {:?}", self.name)));
+            }
+            self.id.store(id, Ordering::Release);
+        }
+        // SAFETY: plain id query.
+        let ty = unsafe { (api.cali_attribute_type)(id) };
+        Ok((id, value.for_type(ty, &self.name)?))
+    }
+}
