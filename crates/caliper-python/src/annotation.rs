@@ -8,7 +8,7 @@ use crate::value::Value;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use std::ffi::{CString, c_int};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
 
 /// `Annotation(name, opt=CALI_ATTR_DEFAULT)`: `begin`, `set` and `end`
 /// values of attribute `name`, created with properties `opt` and the type
@@ -18,9 +18,9 @@ pub(crate) struct Annotation {
     name: String,
     c_name: CString,
     properties: c_int,
-    /// The attribute once created (`INV_ID` before). Creation is
+    /// The attribute and its type, once created. Creation is
     /// create-or-get, so threads racing to create it agree.
-    id: AtomicU64,
+    attr: OnceLock<(Id, c_int)>,
 }
 
 #[pymethods]
@@ -28,7 +28,7 @@ impl Annotation {
     #[new]
     #[pyo3(signature = (name, opt = 0))]
     fn new(name: &str, opt: c_int) -> PyResult<Self> {
-        Ok(Annotation { name: name.to_owned(), c_name: owned(name)?, properties: opt, id: AtomicU64::new(INV_ID) })
+        Ok(Annotation { name: name.to_owned(), c_name: owned(name)?, properties: opt, attr: OnceLock::new() })
     }
 
     /// Begins `value` (without one, `true`).
@@ -49,8 +49,7 @@ impl Annotation {
 
     /// Ends the innermost value (nothing if no value was ever given).
     fn end(&self) {
-        let id = self.id.load(Ordering::Acquire);
-        if id != INV_ID {
+        if let Some(&(id, _)) = self.attr.get() {
             end(id);
         }
     }
@@ -64,18 +63,27 @@ impl Annotation {
     /// The attribute (created with `value`'s type the first time) and
     /// `value` converted to its type.
     fn typed<'a>(&self, value: Value<'a>) -> PyResult<(Id, Value<'a>)> {
-        let api = api();
-        let mut id = self.id.load(Ordering::Acquire);
-        if id == INV_ID {
-            // SAFETY: a NUL-terminated name.
-            id = unsafe { (api.cali_create_attribute)(self.c_name.as_ptr(), value.attr_type(), self.properties) };
-            if id == INV_ID {
-                return Err(PyValueError::new_err(format!("cannot create attribute {:?}", self.name)));
+        let (id, ty) = match self.attr.get() {
+            Some(&attr) => attr,
+            None => {
+                let attr = self.create(value.attr_type())?;
+                let _ = self.attr.set(attr);
+                attr
             }
-            self.id.store(id, Ordering::Release);
+        };
+        Ok((id, value.for_type(ty, &self.name)?))
+    }
+
+    /// Creates (or gets) the attribute with type `ty`; returns it and its
+    /// type, which is another if it existed.
+    fn create(&self, ty: c_int) -> PyResult<(Id, c_int)> {
+        let api = api();
+        // SAFETY: a NUL-terminated name.
+        let id = unsafe { (api.cali_create_attribute)(self.c_name.as_ptr(), ty, self.properties) };
+        if id == INV_ID {
+            return Err(PyValueError::new_err(format!("cannot create attribute {:?}", self.name)));
         }
         // SAFETY: plain id query.
-        let ty = unsafe { (api.cali_attribute_type)(id) };
-        Ok((id, value.for_type(ty, &self.name)?))
+        Ok((id, unsafe { (api.cali_attribute_type)(id) }))
     }
 }

@@ -1,46 +1,16 @@
-//! `pycaliper.instrumentation`: regions by name, attributes by name, and
-//! the `Attribute` class.
+//! `pycaliper.instrumentation`: attributes by name, and the `Attribute`
+//! class (the region calls are in `regions`).
 
 use crate::runtime::{INV_ID, Id, Variant, api};
-use crate::text::{borrowed, from_c, owned};
+use crate::text::{from_c, owned};
 use crate::value::{Value, checked_type, types};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyString;
 use std::ffi::c_int;
 
 /// Property bits the by-name calls create attributes with.
 const UNALIGNED: c_int = 1024;
 const GLOBAL_PROPS: c_int = 512 | UNALIGNED | 64; // global | unaligned | skip_events
-
-macro_rules! region_functions {
-    ($($(#[$doc:meta])* $name:ident => $c_call:ident;)*) => {$(
-        $(#[$doc])*
-        #[pyfunction]
-        pub(crate) fn $name(name: &Bound<'_, PyString>) -> PyResult<()> {
-            let name = borrowed(name)?;
-            // SAFETY: a NUL-terminated name that lives for the call.
-            unsafe { (api().$c_call)(name.as_ptr()) };
-            Ok(())
-        }
-    )*};
-}
-
-region_functions! {
-    /// Begins region `name` (the `region` attribute).
-    begin_region => cali_begin_region;
-    /// Ends region `name`, which must be the innermost (else a one-line
-    /// `== CALIPER:` message, as in C).
-    end_region => cali_end_region;
-    /// Begins phase `name` (the `phase` attribute, level 4).
-    begin_phase => cali_begin_phase;
-    /// Ends phase `name`.
-    end_phase => cali_end_phase;
-    /// Begins communication region `name` (`comm.region`, level 1).
-    begin_comm_region => cali_begin_comm_region;
-    /// Ends communication region `name`.
-    end_comm_region => cali_end_comm_region;
-}
 
 /// The attribute `name` with a value's type and `props`, created on first
 /// use, and the value converted to the attribute's type (it may exist
