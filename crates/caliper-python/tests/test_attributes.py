@@ -92,3 +92,18 @@ def test_init_and_config_preset(tmp_path):
     run_python(code, tmp_path)
     records = read_records(tmp_path / "preset.cali")
     assert [r["event.begin#region"] for r in records if "event.begin#region" in r] == ["after.init"]
+
+
+def test_the_calls_have_signatures_and_docstrings(tmp_path):
+    code = """
+        import inspect
+        from pycaliper.instrumentation import begin_region, end_region, set_byname, Attribute
+        from pycaliper.annotation import Annotation
+
+        assert str(inspect.signature(begin_region)) == "(name)", inspect.signature(begin_region)
+        assert "innermost" in end_region.__doc__
+        assert str(inspect.signature(set_byname)) == "(name, value)", inspect.signature(set_byname)
+        assert begin_region.__module__ == "pycaliper._native"
+        assert Annotation.__module__ == "pycaliper.annotation"
+    """
+    run_python(code, tmp_path)

@@ -43,3 +43,28 @@ def test_runtime_report_shows_each_threads_tree(tmp_path):
     proc = run_python(CODE, tmp_path, env={"CALI_CONFIG": "runtime-report"})
     rows = report_rows(proc.stderr)
     assert sorted(rows) == [(0, "main"), (0, "t0"), (0, "t1"), (2, "inner"), (2, "inner")], proc.stderr
+
+
+def test_threads_still_annotating_at_exit_do_not_break_the_report(tmp_path):
+    code = """
+        import threading, sys
+        from pycaliper.instrumentation import begin_region, end_region
+
+        started = threading.Event()
+
+        def spin():
+            while True:
+                begin_region("spin")
+                started.set()
+                end_region("spin")
+
+        threading.Thread(target=spin, daemon=True).start()
+        started.wait()
+        begin_region("main")
+        end_region("main")
+        print("exiting")
+        sys.exit(5)
+    """
+    proc = run_python(code, tmp_path, env={"CALI_CONFIG": "runtime-report"}, check=False)
+    assert proc.returncode == 5 and proc.stdout == "exiting\n", proc
+    assert sorted(report_rows(proc.stderr)) == [(0, "main"), (0, "spin")], proc.stderr
