@@ -73,15 +73,23 @@ pub(crate) fn set_global_byname(name: &str, value: &Bound<'_, PyAny>) -> PyResul
 /// Begins `value` on attribute `id` (of the value's type).
 pub(crate) fn begin(id: Id, value: Value<'_>) {
     let api = api();
-    // SAFETY: a string variant points to data borrowed for the call.
-    unsafe { (api.cali_begin_variant)(id, value.variant(api)) }
+    match value {
+        // SAFETY: a NUL-terminated string borrowed for the call.
+        Value::Str(s) => unsafe { (api.cali_begin_string)(id, s.as_ptr()) },
+        // SAFETY: a scalar variant.
+        _ => unsafe { (api.cali_begin_variant)(id, value.variant(api)) },
+    }
 }
 
 /// Sets `value` on attribute `id` (of the value's type).
 pub(crate) fn set(id: Id, value: Value<'_>) {
     let api = api();
-    // SAFETY: as in `begin`.
-    unsafe { (api.cali_set_variant)(id, value.variant(api)) }
+    match value {
+        // SAFETY: as in `begin`.
+        Value::Str(s) => unsafe { (api.cali_set_string)(id, s.as_ptr()) },
+        // SAFETY: a scalar variant.
+        _ => unsafe { (api.cali_set_variant)(id, value.variant(api)) },
+    }
 }
 
 /// Ends the innermost value of attribute `id`.

@@ -34,7 +34,7 @@ impl Loop {
         if loop_attr == INV_ID || iteration == INV_ID {
             return Err(PyRuntimeError::new_err("the Caliper runtime has finished: no loop can begin"));
         }
-        begin(loop_attr, Value::Str(name));
+        begin(loop_attr, Value::Str(&c_name));
         Ok(Loop { name: c_name, loop_attr, iteration, ended: AtomicBool::new(false) })
     }
 

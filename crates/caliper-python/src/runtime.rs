@@ -77,6 +77,8 @@ api! {
     cali_attribute_name(Id) -> *const c_char;
     cali_attribute_type(Id) -> c_int;
     cali_attribute_properties(Id) -> c_int;
+    cali_begin_string(Id, *const c_char);
+    cali_set_string(Id, *const c_char);
     cali_begin_variant(Id, Variant);
     cali_set_variant(Id, Variant);
     cali_end(Id);

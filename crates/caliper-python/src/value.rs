@@ -1,10 +1,11 @@
 //! Python values as Caliper values: `bool`, `int`, `float` and `str`.
 
 use crate::runtime::{Api, Variant};
+use crate::text::borrowed;
 use pyo3::exceptions::{PyOverflowError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyFloat, PyInt, PyString};
-use std::ffi::{c_int, c_void};
+use std::ffi::{CStr, c_int, c_void};
 
 /// Attribute type codes (`cali_attr_type`).
 pub(crate) mod types {
@@ -28,8 +29,9 @@ pub(crate) mod types {
     }
 }
 
-/// A value taken from Python. Strings borrow the str object's UTF-8 data,
-/// which libcaliper copies (interns) during the call it is passed to.
+/// A value taken from Python. Strings borrow the str object's UTF-8 data
+/// (NUL-terminated, see `text::borrowed`), which libcaliper interns during
+/// the call it is passed to.
 #[derive(Copy, Clone, Debug)]
 pub(crate) enum Value<'a> {
     Bool(bool),
@@ -37,17 +39,18 @@ pub(crate) enum Value<'a> {
     Uint(u64),
     Addr(u64),
     Double(f64),
-    Str(&'a str),
+    Str(&'a CStr),
 }
 
 impl<'a> Value<'a> {
     /// The value of `obj` with the type Python gives it: a `bool` is
     /// BOOL, an `int` INT (UINT above the signed 64-bit range), a `float`
     /// DOUBLE and a `str` STRING. Anything else raises `TypeError`; an
-    /// `int` outside 64 bits raises `OverflowError`.
+    /// `int` outside 64 bits raises `OverflowError`, a `str` holding a NUL
+    /// `ValueError`.
     pub(crate) fn of(obj: &'a Bound<'_, PyAny>) -> PyResult<Value<'a>> {
         if let Ok(s) = obj.cast::<PyString>() {
-            return Ok(Value::Str(s.to_str()?));
+            return Ok(Value::Str(borrowed(s)?));
         }
         if obj.is_instance_of::<PyBool>() {
             return Ok(Value::Bool(obj.is_truthy()?));
@@ -124,7 +127,9 @@ impl<'a> Value<'a> {
             Value::Double(d) => scalar(types::DOUBLE, d.to_bits()),
             // SAFETY: `s` is readable for its length; the variant does not
             // outlive the borrow.
-            Value::Str(s) => unsafe { (api.cali_make_variant)(types::STRING, s.as_ptr() as *const c_void, s.len()) },
+            Value::Str(s) => unsafe {
+                (api.cali_make_variant)(types::STRING, s.as_ptr() as *const c_void, s.to_bytes().len())
+            },
         }
     }
 }

@@ -38,6 +38,7 @@ def test_bad_arguments_raise_python_exceptions(tmp_path):
         raises(OverflowError, u.set, -1)
         raises(TypeError, set_byname, "x", object())
         raises(TypeError, set_byname, "x", [1, 2])
+        raises(ValueError, set_byname, "x", "a\\0b")
         raises(OverflowError, begin_byname, "huge", 2**70)
         raises(ValueError, set_global_byname, "bad\\0name", 1)
         raises(TypeError, Annotation("ann").begin, {"a": 1})
