@@ -1,7 +1,7 @@
 //! `pycaliper.annotation.Annotation`: an attribute by name whose type is
 //! that of its first value, as the reference's C++ `cali::Annotation`.
 
-use crate::instrumentation::{begin, end, set};
+use crate::instrumentation::{begin, end, set, value_or_true};
 use crate::runtime::{INV_ID, Id, api};
 use crate::text::owned;
 use crate::value::Value;
@@ -34,8 +34,7 @@ impl Annotation {
     /// Begins `value` (without one, `true`).
     #[pyo3(signature = (value = None))]
     fn begin(&self, value: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
-        let value = value.map_or(Ok(Value::Bool(true)), Value::of)?;
-        let (id, value) = self.typed(value)?;
+        let (id, value) = self.typed(value_or_true(value)?)?;
         begin(id, value);
         Ok(())
     }

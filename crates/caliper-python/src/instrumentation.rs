@@ -30,7 +30,7 @@ fn by_name<'a>(name: &str, value: Value<'a>, props: c_int) -> PyResult<(Id, Valu
 
 /// The value of an optional argument; none is the boolean `true` (the
 /// reference's valueless `begin`).
-fn value_or_true<'a>(value: Option<&'a Bound<'_, PyAny>>) -> PyResult<Value<'a>> {
+pub(crate) fn value_or_true<'a>(value: Option<&'a Bound<'_, PyAny>>) -> PyResult<Value<'a>> {
     value.map_or(Ok(Value::Bool(true)), Value::of)
 }
 

@@ -88,15 +88,15 @@ impl<'a> Value<'a> {
     /// The value as one of attribute type `ty`, converting where no
     /// information is lost or changed in meaning: an `int` to a double,
     /// unsigned or address attribute (as the reference's `Annotation`
-    /// converts an `int` for a double or unsigned attribute), a `bool` to
-    /// an int attribute. Another mismatch raises `TypeError`, a negative
-    /// number for an unsigned attribute `OverflowError`.
+    /// converts an `int` for a double or unsigned attribute). Another
+    /// mismatch raises `TypeError` (a `bool` is a BOOL value only, so a
+    /// valueless `begin` of another attribute raises), a negative number
+    /// for an unsigned attribute `OverflowError`.
     pub(crate) fn for_type(self, ty: c_int, attr_name: &str) -> PyResult<Value<'a>> {
         let converted = match (self, ty) {
             (v, t) if v.attr_type() == t => Some(v),
             (Value::Int(i), types::DOUBLE) => Some(Value::Double(i as f64)),
             (Value::Uint(u), types::DOUBLE) => Some(Value::Double(u as f64)),
-            (Value::Bool(b), types::INT) => Some(Value::Int(i64::from(b))),
             (Value::Int(i), types::UINT | types::ADDR) => {
                 let u = u64::try_from(i).map_err(|_| {
                     PyOverflowError::new_err(format!("{i} is negative: attribute {attr_name:?} is unsigned"))

@@ -26,7 +26,7 @@ def tools_dir():
     candidates = [os.environ.get("CALIPER_TOOLS_DIR"), TARGET / "release", TARGET / "debug"]
     for d in candidates:
         if d and (pathlib.Path(d) / "cali-query").exists() and (pathlib.Path(d) / "libcaliper.so").exists():
-            return pathlib.Path(d)
+            return pathlib.Path(d).resolve()
     pytest.fail("cali-query and libcaliper.so not found in %s: run scripts/test-all.sh" % candidates)
 
 

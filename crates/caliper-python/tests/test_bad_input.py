@@ -33,6 +33,8 @@ def test_bad_arguments_raise_python_exceptions(tmp_path):
         a = Attribute("typed.int", CALI_TYPE_INT)
         assert "typed.int" in raises(TypeError, a.begin, "text")
         raises(TypeError, a.set, 1.5)
+        raises(TypeError, a.begin)          # valueless: true, for boolean attributes only
+        raises(TypeError, a.set, True)
         raises(OverflowError, a.set, 2**64)
         u = Attribute("typed.uint", CALI_TYPE_UINT)
         raises(OverflowError, u.set, -1)
