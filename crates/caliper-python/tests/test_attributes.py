@@ -107,3 +107,29 @@ def test_the_calls_have_signatures_and_docstrings(tmp_path):
         assert Annotation.__module__ == "pycaliper.annotation"
     """
     run_python(code, tmp_path)
+
+
+def test_the_type_stubs_name_what_the_module_has(tmp_path):
+    code = """
+        import ast, inspect, pathlib
+        import pycaliper._native as native
+
+        stub = ast.parse((pathlib.Path(native.__file__).parent / "_native.pyi").read_text())
+        declared = {}
+        for node in stub.body:
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                members = {n.name for n in node.body if isinstance(n, ast.FunctionDef)} - {"__init__"}
+                declared.setdefault(node.name, set()).update(members)
+            elif isinstance(node, ast.AnnAssign):
+                declared[node.target.id] = set()
+        declared.pop("Value", None)
+        present = {name for name in dir(native) if not name.startswith("__") or name == "__version__"}
+        present -= {"__doc__", "__file__", "__loader__", "__name__", "__package__", "__spec__", "__all__"}
+        assert set(declared) == present, (set(declared) ^ present)
+        for name, members in declared.items():
+            obj = getattr(native, name)
+            if inspect.isclass(obj):
+                actual = {m for m in vars(obj) if not m.startswith("_")}
+                assert members == actual, (name, members ^ actual)
+    """
+    run_python(code, tmp_path)
