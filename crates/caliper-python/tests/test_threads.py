@@ -68,3 +68,24 @@ def test_threads_still_annotating_at_exit_do_not_break_the_report(tmp_path):
     proc = run_python(code, tmp_path, env={"CALI_CONFIG": "runtime-report"}, check=False)
     assert proc.returncode == 5 and proc.stdout == "exiting\n", proc
     assert sorted(report_rows(proc.stderr)) == [(0, "main"), (0, "spin")], proc.stderr
+
+
+def test_a_forked_child_annotates_and_the_parent_reports_its_own_regions(tmp_path):
+    code = """
+        import os
+        from pycaliper.instrumentation import begin_region, end_region
+
+        begin_region("parent")
+        pid = os.fork()
+        if pid == 0:
+            begin_region("child")
+            end_region("child")
+            os._exit(7)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 7, status
+        end_region("parent")
+        print("parent done")
+    """
+    proc = run_python(code, tmp_path, env={"CALI_CONFIG": "runtime-report"})
+    assert proc.stdout == "parent done\n", proc
+    assert report_rows(proc.stderr) == [(0, "parent")], proc.stderr
