@@ -30,15 +30,16 @@ def tools_dir():
     pytest.fail("cali-query and libcaliper.so not found in %s: run scripts/test-all.sh" % candidates)
 
 
-def run_python(code, tmp_path, env=None, check=True):
-    """Runs `code` (dedented) with this interpreter in `tmp_path`; returns
-    the completed process (text output)."""
+def run_python(code, tmp_path, env=None, check=True, args=()):
+    """Runs `code` (dedented) with this interpreter in `tmp_path`, with
+    command-line arguments `args`; returns the completed process (text
+    output)."""
     script = tmp_path / "program.py"
     script.write_text(textwrap.dedent(code))
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("CALI_")}
     full_env.update(env or {})
     proc = subprocess.run(
-        [sys.executable, str(script)],
+        [sys.executable, str(script), *args],
         cwd=tmp_path,
         env=full_env,
         capture_output=True,

@@ -1,7 +1,7 @@
 """A Python program's regions, loops and decorated functions in the
 reports and traces of the built-in configs."""
 
-from conftest import read_globals, read_records, report_rows, run_python
+from conftest import REPO, read_globals, read_records, report_rows, run_python
 
 EXAMPLE = """
     import pycaliper
@@ -123,3 +123,11 @@ def test_nothing_is_written_without_a_config(tmp_path):
     proc = run_python(EXAMPLE, tmp_path)
     assert proc.stderr == "" and proc.stdout == ""
     assert sorted(p.name for p in tmp_path.iterdir()) == ["program.py"]
+
+
+def test_the_example_program_prints_its_report_and_rejects_a_bad_config(tmp_path):
+    example = REPO / "examples" / "python" / "py-example.py"
+    proc = run_python(example.read_text(), tmp_path)
+    assert report_rows(proc.stderr) == [(0, "main"), (2, "init"), (2, "mainloop"), (4, "foo")], proc.stderr
+    bad = run_python(example.read_text() + "\n", tmp_path, args=["no-such-config"], check=False)
+    assert bad.returncode == 1 and bad.stderr == "Caliper config error: Unknown config or parameter: no-such-config\n"
