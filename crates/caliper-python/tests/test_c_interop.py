@@ -2,6 +2,7 @@
 one context tree, whichever of them loads libcaliper first."""
 
 import os
+import subprocess
 
 from conftest import build_c_library, read_records, report_rows, run_python, tools_dir
 
@@ -71,3 +72,18 @@ def test_a_preloaded_libcaliper_writes_the_only_report(tmp_path, c_compiler):
     assert os.path.samefile(proc.stdout.splitlines()[0], tools_dir() / "libcaliper.so"), proc.stdout
     assert proc.stderr.count("Path ") == 1, proc.stderr
     assert report_rows(proc.stderr) == [(0, "py.outer"), (2, "c.work"), (4, "py.inner")], proc.stderr
+
+
+def test_a_libcaliper_without_the_functions_fails_the_import_with_their_name(tmp_path, c_compiler):
+    src = tmp_path / "fake.c"
+    src.write_text('const char* cali_caliper_version(void) { return "other"; }\n')
+    fake = tmp_path / "libcaliper.so"
+    subprocess.run([c_compiler, "-shared", "-fPIC", "-o", str(fake), str(src)], check=True)
+    code = """
+        try:
+            import pycaliper
+        except ImportError as e:
+            print(e)
+    """
+    proc = run_python(code, tmp_path, env={"LD_PRELOAD": str(fake)})
+    assert proc.stdout.startswith("pycaliper: %s: libcaliper has no cali_init" % fake), proc.stdout
