@@ -7,7 +7,10 @@
 # examples against `make install`; the fuzz step builds libFuzzer with g++),
 # and a Python virtualenv at target/test-venv (or under $CARGO_TARGET_DIR)
 # with the reference's clients from crates/caliper-testutil/py/requirements.txt
-# (the interoperability tests run them). $PYTHON picks the Python.
+# (the interoperability tests run them), and maturin and pytest from
+# crates/caliper-python/requirements-test.txt (the pycaliper wheel is
+# built with maturin, installed there, and tested with pytest). $PYTHON
+# picks the Python.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,7 +36,8 @@ if [ ! -x "$venv/bin/python" ] && ! "$python" -m venv "$venv" >/dev/null 2>&1; t
     "$python" -m venv "$venv"
 fi
 echo "== Python test clients in $venv"
-"$venv/bin/python" -m pip install --quiet -r crates/caliper-testutil/py/requirements.txt
+"$venv/bin/python" -m pip install --quiet -r crates/caliper-testutil/py/requirements.txt \
+    -r crates/caliper-python/requirements-test.txt
 
 echo "== formatting"
 cargo fmt --all -- --check
@@ -44,6 +48,13 @@ echo "== release build"
 cargo build --workspace --release
 echo "== tests"
 cargo test --workspace
+echo "== pycaliper: the wheel, built with maturin and installed in $venv, and its tests"
+target=${CARGO_TARGET_DIR:-target}
+rm -rf "$target/wheels/pycaliper"
+"$venv/bin/maturin" build --quiet --release -m crates/caliper-python/Cargo.toml \
+    -i "$venv/bin/python" -o "$target/wheels/pycaliper"
+"$venv/bin/python" -m pip install --quiet --force-reinstall --no-deps "$target"/wheels/pycaliper/*.whl
+CALIPER_TOOLS_DIR="$target/release" "$venv/bin/python" -m pytest -q crates/caliper-python/tests
 echo "== fuzz targets, 15 s each"
 scripts/fuzz-smoke.sh 15
 echo "== all tests passed"
