@@ -381,11 +381,15 @@ pub enum Formatter {
     Folded,
     /// A flame graph, as SVG.
     FlameGraph,
+    /// Chrome's trace-event JSON of an event trace.
+    TraceEvent,
+    /// A native Perfetto trace (protobuf) of an event trace.
+    Perfetto,
 }
 
 impl Formatter {
     /// Every formatter.
-    pub const ALL: [Formatter; 9] = [
+    pub const ALL: [Formatter; 11] = [
         Formatter::Cali,
         Formatter::Expand,
         Formatter::Table,
@@ -395,6 +399,8 @@ impl Formatter {
         Formatter::UserFormat,
         Formatter::Folded,
         Formatter::FlameGraph,
+        Formatter::TraceEvent,
+        Formatter::Perfetto,
     ];
 
     /// The FORMAT name.
@@ -409,6 +415,8 @@ impl Formatter {
             Formatter::UserFormat => "format",
             Formatter::Folded => "folded",
             Formatter::FlameGraph => "flamegraph",
+            Formatter::TraceEvent => "trace-event",
+            Formatter::Perfetto => "perfetto",
         }
     }
 
@@ -422,6 +430,7 @@ impl Formatter {
             Formatter::UserFormat => &["format", "title"],
             Formatter::Folded => &["path-attributes", "metric"],
             Formatter::FlameGraph => &["path-attributes", "metric", "title"],
+            Formatter::TraceEvent | Formatter::Perfetto => &["pid-attributes", "tid-attributes", "counters"],
         }
     }
 

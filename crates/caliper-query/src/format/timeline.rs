@@ -1,0 +1,260 @@
+//! Reading an event trace as a timeline, for the formatters that lay it
+//! out in time (`trace-event`, `perfetto`).
+//!
+//! Each record of an event trace is one moment of one thread: where it
+//! happened (the process and thread, from the `pid-attributes` and
+//! `tid-attributes`, as the reference's `cali2traceevent.py` takes them:
+//! `mpi.rank`, then `omp.thread.id` and `pthread.id`; 0 without them),
+//! when (`time.offset.ns`), which regions began and ended there
+//! (`event.begin#A`, `event.end#A`, and `event.set#A`, which ends the open
+//! value of `A` and begins the new one), and the numbers it carries.
+//! Records without a time are no moment and are skipped.
+
+use crate::spec::FormatSpec;
+use caliper_data::hash::FxHashMap;
+use caliper_data::node::Id;
+use caliper_data::{MetadataDb, Record, Variant};
+
+/// The reference converter's process attributes.
+const PID_ATTRIBUTES: &[&str] = &["mpi.rank"];
+/// The reference converter's thread attributes.
+const TID_ATTRIBUTES: &[&str] = &["omp.thread.id", "pthread.id"];
+/// The attribute holding a record's time since the start, in nanoseconds.
+const TIME_ATTRIBUTE: &str = "time.offset.ns";
+
+/// The index of a region attribute (`region`, `loop`, ...) among those a
+/// timeline has met: the name of `event.begin#region` minus its prefix.
+/// (By name, not id: a stream may define the attribute after the records
+/// that use it.)
+pub(crate) type Target = usize;
+
+/// A region that began or ended.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Mark {
+    /// Region attribute `attr` took `value`.
+    Begin { attr: Target, value: Variant },
+    /// `attr`'s innermost value ended; `value` names it.
+    End { attr: Target, value: Variant },
+}
+
+/// One record read as a moment of a thread.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Moment {
+    /// The process: the first pid attribute's value, else 0.
+    pub pid: i64,
+    /// The attribute `pid` came from, if any.
+    pub pid_attr: Option<Id>,
+    /// The thread: the first tid attribute's value, else 0.
+    pub tid: i64,
+    /// The attribute `tid` came from, if any.
+    pub tid_attr: Option<Id>,
+    /// The time since the start, in nanoseconds.
+    pub time_ns: u64,
+    /// The regions that began and ended, in the record's order.
+    pub marks: Vec<Mark>,
+    /// The record's counter values: attribute and number.
+    pub counters: Vec<(Id, f64)>,
+}
+
+/// What an attribute means in a timeline.
+#[derive(Copy, Clone, Debug)]
+enum Role {
+    Begin(Target),
+    End(Target),
+    Set(Target),
+    /// A process attribute, with its rank among them (lower wins).
+    Pid(usize),
+    /// A thread attribute, with its rank among them.
+    Tid(usize),
+    Time,
+    Counter,
+    Other,
+}
+
+/// Which numeric attributes are counters.
+#[derive(Clone, Debug)]
+enum Counters {
+    /// Every numeric immediate attribute but the timer's and event
+    /// bookkeeping (`time.*`, `region.count`, hidden ones).
+    Numeric,
+    /// Those named in the `counters` argument (none if it is empty).
+    Named(Vec<String>),
+}
+
+/// Reads records as moments, remembering each attribute's role.
+pub(crate) struct Timeline {
+    pid_attributes: Vec<String>,
+    tid_attributes: Vec<String>,
+    counters: Counters,
+    roles: FxHashMap<Id, Role>,
+    /// The region attributes' names, by [`Target`].
+    targets: Vec<String>,
+    path: Vec<Id>,
+}
+
+impl Timeline {
+    /// A timeline reader for a FORMAT's arguments: `pid-attributes` and
+    /// `tid-attributes` add attributes after the reference's own,
+    /// `counters` names the counter attributes; `default_counters` says
+    /// whether numeric attributes are counters when it is not given.
+    pub(crate) fn new(format: &FormatSpec, default_counters: bool) -> Timeline {
+        let with_builtin = |builtin: &[&str], arg: &str| -> Vec<String> {
+            builtin.iter().map(|s| s.to_string()).chain(list_arg(format, arg).unwrap_or_default()).collect()
+        };
+        let counters = match list_arg(format, "counters") {
+            Some(names) => Counters::Named(names),
+            None if default_counters => Counters::Numeric,
+            None => Counters::Named(Vec::new()),
+        };
+        Timeline {
+            pid_attributes: with_builtin(PID_ATTRIBUTES, "pid-attributes"),
+            tid_attributes: with_builtin(TID_ATTRIBUTES, "tid-attributes"),
+            counters,
+            roles: FxHashMap::default(),
+            targets: Vec::new(),
+            path: Vec::new(),
+        }
+    }
+
+    /// Reads `record` into `moment`; false if it has no time.
+    pub(crate) fn read(&mut self, db: &MetadataDb, record: &Record, moment: &mut Moment) -> bool {
+        moment.marks.clear();
+        moment.counters.clear();
+        let (mut pid, mut tid, mut time) = (Ranked::default(), Ranked::default(), None);
+        let mut path = std::mem::take(&mut self.path);
+        for node in record.refs() {
+            path.clear();
+            db.path_to(node, &mut path);
+            for &id in &path {
+                let Some(n) = db.node(id) else { continue };
+                let (attr, value) = (n.attribute, n.value.clone());
+                self.take(db, attr, &value, moment, &mut pid, &mut tid, &mut time, false);
+            }
+        }
+        self.path = path;
+        for (attr, value) in record.immediates() {
+            self.take(db, attr, value, moment, &mut pid, &mut tid, &mut time, true);
+        }
+        (moment.pid, moment.pid_attr) = (pid.value, pid.attr);
+        (moment.tid, moment.tid_attr) = (tid.value, tid.attr);
+        match time {
+            Some(t) => {
+                moment.time_ns = t;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Files one (attribute, value) entry of a record into the moment.
+    #[allow(clippy::too_many_arguments)]
+    fn take(
+        &mut self,
+        db: &MetadataDb,
+        attr: Id,
+        value: &Variant,
+        moment: &mut Moment,
+        pid: &mut Ranked,
+        tid: &mut Ranked,
+        time: &mut Option<u64>,
+        immediate: bool,
+    ) {
+        match self.role(db, attr) {
+            Role::Begin(target) => moment.marks.push(Mark::Begin { attr: target, value: value.clone() }),
+            Role::End(target) => moment.marks.push(Mark::End { attr: target, value: value.clone() }),
+            Role::Set(target) => {
+                moment.marks.push(Mark::End { attr: target, value: value.clone() });
+                moment.marks.push(Mark::Begin { attr: target, value: value.clone() });
+            }
+            Role::Pid(rank) => pid.offer(rank, attr, value),
+            Role::Tid(rank) => tid.offer(rank, attr, value),
+            Role::Time => *time = value.to_u64(),
+            Role::Counter if immediate => {
+                if let Some(number) = value.to_f64() {
+                    moment.counters.push((attr, number));
+                }
+            }
+            Role::Counter | Role::Other => {}
+        }
+    }
+
+    fn role(&mut self, db: &MetadataDb, attr: Id) -> Role {
+        if let Some(role) = self.roles.get(&attr) {
+            return *role;
+        }
+        let role = self.classify(db, attr);
+        self.roles.insert(attr, role);
+        role
+    }
+
+    /// The name of a region attribute.
+    pub(crate) fn target_name(&self, target: Target) -> &str {
+        &self.targets[target]
+    }
+
+    fn target(&mut self, name: &str) -> Target {
+        match self.targets.iter().position(|t| t == name) {
+            Some(t) => t,
+            None => {
+                self.targets.push(name.to_string());
+                self.targets.len() - 1
+            }
+        }
+    }
+
+    fn classify(&mut self, db: &MetadataDb, attr: Id) -> Role {
+        let Some(a) = db.attribute(attr) else { return Role::Other };
+        let (name, numeric, hidden) = (a.name(), a.attr_type().is_numeric(), a.is_hidden());
+        if let Some(t) = name.strip_prefix("event.begin#") {
+            return Role::Begin(self.target(t));
+        }
+        if let Some(t) = name.strip_prefix("event.end#") {
+            return Role::End(self.target(t));
+        }
+        if let Some(t) = name.strip_prefix("event.set#") {
+            return Role::Set(self.target(t));
+        }
+        if let Some(rank) = self.pid_attributes.iter().position(|p| *p == name) {
+            return Role::Pid(rank);
+        }
+        if let Some(rank) = self.tid_attributes.iter().position(|t| *t == name) {
+            return Role::Tid(rank);
+        }
+        if name == TIME_ATTRIBUTE {
+            return Role::Time;
+        }
+        let counter = match &self.counters {
+            Counters::Named(names) => names.iter().any(|n| n == name),
+            Counters::Numeric => numeric && !hidden && !name.starts_with("time.") && name != "region.count",
+        };
+        if counter { Role::Counter } else { Role::Other }
+    }
+}
+
+/// The value of the best-ranked attribute of a list seen in a record.
+#[derive(Default)]
+struct Ranked {
+    rank: Option<usize>,
+    attr: Option<Id>,
+    value: i64,
+}
+
+impl Ranked {
+    fn offer(&mut self, rank: usize, attr: Id, value: &Variant) {
+        if self.rank.is_some_and(|r| r <= rank) {
+            return;
+        }
+        if let Some(v) = value.to_i64() {
+            self.rank = Some(rank);
+            self.attr = Some(attr);
+            self.value = v;
+        }
+    }
+}
+
+/// A comma-separated list argument, if given.
+fn list_arg(format: &FormatSpec, name: &str) -> Option<Vec<String>> {
+    format
+        .arg(name)
+        .map(|list| list.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect())
+}
