@@ -13,7 +13,7 @@
 use crate::spec::FormatSpec;
 use caliper_data::hash::FxHashMap;
 use caliper_data::node::Id;
-use caliper_data::{MetadataDb, Record, Variant};
+use caliper_data::{MetadataDb, Properties, Record, Variant};
 
 /// The reference converter's process attributes.
 const PID_ATTRIBUTES: &[&str] = &["mpi.rank"];
@@ -74,9 +74,11 @@ enum Role {
 /// Which numeric attributes are counters.
 #[derive(Clone, Debug)]
 enum Counters {
-    /// Every numeric immediate attribute but the timer's and event
-    /// bookkeeping (`time.*`, `region.count`, hidden ones).
-    Numeric,
+    /// Every measurement: numeric immediate attributes with the
+    /// `aggregatable` property (what the measuring services record, such
+    /// as `memstat.vmrss`, `libpfm.counter.*` or `io.bytes.read`), but the
+    /// timer's (`time.*`, which the slices show) and `region.count`.
+    Measurements,
     /// Those named in the `counters` argument (none if it is empty).
     Named(Vec<String>),
 }
@@ -96,14 +98,14 @@ impl Timeline {
     /// A timeline reader for a FORMAT's arguments: `pid-attributes` and
     /// `tid-attributes` add attributes after the reference's own,
     /// `counters` names the counter attributes; `default_counters` says
-    /// whether numeric attributes are counters when it is not given.
+    /// whether measurements are counters when it is not given.
     pub(crate) fn new(format: &FormatSpec, default_counters: bool) -> Timeline {
         let with_builtin = |builtin: &[&str], arg: &str| -> Vec<String> {
             builtin.iter().map(|s| s.to_string()).chain(list_arg(format, arg).unwrap_or_default()).collect()
         };
         let counters = match list_arg(format, "counters") {
             Some(names) => Counters::Named(names),
-            None if default_counters => Counters::Numeric,
+            None if default_counters => Counters::Measurements,
             None => Counters::Named(Vec::new()),
         };
         Timeline {
@@ -204,7 +206,8 @@ impl Timeline {
 
     fn classify(&mut self, db: &MetadataDb, attr: Id) -> Role {
         let Some(a) = db.attribute(attr) else { return Role::Other };
-        let (name, numeric, hidden) = (a.name(), a.attr_type().is_numeric(), a.is_hidden());
+        let name = a.name();
+        let measurement = a.attr_type().is_numeric() && a.properties().contains(Properties::AGGREGATABLE);
         if let Some(t) = name.strip_prefix("event.begin#") {
             return Role::Begin(self.target(t));
         }
@@ -225,7 +228,7 @@ impl Timeline {
         }
         let counter = match &self.counters {
             Counters::Named(names) => names.iter().any(|n| n == name),
-            Counters::Numeric => numeric && !hidden && !name.starts_with("time.") && name != "region.count",
+            Counters::Measurements => measurement && !name.starts_with("time.") && name != "region.count",
         };
         if counter { Role::Counter } else { Role::Other }
     }
@@ -254,7 +257,5 @@ impl Ranked {
 
 /// A comma-separated list argument, if given.
 fn list_arg(format: &FormatSpec, name: &str) -> Option<Vec<String>> {
-    format
-        .arg(name)
-        .map(|list| list.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect())
+    format.arg(name).map(|list| list.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect())
 }
