@@ -288,6 +288,44 @@ fn event_traces_match_the_reference() {
     }
 }
 
+/// `event-trace` writes Chrome trace-event JSON itself: the reference
+/// converter's events for the same program (names, categories, phases,
+/// pids and tids, in the same order), its times.
+#[test]
+fn event_trace_writes_the_reference_converters_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("trace.json");
+    run_config(&format!("event-trace,output.format=trace-event,output={}", file.display()));
+    let ours: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let reference: serde_json::Value =
+        serde_json::from_str(&fixture_text("cxx-example.event-trace.traceevent.json")).unwrap();
+    let shape = |doc: &serde_json::Value| -> Vec<String> {
+        let events = doc["traceEvents"].as_array().unwrap();
+        events.iter().map(|e| format!("{} {} {} {} {}", e["pid"], e["tid"], e["ph"], e["name"], e["cat"])).collect()
+    };
+    assert_eq!(shape(&ours), shape(&reference));
+    for event in ours["traceEvents"].as_array().unwrap() {
+        assert!(event["ts"].as_f64().unwrap() > 0.0 && event["dur"].as_f64().unwrap() >= 0.0, "{event}");
+    }
+    assert_eq!(ours["otherData"]["cali.channel"], "event-trace");
+    assert_eq!(ours["otherData"]["iterations"], "4");
+}
+
+/// `output.format=perfetto` writes a Perfetto trace: `Trace.packet`
+/// entries (field 1, length-delimited) holding the region names. (The
+/// layout is checked by decoding in caliper-query's tests.)
+#[test]
+fn event_trace_writes_a_perfetto_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("trace");
+    run_config(&format!("event-trace,output.format=perfetto,output={}", file.display()));
+    let bytes = std::fs::read(dir.path().join("trace.perfetto-trace")).unwrap();
+    assert_eq!(bytes[0], 0x0a, "a Trace.packet field first");
+    for name in ["main", "init", "mainloop", "foo", "iteration#mainloop"] {
+        assert!(bytes.windows(name.len()).any(|w| w == name.as_bytes()), "{name}");
+    }
+}
+
 #[test]
 fn spot_matches_the_reference() {
     let dir = tempfile::tempdir().unwrap();
