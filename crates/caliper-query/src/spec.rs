@@ -434,6 +434,27 @@ impl Formatter {
         }
     }
 
+    /// One line of documentation.
+    pub const fn doc(self) -> &'static str {
+        match self {
+            Formatter::Cali => ".cali records (the input format)",
+            Formatter::Expand => "one attr=value,... line per record",
+            Formatter::Table => "a text table",
+            Formatter::Tree => "a text tree over the region hierarchy (or path-attributes)",
+            Formatter::Json => "JSON records",
+            Formatter::JsonSplit => "Hatchet's split JSON",
+            Formatter::UserFormat => "a format string of %[width]attribute% fields",
+            Formatter::Folded => "folded stacks for flame graph tools (main;solve;kernel 1234), numbers rounded",
+            Formatter::FlameGraph => "an SVG flame graph of the paths (inferno), any numbers",
+            Formatter::TraceEvent => {
+                "an event trace as Chrome trace-event JSON, for Perfetto's UI (the reference's cali2traceevent.py)"
+            }
+            Formatter::Perfetto => {
+                "an event trace as a native Perfetto protobuf trace: thread tracks, slices, counters"
+            }
+        }
+    }
+
     /// The formatter with this name (case-insensitive).
     pub fn from_name(name: &str) -> Option<Formatter> {
         Formatter::ALL.into_iter().find(|f| f.name().eq_ignore_ascii_case(name))

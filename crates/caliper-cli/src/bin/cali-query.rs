@@ -141,7 +141,13 @@ fn usage() -> String {
          \n\
          Examples:\n  cali-query run-0.cali run-1.cali -o merged.cali\n  \
          cali-query -q \"select region,count(),sum(time.duration.ns) group by region format table\" trace.cali\n  \
-         cali-query -e --print-attributes region,time.duration.ns trace.cali\n",
+         cali-query -e --print-attributes region,time.duration.ns trace.cali\n  \
+         cali-query -q \"format trace-event\" trace.cali -o trace.json\n  \
+         cali-query -q \"format perfetto\" trace.cali -o trace.perfetto-trace\n  \
+         cali-query -q \"select sum(sum#time.duration) group by path format flamegraph\" profile.cali -o profile.svg\n\
+         \n\
+         On a terminal, a progress bar on standard error follows the reading of\n\
+         big inputs (unless the results go to that terminal).\n",
         args::option_table(OPTIONS)
     )
 }
