@@ -323,3 +323,14 @@ fn a_flamegraph_of_counts_titles_its_frames_with_them() {
     assert!((frame("foo").3 - 100.0 * 4.0 / 21.0).abs() < 1e-3, "{frames:?}");
     assert!(frame("foo").1.starts_with("foo (4 count, "), "{}", frame("foo").1);
 }
+
+#[test]
+fn a_flamegraph_without_numbers_is_an_error_naming_the_metric() {
+    let spec = parse_query("select region format flamegraph(metric=nothing.here)").unwrap();
+    let mut processor = QueryProcessor::new(&spec, Formatter::Cali, Box::new(SharedOutput::default())).unwrap();
+    let mut db = MetadataDb::new();
+    let data = std::fs::read(fixture(TRACE)).unwrap();
+    CaliReader::new(&mut db, TRACE).read(&data[..], |db, r| processor.process(db, r).unwrap()).unwrap();
+    let err = processor.finish(&mut db).unwrap_err();
+    assert_eq!(err.to_string(), "flamegraph: no path has a positive nothing.here to draw");
+}

@@ -159,6 +159,12 @@ impl RecordFormatter for FoldedFormatter {
                     writeln!(self.out, "{line}")?;
                 }
             }
+            Some(_) if lines.is_empty() => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("flamegraph: no path has a positive {} to draw", self.count_name()),
+                ));
+            }
             Some(title) => {
                 let mut options = inferno::flamegraph::Options::default();
                 options.title = title.clone();
