@@ -24,7 +24,7 @@ use super::timeline::{Mark, Moment, Target, Timeline};
 use crate::spec::FormatSpec;
 use caliper_data::hash::FxHashMap;
 use caliper_data::node::Id;
-use caliper_data::{MetadataDb, Record, RecordKind};
+use caliper_data::{MetadataDb, Record, RecordKind, Variant};
 use std::io::{self, BufWriter, Write};
 
 /// Field numbers of the Perfetto messages written (from
@@ -102,8 +102,8 @@ pub struct PerfettoFormatter {
     /// Perfetto pid per timeline pid.
     processes: FxHashMap<i64, u64>,
     threads: FxHashMap<(i64, i64), Thread>,
-    /// Event name iids by name.
-    names: FxHashMap<String, u64>,
+    /// Event name iids by value.
+    names: FxHashMap<Variant, u64>,
     /// Category iid per region attribute (`Target` + 1), once written.
     categories: Vec<bool>,
 }
@@ -196,13 +196,15 @@ impl PerfettoFormatter {
         Ok(uuid)
     }
 
-    /// The iid of an event name, interned in this packet if new.
-    fn name_iid(&mut self, name: &str) -> u64 {
-        if let Some(&iid) = self.names.get(name) {
+    /// The iid of the event name of a region's value, interned in this
+    /// packet if new.
+    fn name_iid(&mut self, value: &Variant) -> u64 {
+        if let Some(&iid) = self.names.get(value) {
             return iid;
         }
         let iid = self.names.len() as u64 + 1;
-        self.names.insert(name.to_string(), iid);
+        self.names.insert(value.clone(), iid);
+        let name = value.to_string();
         message(&mut self.interned, field::INTERNED_NAMES, |b| {
             uint(b, field::INTERNED_IID, iid);
             bytes(b, field::INTERNED_NAME, name.as_bytes());
@@ -320,21 +322,22 @@ impl RecordFormatter for PerfettoFormatter {
             return Ok(());
         }
         let track = self.thread_track(db)?;
-        for i in 0..self.moment.marks.len() {
-            match &self.moment.marks[i] {
+        let marks = std::mem::take(&mut self.moment.marks);
+        let mut result = Ok(());
+        for mark in &marks {
+            result = result.and_then(|()| match mark {
                 Mark::Begin { attr, value } => {
-                    let (target, name) = (*attr, value.to_string());
-                    let iid = self.name_iid(&name);
-                    self.slice_begin(track, target, iid)?;
+                    let iid = self.name_iid(value);
+                    self.slice_begin(track, *attr, iid)?;
                     let key = (self.moment.pid, self.moment.tid);
-                    self.threads.get_mut(&key).expect("thread track made").open.push((target, iid));
+                    self.threads.get_mut(&key).expect("thread track made").open.push((*attr, iid));
+                    Ok(())
                 }
-                Mark::End { attr, .. } => {
-                    let target = *attr;
-                    self.end_region(track, target)?;
-                }
-            }
+                Mark::End { attr, .. } => self.end_region(track, *attr),
+            });
         }
+        self.moment.marks = marks;
+        result?;
         for i in 0..self.moment.counters.len() {
             let (attr, value) = self.moment.counters[i];
             self.counter(db, track, attr, value)?;

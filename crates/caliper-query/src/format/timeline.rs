@@ -129,8 +129,7 @@ impl Timeline {
             db.path_to(node, &mut path);
             for &id in &path {
                 let Some(n) = db.node(id) else { continue };
-                let (attr, value) = (n.attribute, n.value.clone());
-                self.take(db, attr, &value, moment, &mut pid, &mut tid, &mut time, false);
+                self.take(db, n.attribute, &n.value, moment, &mut pid, &mut tid, &mut time, false);
             }
         }
         self.path = path;

@@ -28,6 +28,9 @@ pub struct TraceEventFormatter {
     /// Whether an event has been written (for the separators).
     started: bool,
     event: String,
+    /// Event names and categories as JSON strings, made once each.
+    names: FxHashMap<Variant, String>,
+    categories: Vec<String>,
 }
 
 impl TraceEventFormatter {
@@ -41,6 +44,8 @@ impl TraceEventFormatter {
             open: FxHashMap::default(),
             started: false,
             event: String::new(),
+            names: FxHashMap::default(),
+            categories: Vec::new(),
         }
     }
 
@@ -58,16 +63,23 @@ impl TraceEventFormatter {
         let Some(begin_us) = self.open.get_mut(&(pid, tid, attr)).and_then(Vec::pop) else {
             return Ok(()); // an end without its begin: no event, as the reference
         };
+        if !self.names.contains_key(value) {
+            self.names.insert(value.clone(), quote(&value.to_string()));
+        }
+        while self.categories.len() <= attr {
+            self.categories.push(quote(self.timeline.target_name(self.categories.len())));
+        }
         self.event.clear();
         write!(
             self.event,
-            "{{\"pid\": {pid}, \"tid\": {tid}, \"ph\": \"X\", \"name\": {}, \"cat\": {}, \"ts\": {}, \"dur\": {}}}",
-            quote(&value.to_string()),
-            quote(self.timeline.target_name(attr)),
-            json_float(begin_us),
-            json_float(end_us - begin_us)
+            "{{\"pid\": {pid}, \"tid\": {tid}, \"ph\": \"X\", \"name\": {}, \"cat\": {}, \"ts\": ",
+            self.names[value], self.categories[attr],
         )
         .expect("write to String");
+        push_json_float(&mut self.event, begin_us);
+        self.event.push_str(", \"dur\": ");
+        push_json_float(&mut self.event, end_us - begin_us);
+        self.event.push('}');
         self.write_event()
     }
 
@@ -80,25 +92,27 @@ impl TraceEventFormatter {
                 continue;
             }
             self.event.clear();
-            write!(
-                self.event,
-                "{{\"pid\": {pid}, \"tid\": {tid}, \"ph\": \"C\", \"name\": {name}, \"ts\": {}, \"args\": {{{name}: {}}}}}",
-                json_float(ts_us),
-                json_float(value)
-            )
-            .expect("write to String");
+            write!(self.event, "{{\"pid\": {pid}, \"tid\": {tid}, \"ph\": \"C\", \"name\": {name}, \"ts\": ")
+                .expect("write to String");
+            push_json_float(&mut self.event, ts_us);
+            write!(self.event, ", \"args\": {{{name}: ").expect("write to String");
+            push_json_float(&mut self.event, value);
+            self.event.push_str("}}");
             self.write_event()?;
         }
         Ok(())
     }
 }
 
-/// A double as Python's `json` writes it: always with a fraction or an
-/// exponent, so that it reads back as a float (Rust's shortest
-/// round-trip digits are Python's `repr` digits).
-fn json_float(value: f64) -> String {
-    let text = value.to_string();
-    if text.contains(['.', 'e', 'E']) || !value.is_finite() { text } else { text + ".0" }
+/// Appends a finite double as Python's `json` writes it: always with a
+/// fraction or an exponent, so that it reads back as a float (Rust's
+/// shortest round-trip digits are Python's `repr` digits).
+fn push_json_float(out: &mut String, value: f64) {
+    let start = out.len();
+    write!(out, "{value}").expect("write to String");
+    if !out[start..].contains(['.', 'e', 'E']) {
+        out.push_str(".0");
+    }
 }
 
 impl RecordFormatter for TraceEventFormatter {
@@ -115,14 +129,18 @@ impl RecordFormatter for TraceEventFormatter {
         // The reference's microseconds: nanoseconds times 1e-3, so that
         // begin times and durations are the same doubles.
         let ts_us = self.moment.time_ns as f64 * 1e-3;
-        for i in 0..self.moment.marks.len() {
-            match self.moment.marks[i].clone() {
+        let marks = std::mem::take(&mut self.moment.marks);
+        let mut result = Ok(());
+        for mark in &marks {
+            match mark {
                 Mark::Begin { attr, .. } => {
-                    self.open.entry((self.moment.pid, self.moment.tid, attr)).or_default().push(ts_us)
+                    self.open.entry((self.moment.pid, self.moment.tid, *attr)).or_default().push(ts_us)
                 }
-                Mark::End { attr, value } => self.complete_event(attr, &value, ts_us)?,
+                Mark::End { attr, value } => result = result.and_then(|()| self.complete_event(*attr, value, ts_us)),
             }
         }
+        self.moment.marks = marks;
+        result?;
         self.counter_events(db, ts_us)
     }
 
