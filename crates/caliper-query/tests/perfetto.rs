@@ -1,7 +1,8 @@
 //! `format perfetto`, decoded with the published Perfetto trace protos
-//! (the `perfetto_protos` crate) and replayed as the trace processor
-//! does: tracks from their descriptors, names through the sequence's
-//! interned data, slices from begin/end pairs on each track.
+//! (the `perfetto_protos` crate, and Google's Python ones from the
+//! `perfetto` package) and replayed as the trace processor does: tracks
+//! from their descriptors, names through the sequence's interned data,
+//! slices from begin/end pairs on each track.
 
 use caliper_data::MetadataDb;
 use caliper_data::cali::CaliReader;
@@ -259,4 +260,60 @@ fn numeric_attributes_are_counters_unless_counters_names_them() {
 fn a_trace_without_records_is_an_empty_trace() {
     let decoded = decode(&run_on("format perfetto", typed_trace(ATTRS, &[]).as_bytes()));
     assert!(decoded.slices.is_empty() && decoded.threads.is_empty());
+}
+
+/// Google's Python protos read the same trace: the same tracks, slices and
+/// counters as the Rust decoding above.
+#[test]
+fn perfettos_python_protos_read_the_same_trace() {
+    let trace = typed_trace(
+        ATTRS,
+        &[
+            &[("event.begin#region", "a"), ("time.offset.ns", "1"), ("pthread.id", "7"), ("mem.bytes", "2.5")],
+            &[("event.begin#phase", "p"), ("time.offset.ns", "2"), ("pthread.id", "7")],
+            &[("event.end#region", "a"), ("time.offset.ns", "3"), ("pthread.id", "7")],
+            &[("event.end#phase", "p"), ("time.offset.ns", "4"), ("pthread.id", "7"), ("mem.bytes", "3")],
+        ],
+    );
+    let cali = std::fs::read(fixture("cxx-example.event-trace.cali")).unwrap();
+    for (name, bytes) in
+        [("synthetic", run_on("format perfetto", trace.as_bytes())), ("reference", run_on("format perfetto", &cali))]
+    {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.perfetto-trace");
+        std::fs::write(&path, &bytes).unwrap();
+        let python = caliper_testutil::perfetto_slices(&path);
+        let ours = decode(&bytes);
+        let slices: Vec<Slice> = python["slices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| Slice {
+                thread: s["thread"].as_str().unwrap().to_string(),
+                category: s["category"].as_str().unwrap().to_string(),
+                name: s["name"].as_str().unwrap().to_string(),
+                begin_ns: s["begin_ns"].as_u64().unwrap(),
+                end_ns: s["end_ns"].as_u64().unwrap(),
+                depth: s["depth"].as_u64().unwrap() as usize,
+            })
+            .collect();
+        assert_eq!(slices, ours.slices, "{name}");
+        let threads: Vec<(i32, i32, String)> = python["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| (t[0].as_i64().unwrap() as i32, t[1].as_i64().unwrap() as i32, t[2].as_str().unwrap().to_string()))
+            .collect();
+        assert_eq!(threads, ours.threads, "{name}");
+        let counters: HashMap<String, Vec<(u64, f64)>> = python["counters"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| {
+                let points = v.as_array().unwrap().iter().map(|p| (p[0].as_u64().unwrap(), p[1].as_f64().unwrap()));
+                (k.clone(), points.collect())
+            })
+            .collect();
+        assert_eq!(counters, ours.counters, "{name}");
+    }
 }
