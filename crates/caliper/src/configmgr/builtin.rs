@@ -93,7 +93,9 @@ pub(crate) fn controller(spec: &ConfigSpec, options: &Options) -> Result<Channel
 /// `event-trace`: the trace as `.cali` through the recorder, or, with
 /// `output.format=trace-event` or `perfetto`, converted as it is written
 /// (the `report` service running the timeline formatter over the flushed
-/// records), to `output` or an automatic name in `outdir`.
+/// records), to `output` or an automatic name in `outdir`. The timelines
+/// tell threads apart by `pthread.id`, which the reference's event trace
+/// lacks: there every thread's regions would pair up on thread 0.
 fn event_trace(options: &Options, config: &mut Vec<(String, String)>) -> Result<(), String> {
     let (formatter, extension) = match options.get_or("output.format", "cali") {
         "cali" => {
@@ -107,7 +109,8 @@ fn event_trace(options: &Options, config: &mut Vec<(String, String)>) -> Result<
     };
     options.update_channel_config(config);
     remove_service(config, "recorder");
-    add_services(config, &["report"]);
+    // A timeline needs each thread's regions apart: pthread.id is the tid.
+    add_services(config, &["pthread", "report"]);
     let name = match options.get("output") {
         Some(name) => with_extension(name, extension),
         None => {

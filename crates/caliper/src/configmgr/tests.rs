@@ -84,7 +84,7 @@ fn event_trace_writes_timelines_through_the_report_service() {
     assert!(mgr.add("event-trace(output=t,output.format=trace-event)"), "{}", mgr.error_msg());
     assert!(mgr.add("event-trace(outdir=/tmp/x,output.format=perfetto)"), "{}", mgr.error_msg());
     let [json, perfetto] = mgr.channels() else { panic!("two channels") };
-    assert_eq!(setting(json, "CALI_SERVICES_ENABLE"), "async_event,event,timer,trace,report");
+    assert_eq!(setting(json, "CALI_SERVICES_ENABLE"), "async_event,event,timer,trace,pthread,report");
     assert_eq!(setting(json, "CALI_REPORT_FILENAME"), "t.json");
     assert_eq!(setting(json, "CALI_REPORT_CONFIG"), "format trace-event");
     let name = setting(perfetto, "CALI_REPORT_FILENAME");
