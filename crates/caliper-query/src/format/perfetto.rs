@@ -92,6 +92,8 @@ pub struct PerfettoFormatter {
     moment: Moment,
     /// The packet being built.
     packet: Vec<u8>,
+    /// The key and length in front of it.
+    head: Vec<u8>,
     /// Names and categories first used by the packet being built
     /// (`InternedData` fields).
     interned: Vec<u8>,
@@ -118,6 +120,7 @@ impl PerfettoFormatter {
             timeline: Timeline::new(format, true),
             moment: Moment::default(),
             packet: Vec::with_capacity(256),
+            head: Vec::with_capacity(16),
             interned: Vec::with_capacity(256),
             first: true,
             next_id: 1,
@@ -149,9 +152,9 @@ impl PerfettoFormatter {
             bytes(packet, field::PACKET_INTERNED_DATA, &self.interned);
             self.interned.clear();
         }
-        let mut head = Vec::with_capacity(12);
-        length_delimited_header(&mut head, field::TRACE_PACKET, packet.len());
-        self.out.write_all(&head)?;
+        self.head.clear();
+        length_delimited_header(&mut self.head, field::TRACE_PACKET, packet.len());
+        self.out.write_all(&self.head)?;
         self.out.write_all(packet)?;
         packet.clear();
         Ok(())

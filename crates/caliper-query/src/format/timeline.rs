@@ -122,23 +122,23 @@ impl Timeline {
     pub(crate) fn read(&mut self, db: &MetadataDb, record: &Record, moment: &mut Moment) -> bool {
         moment.marks.clear();
         moment.counters.clear();
-        let (mut pid, mut tid, mut time) = (Ranked::default(), Ranked::default(), None);
+        let mut place = Place::default();
         let mut path = std::mem::take(&mut self.path);
         for node in record.refs() {
             path.clear();
             db.path_to(node, &mut path);
             for &id in &path {
                 let Some(n) = db.node(id) else { continue };
-                self.take(db, n.attribute, &n.value, moment, &mut pid, &mut tid, &mut time, false);
+                self.take(db, n.attribute, &n.value, false, moment, &mut place);
             }
         }
         self.path = path;
         for (attr, value) in record.immediates() {
-            self.take(db, attr, value, moment, &mut pid, &mut tid, &mut time, true);
+            self.take(db, attr, value, true, moment, &mut place);
         }
-        (moment.pid, moment.pid_attr) = (pid.value, pid.attr);
-        (moment.tid, moment.tid_attr) = (tid.value, tid.attr);
-        match time {
+        (moment.pid, moment.pid_attr) = (place.pid.value, place.pid.attr);
+        (moment.tid, moment.tid_attr) = (place.tid.value, place.tid.attr);
+        match place.time_ns {
             Some(t) => {
                 moment.time_ns = t;
                 true
@@ -147,18 +147,16 @@ impl Timeline {
         }
     }
 
-    /// Files one (attribute, value) entry of a record into the moment.
-    #[allow(clippy::too_many_arguments)]
+    /// Files one (attribute, value) entry of a record into the moment, or
+    /// into where and when it happened.
     fn take(
         &mut self,
         db: &MetadataDb,
         attr: Id,
         value: &Variant,
-        moment: &mut Moment,
-        pid: &mut Ranked,
-        tid: &mut Ranked,
-        time: &mut Option<u64>,
         immediate: bool,
+        moment: &mut Moment,
+        place: &mut Place,
     ) {
         match self.role(db, attr) {
             Role::Begin(target) => moment.marks.push(Mark::Begin { attr: target, value: value.clone() }),
@@ -167,9 +165,9 @@ impl Timeline {
                 moment.marks.push(Mark::End { attr: target, value: value.clone() });
                 moment.marks.push(Mark::Begin { attr: target, value: value.clone() });
             }
-            Role::Pid(rank) => pid.offer(rank, attr, value),
-            Role::Tid(rank) => tid.offer(rank, attr, value),
-            Role::Time => *time = value.to_u64(),
+            Role::Pid(rank) => place.pid.offer(rank, attr, value),
+            Role::Tid(rank) => place.tid.offer(rank, attr, value),
+            Role::Time => place.time_ns = value.to_u64(),
             Role::Counter if immediate => {
                 if let Some(number) = value.to_f64() {
                     moment.counters.push((attr, number));
@@ -233,6 +231,14 @@ impl Timeline {
     }
 }
 
+/// Where and when a record happened, as its entries are read.
+#[derive(Default)]
+struct Place {
+    pid: Ranked,
+    tid: Ranked,
+    time_ns: Option<u64>,
+}
+
 /// The value of the best-ranked attribute of a list seen in a record.
 #[derive(Default)]
 struct Ranked {
@@ -257,4 +263,47 @@ impl Ranked {
 /// A comma-separated list argument, if given.
 fn list_arg(format: &FormatSpec, name: &str) -> Option<Vec<String>> {
     format.arg(name).map(|list| list.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::Formatter;
+    use caliper_data::AttrType;
+
+    fn db_with(attrs: &[(&str, AttrType)]) -> (MetadataDb, Vec<Id>) {
+        let mut db = MetadataDb::new();
+        let ids = attrs.iter().map(|&(name, ty)| db.create_attribute(name, ty, Properties::ASVALUE, &[])).collect();
+        (db, ids)
+    }
+
+    #[test]
+    fn a_set_event_ends_the_open_value_and_begins_the_new_one() {
+        let (db, ids) = db_with(&[("event.set#phase", AttrType::String), ("time.offset.ns", AttrType::Uint)]);
+        let mut record = Record::ctx();
+        record.push_imm(ids[0], Variant::string("solve"));
+        record.push_imm(ids[1], Variant::Uint(5));
+        let mut timeline = Timeline::new(&FormatSpec::new(Formatter::TraceEvent), false);
+        let mut moment = Moment::default();
+        assert!(timeline.read(&db, &record, &mut moment));
+        let solve = Variant::string("solve");
+        assert_eq!(moment.marks, [Mark::End { attr: 0, value: solve.clone() }, Mark::Begin { attr: 0, value: solve }]);
+        assert_eq!((timeline.target_name(0), moment.time_ns), ("phase", 5));
+    }
+
+    #[test]
+    fn the_first_thread_attribute_of_the_list_wins_and_records_without_time_are_no_moment() {
+        let (db, ids) =
+            db_with(&[("pthread.id", AttrType::Uint), ("omp.thread.id", AttrType::Int), ("my.worker", AttrType::Int)]);
+        let mut record = Record::ctx();
+        record.push_imm(ids[0], Variant::Uint(99));
+        record.push_imm(ids[1], Variant::Int(3));
+        record.push_imm(ids[2], Variant::Int(8));
+        let mut format = FormatSpec::new(Formatter::Perfetto);
+        format.args.push(("tid-attributes".to_string(), "my.worker".to_string()));
+        let mut timeline = Timeline::new(&format, true);
+        let mut moment = Moment::default();
+        assert!(!timeline.read(&db, &record, &mut moment), "no time.offset.ns");
+        assert_eq!((moment.tid, moment.tid_attr, moment.pid, moment.pid_attr), (3, Some(ids[1]), 0, None));
+    }
 }
