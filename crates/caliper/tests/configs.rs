@@ -579,3 +579,29 @@ fn libpfm_counts_events_per_region() {
         assert_eq!(field(line, "sum#libpfm.counter.cycles").is_some_and(|c| c > 0), has_pmu, "{line}\n{err}");
     }
 }
+
+/// `topdown.toplevel` (the `perf_topdown` service): on a processor with
+/// Intel's perf metrics, the report has the four top-level categories,
+/// which share each region's slots; anywhere else one line says why there
+/// are none, and the rest of the report is whole.
+#[test]
+fn topdown_reports_the_top_level_or_says_why_not() {
+    let out = run_config("runtime-report,topdown.toplevel,output=stdout");
+    let (text, err) = (stdout(&out), stderr(&out));
+    assert!(out.status.success(), "{err}");
+    let header = text.lines().find(|l| l.starts_with("Path")).unwrap_or_else(|| panic!("{text}"));
+    assert!(header.contains("Time (E)"), "{text}");
+    let rows: Vec<&str> = text.lines().map(str::trim_start).collect();
+    for region in ["main", "init", "foo"] {
+        assert!(rows.iter().any(|r| r.starts_with(region)), "{region} missing:\n{text}");
+    }
+    let no_events = "== CALIPER: perf_topdown: this processor has no top-down events";
+    let categories = ["Retiring", "Bad speculation", "Front end bound", "Back end bound"];
+    if err.contains(no_events) {
+        let ours: Vec<&str> = err.lines().filter(|l| l.contains("perf_topdown")).collect();
+        assert_eq!(ours.len(), 1, "{err}");
+        assert!(categories.iter().all(|c| !header.contains(c)), "{text}");
+    } else {
+        assert!(categories.iter().all(|c| header.contains(c)), "{text}\n{err}");
+    }
+}

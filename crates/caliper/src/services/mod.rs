@@ -10,6 +10,7 @@ mod callpath;
 mod cpuinfo;
 mod debug;
 mod event;
+mod event_sampling;
 mod io;
 mod iteration_class;
 mod libpfm;
@@ -18,11 +19,14 @@ mod loop_statistics;
 pub mod measurement_template;
 mod memstat;
 pub(crate) mod output;
+mod perf_events;
+mod perf_topdown;
 mod recorder;
 mod region_monitor;
 pub mod registry;
 pub(crate) mod report;
 mod sampler;
+mod signal_claim;
 mod statistics;
 mod symbollookup;
 mod sysalloc;
@@ -54,6 +58,7 @@ pub const SERVICES: &[ServiceSpec] = &[
     loop_statistics::SPEC,
     measurement_template::SPEC,
     memstat::SPEC,
+    perf_topdown::SPEC,
     thread_id::SPEC,
     recorder::SPEC,
     region_monitor::SPEC,

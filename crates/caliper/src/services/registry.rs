@@ -132,6 +132,15 @@ impl ServiceSpec {
     }
 }
 
+/// The documented default of the service setting `variable`
+/// (`CALI_<SERVICE>_<KEY>`), if a service declares it.
+pub fn setting_default(variable_name: &str) -> Option<&'static str> {
+    super::SERVICES.iter().find_map(|spec| {
+        let setting = spec.settings.iter().find(|s| variable(spec.name, s.key) == variable_name)?;
+        Some(setting.default)
+    })
+}
+
 /// `CALI_<SERVICE>_<KEY>`.
 fn variable(service: &str, key: &str) -> String {
     format!("CALI_{}_{}", service, key).to_uppercase()
