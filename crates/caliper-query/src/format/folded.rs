@@ -113,10 +113,12 @@ fn scale_exponent(values: impl Iterator<Item = f64>) -> i32 {
     (3.0 - smallest.log10().floor()).clamp(0.0, 9.0) as i32
 }
 
-/// A path label as folded stacks allow it: no `;` (the separator) and no
-/// line break.
+/// A path label as folded stacks allow it: no `;` (the separator), no
+/// line break, and not empty (a stack of empty names has no text for the
+/// tools to read, as `" 42"`).
 fn label(value: &Variant) -> String {
-    value.to_string().replace([';', '\n'], "_")
+    let text = value.to_string().replace([';', '\n', '\r'], "_");
+    if text.trim().is_empty() { format!("({text:?})") } else { text }
 }
 
 fn numeric(value: &Variant) -> Option<f64> {
@@ -173,7 +175,7 @@ impl RecordFormatter for FoldedFormatter {
                     e => format!("{} x 1e-{e}", self.count_name()),
                 };
                 inferno::flamegraph::from_lines(&mut options, lines.iter().map(String::as_str), &mut self.out)
-                    .map_err(|e| io::Error::other(format!("flamegraph: {e}")))?;
+                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("flamegraph: {e}")))?;
             }
         }
         self.out.flush()
@@ -226,6 +228,13 @@ mod tests {
         let mut sorted = stacks.clone();
         sorted.dedup();
         assert_eq!(stacks, sorted, "one line per path");
+    }
+
+    #[test]
+    fn empty_names_get_a_visible_label() {
+        assert_eq!(label(&Variant::string("")), "(\"\")");
+        assert_eq!(label(&Variant::string(" ")), "(\" \")");
+        assert_eq!(label(&Variant::string("a;b\nc")), "a_b_c");
     }
 
     #[test]
