@@ -362,3 +362,19 @@ fn big_inputs_draw_a_progress_bar_on_a_terminal() {
     let to_terminal = under_terminal(format!("{tool} {query} {}", big.display()));
     assert_eq!(to_terminal.trim_end(), "count=200000", "no bar over results on the terminal");
 }
+
+/// The tool converts the reference's event traces to the reference
+/// converter's trace-event documents, byte for byte, and to Perfetto traces
+/// (a `Trace.packet` first; caliper-query's tests decode them).
+#[test]
+fn converts_event_traces_to_timelines() {
+    for program in ["c-example", "cxx-example"] {
+        let trace = fixture(&format!("{program}.event-trace.cali"));
+        let out = cali_query(&["-q", "format trace-event", trace.to_str().unwrap()]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let expected = fs::read(fixture(&format!("{program}.event-trace.traceevent.json"))).unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&expected), "{program}");
+        let out = cali_query(&["-q", "format perfetto", trace.to_str().unwrap()]);
+        assert!(out.status.success() && out.stdout.first() == Some(&0x0a), "{}", stderr(&out));
+    }
+}
