@@ -5,6 +5,7 @@
 # and fail naming this script when something is missing): the C, C++ and
 # Fortran compilers, CMake and pkg-config (the caliper-c tests build the
 # examples against `make install`; the fuzz step builds libFuzzer with g++),
+# `script` (cali-query's progress bar is tested under the terminal it makes),
 # and a Python virtualenv at target/test-venv (or under $CARGO_TARGET_DIR)
 # with the reference's clients from crates/caliper-testutil/py/requirements.txt
 # (the interoperability tests run them), and maturin and pytest from
@@ -15,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 missing=()
-for tool in gcc:gcc g++:g++ gfortran:gfortran cmake:cmake pkg-config:pkg-config make:make; do
+for tool in gcc:gcc g++:g++ gfortran:gfortran cmake:cmake pkg-config:pkg-config make:make script:bsdutils; do
     command -v "${tool%%:*}" >/dev/null 2>&1 || missing+=("${tool##*:}")
 done
 if [ ${#missing[@]} -gt 0 ]; then

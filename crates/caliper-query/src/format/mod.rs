@@ -3,15 +3,20 @@
 //! A formatter receives the records of a query (after LET, WHERE and
 //! aggregation) one at a time and writes at the end at the latest; the
 //! streaming ones (`expand`, `cali`, `json`) write as records arrive, so
-//! their memory does not grow with the input.
+//! their memory does not grow with the input; so do the timeline ones
+//! (`trace-event`, `perfetto`), which hold only the open regions.
 
 mod cali;
 mod expand;
 mod folded;
 mod json;
 mod json_split;
+mod perfetto;
+mod protowire;
 mod selection;
 mod table;
+mod timeline;
+mod trace_event;
 mod tree;
 mod user;
 
@@ -46,6 +51,8 @@ pub fn make_formatter(
         Formatter::UserFormat => Box::new(user::UserFormatter::new(&format, out)),
         Formatter::Folded => Box::new(folded::FoldedFormatter::new(spec, &format, out, false)),
         Formatter::FlameGraph => Box::new(folded::FoldedFormatter::new(spec, &format, out, true)),
+        Formatter::TraceEvent => Box::new(trace_event::TraceEventFormatter::new(&format, out)),
+        Formatter::Perfetto => Box::new(perfetto::PerfettoFormatter::new(&format, out)),
     })
 }
 

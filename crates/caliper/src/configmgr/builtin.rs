@@ -17,6 +17,22 @@ fn initial_config(spec: &ConfigSpec) -> Vec<(String, String)> {
     config
 }
 
+/// The `output` option as the file name of whichever writing service
+/// the config has.
+fn output_to_every_writer(options: &Options, config: &mut Vec<(String, String)>) {
+    if let Some(output) = options.get("output") {
+        for key in ["CALI_RECORDER_FILENAME", "CALI_REPORT_FILENAME", "CALI_MPIREPORT_FILENAME"] {
+            set_setting(config, key, output);
+        }
+    }
+}
+
+fn remove_service(config: &mut Vec<(String, String)>, service: &str) {
+    let list: Vec<&str> = get_setting(config, "CALI_SERVICES_ENABLE").split(',').filter(|s| *s != service).collect();
+    let list = list.join(",");
+    set_setting(config, "CALI_SERVICES_ENABLE", &list);
+}
+
 fn add_services(config: &mut Vec<(String, String)>, services: &[&str]) {
     let mut list = get_setting(config, "CALI_SERVICES_ENABLE").to_string();
     for service in services {
@@ -54,6 +70,10 @@ pub(crate) fn controller(spec: &ConfigSpec, options: &Options) -> Result<Channel
             options.update_channel_config(&mut config);
             Output::Spot(SpotOutput::new(options)?)
         }
+        "event-trace" => {
+            event_trace(options, &mut config)?;
+            Output::Channel
+        }
         "loop-report" => {
             if !options.is_set("iteration_interval") && !options.is_set("time_interval") {
                 set_setting(&mut config, "CALI_LOOP_MONITOR_TIME_INTERVAL", "0.5");
@@ -62,16 +82,49 @@ pub(crate) fn controller(spec: &ConfigSpec, options: &Options) -> Result<Channel
             Output::LoopReport(LoopReport::new(options))
         }
         _ => {
-            if let Some(output) = options.get("output") {
-                for key in ["CALI_RECORDER_FILENAME", "CALI_REPORT_FILENAME", "CALI_MPIREPORT_FILENAME"] {
-                    set_setting(&mut config, key, output);
-                }
-            }
+            output_to_every_writer(options, &mut config);
             options.update_channel_config(&mut config);
             Output::Channel
         }
     };
     Ok(ChannelController::new(&spec.name, config, options.channel_metadata(), output))
+}
+
+/// `event-trace`: the trace as `.cali` through the recorder, or, with
+/// `output.format=trace-event` or `perfetto`, converted as it is written
+/// (the `report` service running the timeline formatter over the flushed
+/// records), to `output` or an automatic name in `outdir`. The timelines
+/// tell threads apart by `pthread.id`, which the reference's event trace
+/// lacks: there every thread's regions would pair up on thread 0.
+fn event_trace(options: &Options, config: &mut Vec<(String, String)>) -> Result<(), String> {
+    let (formatter, extension) = match options.get_or("output.format", "cali") {
+        "cali" => {
+            output_to_every_writer(options, config);
+            options.update_channel_config(config);
+            return Ok(());
+        }
+        "trace-event" => ("trace-event", ".json"),
+        "perfetto" => ("perfetto", ".perfetto-trace"),
+        other => return Err(format!("event-trace: Invalid output format \"{other}\"")),
+    };
+    options.update_channel_config(config);
+    remove_service(config, "recorder");
+    // A timeline needs each thread's regions apart: pthread.id is the tid.
+    add_services(config, &["pthread", "report"]);
+    let name = match options.get("output") {
+        Some(name) => with_extension(name, extension),
+        None => {
+            let auto = crate::services::output::auto_name();
+            let stem = auto.strip_suffix(".cali").unwrap_or(&auto).to_string();
+            match options.get("outdir") {
+                Some(dir) => format!("{dir}/{stem}{extension}"),
+                None => format!("{stem}{extension}"),
+            }
+        }
+    };
+    set_setting(config, "CALI_REPORT_FILENAME", &name);
+    set_setting(config, "CALI_REPORT_CONFIG", &format!("format {formatter}"));
+    Ok(())
 }
 
 /// The tree format of report configs: `tree(column-width=N,print-globals)`.
