@@ -1,0 +1,217 @@
+//! Futures with a region path of their own (`caliper::Instrument`): the
+//! path follows the task across polls and threads, the polling thread's
+//! own regions come back after each poll, and the time a task spends
+//! suspended is not its own.
+
+mod common;
+
+use caliper::Instrument;
+use common::{expand, run, run_with, stderr, trace_env};
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
+
+/// Runs when this binary is re-run as a scenario; a no-op otherwise.
+#[test]
+fn scenario_child() {
+    let Ok(name) = std::env::var("CALIPER_TEST_SCENARIO") else { return };
+    match name.as_str() {
+        "tokio_tasks" => tokio_tasks(),
+        "moved_between_threads" => moved_between_threads(),
+        "cancelled" => cancelled(),
+        other => panic!("unknown scenario {other}"),
+    }
+    std::process::exit(0);
+}
+
+/// Keeps the thread busy for `d`.
+fn spin(d: Duration) {
+    let start = Instant::now();
+    while start.elapsed() < d {
+        std::hint::spin_loop();
+    }
+}
+
+/// A task's work: five bursts of computing with a yield between them
+/// (where a worker may take it over), a sleep inside a region, and a last
+/// burst after it.
+async fn task_body() {
+    for _ in 0..5 {
+        {
+            let _compute = caliper::region!("compute");
+            spin(Duration::from_millis(2));
+        }
+        tokio::task::yield_now().await;
+    }
+    {
+        let _sleeping = caliper::region!("sleeping");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let _after = caliper::region!("after");
+    spin(Duration::from_millis(2));
+}
+
+/// Four tasks on a runtime of two workers, each worker in a region of its
+/// own (`worker`), spawned from `main`.
+fn tokio_tasks() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_time()
+        .on_thread_start(|| caliper::begin_region("worker"))
+        .on_thread_stop(|| caliper::end_region("worker"))
+        .build()
+        .unwrap();
+    let _main = caliper::region!("main");
+    rt.block_on(async {
+        let tasks: Vec<_> = (0..4).map(|_| tokio::spawn(task_body().in_region("task"))).collect();
+        for task in tasks {
+            task.await.unwrap();
+        }
+    });
+    drop(rt);
+}
+
+/// Pending on its first poll, ready on the next.
+struct YieldOnce(bool);
+
+impl Future for YieldOnce {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
+        if std::mem::replace(&mut self.0, true) { Poll::Ready(()) } else { Poll::Pending }
+    }
+}
+
+/// A task that opens `outer`, is suspended inside it, and opens `inner`
+/// when resumed.
+async fn outer_then_inner() {
+    let _outer = caliper::region!("outer");
+    YieldOnce(false).await;
+    let _inner = caliper::region!("inner");
+}
+
+/// Polls `fut` once on a new thread that runs in region `name`.
+fn poll_on_thread<F: Future + Send>(name: &'static str, fut: &mut Pin<Box<F>>) -> Poll<F::Output>
+where
+    F::Output: Send,
+{
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            caliper::begin_region(name);
+            let poll = fut.as_mut().poll(&mut Context::from_waker(Waker::noop()));
+            caliper::end_region(name);
+            poll
+        })
+        .join()
+        .unwrap()
+    })
+}
+
+/// The task is made on the main thread in `main`, polled first on thread
+/// `a` and then on thread `b`.
+fn moved_between_threads() {
+    let _main = caliper::region!("main");
+    let mut task = Box::pin(outer_then_inner().in_region("task"));
+    assert!(poll_on_thread("a", &mut task).is_pending());
+    assert!(poll_on_thread("b", &mut task).is_ready());
+}
+
+/// The task is suspended inside `outer` and dropped on the main thread.
+fn cancelled() {
+    let _main = caliper::region!("main");
+    let mut task = Box::pin(outer_then_inner().in_region("task"));
+    assert!(task.as_mut().poll(&mut Context::from_waker(Waker::noop())).is_pending());
+    drop(task);
+    let _next = caliper::region!("next");
+}
+
+/// A runtime-report row: the full path (`a/b`), exclusive and inclusive
+/// seconds.
+#[derive(Debug)]
+struct Row {
+    path: String,
+    exclusive: f64,
+    inclusive: f64,
+}
+
+/// The rows of a runtime-report tree (two spaces of indentation a level).
+fn report_rows(text: &str) -> Vec<Row> {
+    let mut stack: Vec<String> = Vec::new();
+    let mut rows = Vec::new();
+    // (The header may follow the test harness's own output on its line.)
+    for line in text.lines().skip_while(|l| !l.contains("Path ")).skip(1).filter(|l| !l.trim().is_empty()) {
+        let depth = (line.len() - line.trim_start().len()) / 2;
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let [name, exclusive, inclusive, ..] = fields[..] else { panic!("report line {line:?}") };
+        stack.truncate(depth);
+        stack.push(name.to_string());
+        rows.push(Row {
+            path: stack.join("/"),
+            exclusive: exclusive.parse().unwrap(),
+            inclusive: inclusive.parse().unwrap(),
+        });
+    }
+    rows
+}
+
+#[test]
+fn tokio_tasks_keep_their_paths_on_any_worker() {
+    let out = run("tokio_tasks", &[("CALI_CONFIG", "runtime-report,output=stdout")]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!stderr(&out).contains("== CALIPER"), "{}", stderr(&out));
+    let rows = report_rows(&text);
+    let mut paths: Vec<&str> = rows.iter().map(|r| r.path.as_str()).collect();
+    paths.sort();
+    // The tasks' regions under the path they were made in, the workers'
+    // own region alone: neither leaks into the other.
+    assert_eq!(
+        paths,
+        ["main", "main/task", "main/task/after", "main/task/compute", "main/task/sleeping", "worker"],
+        "{text}"
+    );
+    let row = |p: &str| rows.iter().find(|r| r.path == p).unwrap();
+    // 4 tasks x 5 bursts x 2 ms.
+    assert!(row("main/task/compute").exclusive >= 0.040, "{text}");
+    // 4 tasks x 50 ms asleep: not the tasks' time.
+    assert!(row("main/task/sleeping").exclusive < 0.020, "{text}");
+    assert!(row("main/task").inclusive < 0.150, "{text}");
+}
+
+#[test]
+fn a_task_moved_between_threads_takes_its_open_regions_along() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("trace.cali");
+    let out = run_with("moved_between_threads", &trace_env(&file));
+    assert!(!stderr(&out).contains("== CALIPER"), "{}", stderr(&out));
+    let records = expand(&file);
+    let find = |event: &str| {
+        records
+            .iter()
+            .find(|r| r.split(',').any(|p| p == event))
+            .unwrap_or_else(|| panic!("no {event} in {records:#?}"))
+            .clone()
+    };
+    // Opened on thread a, inside the task's path.
+    assert_eq!(find("event.begin#region=outer"), "event.begin#region=outer,region=main/task");
+    // Thread a's own region came back after the poll.
+    assert_eq!(find("event.end#region=a"), "event.end#region=a,region.count=1,region=a");
+    // Resumed on thread b: `outer` is still open there, and ends there.
+    assert_eq!(find("event.begin#region=inner"), "event.begin#region=inner,region=main/task/outer");
+    assert_eq!(find("event.end#region=outer"), "event.end#region=outer,region.count=1,region=main/task/outer");
+    assert_eq!(find("event.end#region=b"), "event.end#region=b,region.count=1,region=b");
+}
+
+#[test]
+fn a_task_dropped_while_suspended_ends_its_regions_in_its_own_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("trace.cali");
+    let out = run_with("cancelled", &trace_env(&file));
+    assert!(!stderr(&out).contains("== CALIPER"), "{}", stderr(&out));
+    let records = expand(&file);
+    assert!(
+        records.contains(&"event.end#region=outer,region.count=1,region=main/task/outer".to_string()),
+        "{records:#?}"
+    );
+    // The main thread's stack is intact: `next` opens under `main`.
+    assert!(records.contains(&"event.begin#region=next,region=main".to_string()), "{records:#?}");
+}
