@@ -1,0 +1,62 @@
+//! The cost of a span enter/exit through the layer against the native
+//! `region!` begin/end pair, with nothing measured and with the aggregate
+//! and trace pipelines (the channels of the runtime's annotation
+//! benchmark), and of a whole instrumented call (span made, entered,
+//! exited and closed).
+
+use caliper::{Caliper, RuntimeConfig};
+use caliper_tracing::CaliperLayer;
+use criterion::{Criterion, black_box, criterion_group, criterion_main};
+use std::time::Instant;
+use tracing_subscriber::layer::SubscriberExt;
+
+fn enter_exit(c: &mut Criterion) {
+    let cali = Caliper::instance().expect("runtime");
+    let subscriber = tracing_subscriber::registry().with(CaliperLayer::new());
+    tracing::subscriber::set_global_default(subscriber).expect("the only subscriber");
+    let _outer = caliper::region!("outer");
+    let span = tracing::info_span!("bench.region");
+    let configs = [
+        ("no_channel", None),
+        ("aggregate_event_timer", Some("aggregate,event,timer")),
+        ("event_trace_timer", Some("event,trace,timer")),
+    ];
+    for (name, services) in configs {
+        let channel = services.map(|s| {
+            let cfg = RuntimeConfig::from_pairs(
+                [("CALI_SERVICES_ENABLE", s), ("CALI_CHANNEL_FLUSH_ON_EXIT", "false")],
+                false,
+            );
+            let ch = cali.create_channel(name, cfg);
+            cali.set_channel_active(&ch, true);
+            ch
+        });
+        // Times `iters` runs of `f`, emptying the channel's buffers after.
+        let timed = |iters: u64, f: &dyn Fn()| {
+            let start = Instant::now();
+            for _ in 0..iters {
+                f();
+            }
+            let elapsed = start.elapsed();
+            if let Some(ch) = &channel {
+                cali.clear(ch);
+            }
+            elapsed
+        };
+        c.bench_function(&format!("region_pair/{name}"), |b| {
+            b.iter_custom(|iters| timed(iters, &|| drop(caliper::region!("bench.region"))))
+        });
+        c.bench_function(&format!("span_enter_exit/{name}"), |b| {
+            b.iter_custom(|iters| timed(iters, &|| drop(span.enter())))
+        });
+        c.bench_function(&format!("instrumented_call/{name}"), |b| {
+            b.iter_custom(|iters| timed(iters, &|| tracing::info_span!("bench.call").in_scope(|| black_box(()))))
+        });
+        if let Some(ch) = channel {
+            cali.set_channel_active(&ch, false);
+        }
+    }
+}
+
+criterion_group!(benches, enter_exit);
+criterion_main!(benches);

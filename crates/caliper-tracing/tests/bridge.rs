@@ -1,0 +1,212 @@
+//! Programs instrumented with `tracing` only, run under Caliper's configs:
+//! their spans are regions in `runtime-report`, `spot` and `event-trace`,
+//! their fields and events attributes, and the futures they instrument
+//! keep their paths on a multi-threaded tokio runtime.
+
+use caliper_data::cali::read_records;
+use caliper_data::{MetadataDb, RecordKind};
+use caliper_testutil::report;
+use caliper_tracing::CaliperLayer;
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+use tracing::Instrument;
+use tracing_subscriber::layer::SubscriberExt;
+
+/// Runs when this binary is re-run as a scenario; a no-op otherwise.
+#[test]
+fn scenario_child() {
+    let Ok(name) = std::env::var("CALIPER_TEST_SCENARIO") else { return };
+    let layer = CaliperLayer::new().target_attribute("phases", "phase").field_attribute("kernel", "kernel");
+    tracing::subscriber::set_global_default(tracing_subscriber::registry().with(layer)).unwrap();
+    match name.as_str() {
+        "solver" => solver(),
+        "tokio_tasks" => tokio_tasks(),
+        other => panic!("unknown scenario {other}"),
+    }
+    // Exit here, so that the harness prints nothing after the report.
+    std::process::exit(0);
+}
+
+/// Runs `scenario` in a child process with `env`; it must succeed without
+/// a Caliper message.
+fn run(scenario: &str, env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args(["--exact", "scenario_child", "--nocapture", "--test-threads=1"]);
+    cmd.env("CALIPER_TEST_SCENARIO", scenario);
+    for key in ["CALI_SERVICES_ENABLE", "CALI_CONFIG", "CALI_CONFIG_PROFILE", "CALI_LOG_VERBOSITY"] {
+        cmd.env_remove(key);
+    }
+    let out = cmd.envs(env.iter().copied()).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "scenario {scenario} failed:\n{stderr}");
+    assert!(!stderr.contains("== CALIPER"), "{stderr}");
+    out
+}
+
+/// Keeps the thread busy for `d`.
+fn spin(d: Duration) {
+    let start = Instant::now();
+    while start.elapsed() < d {
+        std::hint::spin_loop();
+    }
+}
+
+#[tracing::instrument]
+fn step(i: u64) {
+    spin(Duration::from_millis(1));
+}
+
+#[tracing::instrument(skip_all)]
+fn solve(n: u64) {
+    for i in 0..n {
+        step(i);
+    }
+    tracing::info!(residual = 0.25, "converged");
+}
+
+/// `tracing` spans only, inside a Caliper region: main > solve > step (3
+/// times, each with its field `i`), an event in solve, a span of target
+/// `phases` and one with a `kernel` field.
+fn solver() {
+    let _main = caliper::region!("main");
+    solve(3);
+    tracing::info_span!(target: "phases", "setup").in_scope(|| {
+        tracing::info_span!("launch", kernel = "matmul", size = 64_u64).in_scope(|| spin(Duration::from_millis(1)));
+    });
+}
+
+/// A task's work: bursts with a yield between them (where another worker
+/// may take it over), a sleep inside a span, and a last burst in an
+/// instrumented async function.
+async fn task_body() {
+    for _ in 0..5 {
+        tracing::info_span!("compute").in_scope(|| spin(Duration::from_millis(2)));
+        tokio::task::yield_now().await;
+    }
+    tokio::time::sleep(Duration::from_millis(50)).instrument(tracing::info_span!("sleeping")).await;
+    after().await;
+}
+
+#[tracing::instrument]
+async fn after() {
+    spin(Duration::from_millis(2));
+}
+
+/// Four tasks, each a future instrumented with a `task` span, on a
+/// runtime of two workers that each run in a Caliper region of its own.
+fn tokio_tasks() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_time()
+        .on_thread_start(|| caliper::begin_region("worker"))
+        .on_thread_stop(|| caliper::end_region("worker"))
+        .build()
+        .unwrap();
+    let _main = caliper::region!("main");
+    rt.block_on(async {
+        let tasks: Vec<_> = (0..4).map(|_| tokio::spawn(task_body().instrument(tracing::info_span!("task")))).collect();
+        for task in tasks {
+            task.await.unwrap();
+        }
+    });
+    drop(rt);
+}
+
+/// The snapshot records of a `.cali` file, each as its sorted
+/// `attr=value` pairs (nested values joined with `/`), without times.
+fn records(path: &Path) -> Vec<String> {
+    let mut db = MetadataDb::new();
+    let data = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let records = read_records(&mut db, "out", &data).unwrap();
+    let untimed = |name: &str| !name.starts_with("time.") && name != "cali.caliper.version";
+    let expand = |record| {
+        let mut pairs: Vec<String> = db
+            .expand_paths(record)
+            .into_iter()
+            .filter_map(|(a, v)| {
+                let name = db.attribute(a).unwrap().name().to_string();
+                let values: Vec<String> = v.iter().map(|x| x.to_string()).collect();
+                untimed(&name).then(|| format!("{name}={}", values.join("/")))
+            })
+            .collect();
+        pairs.sort();
+        pairs.join(",")
+    };
+    records.iter().filter(|r| r.kind == RecordKind::Ctx).map(expand).collect()
+}
+
+#[test]
+fn spans_are_regions_in_runtime_report() {
+    let out = run("solver", &[("CALI_CONFIG", "runtime-report,output=stdout")]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let rows = report::rows(&text);
+    assert_eq!(
+        report::paths(&rows),
+        ["main", "main/setup", "main/setup/matmul", "main/solve", "main/solve/step"],
+        "{text}"
+    );
+    assert!(report::row(&rows, "main/solve/step").exclusive >= 0.003, "{text}");
+}
+
+#[test]
+fn spans_fields_and_events_are_in_event_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("trace.cali");
+    run("solver", &[("CALI_CONFIG", &format!("event-trace,output={}", file.display()))]);
+    let records = records(&file);
+    let expected = [
+        "event.begin#region=solve,region=main",
+        // The span's field, an attribute while it is entered.
+        "event.begin#region=step,i=1,region=main/solve",
+        "event.end#region=step,i=1,region.count=1,region=main/solve/step",
+        // The event: a snapshot with its fields, in its span's path.
+        "message=converged,region=main/solve,residual=0.250000",
+        // A span of target `phases` is a phase; one with a `kernel` field
+        // a kernel, its other fields attributes.
+        "event.begin#phase=setup,region=main",
+        "event.begin#kernel=matmul,phase=setup,region=main,size=64",
+        "event.end#kernel=matmul,kernel=matmul,phase=setup,region.count=1,region=main,size=64",
+    ];
+    for record in expected {
+        assert!(records.iter().any(|r| r == record), "no {record} in {records:#?}");
+    }
+}
+
+#[test]
+fn spans_are_regions_in_spot_profiles() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("spot.cali");
+    run("solver", &[("CALI_CONFIG", &format!("spot,output={}", file.display()))]);
+    let records = records(&file);
+    // A profile entry per path (and its region counts): `step`'s three
+    // visits in one entry, the phase and the kernel spans in theirs.
+    let has = |pairs: &[&str]| records.iter().any(|r| pairs.iter().all(|p| r.split(',').any(|q| q == *p)));
+    for pairs in [
+        &["region=main/solve/step", "sum#sum#rc.count=3"][..],
+        &["region=main/solve", "sum#sum#rc.count=1"],
+        &["phase=setup", "region=main"],
+        &["kernel=matmul", "phase=setup", "region=main"],
+    ] {
+        assert!(has(pairs), "no {pairs:?} in {records:#?}");
+    }
+}
+
+#[test]
+fn instrumented_futures_keep_their_paths_on_any_worker() {
+    let out = run("tokio_tasks", &[("CALI_CONFIG", "runtime-report,output=stdout")]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let rows = report::rows(&text);
+    assert_eq!(
+        report::paths(&rows),
+        ["main", "main/task", "main/task/after", "main/task/compute", "main/task/sleeping", "worker"],
+        "{text}"
+    );
+    // 4 tasks x 5 bursts x 2 ms.
+    assert!(report::row(&rows, "main/task/compute").exclusive >= 0.040, "{text}");
+    // 4 tasks x 50 ms asleep: not the tasks' time.
+    assert!(report::row(&rows, "main/task/sleeping").exclusive < 0.020, "{text}");
+    // Between its spans the task only yields and awaits: next to nothing
+    // of its own, its waits at the yields not counted.
+    assert!(report::row(&rows, "main/task").exclusive < 0.020, "{text}");
+}
