@@ -2,13 +2,23 @@
 //! `region!` begin/end pair, with nothing measured and with the aggregate
 //! and trace pipelines (the channels of the runtime's annotation
 //! benchmark), and of a whole instrumented call (span made, entered,
-//! exited and closed).
+//! exited and closed). For reference, what `tracing` costs alone: a span
+//! entered and exited with a bare registry (as a scoped dispatcher, which
+//! adds a thread-local lookup to it).
 
 use caliper::{Caliper, RuntimeConfig};
 use caliper_tracing::CaliperLayer;
 use criterion::{Criterion, black_box, criterion_group, criterion_main};
 use std::time::Instant;
 use tracing_subscriber::layer::SubscriberExt;
+
+fn tracing_alone(c: &mut Criterion) {
+    let bare = tracing::Dispatch::new(tracing_subscriber::registry());
+    tracing::dispatcher::with_default(&bare, || {
+        let span = tracing::info_span!("bench.region");
+        c.bench_function("span_enter_exit/registry_alone", |b| b.iter(|| drop(span.enter())));
+    });
+}
 
 fn enter_exit(c: &mut Criterion) {
     let cali = Caliper::instance().expect("runtime");
@@ -58,5 +68,5 @@ fn enter_exit(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, enter_exit);
+criterion_group!(benches, tracing_alone, enter_exit);
 criterion_main!(benches);

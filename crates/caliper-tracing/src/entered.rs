@@ -15,41 +15,92 @@ pub(crate) struct Entered {
     /// The thread's entries from `keep` up that the span's replaced
     /// (none when the span was entered in its parent, the common case).
     pub replaced: Vec<StackEntry>,
+    /// The length and the innermost entry of the span's stack as entered:
+    /// the same at its exit unless the span leaves regions open.
+    pub len: usize,
+    pub top: Option<StackEntry>,
+}
+
+impl Entered {
+    /// Whether the thread's stack at the span's exit, `left_open` from
+    /// `kept` up, is the one it entered with. Code ends only the innermost
+    /// entry, so a changed stack has another length or innermost entry.
+    pub fn unchanged(&self, kept: usize, left_open: &[StackEntry]) -> bool {
+        kept == self.keep
+            && kept + left_open.len() == self.len
+            && (left_open.is_empty() || left_open.last() == self.top.as_ref())
+    }
+}
+
+/// The thread's entered spans and a buffer for the entries a span leaves
+/// open at its exit (kept for its capacity).
+struct Thread {
+    entered: Vec<Entered>,
+    left_open: Vec<StackEntry>,
+    /// The span whose exit last counted a suspension, while it is open
+    /// and nothing has been entered since (see [`suspension_counted`]).
+    counted: Option<Id>,
 }
 
 thread_local! {
-    static ENTERED: RefCell<Vec<Entered>> = const { RefCell::new(Vec::new()) };
-    /// A buffer for the entries a span leaves open at its exit.
-    static LEFT_OPEN: RefCell<Vec<StackEntry>> = const { RefCell::new(Vec::new()) };
+    /// Initialised without code: each access skips the first-use check.
+    static THREAD: RefCell<Thread> = const { RefCell::new(Thread { entered: Vec::new(), left_open: Vec::new(), counted: None }) };
 }
 
-/// Records that `entered` was entered on this thread.
+/// Records that a span was entered on this thread.
 pub(crate) fn push(entered: Entered) {
-    let _ = ENTERED.try_with(|e| {
-        if let Ok(mut e) = e.try_borrow_mut() {
-            e.push(entered);
+    let _ = THREAD.try_with(|t| {
+        if let Ok(mut t) = t.try_borrow_mut() {
+            t.entered.push(entered);
         }
     });
 }
 
 /// Takes the innermost entry of span `id` (the last one unless spans were
-/// exited out of order).
-pub(crate) fn pop(id: &Id) -> Option<Entered> {
-    ENTERED
-        .try_with(|e| {
-            let mut e = e.try_borrow_mut().ok()?;
-            let i = e.iter().rposition(|entered| entered.id == *id)?;
-            Some(e.remove(i))
+/// exited out of order) and runs `f` with it and the buffer for the
+/// entries the span leaves open. Nothing is borrowed while `f` runs.
+pub(crate) fn exit<R>(id: &Id, f: impl FnOnce(Entered, &mut Vec<StackEntry>) -> R) -> Option<R> {
+    THREAD
+        .try_with(|t| {
+            let (entered, mut left_open) = {
+                let mut t = t.try_borrow_mut().ok()?;
+                let i = t.entered.iter().rposition(|entered| entered.id == *id)?;
+                (t.entered.remove(i), std::mem::take(&mut t.left_open))
+            };
+            let r = f(entered, &mut left_open);
+            if let Ok(mut t) = t.try_borrow_mut() {
+                t.left_open = left_open;
+            }
+            Some(r)
         })
         .ok()
         .flatten()
 }
 
-/// Runs `f` with the thread's buffer for left-open entries, taken out
-/// for the call and put back after, so that its capacity is reused.
-pub(crate) fn with_left_open<R>(f: impl FnOnce(&mut Vec<StackEntry>) -> R) -> R {
-    let mut buf = LEFT_OPEN.try_with(|b| b.take()).unwrap_or_default();
-    let r = f(&mut buf);
-    let _ = LEFT_OPEN.try_with(|b| b.replace(buf));
-    r
+/// Whether span `id`, exited now, is the one to count the time until its
+/// next enter as suspended: not when a span inside it, exited just before
+/// and still open (a future suspended inside the future this span
+/// instruments), counts it already. Only for spans that count it.
+pub(crate) fn suspension_counted(id: &Id) -> bool {
+    THREAD
+        .try_with(|t| {
+            let mut t = t.try_borrow_mut().ok()?;
+            let inner = t.counted.replace(id.clone());
+            Some(inner.is_none())
+        })
+        .ok()
+        .flatten()
+        .unwrap_or(false)
+}
+
+/// A span was entered, or `closed` was: neither counts a suspension any
+/// more for the spans around it.
+pub(crate) fn reset_suspension(closed: Option<&Id>) {
+    let _ = THREAD.try_with(|t| {
+        if let Ok(mut t) = t.try_borrow_mut()
+            && (closed.is_none() || t.counted.as_ref() == closed)
+        {
+            t.counted = None;
+        }
+    });
 }

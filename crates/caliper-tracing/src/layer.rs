@@ -5,6 +5,8 @@ use crate::entered::{self, Entered};
 use crate::mapping::{Fields, Mapping, field_entry};
 use caliper::Caliper;
 use caliper::blackboard::StackEntry;
+use std::sync::Mutex;
+use std::time::Instant;
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Subscriber};
 use tracing_subscriber::layer::{Context, Layer};
@@ -26,6 +28,7 @@ use tracing_subscriber::registry::LookupSpan;
 pub struct CaliperLayer {
     mapping: Mapping,
     events: bool,
+    counts_suspended: bool,
 }
 
 /// A span's region path: the path it was made in, its own entries, and
@@ -37,6 +40,8 @@ struct SpanRegions {
     own_start: usize,
     /// Where they end: above are the regions it left open.
     own_end: usize,
+    /// When the span was last exited, if its time suspended counts.
+    exited_at: Mutex<Option<Instant>>,
 }
 
 impl SpanRegions {
@@ -74,7 +79,7 @@ impl CaliperLayer {
     /// Spans begin `region=<span name>`, their fields are attributes, and
     /// events take snapshots.
     pub fn new() -> CaliperLayer {
-        CaliperLayer { mapping: Mapping::default(), events: true }
+        CaliperLayer { mapping: Mapping::default(), events: true, counts_suspended: false }
     }
 
     /// Spans whose target starts with `prefix` begin
@@ -96,6 +101,16 @@ impl CaliperLayer {
     /// (default: yes).
     pub fn span_fields(mut self, on: bool) -> CaliperLayer {
         self.mapping.span_fields = on;
+        self
+    }
+
+    /// Whether the time between a span's exit and its next enter counts as
+    /// the exclusive time of its path (default: no). Meant for spans that
+    /// instrument futures (entered at each poll): their time suspended,
+    /// counted once, by the innermost span still open when they suspend.
+    /// See [`caliper::task::count_suspended_time`].
+    pub fn count_suspended_time(mut self, on: bool) -> CaliperLayer {
+        self.counts_suspended = on;
         self
     }
 
@@ -128,7 +143,7 @@ where
         let own_start = stack.len();
         self.mapping.span_entries(cali, span.metadata(), &fields, &mut stack);
         let own_end = stack.len();
-        span.extensions_mut().insert(SpanRegions { stack, own_start, own_end });
+        span.extensions_mut().insert(SpanRegions { stack, own_start, own_end, exited_at: Mutex::new(None) });
     }
 
     /// Fields recorded later are attributes from the span's next enter on.
@@ -154,26 +169,45 @@ where
         let (Some(cali), Some(span)) = (Caliper::instance(), ctx.span(id)) else { return };
         let ext = span.extensions();
         let Some(regions) = ext.get::<SpanRegions>() else { return };
-        let common = cali.common_regions(&regions.stack);
         let mut replaced = Vec::new();
-        let keep = cali.replace_regions(common, &regions.stack[common..], &mut replaced);
-        entered::push(Entered { id: id.clone(), keep, replaced });
+        let keep = cali.switch_regions(&regions.stack, &mut replaced);
+        let (len, top) = (regions.stack.len(), regions.stack.last().copied());
+        entered::push(Entered { id: id.clone(), keep, replaced, len, top });
+        if self.counts_suspended {
+            entered::reset_suspension(None);
+            if let Some(since) = regions.exited_at.lock().ok().and_then(|mut at| at.take()) {
+                caliper::task::count_suspended_time(since);
+            }
+        }
     }
 
     /// Puts back what the enter replaced; regions the span leaves open stay
     /// with it for its next enter.
     fn on_exit(&self, id: &Id, ctx: Context<'_, S>) {
-        let Some(Entered { keep, replaced, .. }) = entered::pop(id) else { return };
         let Some(cali) = Caliper::instance() else { return };
-        entered::with_left_open(|left_open| {
-            let kept = cali.replace_regions(keep, &replaced, left_open);
-            let Some(span) = ctx.span(id) else { return };
-            let unchanged =
-                span.extensions().get::<SpanRegions>().is_none_or(|r| r.stack.get(kept..) == Some(left_open));
-            if !unchanged && let Some(regions) = span.extensions_mut().get_mut::<SpanRegions>() {
+        entered::exit(id, |entered, left_open| {
+            let kept = cali.replace_regions(entered.keep, &entered.replaced, left_open);
+            if !entered.unchanged(kept, left_open)
+                && let Some(span) = ctx.span(id)
+                && let Some(regions) = span.extensions_mut().get_mut::<SpanRegions>()
+            {
                 regions.replace_from(kept, left_open);
             }
         });
+        if self.counts_suspended
+            && entered::suspension_counted(id)
+            && let Some(span) = ctx.span(id)
+            && let Some(regions) = span.extensions().get::<SpanRegions>()
+            && let Ok(mut at) = regions.exited_at.lock()
+        {
+            *at = Some(Instant::now());
+        }
+    }
+
+    fn on_close(&self, id: Id, _ctx: Context<'_, S>) {
+        if self.counts_suspended {
+            entered::reset_suspension(Some(&id));
+        }
     }
 
     /// A snapshot in the current context with the event's fields.

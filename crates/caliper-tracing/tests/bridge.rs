@@ -17,11 +17,15 @@ use tracing_subscriber::layer::SubscriberExt;
 #[test]
 fn scenario_child() {
     let Ok(name) = std::env::var("CALIPER_TEST_SCENARIO") else { return };
-    let layer = CaliperLayer::new().target_attribute("phases", "phase").field_attribute("kernel", "kernel");
+    let layer = CaliperLayer::new()
+        .target_attribute("phases", "phase")
+        .field_attribute("kernel", "kernel")
+        .count_suspended_time(std::env::var_os("COUNT_SUSPENDED").is_some());
     tracing::subscriber::set_global_default(tracing_subscriber::registry().with(layer)).unwrap();
     match name.as_str() {
         "solver" => solver(),
         "tokio_tasks" => tokio_tasks(),
+        "nested_suspended" => nested_suspended(),
         other => panic!("unknown scenario {other}"),
     }
     // Exit here, so that the harness prints nothing after the report.
@@ -77,12 +81,18 @@ fn solver() {
 }
 
 /// A task's work: bursts with a yield between them (where another worker
-/// may take it over), a sleep inside a span, and a last burst in an
-/// instrumented async function.
+/// may take it over), a Caliper region open across a yield, a sleep inside
+/// a span, and a last burst in an instrumented async function.
 async fn task_body() {
     for _ in 0..5 {
         tracing::info_span!("compute").in_scope(|| spin(Duration::from_millis(2)));
         tokio::task::yield_now().await;
+    }
+    {
+        // A Caliper region held across an await inside the task's span.
+        let _waiting = caliper::region!("waiting");
+        tokio::task::yield_now().await;
+        spin(Duration::from_millis(1));
     }
     tokio::time::sleep(Duration::from_millis(50)).instrument(tracing::info_span!("sleeping")).await;
     after().await;
@@ -111,6 +121,19 @@ fn tokio_tasks() {
         }
     });
     drop(rt);
+}
+
+/// A task whose only wait is a sleep instrumented with a span of its own.
+fn nested_suspended() {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+    let _main = caliper::region!("main");
+    rt.block_on(
+        async {
+            let sleep = tokio::time::sleep(Duration::from_millis(50));
+            sleep.instrument(tracing::info_span!("sleeping")).await;
+        }
+        .instrument(tracing::info_span!("task")),
+    );
 }
 
 /// The snapshot records of a `.cali` file, each as its sorted
@@ -193,17 +216,47 @@ fn spans_are_regions_in_spot_profiles() {
 }
 
 #[test]
+fn suspended_time_of_instrumented_futures_counts_when_asked_for() {
+    let out = run("tokio_tasks", &[("CALI_CONFIG", "runtime-report,output=stdout"), ("COUNT_SUSPENDED", "1")]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let rows = report::rows(&text);
+    // 4 tasks x 50 ms asleep in the `sleeping` span.
+    assert!(report::row(&rows, "main/task/sleeping").exclusive >= 0.18, "{text}");
+    assert_eq!(report::paths(&rows).len(), 7, "{text}");
+}
+
+#[test]
+fn nested_spans_count_a_suspension_once() {
+    let out = run("nested_suspended", &[("CALI_CONFIG", "runtime-report,output=stdout"), ("COUNT_SUSPENDED", "1")]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let rows = report::rows(&text);
+    // The innermost span suspended counts the sleep; the task's span
+    // around it, exited with it, does not count it again.
+    assert!(report::row(&rows, "main/task/sleeping").exclusive >= 0.045, "{text}");
+    assert!(report::row(&rows, "main/task").exclusive < 0.025, "{text}");
+}
+
+#[test]
 fn instrumented_futures_keep_their_paths_on_any_worker() {
     let out = run("tokio_tasks", &[("CALI_CONFIG", "runtime-report,output=stdout")]);
     let text = String::from_utf8_lossy(&out.stdout);
     let rows = report::rows(&text);
     assert_eq!(
         report::paths(&rows),
-        ["main", "main/task", "main/task/after", "main/task/compute", "main/task/sleeping", "worker"],
+        [
+            "main",
+            "main/task",
+            "main/task/after",
+            "main/task/compute",
+            "main/task/sleeping",
+            "main/task/waiting",
+            "worker"
+        ],
         "{text}"
     );
     // 4 tasks x 5 bursts x 2 ms.
     assert!(report::row(&rows, "main/task/compute").exclusive >= 0.040, "{text}");
+    assert!(report::row(&rows, "main/task/waiting").exclusive >= 0.004, "{text}");
     // 4 tasks x 50 ms asleep: not the tasks' time.
     assert!(report::row(&rows, "main/task/sleeping").exclusive < 0.020, "{text}");
     // Between its spans the task only yields and awaits: next to nothing

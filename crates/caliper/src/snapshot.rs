@@ -43,6 +43,15 @@ impl Snapshot {
         self.values.push((attr, value));
     }
 
+    /// Adds `extra` to the unsigned value of `attr`, if the snapshot has one.
+    pub fn add_to_value(&mut self, attr: Id, extra: u64) {
+        if let Some((_, value)) = self.values.iter_mut().find(|(a, _)| *a == attr)
+            && let Some(v) = value.as_uint()
+        {
+            *value = ValueKey::uint(v.saturating_add(extra));
+        }
+    }
+
     /// Adds a record entry (interning a string value).
     pub fn push_entry(&mut self, entry: &Entry) {
         match entry {

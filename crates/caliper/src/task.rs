@@ -9,7 +9,8 @@
 //! after; regions the future opens and leaves open across an `.await` go
 //! with it to the next poll, on whichever thread that runs. So time is
 //! attributed to the task's path, and the time the task spends suspended
-//! goes to whatever the thread does meanwhile, not to the task.
+//! goes to whatever the thread does meanwhile, not to the task, unless
+//! asked for with [`Instrumented::counting_suspended_time`].
 //!
 //! ```
 //! use caliper::Instrument;
@@ -26,10 +27,13 @@
 use crate::blackboard::StackEntry;
 use crate::runtime::Caliper;
 use crate::value::ValueKey;
+use caliper_data::{AttrType, Entry, Properties, Variant};
+use std::cell::Cell;
 use std::future::Future;
 use std::mem::ManuallyDrop;
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::Instant;
 
 /// A region path for a task: region-stack entries, outermost first.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -95,6 +99,16 @@ pub struct Instrumented<F> {
 }
 
 impl<F> Instrumented<F> {
+    /// Counts the time the task spends suspended (from the end of a poll
+    /// that returned `Pending` to the start of the next) as the exclusive
+    /// time of its path at the time: see [`count_suspended_time`]. When
+    /// futures that count it are nested, the innermost one suspended
+    /// counts it, once.
+    pub fn counting_suspended_time(mut self) -> Instrumented<F> {
+        self.task.counts_suspended = true;
+        self
+    }
+
     /// The task's region path as it stands between polls: its path and
     /// the regions it has left open across an `.await`.
     pub fn path(&self) -> TaskPath {
@@ -110,8 +124,10 @@ impl<F: Future> Future for Instrumented<F> {
         // place); `task` is not, and may be used by `&mut`.
         let this = unsafe { self.get_unchecked_mut() };
         let future = unsafe { Pin::new_unchecked(&mut *this.future) };
-        let _inside = this.task.enter();
-        future.poll(cx)
+        let mut inside = this.task.enter();
+        let poll = future.poll(cx);
+        inside.pending = poll.is_pending();
+        poll
     }
 }
 
@@ -135,13 +151,23 @@ struct TaskStack {
     given: usize,
     /// The polling thread's entries set aside during a poll.
     thread: Vec<StackEntry>,
+    /// Whether time suspended counts, and when the last poll ended.
+    counts_suspended: bool,
+    suspended_since: Option<Instant>,
     /// The task's entries above the common ones, taken off at a poll's end.
     taken: Vec<StackEntry>,
 }
 
 impl TaskStack {
     fn new(path: Vec<StackEntry>) -> TaskStack {
-        TaskStack { given: path.len(), path, thread: Vec::new(), taken: Vec::new() }
+        TaskStack {
+            given: path.len(),
+            path,
+            thread: Vec::new(),
+            counts_suspended: false,
+            suspended_since: None,
+            taken: Vec::new(),
+        }
     }
 
     fn holds_regions(&self) -> bool {
@@ -150,11 +176,21 @@ impl TaskStack {
 
     /// Puts the task's stack on the calling thread's until the guard drops.
     fn enter(&mut self) -> Inside<'_> {
-        let Some(cali) = Caliper::instance() else { return Inside { cali: None, keep: 0, task: self } };
-        let common = cali.common_regions(&self.path);
-        let keep = cali.replace_regions(common, &self.path[common..], &mut self.thread);
-        Inside { cali: Some(cali), keep, task: self }
+        let Some(cali) = Caliper::instance() else { return Inside { cali: None, keep: 0, pending: false, task: self } };
+        let keep = cali.switch_regions(&self.path, &mut self.thread);
+        if let Some(since) = self.suspended_since.take() {
+            count_suspended_time(since);
+        }
+        SUSPENSION_COUNTED.set(false);
+        Inside { cali: Some(cali), keep, pending: false, task: self }
     }
+}
+
+thread_local! {
+    /// Set when a future suspended at the end of its poll on this thread
+    /// counts its time suspended, or is inside one that does: the futures
+    /// around it, suspended with it, leave that time to it.
+    static SUSPENSION_COUNTED: Cell<bool> = const { Cell::new(false) };
 }
 
 /// A poll in progress: puts the thread's entries back when dropped (after
@@ -163,15 +199,34 @@ struct Inside<'a> {
     cali: Option<&'static Caliper>,
     /// Entries below this index were common to both stacks and stayed.
     keep: usize,
+    /// Whether the poll returned `Pending`.
+    pending: bool,
     task: &'a mut TaskStack,
 }
 
 impl Drop for Inside<'_> {
     fn drop(&mut self) {
         let Some(cali) = self.cali else { return };
-        let TaskStack { path, thread, taken, .. } = &mut *self.task;
+        let TaskStack { path, thread, taken, counts_suspended, suspended_since, .. } = &mut *self.task;
         let kept = cali.replace_regions(self.keep, thread, taken);
         path.truncate(kept);
         path.extend_from_slice(taken);
+        let counted_inside = SUSPENSION_COUNTED.get();
+        *suspended_since = (*counts_suspended && self.pending && !counted_inside).then(Instant::now);
+        SUSPENSION_COUNTED.set(self.pending && (counted_inside || *counts_suspended));
     }
+}
+
+/// Counts the time since `since`, which a task spent suspended, as the
+/// exclusive time of the calling thread's current context (the task's
+/// path, once resumed): a snapshot there whose `time.duration.ns` counts
+/// it too, with `task.suspended.ns` saying how much of it was suspended.
+/// The suspended time is then counted twice in a profile's total: once
+/// for the task, once for what the threads did meanwhile.
+pub fn count_suspended_time(since: Instant) {
+    let Some(cali) = Caliper::instance() else { return };
+    let ns = u64::try_from(since.elapsed().as_nanos()).unwrap_or(u64::MAX);
+    let props = Properties::ASVALUE | Properties::AGGREGATABLE | Properties::SKIP_EVENTS;
+    let attr = cali.create_attribute("task.suspended.ns", AttrType::Uint, props, &[]);
+    cali.push_snapshot_with_time(&[Entry::Immediate(attr.id(), Variant::Uint(ns))], ns);
 }

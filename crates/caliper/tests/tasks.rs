@@ -18,7 +18,9 @@ use std::time::{Duration, Instant};
 fn scenario_child() {
     let Ok(name) = std::env::var("CALIPER_TEST_SCENARIO") else { return };
     match name.as_str() {
-        "tokio_tasks" => tokio_tasks(),
+        "tokio_tasks" => tokio_tasks(false),
+        "tokio_tasks_counting_suspended" => tokio_tasks(true),
+        "nested_suspended" => nested_suspended(),
         "moved_between_threads" => moved_between_threads(),
         "cancelled" => cancelled(),
         other => panic!("unknown scenario {other}"),
@@ -54,8 +56,9 @@ async fn task_body() {
 }
 
 /// Four tasks on a runtime of two workers, each worker in a region of its
-/// own (`worker`), spawned from `main`.
-fn tokio_tasks() {
+/// own (`worker`), spawned from `main`; with `count_suspended`, their time
+/// suspended counts.
+fn tokio_tasks(count_suspended: bool) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_time()
@@ -65,12 +68,31 @@ fn tokio_tasks() {
         .unwrap();
     let _main = caliper::region!("main");
     rt.block_on(async {
-        let tasks: Vec<_> = (0..4).map(|_| tokio::spawn(task_body().in_region("task"))).collect();
+        let task = || {
+            let task = task_body().in_region("task");
+            if count_suspended { task.counting_suspended_time() } else { task }
+        };
+        let tasks: Vec<_> = (0..4).map(|_| tokio::spawn(task())).collect();
         for task in tasks {
             task.await.unwrap();
         }
     });
     drop(rt);
+}
+
+/// A task whose only wait is a sleep in a future of its own, both counting
+/// their time suspended.
+fn nested_suspended() {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+    let _main = caliper::region!("main");
+    rt.block_on(
+        async {
+            let sleep = tokio::time::sleep(Duration::from_millis(50));
+            sleep.in_region("sleeping").counting_suspended_time().await;
+        }
+        .in_region("task")
+        .counting_suspended_time(),
+    );
 }
 
 /// Pending on its first poll, ready on the next.
@@ -147,6 +169,28 @@ fn tokio_tasks_keep_their_paths_on_any_worker() {
     // Between its spans the task only yields and awaits: next to nothing
     // of its own, its waits at the yields not counted.
     assert!(row("main/task").exclusive < 0.020, "{text}");
+}
+
+#[test]
+fn suspended_time_counts_when_asked_for() {
+    let out = run("tokio_tasks_counting_suspended", &[("CALI_CONFIG", "runtime-report,output=stdout")]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!stderr(&out).contains("== CALIPER"), "{}", stderr(&out));
+    let rows = report::rows(&text);
+    // 4 tasks x 50 ms asleep in `sleeping`.
+    assert!(report::row(&rows, "main/task/sleeping").exclusive >= 0.18, "{text}");
+    assert_eq!(report::paths(&rows).len(), 6, "{text}");
+}
+
+#[test]
+fn nested_futures_count_a_suspension_once() {
+    let out = run("nested_suspended", &[("CALI_CONFIG", "runtime-report,output=stdout")]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let rows = report::rows(&text);
+    // The innermost future suspended counts the sleep; the task around
+    // it, suspended with it, does not count it again.
+    assert!(report::row(&rows, "main/task/sleeping").exclusive >= 0.045, "{text}");
+    assert!(report::row(&rows, "main/task").exclusive < 0.025, "{text}");
 }
 
 #[test]

@@ -13,14 +13,23 @@ use super::*;
 use crate::blackboard::StackEntry;
 
 impl Caliper {
-    /// How many entries, from the outermost, the calling thread's region
-    /// stack has in common with `path`.
-    pub fn common_regions(&self, path: &[StackEntry]) -> usize {
-        self.with_thread(|t, _| {
-            let entries = t.blackboard.regions.entries();
-            entries.iter().zip(path).take_while(|(a, b)| a == b).count()
-        })
-        .unwrap_or(0)
+    /// Makes the calling thread's region stack `path`: ends the entries
+    /// above what the two have in common and begins the rest of `path`.
+    /// `replaced` receives the ended entries, outermost first; returns how
+    /// many entries were common, so that [`Caliper::replace_regions`] from
+    /// there with `replaced` puts the thread's stack back.
+    pub fn switch_regions(&self, path: &[StackEntry], replaced: &mut Vec<StackEntry>) -> usize {
+        replaced.clear();
+        let common = self
+            .with_thread(|t, _| {
+                let entries = t.blackboard.regions.entries();
+                let common = entries.iter().zip(path).take_while(|(a, b)| a == b).count();
+                replaced.extend_from_slice(&entries[common..]);
+                common
+            })
+            .unwrap_or(0);
+        self.end_and_begin(replaced, &path[common..]);
+        common
     }
 
     /// Ends the calling thread's region-stack entries from index `from` up
@@ -38,13 +47,18 @@ impl Caliper {
                 from
             })
             .unwrap_or(from);
-        for e in removed.iter().rev() {
+        self.end_and_begin(removed, with);
+        from
+    }
+
+    /// Ends `ended` (innermost first), then begins `begun`.
+    fn end_and_begin(&self, ended: &[StackEntry], begun: &[StackEntry]) {
+        for e in ended.iter().rev() {
             self.end(e.attr, Some(e.value));
         }
-        for e in with {
+        for e in begun {
             self.begin(e.attr, e.value);
         }
-        from
     }
 
     /// The calling thread's region stack, outermost first, in `out`.
