@@ -3,20 +3,47 @@
 //! and trace pipelines (the channels of the runtime's annotation
 //! benchmark), and of a whole instrumented call (span made, entered,
 //! exited and closed). For reference, what `tracing` costs alone: a span
-//! entered and exited with a bare registry (as a scoped dispatcher, which
-//! adds a thread-local lookup to it).
+//! entered and exited with a bare registry, and with a layer that only
+//! looks the span and its extensions up at each enter, as ours must (both
+//! as scoped dispatchers, which add a thread-local lookup).
 
 use caliper::{Caliper, RuntimeConfig};
 use caliper_tracing::CaliperLayer;
 use criterion::{Criterion, black_box, criterion_group, criterion_main};
 use std::time::Instant;
-use tracing_subscriber::layer::SubscriberExt;
+use tracing::Subscriber;
+use tracing::span::{Attributes, Id};
+use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
+use tracing_subscriber::registry::LookupSpan;
+
+/// A layer that keeps a value in each span's extensions and reads it at
+/// each enter: the part of a layer's cost that is `tracing`'s.
+struct LookupOnly;
+
+impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for LookupOnly {
+    fn on_new_span(&self, _: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+        if let Some(span) = ctx.span(id) {
+            span.extensions_mut().insert(0_u64);
+        }
+    }
+
+    fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
+        if let Some(span) = ctx.span(id) {
+            black_box(span.extensions().get::<u64>().copied());
+        }
+    }
+}
 
 fn tracing_alone(c: &mut Criterion) {
     let bare = tracing::Dispatch::new(tracing_subscriber::registry());
     tracing::dispatcher::with_default(&bare, || {
         let span = tracing::info_span!("bench.region");
         c.bench_function("span_enter_exit/registry_alone", |b| b.iter(|| drop(span.enter())));
+    });
+    let lookup = tracing::Dispatch::new(tracing_subscriber::registry().with(LookupOnly));
+    tracing::dispatcher::with_default(&lookup, || {
+        let span = tracing::info_span!("bench.region");
+        c.bench_function("span_enter_exit/registry_and_lookup", |b| b.iter(|| drop(span.enter())));
     });
 }
 
