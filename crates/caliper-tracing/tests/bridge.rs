@@ -161,8 +161,8 @@ fn records(path: &Path) -> Vec<String> {
 
 #[test]
 fn spans_are_regions_in_runtime_report() {
-    let out = run("solver", &[("CALI_CONFIG", "runtime-report,output=stdout")]);
-    let text = String::from_utf8_lossy(&out.stdout);
+    let out = run("solver", &[("CALI_CONFIG", "runtime-report,output=stderr")]);
+    let text = String::from_utf8_lossy(&out.stderr);
     let rows = report::rows(&text);
     assert_eq!(
         report::paths(&rows),

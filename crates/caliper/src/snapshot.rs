@@ -267,6 +267,16 @@ mod tests {
     use caliper_data::Variant;
 
     #[test]
+    fn time_added_to_a_value_of_the_attribute_only() {
+        let mut s = Snapshot::default();
+        s.push_value(7, ValueKey::uint(3));
+        s.push_value(8, ValueKey::uint(10));
+        s.add_to_value(8, 5);
+        s.add_to_value(9, 5);
+        assert_eq!(s.values(), [(7, ValueKey::uint(3)), (8, ValueKey::uint(15))]);
+    }
+
+    #[test]
     fn converts_to_a_record_nodes_first() {
         let mut s = Snapshot::default();
         s.push_node(5);

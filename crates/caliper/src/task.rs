@@ -108,12 +108,6 @@ impl<F> Instrumented<F> {
         self.task.counts_suspended = true;
         self
     }
-
-    /// The task's region path as it stands between polls: its path and
-    /// the regions it has left open across an `.await`.
-    pub fn path(&self) -> TaskPath {
-        TaskPath::from_entries(self.task.path.clone())
-    }
 }
 
 impl<F: Future> Future for Instrumented<F> {
