@@ -22,6 +22,21 @@ pub(crate) struct Entered {
 }
 
 impl Entered {
+    /// Makes this span's exit put back what `earlier`'s would have: the
+    /// stack before `earlier` was entered, which was entered before this
+    /// one and has exited first.
+    fn restore_instead(&mut self, earlier: Entered) {
+        if self.keep <= earlier.keep {
+            // Below `earlier.keep`, what this span replaced is what was
+            // there before `earlier` too.
+            self.replaced.truncate(earlier.keep - self.keep);
+            self.replaced.extend_from_slice(&earlier.replaced);
+        } else {
+            self.keep = earlier.keep;
+            self.replaced = earlier.replaced;
+        }
+    }
+
     /// Whether the thread's stack at the span's exit, `left_open` from
     /// `kept` up, is the one it entered with. Code ends only the innermost
     /// entry, so a changed stack has another length or innermost entry.
@@ -56,16 +71,23 @@ pub(crate) fn push(entered: Entered) {
     });
 }
 
-/// Takes the innermost entry of span `id` (the last one unless spans were
-/// exited out of order) and runs `f` with it and the buffer for the
-/// entries the span leaves open. Nothing is borrowed while `f` runs.
+/// Takes the innermost entry of span `id` and runs `f` with it and the
+/// buffer for the entries the span leaves open. Nothing is borrowed while
+/// `f` runs. A span exited before spans entered after it (out of order)
+/// changes nothing now: the next of them puts back, at its exit, what was
+/// there before this one was entered.
 pub(crate) fn exit<R>(id: &Id, f: impl FnOnce(Entered, &mut Vec<StackEntry>) -> R) -> Option<R> {
     THREAD
         .try_with(|t| {
             let (entered, mut left_open) = {
                 let mut t = t.try_borrow_mut().ok()?;
                 let i = t.entered.iter().rposition(|entered| entered.id == *id)?;
-                (t.entered.remove(i), std::mem::take(&mut t.left_open))
+                let entered = t.entered.remove(i);
+                if let Some(next) = t.entered.get_mut(i) {
+                    next.restore_instead(entered);
+                    return None;
+                }
+                (entered, std::mem::take(&mut t.left_open))
             };
             let r = f(entered, &mut left_open);
             if let Ok(mut t) = t.try_borrow_mut() {

@@ -26,6 +26,8 @@ fn scenario_child() {
         "solver" => solver(),
         "tokio_tasks" => tokio_tasks(),
         "nested_suspended" => nested_suspended(),
+        "out_of_order" => out_of_order(),
+        "escaping_region" => escaping_region(),
         other => panic!("unknown scenario {other}"),
     }
     // Exit here, so that the harness prints nothing after the report.
@@ -35,17 +37,22 @@ fn scenario_child() {
 /// Runs `scenario` in a child process with `env`; it must succeed without
 /// a Caliper message.
 fn run(scenario: &str, env: &[(&str, &str)]) -> Output {
+    let out = run_unchecked(scenario, env);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "scenario {scenario} failed:\n{stderr}");
+    assert!(!stderr.contains("== CALIPER"), "{stderr}");
+    out
+}
+
+/// Runs `scenario` in a child process with `env`.
+fn run_unchecked(scenario: &str, env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(std::env::current_exe().unwrap());
     cmd.args(["--exact", "scenario_child", "--nocapture", "--test-threads=1"]);
     cmd.env("CALIPER_TEST_SCENARIO", scenario);
     for key in ["CALI_SERVICES_ENABLE", "CALI_CONFIG", "CALI_CONFIG_PROFILE", "CALI_LOG_VERBOSITY"] {
         cmd.env_remove(key);
     }
-    let out = cmd.envs(env.iter().copied()).output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "scenario {scenario} failed:\n{stderr}");
-    assert!(!stderr.contains("== CALIPER"), "{stderr}");
-    out
+    cmd.envs(env.iter().copied()).output().unwrap()
 }
 
 /// Keeps the thread busy for `d`.
@@ -134,6 +141,26 @@ fn nested_suspended() {
         }
         .instrument(tracing::info_span!("task")),
     );
+}
+
+/// Spans exited out of order, and a span's region ended by hand inside
+/// it; `main` then ends as usual.
+fn out_of_order() {
+    let _main = caliper::region!("main");
+    let (a, b) = (tracing::info_span!("a"), tracing::info_span!("b"));
+    let entered_a = a.enter();
+    let entered_b = b.enter();
+    drop(entered_a);
+    drop(entered_b);
+    tracing::info_span!("c").in_scope(|| caliper::end_region("c"));
+}
+
+/// A Caliper region begun inside a span and ended after it, outside.
+fn escaping_region() {
+    let _main = caliper::region!("main");
+    let escaped = tracing::info_span!("a").in_scope(|| caliper::region!("x"));
+    drop(escaped);
+    println!("the program goes on");
 }
 
 /// The snapshot records of a `.cali` file, each as its sorted
@@ -234,6 +261,36 @@ fn nested_spans_count_a_suspension_once() {
     // around it, exited with it, does not count it again.
     assert!(report::row(&rows, "main/task/sleeping").exclusive >= 0.045, "{text}");
     assert!(report::row(&rows, "main/task").exclusive < 0.025, "{text}");
+}
+
+#[test]
+fn spans_exited_out_of_order_leave_the_stack_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("trace.cali");
+    run("out_of_order", &[("CALI_CONFIG", &format!("event-trace,output={}", file.display()))]);
+    let records = records(&file);
+    assert_eq!(
+        records.last().map(String::as_str),
+        Some("event.end#region=main,region.count=1,region=main"),
+        "{records:#?}"
+    );
+}
+
+#[test]
+fn a_region_escaping_its_span_costs_a_message_never_the_program() {
+    let out = run_unchecked("escaping_region", &[("CALI_CONFIG", "runtime-report,output=stdout")]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("the program goes on"));
+    let messages: Vec<&str> = stderr.lines().filter(|l| l.starts_with("== CALIPER: ")).collect();
+    assert_eq!(
+        messages,
+        [
+            "== CALIPER: Stack value mismatch: Trying to end region=x but current value is region=main",
+            "== CALIPER: Ceasing region tracking!"
+        ],
+        "{stderr}"
+    );
 }
 
 #[test]
