@@ -3,9 +3,10 @@
 
 use crate::entered::{self, Entered};
 use crate::mapping::{Fields, Mapping, field_entry};
+use crate::span_path::{self, SpanPath};
 use caliper::Caliper;
 use caliper::blackboard::StackEntry;
-use std::sync::Mutex;
+use std::sync::Arc;
 use std::time::Instant;
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Subscriber};
@@ -29,50 +30,6 @@ pub struct CaliperLayer {
     mapping: Mapping,
     events: bool,
     counts_suspended: bool,
-}
-
-/// A span's region path: the path it was made in, its own entries, and
-/// the regions it left open at its last exit (a future suspended inside a
-/// region), which its next enter puts back.
-struct SpanRegions {
-    stack: Vec<StackEntry>,
-    /// Where the span's own entries start.
-    own_start: usize,
-    /// Where they end: above are the regions it left open.
-    own_end: usize,
-    /// When the span was last exited, if its time suspended counts.
-    exited_at: Mutex<Option<Instant>>,
-}
-
-impl SpanRegions {
-    /// The path the span makes, without what it left open.
-    fn own_path(&self) -> &[StackEntry] {
-        &self.stack[..self.own_end]
-    }
-
-    /// Sets a field among the span's own entries: in place, or (a new one)
-    /// before the span's region, the last of them.
-    fn set_field(&mut self, entry: StackEntry) {
-        let own = self.stack.get_mut(self.own_start..self.own_end).unwrap_or_default();
-        match own.iter_mut().find(|e| e.attr.id() == entry.attr.id()) {
-            Some(old) => *old = entry,
-            None if self.own_end > self.own_start => {
-                self.stack.insert(self.own_end - 1, entry);
-                self.own_end += 1;
-            }
-            None => {}
-        }
-    }
-
-    /// Replaces the entries from `from` up with `entries`. Code that ended
-    /// the span's own entries inside it (a stack error, reported by the
-    /// runtime) leaves a shorter path.
-    fn replace_from(&mut self, from: usize, entries: &[StackEntry]) {
-        self.stack.truncate(from);
-        self.stack.extend_from_slice(entries);
-        self.own_end = self.own_end.min(self.stack.len());
-        self.own_start = self.own_start.min(self.own_end);
-    }
 }
 
 impl CaliperLayer {
@@ -121,6 +78,41 @@ impl CaliperLayer {
     }
 }
 
+impl CaliperLayer {
+    /// Enters `path`, the path of span `id`, on the calling thread.
+    fn enter(&self, cali: &Caliper, id: &Id, path: &SpanPath) {
+        let entered = path.with_stack(|stack| {
+            let mut replaced = Vec::new();
+            let keep = cali.switch_regions(stack, &mut replaced);
+            Entered { id: id.clone(), keep, replaced, len: stack.len(), top: stack.last().copied() }
+        });
+        entered::push(entered);
+        if self.counts_suspended {
+            entered::reset_suspension(None);
+            if let Some(since) = path.exited_at.lock().ok().and_then(|mut at| at.take()) {
+                caliper::task::count_suspended_time(since);
+            }
+        }
+    }
+}
+
+/// Runs `f` with the path of span `id`: from the thread's cache, or
+/// looked up (and cached).
+fn with_path<S, R>(id: &Id, ctx: &Context<'_, S>, f: impl FnOnce(&SpanPath) -> R) -> Option<R>
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+{
+    let mut f = Some(f);
+    if let Some(r) = span_path::with_recent(id, |path| f.take().map(|f| f(path))).flatten() {
+        return Some(r);
+    }
+    let span = ctx.span(id)?;
+    let ext = span.extensions();
+    let path = ext.get::<Arc<SpanPath>>()?;
+    span_path::remember(id, path);
+    f.map(|f| f(path))
+}
+
 impl<S> Layer<S> for CaliperLayer
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
@@ -133,17 +125,16 @@ where
         let mut stack = Vec::new();
         if attrs.is_contextual() {
             cali.region_stack(&mut stack);
-        } else if let Some(parent) = attrs.parent().and_then(|p| ctx.span(p))
-            && let Some(regions) = parent.extensions().get::<SpanRegions>()
-        {
-            stack.extend_from_slice(regions.own_path());
+        } else if let Some(parent) = attrs.parent() {
+            with_path(parent, &ctx, |path| stack.extend_from_slice(path.path()));
         }
         let mut fields = Fields::default();
         attrs.record(&mut fields);
         let own_start = stack.len();
         self.mapping.span_entries(cali, span.metadata(), &fields, &mut stack);
-        let own_end = stack.len();
-        span.extensions_mut().insert(SpanRegions { stack, own_start, own_end, exited_at: Mutex::new(None) });
+        let path = SpanPath::new(stack, own_start);
+        span_path::remember(id, &path);
+        span.extensions_mut().insert(path);
     }
 
     /// Fields recorded later are attributes from the span's next enter on.
@@ -154,31 +145,23 @@ where
         let (Some(cali), Some(span)) = (Caliper::instance(), ctx.span(id)) else { return };
         let mut fields = Fields::default();
         values.record(&mut fields);
+        let entries: Vec<_> = fields.0.iter().filter_map(|(name, value)| field_entry(cali, name, value)).collect();
         let mut ext = span.extensions_mut();
-        let Some(regions) = ext.get_mut::<SpanRegions>() else { return };
-        for (name, value) in &fields.0 {
-            let Some(entry) = field_entry(cali, name, value) else { continue };
-            regions.set_field(entry);
-        }
+        let Some(path) = ext.get_mut::<Arc<SpanPath>>() else { return };
+        *path = path.edited(|stack, own_start| {
+            for entry in entries {
+                set_field(stack, own_start, entry);
+            }
+        });
+        span_path::remember(id, path);
     }
 
     /// Puts the span's path on the thread's region stack in place of what
     /// differs from it: one begin when the span is entered inside its
     /// parent.
     fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
-        let (Some(cali), Some(span)) = (Caliper::instance(), ctx.span(id)) else { return };
-        let ext = span.extensions();
-        let Some(regions) = ext.get::<SpanRegions>() else { return };
-        let mut replaced = Vec::new();
-        let keep = cali.switch_regions(&regions.stack, &mut replaced);
-        let (len, top) = (regions.stack.len(), regions.stack.last().copied());
-        entered::push(Entered { id: id.clone(), keep, replaced, len, top });
-        if self.counts_suspended {
-            entered::reset_suspension(None);
-            if let Some(since) = regions.exited_at.lock().ok().and_then(|mut at| at.take()) {
-                caliper::task::count_suspended_time(since);
-            }
-        }
+        let Some(cali) = Caliper::instance() else { return };
+        with_path(id, &ctx, |path| self.enter(cali, id, path));
     }
 
     /// Puts back what the enter replaced; regions the span leaves open stay
@@ -187,24 +170,28 @@ where
         let Some(cali) = Caliper::instance() else { return };
         entered::exit(id, |entered, left_open| {
             let kept = cali.replace_regions(entered.keep, &entered.replaced, left_open);
-            if !entered.unchanged(kept, left_open)
-                && let Some(span) = ctx.span(id)
-                && let Some(regions) = span.extensions_mut().get_mut::<SpanRegions>()
-            {
-                regions.replace_from(kept, left_open);
+            if !entered.unchanged(kept, left_open) {
+                with_path(id, &ctx, |path| path.set_left_open(kept, left_open));
             }
         });
-        if self.counts_suspended
-            && entered::suspension_counted(id)
-            && let Some(span) = ctx.span(id)
-            && let Some(regions) = span.extensions().get::<SpanRegions>()
-            && let Ok(mut at) = regions.exited_at.lock()
-        {
-            *at = Some(Instant::now());
+        if self.counts_suspended && entered::suspension_counted(id) {
+            with_path(id, &ctx, |path| {
+                if let Ok(mut at) = path.exited_at.lock() {
+                    *at = Some(Instant::now());
+                }
+            });
         }
     }
 
-    fn on_close(&self, id: Id, _ctx: Context<'_, S>) {
+    /// Caches must not use the span's path any more: a new span may get
+    /// its id.
+    fn on_close(&self, id: Id, ctx: Context<'_, S>) {
+        if let Some(span) = ctx.span(&id)
+            && let Some(path) = span.extensions().get::<Arc<SpanPath>>()
+        {
+            path.mark_stale();
+        }
+        span_path::forget(&id);
         if self.counts_suspended {
             entered::reset_suspension(Some(&id));
         }
@@ -219,5 +206,16 @@ where
         event.record(&mut fields);
         let entries: Vec<(&str, caliper::Variant)> = fields.0.into_iter().collect();
         caliper::push_snapshot(&entries);
+    }
+}
+
+/// Sets a field among a span's own entries (from `own_start`): in place,
+/// or (a new one) before the span's region, the last of them.
+fn set_field(stack: &mut Vec<StackEntry>, own_start: usize, entry: StackEntry) {
+    let len = stack.len();
+    match stack.get_mut(own_start..).unwrap_or_default().iter_mut().find(|e| e.attr.id() == entry.attr.id()) {
+        Some(old) => *old = entry,
+        None if len > own_start => stack.insert(len - 1, entry),
+        None => {}
     }
 }

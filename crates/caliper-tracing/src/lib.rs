@@ -24,5 +24,6 @@
 mod entered;
 mod layer;
 mod mapping;
+mod span_path;
 
 pub use layer::CaliperLayer;

@@ -77,11 +77,15 @@ fn solve(n: u64) {
 }
 
 /// `tracing` spans only, inside a Caliper region: main > solve > step (3
-/// times, each with its field `i`), an event in solve, a span of target
-/// `phases` and one with a `kernel` field.
+/// times, each with its field `i`), an event in solve, a span whose field
+/// is recorded after it was made, a span of target `phases` and one with a
+/// `kernel` field.
 fn solver() {
     let _main = caliper::region!("main");
     solve(3);
+    let later = tracing::info_span!("later", n = tracing::field::Empty);
+    later.record("n", 7_u64);
+    later.in_scope(|| {});
     tracing::info_span!(target: "phases", "setup").in_scope(|| {
         tracing::info_span!("launch", kernel = "matmul", size = 64_u64).in_scope(|| spin(Duration::from_millis(1)));
     });
@@ -193,7 +197,7 @@ fn spans_are_regions_in_runtime_report() {
     let rows = report::rows(&text);
     assert_eq!(
         report::paths(&rows),
-        ["main", "main/setup", "main/setup/matmul", "main/solve", "main/solve/step"],
+        ["main", "main/later", "main/setup", "main/setup/matmul", "main/solve", "main/solve/step"],
         "{text}"
     );
     assert!(report::row(&rows, "main/solve/step").exclusive >= 0.003, "{text}");
@@ -212,6 +216,8 @@ fn spans_fields_and_events_are_in_event_trace() {
         "event.end#region=step,i=1,region.count=1,region=main/solve/step",
         // The event: a snapshot with its fields, in its span's path.
         "message=converged,region=main/solve,residual=0.250000",
+        // A field recorded later, from the next enter on.
+        "event.begin#region=later,n=7,region=main",
         // A span of target `phases` is a phase; one with a `kernel` field
         // a kernel, its other fields attributes.
         "event.begin#phase=setup,region=main",
