@@ -25,11 +25,17 @@ use tracing_subscriber::registry::LookupSpan;
 /// let subscriber = tracing_subscriber::registry().with(layer);
 /// # let _ = subscriber;
 /// ```
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct CaliperLayer {
     mapping: Mapping,
     events: bool,
     counts_suspended: bool,
+}
+
+impl Default for CaliperLayer {
+    fn default() -> CaliperLayer {
+        CaliperLayer::new()
+    }
 }
 
 impl CaliperLayer {
@@ -76,9 +82,7 @@ impl CaliperLayer {
         self.events = on;
         self
     }
-}
 
-impl CaliperLayer {
     /// Enters `path`, the path of span `id`, on the calling thread.
     fn enter(&self, cali: &Caliper, id: &Id, path: &SpanPath) {
         let entered = path.with_stack(|stack| {
