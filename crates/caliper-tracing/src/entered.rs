@@ -81,12 +81,17 @@ pub(crate) fn exit<R>(id: &Id, f: impl FnOnce(Entered, &mut Vec<StackEntry>) -> 
         .try_with(|t| {
             let (entered, mut left_open) = {
                 let mut t = t.try_borrow_mut().ok()?;
-                let i = t.entered.iter().rposition(|entered| entered.id == *id)?;
-                let entered = t.entered.remove(i);
-                if let Some(next) = t.entered.get_mut(i) {
-                    next.restore_instead(entered);
-                    return None;
-                }
+                let entered = if t.entered.last().is_some_and(|last| last.id == *id) {
+                    t.entered.pop()?
+                } else {
+                    let i = t.entered.iter().rposition(|entered| entered.id == *id)?;
+                    let entered = t.entered.remove(i);
+                    if let Some(next) = t.entered.get_mut(i) {
+                        next.restore_instead(entered);
+                        return None;
+                    }
+                    entered
+                };
                 (entered, std::mem::take(&mut t.left_open))
             };
             let r = f(entered, &mut left_open);
