@@ -47,7 +47,10 @@ fn main() {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_time().build().expect("runtime");
     rt.block_on(
         async {
-            let requests: Vec<_> = (0..4).map(|id| tokio::spawn(request(id))).collect();
+            // `in_current_span`: an `#[instrument]`ed async fn makes its span
+            // at its first poll, on a worker, whose current span is the
+            // spawner's only this way (as for any `tracing` subscriber).
+            let requests: Vec<_> = (0..4).map(|id| tokio::spawn(request(id).in_current_span())).collect();
             for r in requests {
                 r.await.expect("request");
             }
