@@ -26,6 +26,7 @@ fn scenario_child() {
         "solver" => solver(),
         "tokio_tasks" => tokio_tasks(),
         "nested_suspended" => nested_suspended(),
+        "recorded_elsewhere" => recorded_elsewhere(),
         "out_of_order" => out_of_order(),
         "escaping_region" => escaping_region(),
         other => panic!("unknown scenario {other}"),
@@ -145,6 +146,31 @@ fn nested_suspended() {
         }
         .instrument(tracing::info_span!("task")),
     );
+}
+
+/// A span entered on another thread (which keeps its path in its cache),
+/// a field recorded on the main thread, then the span entered on that
+/// thread again.
+fn recorded_elsewhere() {
+    let _main = caliper::region!("main");
+    let span = tracing::info_span!("shared", n = 1_u64);
+    let (go, wait) = std::sync::mpsc::channel::<()>();
+    let (done, finished) = std::sync::mpsc::channel::<()>();
+    std::thread::scope(|s| {
+        let span = &span;
+        s.spawn(move || {
+            for () in wait {
+                span.in_scope(|| {});
+                done.send(()).unwrap();
+            }
+        });
+        go.send(()).unwrap();
+        finished.recv().unwrap();
+        span.record("n", 2_u64);
+        go.send(()).unwrap();
+        finished.recv().unwrap();
+        drop(go);
+    });
 }
 
 /// Spans exited out of order, and a span's region ended by hand inside
@@ -267,6 +293,16 @@ fn nested_spans_count_a_suspension_once() {
     // around it, exited with it, does not count it again.
     assert!(report::row(&rows, "main/task/sleeping").exclusive >= 0.045, "{text}");
     assert!(report::row(&rows, "main/task").exclusive < 0.025, "{text}");
+}
+
+#[test]
+fn a_thread_enters_a_span_with_the_fields_recorded_since_it_last_did() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("trace.cali");
+    run("recorded_elsewhere", &[("CALI_CONFIG", &format!("event-trace,output={}", file.display()))]);
+    let begins: Vec<String> =
+        records(&file).into_iter().filter(|r| r.starts_with("event.begin#region=shared")).collect();
+    assert_eq!(begins, ["event.begin#region=shared,n=1,region=main", "event.begin#region=shared,n=2,region=main"]);
 }
 
 #[test]
