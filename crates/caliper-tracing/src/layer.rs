@@ -201,14 +201,17 @@ where
         }
     }
 
-    /// A snapshot in the current context with the event's fields.
+    /// A snapshot in the current context with the event's fields (but a
+    /// field named as an attribute of another type, which its value would
+    /// not fit).
     fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
-        if !self.events {
-            return;
-        }
+        let Some(cali) = Caliper::instance().filter(|_| self.events) else { return };
         let mut fields = Fields::default();
         event.record(&mut fields);
-        let entries: Vec<(&str, caliper::Variant)> = fields.0.into_iter().collect();
+        let fits = |(name, value): &(&str, caliper::Variant)| {
+            cali.find_attribute(name).is_none_or(|attr| attr.attr_type() == value.attr_type())
+        };
+        let entries: Vec<(&str, caliper::Variant)> = fields.0.into_iter().filter(fits).collect();
         caliper::push_snapshot(&entries);
     }
 }

@@ -173,8 +173,9 @@ fn recorded_elsewhere() {
     });
 }
 
-/// Spans exited out of order, and a span's region ended by hand inside
-/// it; `main` then ends as usual.
+/// Spans exited out of order, a span's region ended by hand inside it, and
+/// an event with a field that does not fit its attribute; `main` then ends
+/// as usual.
 fn out_of_order() {
     let _main = caliper::region!("main");
     let (a, b) = (tracing::info_span!("a"), tracing::info_span!("b"));
@@ -183,6 +184,8 @@ fn out_of_order() {
     drop(entered_a);
     drop(entered_b);
     tracing::info_span!("c").in_scope(|| caliper::end_region("c"));
+    // A field named as an attribute of another type.
+    tracing::info!(region = 5_u64, "numbered");
 }
 
 /// A Caliper region begun inside a span and ended after it, outside.
@@ -316,6 +319,8 @@ fn spans_exited_out_of_order_leave_the_stack_as_it_was() {
         Some("event.end#region=main,region.count=1,region=main"),
         "{records:#?}"
     );
+    // The event's snapshot, without the field that did not fit.
+    assert!(records.contains(&"message=numbered,region=main".to_string()), "{records:#?}");
 }
 
 #[test]
