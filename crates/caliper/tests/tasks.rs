@@ -5,7 +5,7 @@
 
 mod common;
 
-use caliper::Instrument;
+use caliper::{Instrument, TaskPath};
 use caliper_testutil::report;
 use common::{expand, run, run_with, stderr, trace_env};
 use std::future::Future;
@@ -23,6 +23,7 @@ fn scenario_child() {
         "nested_suspended" => nested_suspended(),
         "moved_between_threads" => moved_between_threads(),
         "cancelled" => cancelled(),
+        "root_path" => root_path(),
         other => panic!("unknown scenario {other}"),
     }
     std::process::exit(0);
@@ -139,6 +140,17 @@ fn moved_between_threads() {
     assert!(poll_on_thread("b", &mut task).is_ready());
 }
 
+/// A task given a path of its own, `detached` at the root, polled to its
+/// end on the main thread inside `main`.
+fn root_path() {
+    let _main = caliper::region!("main");
+    let task = async {
+        let _inner = caliper::region!("inner");
+    };
+    let mut task = Box::pin(task.in_path(TaskPath::root().region("detached")));
+    assert!(task.as_mut().poll(&mut Context::from_waker(Waker::noop())).is_ready());
+}
+
 /// The task is suspended inside `outer` and dropped on the main thread.
 fn cancelled() {
     let _main = caliper::region!("main");
@@ -215,6 +227,26 @@ fn a_task_moved_between_threads_takes_its_open_regions_along() {
     assert_eq!(find("event.begin#region=inner"), "event.begin#region=inner,region=main/task/outer");
     assert_eq!(find("event.end#region=outer"), "event.end#region=outer,region.count=1,region=main/task/outer");
     assert_eq!(find("event.end#region=b"), "event.end#region=b,region.count=1,region=b");
+}
+
+#[test]
+fn a_task_given_a_root_path_runs_outside_the_pollers_regions() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("trace.cali");
+    let out = run_with("root_path", &trace_env(&file));
+    assert!(!stderr(&out).contains("== CALIPER"), "{}", stderr(&out));
+    let records = expand(&file);
+    // `main` is ended around the poll and begun again after it.
+    let expected = [
+        "event.end#region=main,region.count=1,region=main",
+        "event.begin#region=detached",
+        "event.begin#region=inner,region=detached",
+        "event.end#region=inner,region.count=1,region=detached/inner",
+        "event.end#region=detached,region.count=1,region=detached",
+        "event.begin#region=main",
+    ];
+    let at = records.iter().position(|r| r == expected[0]).unwrap_or_else(|| panic!("{records:#?}"));
+    assert_eq!(records[at..at + expected.len()], expected, "{records:#?}");
 }
 
 #[test]
