@@ -26,6 +26,7 @@ fn scenario_child() {
         "solver" => solver(),
         "tokio_tasks" => tokio_tasks(),
         "nested_suspended" => nested_suspended(),
+        "handed_off" => handed_off(),
         "recorded_elsewhere" => recorded_elsewhere(),
         "out_of_order" => out_of_order(),
         "escaping_region" => escaping_region(),
@@ -131,6 +132,32 @@ fn tokio_tasks() {
         for task in tasks {
             task.await.unwrap();
         }
+    });
+    drop(rt);
+}
+
+/// A task in a span that holds a Caliper region and a span while tokio
+/// moves it to another thread: `block_in_place` hands its worker's queue
+/// to a new thread, so its next poll runs on another one.
+fn handed_off() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_time()
+        .on_thread_start(|| caliper::begin_region("worker"))
+        .on_thread_stop(|| caliper::end_region("worker"))
+        .build()
+        .unwrap();
+    let _main = caliper::region!("main");
+    rt.block_on(async {
+        let task = async {
+            let before = std::thread::current().id();
+            let _held = caliper::region!("held");
+            tokio::task::block_in_place(|| std::thread::sleep(Duration::from_millis(20)));
+            tokio::task::yield_now().instrument(tracing::info_span!("yield")).await;
+            assert_ne!(std::thread::current().id(), before, "the task was not moved to another thread");
+            tracing::info_span!("moved").in_scope(|| spin(Duration::from_millis(2)));
+        };
+        tokio::spawn(task.instrument(tracing::info_span!("task"))).await.unwrap();
     });
     drop(rt);
 }
@@ -285,6 +312,20 @@ fn suspended_time_of_instrumented_futures_counts_when_asked_for() {
     // 4 tasks x 50 ms asleep in the `sleeping` span.
     assert!(report::row(&rows, "main/task/sleeping").exclusive >= 0.18, "{text}");
     assert_eq!(report::paths(&rows).len(), 7, "{text}");
+}
+
+#[test]
+fn a_span_moved_to_another_worker_keeps_its_open_region() {
+    let out = run("handed_off", &[("CALI_CONFIG", "runtime-report,output=stdout")]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let rows = report::rows(&text);
+    assert_eq!(
+        report::paths(&rows),
+        ["main", "main/task", "main/task/held", "main/task/held/moved", "main/task/held/yield", "worker"],
+        "{text}"
+    );
+    // The 20 ms in `block_in_place`, on the first thread, inside `held`.
+    assert!(report::row(&rows, "main/task/held").exclusive >= 0.019, "{text}");
 }
 
 #[test]

@@ -21,6 +21,7 @@ fn scenario_child() {
         "tokio_tasks" => tokio_tasks(false),
         "tokio_tasks_counting_suspended" => tokio_tasks(true),
         "nested_suspended" => nested_suspended(),
+        "handed_off" => handed_off(),
         "moved_between_threads" => moved_between_threads(),
         "cancelled" => cancelled(),
         "root_path" => root_path(),
@@ -77,6 +78,33 @@ fn tokio_tasks(count_suspended: bool) {
         for task in tasks {
             task.await.unwrap();
         }
+    });
+    drop(rt);
+}
+
+/// A task that holds a region while tokio moves it to another thread:
+/// `block_in_place` hands its worker's queue to a new thread, so its next
+/// poll runs on another one.
+fn handed_off() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_time()
+        .on_thread_start(|| caliper::begin_region("worker"))
+        .on_thread_stop(|| caliper::end_region("worker"))
+        .build()
+        .unwrap();
+    let _main = caliper::region!("main");
+    rt.block_on(async {
+        let task = async {
+            let before = std::thread::current().id();
+            let _held = caliper::region!("held");
+            tokio::task::block_in_place(|| std::thread::sleep(Duration::from_millis(20)));
+            tokio::task::yield_now().await;
+            assert_ne!(std::thread::current().id(), before, "the task was not moved to another thread");
+            let _moved = caliper::region!("moved");
+            spin(Duration::from_millis(2));
+        };
+        tokio::spawn(task.in_region("task")).await.unwrap();
     });
     drop(rt);
 }
@@ -192,6 +220,22 @@ fn suspended_time_counts_when_asked_for() {
     // 4 tasks x 50 ms asleep in `sleeping`.
     assert!(report::row(&rows, "main/task/sleeping").exclusive >= 0.18, "{text}");
     assert_eq!(report::paths(&rows).len(), 6, "{text}");
+}
+
+#[test]
+fn a_task_moved_to_another_worker_keeps_its_open_region() {
+    let out = run("handed_off", &[("CALI_CONFIG", "runtime-report,output=stdout")]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!stderr(&out).contains("== CALIPER"), "{}", stderr(&out));
+    let rows = report::rows(&text);
+    assert_eq!(
+        report::paths(&rows),
+        ["main", "main/task", "main/task/held", "main/task/held/moved", "worker"],
+        "{text}"
+    );
+    // The 20 ms in `block_in_place`, on the first thread, inside `held`.
+    assert!(report::row(&rows, "main/task/held").exclusive >= 0.019, "{text}");
+    assert!(report::row(&rows, "main/task/held/moved").exclusive >= 0.002, "{text}");
 }
 
 #[test]
