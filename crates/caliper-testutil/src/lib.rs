@@ -9,6 +9,7 @@
 //! `cargo test` finds it; without it, the tests fail and say so.
 
 pub mod layers;
+pub mod report;
 pub mod synthetic;
 
 use std::fs;

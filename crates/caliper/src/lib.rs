@@ -45,6 +45,7 @@ pub mod snapshot;
 mod sparse;
 pub mod symbols;
 mod sync;
+pub mod task;
 pub mod tree;
 pub mod unwind;
 pub mod value;
@@ -59,6 +60,7 @@ pub use caliper_data::{AttrType, Properties, Variant};
 pub use config::RuntimeConfig;
 pub use configmgr::ConfigManager;
 pub use runtime::Caliper;
+pub use task::{Instrument, Instrumented, TaskPath};
 
 /// How the runtime starts the configs of `CALI_CONFIG` when it
 /// initialises: the config manager, which sits above the runtime (it
