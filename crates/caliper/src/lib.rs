@@ -35,6 +35,8 @@ pub mod default_config;
 mod id_index;
 pub mod interpose;
 pub mod log;
+pub mod mpi;
+pub mod mpi_finalize;
 pub mod query_report;
 pub mod region_filter;
 pub mod region_profile;

@@ -16,6 +16,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 pub const PREFIX: &str = "== CALIPER: ";
 
 static VERBOSITY: AtomicU32 = AtomicU32::new(0);
+/// The process's MPI rank once known, else `u32::MAX`: lines then read
+/// `== CALIPER: (<rank>): `.
+static RANK: AtomicU32 = AtomicU32::new(u32::MAX);
 static SINK: Mutex<Sink> = Mutex::new(Sink::Stderr);
 
 thread_local! {
@@ -43,6 +46,15 @@ pub fn set_verbosity(level: u32) {
 /// The verbosity level.
 pub fn verbosity() -> u32 {
     VERBOSITY.load(Ordering::Relaxed)
+}
+
+/// Names the process's MPI rank in every line from now on; ranks above 0
+/// keep to errors and warnings (verbosity 0), as the reference's do.
+pub fn set_rank(rank: usize) {
+    RANK.store(u32::try_from(rank).unwrap_or(u32::MAX - 1), Ordering::Relaxed);
+    if rank > 0 {
+        set_verbosity(0);
+    }
 }
 
 /// Sets the destination: `stderr`, `stdout`, `none` or a file name (a file
@@ -88,7 +100,10 @@ pub fn log(level: u32, message: fmt::Arguments<'_>) {
     let mut line = Line::new();
     // Formatting into a `Line` cannot fail; a `Display` impl of the
     // caller's that returns an error leaves its part out.
-    let _ = fmt::write(&mut line, format_args!("{PREFIX}{message}\n"));
+    let _ = match RANK.load(Ordering::Relaxed) {
+        u32::MAX => fmt::write(&mut line, format_args!("{PREFIX}{message}\n")),
+        rank => fmt::write(&mut line, format_args!("{PREFIX}({rank}): {message}\n")),
+    };
     if let Ok(mut sink) = SINK.lock() {
         let bytes = line.bytes();
         let _ = match &mut *sink {

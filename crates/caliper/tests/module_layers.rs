@@ -33,12 +33,12 @@ const LAYERS: &[&[&str]] = &[
         "unwind",
         "value",
     ],
-    &["service"],
+    &["service", "mpi"],
     &["buffer"],
     &["channel"],
     &["services"],
     &["runtime"],
-    &["alloc", "api", "configmgr", "query_report", "region_profile"],
+    &["alloc", "api", "configmgr", "mpi_finalize", "query_report", "region_profile"],
 ];
 
 fn layer_of(module: &str) -> Option<usize> {
