@@ -1,0 +1,189 @@
+//! The MPI binding as the runtime sees it ([`runtime::mpi::MpiLayer`]): the
+//! wrapped functions and which of them are enabled, MPI's state, and the
+//! communicator of cross-rank reports (byte messages over Caliper's own
+//! duplicate of `MPI_COMM_WORLD`, made in `src/shim.c`). Also what the
+//! generated wrappers call around the real function.
+
+use crate::wrappers::FUNCTIONS;
+use runtime::mpi::{Comm, MpiLayer};
+use std::ffi::{CStr, c_int, c_void};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+
+unsafe extern "C" {
+    fn cali_mpi_shim_state() -> c_int;
+    fn cali_mpi_shim_open();
+    fn cali_mpi_shim_close();
+    fn cali_mpi_shim_rank() -> c_int;
+    fn cali_mpi_shim_size() -> c_int;
+    fn cali_mpi_shim_send(dest: c_int, buf: *const c_void, len: c_int) -> c_int;
+    fn cali_mpi_shim_recv(source: c_int, buf: *mut c_void, len: c_int) -> c_int;
+}
+
+/// Whether each wrapped function is annotated, by index into
+/// [`FUNCTIONS`].
+static ENABLED: [AtomicBool; FUNCTIONS.len()] = [const { AtomicBool::new(false) }; FUNCTIONS.len()];
+
+/// The binding.
+pub struct PmpiLayer;
+
+/// MPI's state, from the shim.
+fn state() -> c_int {
+    // SAFETY: MPI_Initialized and MPI_Finalized may be called at any time.
+    unsafe { cali_mpi_shim_state() }
+}
+
+impl MpiLayer for PmpiLayer {
+    fn functions(&self) -> &'static [&'static str] {
+        &FUNCTIONS
+    }
+
+    fn set_enabled(&self, index: usize, on: bool) {
+        if let Some(flag) = ENABLED.get(index) {
+            flag.store(on, Ordering::Relaxed);
+        }
+    }
+
+    fn is_initialized(&self) -> bool {
+        state() >= 1
+    }
+
+    fn is_finalized(&self) -> bool {
+        state() == 2
+    }
+
+    fn world(&self) -> Option<Box<dyn Comm>> {
+        (state() == 1).then(|| Box::new(World) as Box<dyn Comm>)
+    }
+}
+
+/// Caliper's communicator over all ranks.
+struct World;
+
+/// The largest piece of a message sent at once (an MPI count is an `int`).
+const PIECE: usize = 1 << 30;
+
+impl Comm for World {
+    fn rank(&self) -> usize {
+        // SAFETY: MPI runs (World exists only then).
+        unsafe { cali_mpi_shim_rank() as usize }
+    }
+
+    fn size(&self) -> usize {
+        // SAFETY: as above.
+        unsafe { cali_mpi_shim_size() as usize }
+    }
+
+    /// The length (8 bytes), then the data in pieces.
+    fn send(&self, to: usize, data: &[u8]) -> Result<(), String> {
+        let length = (data.len() as u64).to_le_bytes();
+        send_piece(to, &length)?;
+        data.chunks(PIECE).try_for_each(|piece| send_piece(to, piece))
+    }
+
+    fn recv(&self, from: usize) -> Result<Vec<u8>, String> {
+        let mut length = [0u8; 8];
+        recv_piece(from, &mut length)?;
+        let mut data = vec![0u8; u64::from_le_bytes(length) as usize];
+        data.chunks_mut(PIECE).try_for_each(|piece| recv_piece(from, piece))?;
+        Ok(data)
+    }
+}
+
+fn send_piece(to: usize, piece: &[u8]) -> Result<(), String> {
+    // SAFETY: a buffer of `piece.len()` bytes (at most PIECE) we own.
+    match unsafe { cali_mpi_shim_send(to as c_int, piece.as_ptr().cast(), piece.len() as c_int) } {
+        0 => Ok(()),
+        e => Err(format!("MPI_Send to rank {to} failed ({e})")),
+    }
+}
+
+fn recv_piece(from: usize, piece: &mut [u8]) -> Result<(), String> {
+    // SAFETY: as above, written by the receive.
+    match unsafe { cali_mpi_shim_recv(from as c_int, piece.as_mut_ptr().cast(), piece.len() as c_int) } {
+        0 => Ok(()),
+        e => Err(format!("MPI_Recv from rank {from} failed ({e})")),
+    }
+}
+
+/// Runs a call into the runtime; a panic there stops at the wrapper and
+/// never reaches the program's MPI call.
+fn guarded(f: impl FnOnce()) {
+    let _ = catch_unwind(AssertUnwindSafe(f));
+}
+
+/// Before the real call of function `index`: begins its region if it is
+/// enabled, and says so.
+#[inline]
+pub(crate) fn enter(index: usize) -> bool {
+    let on = ENABLED[index].load(Ordering::Relaxed);
+    if on {
+        guarded(|| runtime::mpi::begin_function(index));
+    }
+    on
+}
+
+/// After the real call: ends the region [`enter`] began.
+#[inline]
+pub(crate) fn leave(entered: bool) {
+    if entered {
+        guarded(runtime::mpi::end_function);
+    }
+}
+
+/// After `MPI_Init`: Caliper's communicator, the rank.
+pub(crate) fn initialized() {
+    // SAFETY: called on every rank after MPI_Init.
+    unsafe { cali_mpi_shim_open() };
+    guarded(runtime::mpi::on_init);
+}
+
+/// Before `MPI_Finalize`: the outputs due, then Caliper's communicator
+/// goes.
+pub(crate) fn finalizing() {
+    guarded(runtime::mpi_finalize::on_finalize);
+    // SAFETY: called on every rank before MPI_Finalize.
+    unsafe { cali_mpi_shim_close() };
+}
+
+/// The next definition of a Fortran binding after this library's (the MPI
+/// library's), found once.
+pub struct Next {
+    name: &'static CStr,
+    address: AtomicPtr<c_void>,
+}
+
+impl Next {
+    pub const fn new(name: &'static CStr) -> Next {
+        Next { name, address: AtomicPtr::new(std::ptr::null_mut()) }
+    }
+
+    /// The address, or `None` (logged) if no later object defines it.
+    pub fn get(&self) -> Option<*mut c_void> {
+        let known = self.address.load(Ordering::Acquire);
+        if !known.is_null() {
+            return Some(known);
+        }
+        // SAFETY: dlsym with a NUL-terminated name.
+        let found = unsafe { libc::dlsym(libc::RTLD_NEXT, self.name.as_ptr()) };
+        if found.is_null() {
+            runtime::log::error(format_args!("mpi: {} not found in the MPI library", self.name.to_string_lossy()));
+            return None;
+        }
+        self.address.store(found, Ordering::Release);
+        Some(found)
+    }
+}
+
+/// Registers the binding before the runtime's own constructor (in
+/// `.init_array` without a priority) can start the runtime, so that the
+/// configs of `CALI_CONFIG` know they run under MPI.
+extern "C" fn register() {
+    guarded(|| {
+        runtime::mpi::register_layer(&PmpiLayer);
+    });
+}
+
+#[used]
+#[unsafe(link_section = ".init_array.00099")]
+static REGISTER: extern "C" fn() = register;
