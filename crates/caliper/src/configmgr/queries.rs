@@ -2,6 +2,7 @@
 //! of configs whose output takes several queries (two aggregation levels,
 //! one table per loop).
 
+use crate::mpi::{self, Comm, SelfComm};
 use caliper_data::{MetadataDb, Record};
 use caliper_query::format::RecordFormatter;
 use caliper_query::{QueryProcessor, QuerySpec, parse_query};
@@ -21,9 +22,25 @@ pub(crate) fn run<'a>(
     spec: &QuerySpec,
     formatter: Box<dyn RecordFormatter>,
 ) -> io::Result<()> {
+    run_across(db, records, spec, formatter, &SelfComm)
+}
+
+/// Runs `spec` over each rank's `records`, its aggregation merged across
+/// the ranks of `comm` ([`mpi::reduce`]); rank 0's `formatter` gets the
+/// result (the others' get nothing but the end).
+pub(crate) fn run_across<'a>(
+    db: &mut MetadataDb,
+    records: impl IntoIterator<Item = &'a Record>,
+    spec: &QuerySpec,
+    formatter: Box<dyn RecordFormatter>,
+    comm: &dyn Comm,
+) -> io::Result<()> {
     let mut processor = QueryProcessor::with_formatter(spec, formatter).map_err(io::Error::other)?;
     for record in records {
         processor.process(db, record)?;
+    }
+    if let Some(aggregator) = processor.aggregator_mut() {
+        mpi::reduce(comm, db, aggregator).map_err(io::Error::other)?;
     }
     processor.finish(db)
 }
