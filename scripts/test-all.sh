@@ -5,6 +5,7 @@
 # and fail naming this script when something is missing): the C, C++ and
 # Fortran compilers, CMake and pkg-config (the caliper-c tests build the
 # examples against `make install`; the fuzz step builds libFuzzer with g++),
+# Debian's Open MPI (caliper-mpi builds against it; its tests run mpirun),
 # and a Python virtualenv at target/test-venv (or under $CARGO_TARGET_DIR)
 # with the reference's clients from crates/caliper-testutil/py/requirements.txt
 # (the interoperability tests run them). $PYTHON picks the Python.
@@ -12,7 +13,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 missing=()
-for tool in gcc:gcc g++:g++ gfortran:gfortran cmake:cmake pkg-config:pkg-config make:make; do
+for tool in gcc:gcc g++:g++ gfortran:gfortran cmake:cmake pkg-config:pkg-config make:make \
+    mpirun:openmpi-bin mpicc:libopenmpi-dev; do
     command -v "${tool%%:*}" >/dev/null 2>&1 || missing+=("${tool##*:}")
 done
 if [ ${#missing[@]} -gt 0 ]; then

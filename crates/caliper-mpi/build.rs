@@ -38,7 +38,8 @@ fn main() {
     // The MPI library's Fortran bindings, which the Fortran wrappers call
     // on to: needed by libcaliper-mpi itself, else a Fortran program's
     // link leaves them out (its calls resolve to the wrappers).
-    let fortran = ["mpi_mpifh", "mpifort"].into_iter().find(|l| libdirs.iter().any(|d| d.join(format!("lib{l}.so")).exists()));
+    let fortran =
+        ["mpi_mpifh", "mpifort"].into_iter().find(|l| libdirs.iter().any(|d| d.join(format!("lib{l}.so")).exists()));
     if let Some(lib) = fortran {
         println!("cargo:rustc-cdylib-link-arg=-Wl,--no-as-needed,-l{lib},--as-needed");
     }

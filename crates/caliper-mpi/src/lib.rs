@@ -21,3 +21,27 @@ pub mod wrappers {
 
 // The C ABI comes from `caliper-c`; naming the crate links it in.
 extern crate capi;
+
+/// `cali_mpi_init()` of `caliper/cali-mpi.h`: obsolete in the reference
+/// too (MPI support starts by itself); does nothing.
+#[unsafe(no_mangle)]
+pub extern "C" fn cali_mpi_init() {}
+
+/// `cali_mpi_flush_on(comm, flush, arg)`: runs `flush(arg)` (which flushes
+/// channels) with their cross-rank outputs reduced over the program's
+/// communicator `*comm` instead of `MPI_COMM_WORLD` (`MPI_COMM_NULL`: this
+/// rank alone). `MpiChannelManager` and `CollectiveOutputChannel` are
+/// built on it.
+///
+/// # Safety
+/// `comm` points to a valid `MPI_Comm`; `flush` is a valid function.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cali_mpi_flush_on(
+    comm: *const std::ffi::c_void,
+    flush: Option<unsafe extern "C" fn(*mut std::ffi::c_void)>,
+    arg: *mut std::ffi::c_void,
+) {
+    let Some(flush) = flush.filter(|_| !comm.is_null()) else { return };
+    // SAFETY: the caller's communicator and callback.
+    unsafe { layer::collective_flush(comm, || flush(arg)) };
+}

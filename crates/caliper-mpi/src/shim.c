@@ -7,6 +7,7 @@
 
 /* build.rs declares MPI's handles to Rust as pointers (Open MPI) or ints
  * (MPICH); a wrong guess must not compile. */
+_Static_assert(sizeof(MPI_Comm) <= 8, "handles fit the 8 bytes the Rust side keeps");
 #ifdef OPEN_MPI
 _Static_assert(sizeof(MPI_Comm) == sizeof(void *), "Open MPI handles are pointers");
 #else
@@ -18,9 +19,26 @@ enum { CALI_MPI_TAG = 0x4341 };
 
 static MPI_Comm cali_comm = MPI_COMM_NULL;
 
-static MPI_Comm current(void)
+/* The communicator of a collective flush: the program's (given as a
+ * pointer to its handle, so that callers need not know the handle's type)
+ * or Caliper's own. */
+static MPI_Comm current(const void *comm)
 {
+    if (comm)
+        return *(const MPI_Comm *)comm;
     return cali_comm != MPI_COMM_NULL ? cali_comm : MPI_COMM_WORLD;
+}
+
+/* The size of a handle, for the Rust side to copy one. */
+int cali_mpi_shim_handle_size(void)
+{
+    return (int)sizeof(MPI_Comm);
+}
+
+/* Whether *comm is MPI_COMM_NULL (a flush on it is local). */
+int cali_mpi_shim_is_null(const void *comm)
+{
+    return *(const MPI_Comm *)comm == MPI_COMM_NULL;
 }
 
 /* 0: MPI not initialised, 1: running, 2: finalised. */
@@ -46,26 +64,26 @@ void cali_mpi_shim_close(void)
         PMPI_Comm_free(&cali_comm);
 }
 
-int cali_mpi_shim_rank(void)
+int cali_mpi_shim_rank(const void *comm)
 {
     int rank = 0;
-    PMPI_Comm_rank(current(), &rank);
+    PMPI_Comm_rank(current(comm), &rank);
     return rank;
 }
 
-int cali_mpi_shim_size(void)
+int cali_mpi_shim_size(const void *comm)
 {
     int size = 1;
-    PMPI_Comm_size(current(), &size);
+    PMPI_Comm_size(current(comm), &size);
     return size;
 }
 
-int cali_mpi_shim_send(int dest, const void *buf, int len)
+int cali_mpi_shim_send(const void *comm, int dest, const void *buf, int len)
 {
-    return PMPI_Send(buf, len, MPI_BYTE, dest, CALI_MPI_TAG, current());
+    return PMPI_Send(buf, len, MPI_BYTE, dest, CALI_MPI_TAG, current(comm));
 }
 
-int cali_mpi_shim_recv(int source, void *buf, int len)
+int cali_mpi_shim_recv(const void *comm, int source, void *buf, int len)
 {
-    return PMPI_Recv(buf, len, MPI_BYTE, source, CALI_MPI_TAG, current(), MPI_STATUS_IGNORE);
+    return PMPI_Recv(buf, len, MPI_BYTE, source, CALI_MPI_TAG, current(comm), MPI_STATUS_IGNORE);
 }
