@@ -12,8 +12,9 @@
 #     make install-mpi PREFIX=/opt/caliper
 #
 # also installs libcaliper-mpi.{so,a} (libcaliper with MPI support; needs an
-# MPI, found through mpicc), caliper/cali-mpi.h and its C++ headers, and the
-# pkg-config package caliper-mpi (CMake: the target caliper-mpi).
+# MPI, found through mpicc), bin/mpi-caliquery, caliper/cali-mpi.h and its
+# C++ headers, and the pkg-config package caliper-mpi (CMake: the target
+# caliper-mpi).
 
 PREFIX ?= /usr/local
 CARGO ?= cargo
@@ -60,6 +61,7 @@ install-mpi: install
 	$(CARGO) build --release -p caliper-mpi
 	install -m 755 $(RELEASE)/libcaliper_mpi.so $(PREFIX)/lib/libcaliper-mpi.so
 	install -m 644 $(RELEASE)/libcaliper_mpi.a $(PREFIX)/lib/libcaliper-mpi.a
+	install -m 755 $(RELEASE)/mpi-caliquery $(PREFIX)/bin/
 	strip --strip-debug $(PREFIX)/lib/libcaliper-mpi.so $(PREFIX)/lib/libcaliper-mpi.a
 	cp -R $(MPI)/include/caliper $(PREFIX)/include/
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' -e 's|@NATIVE_LIBS@|$(NATIVE_LIBS)|g' \

@@ -220,15 +220,19 @@ impl Next {
     }
 }
 
+/// Registers the binding (a program that links this crate as a Rust
+/// library calls it; the library constructor below does it otherwise).
+pub fn register() {
+    runtime::mpi::register_layer(&PmpiLayer);
+}
+
 /// Registers the binding before the runtime's own constructor (in
 /// `.init_array` without a priority) can start the runtime, so that the
 /// configs of `CALI_CONFIG` know they run under MPI.
-extern "C" fn register() {
-    guarded(|| {
-        runtime::mpi::register_layer(&PmpiLayer);
-    });
+extern "C" fn register_at_load() {
+    guarded(register);
 }
 
 #[used]
 #[unsafe(link_section = ".init_array.00099")]
-static REGISTER: extern "C" fn() = register;
+static REGISTER: extern "C" fn() = register_at_load;

@@ -4,7 +4,7 @@
 //! Caliper, preloaded), their cross-rank reports checked against values
 //! computed from per-rank files of the same run, one output per job or per
 //! rank, a rank that is done early, and a program that never calls
-//! `MPI_Finalize`.
+//! `MPI_Finalize`; `mpi-report`; `mpi-caliquery`.
 //!
 //! Open MPI, the compilers and CMake are installed by
 //! `scripts/test-all.sh`; without them the tests fail, naming the script.
@@ -297,6 +297,46 @@ fn profile_mpi_shows_the_mpi_functions_as_regions() {
     assert_eq!(indent("MPI_Send"), indent("ring") + 2, "{report}");
     assert_eq!(indent("MPI_Recv"), indent("ring") + 2, "{report}");
     assert!(!report.contains("MPI_Init") && !report.contains("MPI_Comm_rank"), "excluded:\n{report}");
+}
+
+/// `mpi-report`: time per MPI function across the ranks; each rank sends
+/// and receives once per round of the ring.
+#[test]
+fn mpi_report_tabulates_the_mpi_functions() {
+    let dir = scratch("mpi-report");
+    mpirun(4, &dir, &[("CALI_CONFIG", "mpi-report(output=mpi.txt)")], app(), &["7"]);
+    let report = std::fs::read_to_string(dir.join("mpi.txt")).unwrap();
+    let header = report.lines().next().unwrap();
+    assert!(header.starts_with("Function") && header.contains("Count (min)") && header.contains("Time %"), "{report}");
+    for function in ["MPI_Send", "MPI_Recv"] {
+        let row: Vec<&str> = report.lines().find(|l| l.starts_with(function)).unwrap().split_whitespace().collect();
+        assert_eq!(row[1..3], ["7", "7"], "{function}: count min and max\n{report}");
+    }
+}
+
+/// `mpi-caliquery` over 4 per-rank files on 3 ranks gives what
+/// `cali-query` gives over the same files.
+#[test]
+fn mpi_caliquery_equals_cali_query() {
+    let dir = scratch("mpi-caliquery");
+    mpirun(4, &dir, &[("CALI_CONFIG", "runtime-profile(use.mpi=false,output=rank-%mpi.rank%.cali)")], app(), &["5"]);
+    let files = files_starting(&dir, "rank-");
+    assert_eq!(files.len(), 4);
+    let query =
+        "select region,count(),sum(sum#sum#time.duration),max(sum#sum#time.duration) group by region format expand";
+    let mut expected = query_text(&files, query);
+    let out = mpirun(3, &dir, &[], &prefix().join("bin/mpi-caliquery"), &["-q", query, "."]);
+    let mut got: Vec<String> = String::from_utf8(out.stdout).unwrap().lines().map(str::to_string).collect();
+    expected.sort();
+    got.sort();
+    assert_eq!(got, expected);
+    assert!(got.iter().any(|l| l.contains("region=main/ring") && l.contains("count=4")), "{got:?}");
+}
+
+/// `cali-query -q <query> <files>`'s output lines.
+fn query_text(files: &[PathBuf], query: &str) -> Vec<String> {
+    let out = must(Command::new(prefix().join("bin/cali-query")).arg("-q").arg(query).args(files));
+    String::from_utf8(out.stdout).unwrap().lines().map(str::to_string).collect()
 }
 
 /// A program that never calls Caliper, preloaded: its MPI calls are
