@@ -98,6 +98,9 @@ struct Function {
     result: &'static str,
     /// The Rust type of each parameter.
     params: Vec<Param>,
+    /// How many parameters are strings (`char *`): Fortran passes their
+    /// lengths as hidden arguments after the others.
+    strings: usize,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -139,11 +142,14 @@ impl Function {
         if !name.starts_with("MPI_") {
             return Err(format!("{name} is not an MPI function"));
         }
-        let params = match params.trim() {
-            "void" | "" => Vec::new(),
-            list => list.split(',').map(Self::param).collect::<Result<_, _>>()?,
+        let (params, strings) = match params.trim() {
+            "void" | "" => (Vec::new(), 0),
+            list => {
+                let strings = list.split(',').filter(|p| p.contains("char") && !p.contains("***")).count();
+                (list.split(',').map(Self::param).collect::<Result<_, _>>()?, strings)
+            }
         };
-        Ok(Function { name, result, params })
+        Ok(Function { name, result, params, strings })
     }
 
     fn param(text: &str) -> Result<Param, String> {
@@ -223,11 +229,12 @@ fn generate(functions: &[Function], handle: &str) -> String {
     }
     for (index, f) in functions.iter().enumerate() {
         // Fortran passes every argument by reference, and subroutines end
-        // with the error code's: C's count plus one pointer. A callee that
+        // with the error code's: C's count plus one pointer, then one
+        // hidden length per string, passed on as they came. A callee that
         // takes fewer (MPI_INIT takes only the error code) ignores the
         // rest, which the caller clears in the C calling convention.
         let fname = format!("{}_", f.name.to_lowercase());
-        let arity = if f.result == "f64" { f.params.len() } else { f.params.len() + 1 };
+        let arity = if f.result == "f64" { f.params.len() } else { f.params.len() + 1 } + f.strings;
         let params: Vec<String> = (0..arity).map(|i| format!("a{i}: *mut c_void")).collect();
         let types = vec!["*mut c_void"; arity].join(", ");
         let args: Vec<String> = (0..arity).map(|i| format!("a{i}")).collect();
