@@ -242,8 +242,12 @@ fn generate(functions: &[Function], handle: &str) -> String {
         let _ = writeln!(s, "/// `{}` from Fortran, annotated when enabled.", f.name);
         let _ = writeln!(s, "#[unsafe(no_mangle)]");
         let _ = writeln!(s, "pub unsafe extern \"C\" fn {fname}({}){ret} {{", params.join(", "));
+        let (fallback, bind, value) = match ret {
+            "" => ("", "", ""),
+            _ => (" 0.0", "let result = ", "    result\n"),
+        };
         let _ = writeln!(s, "    static NEXT: crate::layer::Next = crate::layer::Next::new(c\"{fname}\");");
-        let _ = writeln!(s, "    let Some(next) = NEXT.get() else {{ return Default::default() }};");
+        let _ = writeln!(s, "    let Some(next) = NEXT.get() else {{ return{fallback} }};");
         let _ = writeln!(s, "    // SAFETY: the next definition of this Fortran binding, as declared.");
         let _ =
             writeln!(s, "    let next: unsafe extern \"C\" fn({types}){ret} = unsafe {{ std::mem::transmute(next) }};");
@@ -252,12 +256,12 @@ fn generate(functions: &[Function], handle: &str) -> String {
         }
         let _ = writeln!(s, "    let entered = crate::layer::enter({index});");
         let _ = writeln!(s, "    // SAFETY: the caller's arguments, passed on unchanged.");
-        let _ = writeln!(s, "    let result = unsafe {{ next({}) }};", args.join(", "));
+        let _ = writeln!(s, "    {bind}unsafe {{ next({}) }};", args.join(", "));
         let _ = writeln!(s, "    crate::layer::leave(entered);");
         if f.hook() == Hook::AfterInit {
             let _ = writeln!(s, "    crate::layer::initialized();");
         }
-        let _ = writeln!(s, "    result\n}}\n");
+        let _ = writeln!(s, "{value}}}\n");
     }
     s
 }
