@@ -6,6 +6,10 @@
 //                          built with -DNO_CALIPER (plain MPI), linked
 //                          with libcaliper-mpi, and under
 //                          CALI_CONFIG=runtime-report,profile.mpi.
+//   mpi-bench self N       each rank sends N messages to itself and
+//                          receives them (a Send/Recv pair without
+//                          waiting for another process); prints the
+//                          nanoseconds per pair. Run with one rank.
 //   mpi-bench reduce NODES each rank enters NODES distinct regions, then
 //                          a runtime-report ConfigManager flushes across
 //                          the ranks; rank 0 prints the flush's seconds.
@@ -43,6 +47,22 @@ static void pingpong(long n)
     }
 }
 
+static void self_pairs(long n)
+{
+    int rank = 0, value = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    for (int warm = 0; warm < 2; ++warm) {
+        double t0 = MPI_Wtime();
+        for (long i = 0; i < n; ++i) {
+            MPI_Send(&value, 1, MPI_INT, rank, 0, MPI_COMM_WORLD);
+            MPI_Recv(&value, 1, MPI_INT, rank, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        }
+        double t = MPI_Wtime() - t0;
+        if (rank == 0 && warm == 1)
+            std::printf("self: %.1f ns per Send/Recv pair\n", t / n * 1e9);
+    }
+}
+
 #ifndef NO_CALIPER
 static void reduce(long nodes)
 {
@@ -76,6 +96,8 @@ int main(int argc, char **argv)
     long n = argc > 2 ? std::atol(argv[2]) : 100000;
     if (std::strcmp(mode, "pingpong") == 0)
         pingpong(n);
+    else if (std::strcmp(mode, "self") == 0)
+        self_pairs(n);
 #ifndef NO_CALIPER
     else if (std::strcmp(mode, "reduce") == 0)
         reduce(n);
