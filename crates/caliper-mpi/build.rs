@@ -182,6 +182,39 @@ impl Function {
     }
 }
 
+/// What a traced function reports (`CALI_MPI_MSG_TRACING`), as Rust
+/// calls on its arguments `aN` (handles passed as pointers to them).
+fn message_report(name: &str) -> Vec<String> {
+    let send = |c: usize, t: usize, d: usize, g: usize| format!("crate::messages::sent(a{c}, ptr(&a{t}), a{d}, a{g})");
+    let recv = |c: usize, t: usize, s: usize, g: usize, st: usize| {
+        format!("crate::messages::received(a{c}, ptr(&a{t}), a{s}, a{g}, a{st})")
+    };
+    let coll = |kind: u8, root: Option<usize>, count_type: Option<(usize, usize)>| {
+        let root = root.map_or("-1".to_string(), |r| format!("a{r}"));
+        let (count, datatype) = count_type.map_or(("0".to_string(), "std::ptr::null()".to_string()), |(c, t)| {
+            (format!("a{c}"), format!("ptr(&a{t})"))
+        });
+        format!("crate::messages::collective({kind}, {root}, {count}, {datatype})")
+    };
+    match name {
+        "MPI_Send" | "MPI_Bsend" | "MPI_Ssend" | "MPI_Rsend" | "MPI_Isend" | "MPI_Ibsend" | "MPI_Issend"
+        | "MPI_Irsend" => vec![send(1, 2, 3, 4)],
+        "MPI_Recv" => vec![recv(1, 2, 3, 4, 6)],
+        "MPI_Sendrecv" => vec![send(1, 2, 3, 4), recv(6, 7, 8, 9, 11)],
+        "MPI_Sendrecv_replace" => vec![send(1, 2, 3, 4), recv(1, 2, 5, 6, 8)],
+        "MPI_Barrier" => vec![coll(1, None, None)],
+        "MPI_Bcast" => vec![coll(3, Some(3), Some((1, 2)))],
+        "MPI_Scatter" => vec![coll(3, Some(6), Some((1, 2)))],
+        "MPI_Reduce" => vec![coll(4, Some(5), Some((2, 3)))],
+        "MPI_Gather" => vec![coll(4, Some(6), Some((1, 2)))],
+        "MPI_Allreduce" | "MPI_Scan" | "MPI_Exscan" | "MPI_Reduce_scatter_block" => {
+            vec![coll(2, None, Some((2, 3)))]
+        }
+        "MPI_Allgather" | "MPI_Alltoall" => vec![coll(2, None, Some((1, 2)))],
+        _ => Vec::new(),
+    }
+}
+
 #[derive(PartialEq)]
 enum Hook {
     None,
@@ -201,6 +234,8 @@ fn generate(functions: &[Function], handle: &str) -> String {
         let _ = writeln!(s, "    \"{}\",", f.name);
     }
     let _ = writeln!(s, "];\n");
+    let _ = writeln!(s, "/// A pointer to a handle argument, for the shim.");
+    let _ = writeln!(s, "#[inline]\nfn ptr<T>(handle: &T) -> *const c_void {{\n    (handle as *const T).cast()\n}}\n");
     let _ = writeln!(s, "unsafe extern \"C\" {{");
     for f in functions {
         let params: Vec<String> =
@@ -221,6 +256,14 @@ fn generate(functions: &[Function], handle: &str) -> String {
         let _ = writeln!(s, "    let entered = crate::layer::enter({index});");
         let _ = writeln!(s, "    // SAFETY: the caller's arguments, passed on unchanged.");
         let _ = writeln!(s, "    let result = unsafe {{ P{}({}) }};", f.name, args.join(", "));
+        let reports = message_report(&f.name);
+        if !reports.is_empty() {
+            let _ = writeln!(s, "    if result == 0 && runtime::mpi::message_tracing() {{");
+            for report in reports {
+                let _ = writeln!(s, "        {report};");
+            }
+            let _ = writeln!(s, "    }}");
+        }
         let _ = writeln!(s, "    crate::layer::leave(entered);");
         if f.hook() == Hook::AfterInit {
             let _ = writeln!(s, "    crate::layer::initialized();");

@@ -87,3 +87,26 @@ int cali_mpi_shim_recv(const void *comm, int source, void *buf, int len)
 {
     return PMPI_Recv(buf, len, MPI_BYTE, source, CALI_MPI_TAG, current(comm), MPI_STATUS_IGNORE);
 }
+
+/* The bytes of `count` elements of *datatype. */
+long long cali_mpi_shim_bytes(int count, const void *datatype)
+{
+    int size = 0;
+    PMPI_Type_size(*(const MPI_Datatype *)datatype, &size);
+    return (long long)count * size;
+}
+
+/* The source, tag and bytes of a completed receive: from its status, or
+ * (MPI_STATUS_IGNORE) from the call's own source, tag and count. */
+void cali_mpi_shim_received(const void *status, const void *datatype, int *source, int *tag, long long *bytes)
+{
+    const MPI_Status *s = (const MPI_Status *)status;
+    if (s == MPI_STATUS_IGNORE)
+        return;
+    int count = 0;
+    PMPI_Get_count(s, *(const MPI_Datatype *)datatype, &count);
+    *source = s->MPI_SOURCE;
+    *tag = s->MPI_TAG;
+    if (count != MPI_UNDEFINED)
+        *bytes = cali_mpi_shim_bytes(count, datatype);
+}

@@ -301,6 +301,39 @@ fn profile_mpi_shows_the_mpi_functions_as_regions() {
     assert!(!report.contains("MPI_Init") && !report.contains("MPI_Comm_rank"), "excluded:\n{report}");
 }
 
+/// Message tracing: each completed send and receive is a snapshot with
+/// its size and a count, summed per MPI function across the ranks.
+#[test]
+fn message_tracing_counts_and_sizes_messages() {
+    let dir = scratch("messages");
+    let cross = "select mpi.function,sum(mpi.send.count),sum(mpi.recv.count),sum(mpi.msg.size),max(mpi.msg.dst) \
+                 group by mpi.function format expand";
+    mpirun(
+        4,
+        &dir,
+        &[
+            ("CALI_SERVICES_ENABLE", "aggregate,event,timer,mpi,mpireport"),
+            ("CALI_MPI_MSG_TRACING", "true"),
+            ("CALI_MPI_WHITELIST", "MPI_Send,MPI_Recv"),
+            ("CALI_MPIREPORT_FILENAME", "messages.txt"),
+            ("CALI_MPIREPORT_CONFIG", cross),
+        ],
+        app(),
+        &["10"],
+    );
+    let report = std::fs::read_to_string(dir.join("messages.txt")).unwrap();
+    let rows: BTreeMap<String, BTreeMap<String, String>> =
+        report.lines().map(expand_line).filter_map(|r| Some((r.get("mpi.function")?.clone(), r))).collect();
+    // 4 ranks, 10 rounds of the ring: 40 messages of one int each way.
+    let send = &rows["MPI_Send"];
+    assert_eq!(send["sum#mpi.send.count"], "40", "{report}");
+    assert_eq!(send["sum#mpi.msg.size"], "160", "{report}");
+    assert_eq!(send["max#mpi.msg.dst"], "3", "{report}");
+    let recv = &rows["MPI_Recv"];
+    assert_eq!(recv["sum#mpi.recv.count"], "40", "{report}");
+    assert_eq!(recv["sum#mpi.msg.size"], "160", "{report}");
+}
+
 /// `mpi-report`: time per MPI function across the ranks; each rank sends
 /// and receives once per round of the ring.
 #[test]

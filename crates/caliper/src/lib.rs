@@ -37,6 +37,7 @@ pub mod interpose;
 pub mod log;
 pub mod mpi;
 pub mod mpi_finalize;
+pub mod mpi_messages;
 pub mod query_report;
 pub mod region_filter;
 pub mod region_profile;

@@ -152,6 +152,20 @@ pub(crate) fn record_rank(cali: &dyn Runtime) {
     log::set_rank(world.rank());
 }
 
+static TRACING: AtomicBool = AtomicBool::new(false);
+
+/// Whether an `mpi` service traces messages (`CALI_MPI_MSG_TRACING`): the
+/// binding then reports them to [`crate::mpi_messages::record`].
+#[inline]
+pub fn message_tracing() -> bool {
+    TRACING.load(Ordering::Relaxed)
+}
+
+/// Turns message tracing on for the process.
+pub(crate) fn trace_messages() {
+    TRACING.store(true, Ordering::Relaxed);
+}
+
 static FINALIZING: AtomicBool = AtomicBool::new(false);
 
 /// Marks that `MPI_Finalize` has begun; `false` if it had already.

@@ -38,7 +38,7 @@ const LAYERS: &[&[&str]] = &[
     &["channel"],
     &["services"],
     &["runtime"],
-    &["alloc", "api", "configmgr", "mpi_finalize", "query_report", "region_profile"],
+    &["alloc", "api", "configmgr", "mpi_finalize", "mpi_messages", "query_report", "region_profile"],
 ];
 
 fn layer_of(module: &str) -> Option<usize> {

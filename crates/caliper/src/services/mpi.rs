@@ -3,7 +3,8 @@
 //! runs already). Which functions: `CALI_MPI_WHITELIST` (`all` first
 //! means every one) and `CALI_MPI_BLACKLIST`; with neither, none (the rank
 //! is still recorded), as in the reference. Available once an MPI binding
-//! registered (see [`crate::mpi`]).
+//! registered (see [`crate::mpi`]). `CALI_MPI_MSG_TRACING` takes a snapshot
+//! of each message (the runtime's `mpi_messages` module).
 
 use super::registry::{Created, NotCreated, ServiceSpec, SettingKind, SettingSpec, Setup, Stage};
 use crate::log;
@@ -33,7 +34,7 @@ pub(super) const SPEC: ServiceSpec = ServiceSpec {
             key: "msg_tracing",
             kind: SettingKind::Bool,
             default: "false",
-            description: "Record message sizes, counts and peers (not implemented: a message says so)",
+            description: "Take a snapshot of each message and collective: size, peer, tag, counts",
         },
         SettingSpec {
             key: "msg_pattern",
@@ -58,14 +59,11 @@ pub(super) const SPEC: ServiceSpec = ServiceSpec {
                 layer.set_enabled(index, true);
             }
         }
-        for key in ["msg_tracing", "msg_pattern"] {
-            if setup.settings.bool(key) {
-                log::error(format_args!(
-                    "{}: mpi: CALI_MPI_{} is not supported, ignored",
-                    setup.channel,
-                    key.to_uppercase()
-                ));
-            }
+        if setup.settings.bool("msg_tracing") {
+            mpi::trace_messages();
+        }
+        if setup.settings.bool("msg_pattern") {
+            log::error(format_args!("{}: mpi: CALI_MPI_MSG_PATTERN is not supported, ignored", setup.channel));
         }
         mpi::record_rank(setup.cali);
         Ok(Created::Service(Arc::new(Mpi)))
