@@ -11,7 +11,7 @@
 //! before the runtime starts.
 
 pub mod layer;
-pub mod messages;
+mod messages;
 
 /// The generated wrappers.
 #[allow(non_snake_case, clippy::missing_safety_doc, clippy::too_many_arguments, clippy::unused_unit)]

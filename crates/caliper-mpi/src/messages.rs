@@ -26,13 +26,13 @@ fn bytes(count: c_int, datatype: *const c_void) -> i64 {
 }
 
 /// A send of `count` elements of `*datatype` to `dst` completed.
-pub fn sent(count: c_int, datatype: *const c_void, dst: c_int, tag: c_int) {
+pub(crate) fn sent(count: c_int, datatype: *const c_void, dst: c_int, tag: c_int) {
     record(Message::Sent { dst: dst.into(), tag: tag.into(), bytes: bytes(count, datatype) });
 }
 
 /// A receive of at most `count` elements of `*datatype` completed, with
 /// `status` (or `MPI_STATUS_IGNORE`).
-pub fn received(count: c_int, datatype: *const c_void, src: c_int, tag: c_int, status: *const c_void) {
+pub(crate) fn received(count: c_int, datatype: *const c_void, src: c_int, tag: c_int, status: *const c_void) {
     let (mut src, mut tag, mut size) = (src, tag, bytes(count, datatype));
     // SAFETY: the caller's status (or MPI_STATUS_IGNORE) and datatype.
     unsafe { cali_mpi_shim_received(status, datatype, &mut src, &mut tag, &mut size) };
@@ -41,7 +41,7 @@ pub fn received(count: c_int, datatype: *const c_void, src: c_int, tag: c_int, s
 
 /// A collective of the reference's `kind` moving `count` elements of
 /// `*datatype` per rank, rooted at `root` (negative: none).
-pub fn collective(kind: i64, root: c_int, count: c_int, datatype: *const c_void) {
+pub(crate) fn collective(kind: i64, root: c_int, count: c_int, datatype: *const c_void) {
     let bytes = if datatype.is_null() { 0 } else { bytes(count, datatype) };
     record(Message::Collective { kind, root: (root >= 0).then_some(root.into()), bytes });
 }
