@@ -333,6 +333,29 @@ fn message_tracing_counts_and_sizes_messages() {
     assert_eq!(recv["sum#mpi.msg.size"], "160", "{report}");
 }
 
+/// Bad settings cost the output, not the program: a cross-rank query that
+/// does not parse and an unknown MPI function name are one-line messages,
+/// and the program runs to its end with its exit status. (The messages
+/// come before MPI_Init, so without the rank.)
+#[test]
+fn bad_settings_leave_the_program_alone() {
+    let dir = scratch("bad-settings");
+    let out = mpirun(
+        2,
+        &dir,
+        &[
+            ("CALI_SERVICES_ENABLE", "aggregate,event,timer,mpi,mpireport"),
+            ("CALI_MPIREPORT_CONFIG", "select count( group by"),
+            ("CALI_MPI_WHITELIST", "MPI_Send,MPI_Sned"),
+        ],
+        app(),
+        &["2"],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("== CALIPER: default: mpireport: config parse error"), "{stderr}");
+    assert!(stderr.contains("Unknown MPI function MPI_Sned in MPI function whitelist"), "{stderr}");
+}
+
 /// `mpi-report`: time per MPI function across the ranks; each rank sends
 /// and receives once per round of the ring.
 #[test]
