@@ -5,7 +5,9 @@
 # and fail naming this script when something is missing): the C, C++ and
 # Fortran compilers, CMake and pkg-config (the caliper-c tests build the
 # examples against `make install`; the fuzz step builds libFuzzer with g++),
-# Debian's Open MPI (caliper-mpi builds against it; its tests run mpirun),
+# Debian's Open MPI (caliper-mpi builds against it; its tests run mpirun)
+# and libclang (the `mpi` crate of caliper-mpi's `rsmpi` feature generates
+# its bindings with it),
 # and a Python virtualenv at target/test-venv (or under $CARGO_TARGET_DIR)
 # with the reference's clients from crates/caliper-testutil/py/requirements.txt
 # (the interoperability tests run them). $PYTHON picks the Python.
@@ -17,6 +19,7 @@ for tool in gcc:gcc g++:g++ gfortran:gfortran cmake:cmake pkg-config:pkg-config 
     mpirun:openmpi-bin mpicc:libopenmpi-dev; do
     command -v "${tool%%:*}" >/dev/null 2>&1 || missing+=("${tool##*:}")
 done
+ls /usr/lib/llvm-*/lib/libclang.so >/dev/null 2>&1 || missing+=(libclang-dev)
 if [ ${#missing[@]} -gt 0 ]; then
     echo "== installing ${missing[*]}"
     apt-get update -qq
@@ -42,10 +45,12 @@ cargo fmt --all -- --check
 cargo fmt --manifest-path fuzz/Cargo.toml -- --check
 echo "== lints"
 cargo clippy --workspace --all-targets -- -D warnings
+cargo clippy -p caliper-mpi --all-targets --features rsmpi -- -D warnings
 echo "== release build"
 cargo build --workspace --release
 echo "== tests"
 cargo test --workspace
+cargo test -p caliper-mpi --features rsmpi --test mpi rust_programs_on_the_mpi_crate
 echo "== fuzz targets, 15 s each"
 scripts/fuzz-smoke.sh 15
 echo "== all tests passed"

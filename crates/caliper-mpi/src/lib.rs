@@ -12,6 +12,8 @@
 
 pub mod layer;
 mod messages;
+#[cfg(feature = "rsmpi")]
+pub mod rsmpi;
 
 /// The generated wrappers.
 #[allow(non_snake_case, clippy::missing_safety_doc, clippy::too_many_arguments, clippy::unused_unit)]

@@ -478,3 +478,20 @@ fn a_program_that_never_finalizes_still_reports() {
     let report = std::fs::read_to_string(dir.join("cross.txt")).unwrap();
     assert!(report.contains("Min time/rank") && report.contains("ring"), "{report}");
 }
+
+/// A Rust program on the `mpi` crate (feature `rsmpi`; `scripts/test-all.sh`
+/// runs this with it): its MPI calls are regions, and its report is made
+/// across the ranks over the program's own communicator.
+#[cfg(feature = "rsmpi")]
+#[test]
+fn rust_programs_on_the_mpi_crate() {
+    let exe = std::env::current_exe().unwrap();
+    let example = exe.parent().unwrap().parent().unwrap().join("examples/rsmpi");
+    assert!(example.exists(), "{} not built", example.display());
+    let dir = scratch("rsmpi");
+    mpirun(4, &dir, &[], &example, &["rust.txt"]);
+    let report = std::fs::read_to_string(dir.join("rust.txt")).unwrap();
+    let rows = report_rows(&report);
+    assert_eq!(rows["work"].last(), Some(&4.0), "{report}");
+    assert_eq!(rows["MPI_Barrier"].last(), Some(&4.0), "{report}");
+}
