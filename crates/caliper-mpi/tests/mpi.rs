@@ -163,11 +163,16 @@ fn mpireport_equals_what_the_per_rank_files_give() {
     // Per region: (min, max, sum, count) over every rank's records.
     let mut expected: BTreeMap<String, (i64, i64, i64, u64)> = BTreeMap::new();
     for file in &ranks {
-        for rec in query(std::slice::from_ref(file), "select region,sum#time.duration.ns format expand") {
+        // Every record has the aggregation's `count` (of snapshots, which
+        // count() adds up); not all have a time.
+        for rec in query(std::slice::from_ref(file), "select region,sum#time.duration.ns,count format expand") {
             let region = rec.get("region").cloned().unwrap_or_default();
-            let t: i64 = rec["sum#time.duration.ns"].parse().unwrap();
             let e = expected.entry(region).or_insert((i64::MAX, i64::MIN, 0, 0));
-            *e = (e.0.min(t), e.1.max(t), e.2 + t, e.3 + 1);
+            e.3 += rec["count"].parse::<u64>().unwrap();
+            if let Some(t) = rec.get("sum#time.duration.ns") {
+                let t: i64 = t.parse().unwrap();
+                *e = (e.0.min(t), e.1.max(t), e.2 + t, e.3);
+            }
         }
     }
     let report = std::fs::read_to_string(dir.join("cross.txt")).unwrap();
@@ -187,6 +192,7 @@ fn mpireport_equals_what_the_per_rank_files_give() {
     }
     assert_eq!(seen, expected, "report:\n{report}");
     assert!(expected.contains_key("main/ring") && expected["main/work"].3 == 4, "{expected:?}");
+    assert!(expected[""].3 > 4 * 20, "the loop's snapshots, outside any region: {expected:?}");
 }
 
 /// The inclusive time of each path in a profile's `expand` records
@@ -331,6 +337,29 @@ fn message_tracing_counts_and_sizes_messages() {
     let recv = &rows["MPI_Recv"];
     assert_eq!(recv["sum#mpi.recv.count"], "40", "{report}");
     assert_eq!(recv["sum#mpi.msg.size"], "160", "{report}");
+}
+
+/// `loop-report` across the ranks: one summary and one time series for
+/// the job, with the loop's iterations (each rank's 20, the maximum).
+#[test]
+fn loop_report_summarizes_the_loops_of_all_ranks() {
+    let dir = scratch("loop-report");
+    mpirun(4, &dir, &[("CALI_CONFIG", "loop-report(output=loops.txt,iteration_interval=5)")], app(), &["2"]);
+    let report = std::fs::read_to_string(dir.join("loops.txt")).unwrap();
+    let summary: Vec<&str> = report.lines().find(|l| l.starts_with("steps")).unwrap().split_whitespace().collect();
+    assert_eq!(summary[1], "20", "iterations\n{report}");
+    assert!(report.contains("Iteration summary (steps):"), "{report}");
+    assert_eq!(report.matches("Loop summary:").count(), 1, "one report for the job\n{report}");
+    let blocks = report.split("Iteration summary (steps):").nth(1).unwrap();
+    // Rows of a block: its first iteration, iterations, time, rate.
+    let rows: Vec<&str> = blocks
+        .lines()
+        .filter(|l| {
+            let words: Vec<&str> = l.split_whitespace().collect();
+            words.len() == 4 && words[0].parse::<u32>().is_ok()
+        })
+        .collect();
+    assert_eq!(rows.len(), 4, "20 iterations in blocks of 5\n{report}");
 }
 
 /// Bad settings cost the output, not the program: a cross-rank query that

@@ -209,6 +209,28 @@ pub fn reduce(comm: &dyn Comm, db: &mut MetadataDb, aggregator: &mut Aggregator)
     Ok(())
 }
 
+/// Sends rank 0's `data` to every rank of `comm` down a binary tree
+/// (log2(size) rounds, the reduction's rounds in reverse); returns it on
+/// every rank (`data` is ignored on the others).
+pub fn broadcast(comm: &dyn Comm, data: Vec<u8>) -> Result<Vec<u8>, String> {
+    let (rank, size) = (comm.rank(), comm.size());
+    let mut step = size.next_power_of_two() / 2;
+    let mut data = if rank == 0 { Some(data) } else { None };
+    while step >= 1 {
+        if rank % (2 * step) == 0 {
+            if rank + step < size
+                && let Some(d) = &data
+            {
+                comm.send(rank + step, d)?;
+            }
+        } else if rank % step == 0 && data.is_none() {
+            data = Some(comm.recv(rank - step)?);
+        }
+        step /= 2;
+    }
+    data.ok_or_else(|| "broadcast: nothing received".to_string())
+}
+
 /// The aggregator's results as a `.cali` stream (their nodes, then the
 /// records); the aggregator is emptied.
 fn serialize(db: &mut MetadataDb, aggregator: &mut Aggregator) -> std::io::Result<Vec<u8>> {
@@ -350,6 +372,25 @@ mod tests {
             }
             assert_eq!(results[0].as_ref().unwrap(), &summary(&mut db, &mut agg), "{size} ranks");
             assert!(results[1..].iter().all(Option::is_none));
+        }
+    }
+
+    #[test]
+    fn broadcast_reaches_every_rank() {
+        for size in [1, 2, 3, 5, 8] {
+            let got: Vec<Vec<u8>> = std::thread::scope(|s| {
+                let handles: Vec<_> = comms(size)
+                    .into_iter()
+                    .map(|comm| {
+                        s.spawn(move || {
+                            let mine = if comm.rank() == 0 { b"loops".to_vec() } else { Vec::new() };
+                            broadcast(&comm, mine).unwrap()
+                        })
+                    })
+                    .collect();
+                handles.into_iter().map(|h| h.join().unwrap()).collect()
+            });
+            assert!(got.iter().all(|d| d == b"loops"), "{size} ranks: {got:?}");
         }
     }
 

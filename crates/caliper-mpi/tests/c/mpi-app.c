@@ -4,6 +4,8 @@
  *
  *   mpi-app [ITERATIONS] [EARLY_RANK]
  *
+ * Then, outside "main", an annotated loop "steps" of 20 iterations.
+ *
  * EARLY_RANK, if given, skips the ring and the barrier's region and goes
  * straight to MPI_Finalize (a rank that is done early). With
  * APP_NO_FINALIZE set the program ends without MPI_Finalize. */
@@ -58,6 +60,12 @@ int main(int argc, char **argv)
         CALI_MARK_END("ring");
     }
     CALI_MARK_END("main");
+    CALI_MARK_LOOP_BEGIN(steps, "steps");
+    for (int i = 0; i < 20; ++i) {
+        CALI_MARK_ITERATION_BEGIN(steps, i);
+        CALI_MARK_ITERATION_END(steps);
+    }
+    CALI_MARK_LOOP_END(steps);
     if (getenv("APP_NO_FINALIZE"))
         return 0;
     MPI_Finalize();

@@ -8,6 +8,7 @@ use super::options::Options;
 use super::queries::{self, SharedWriter};
 use crate::channel::Channel;
 use crate::log;
+use crate::mpi;
 use crate::runtime::{Caliper, ChannelOutput};
 use crate::services::{output, report};
 use caliper_data::{MetadataDb, Record};
@@ -75,22 +76,42 @@ impl LoopReport {
     }
 
     /// Writes the report of what `channel` gathered to the stream `name`.
-    /// Updates must be stopped.
+    /// Updates must be stopped. Under MPI every rank takes part: the
+    /// summary and each time series are reduced across the ranks, the
+    /// loops are those of the reduced summary (sent from rank 0 to the
+    /// others), and rank 0 writes.
     pub(crate) fn write(&self, cali: &Caliper, channel: &Channel, name: &str) -> io::Result<()> {
+        let comm = mpi::world().map_err(io::Error::other)?;
+        let root = comm.rank() == 0;
         let mut db = MetadataDb::new();
         let records = report::channel_records(cali, &ChannelOutput::new(cali, channel), &mut db)?;
         report::import_globals(cali, &ChannelOutput::new(cali, channel), &mut db);
         let per_loop = queries::collect(&mut db, &records, &queries::parse(SUMMARY_LOCAL)?)?;
-        let loops = loop_infos(&db, &per_loop);
+        let summary_cross = queries::parse(SUMMARY_CROSS)?;
+        let summary = queries::collect_across(&mut db, &per_loop, &summary_cross, comm.as_ref())?;
+        let loops = match root {
+            true => loop_infos(&db, &summary),
+            false => Vec::new(),
+        };
+        let loops =
+            LoopInfo::decode(&mpi::broadcast(comm.as_ref(), LoopInfo::encode(&loops)).map_err(io::Error::other)?);
         if loops.is_empty() {
             log::info(format_args!("{}: No instrumented loops found", channel.name()));
             return Ok(());
         }
-        let Some(out) = output::open(name, false) else { return Ok(()) };
+        let out: Box<dyn Write> = match root {
+            true => output::open(name, false).unwrap_or_else(|| Box::new(io::sink())),
+            false => Box::new(io::sink()),
+        };
         let mut out = SharedWriter::new(out);
         if self.summary {
             write!(out, "\nLoop summary:\n------------\n\n")?;
-            self.table(&mut db, &per_loop, SUMMARY_CROSS, &out)?;
+            let mut formatter =
+                make_formatter(&summary_cross, Formatter::Table, Box::new(out.clone())).map_err(io::Error::other)?;
+            for record in &summary {
+                formatter.process(&mut db, record)?;
+            }
+            formatter.finish(&mut db)?;
         }
         if self.timeseries {
             for info in loops.iter().filter(|l| l.iterations > 0) {
@@ -103,20 +124,37 @@ impl LoopReport {
                 );
                 let series = queries::collect(&mut db, &records, &queries::parse(&local)?)?;
                 write!(out, "\nIteration summary ({}):\n-----------------\n\n", info.name)?;
-                let cross = "select Block,max(sum#loop.iterations) as \"Iterations\",\
-                    max(scale#time.duration.ns) as \"Time (s)\",\
-                    avg(ratio#loop.iterations/time.duration.ns) as \"Iter/s\" group by Block format table order by Block";
-                self.table(&mut db, &series, cross, &out)?;
+                let cross = queries::parse(
+                    "select Block,max(sum#loop.iterations) as \"Iterations\",\
+                     max(scale#time.duration.ns) as \"Time (s)\",\
+                     avg(ratio#loop.iterations/time.duration.ns) as \"Iter/s\" group by Block format table order by Block",
+                )?;
+                let formatter =
+                    make_formatter(&cross, Formatter::Table, Box::new(out.clone())).map_err(io::Error::other)?;
+                queries::run_across(&mut db, &series, &cross, formatter, comm.as_ref())?;
             }
         }
         out.flush()
     }
+}
 
-    /// Runs `query` over `records` and writes its table to `out`.
-    fn table(&self, db: &mut MetadataDb, records: &[Record], query: &str, out: &SharedWriter) -> io::Result<()> {
-        let spec = queries::parse(query)?;
-        let formatter = make_formatter(&spec, Formatter::Table, Box::new(out.clone())).map_err(io::Error::other)?;
-        queries::run(db, records, &spec, formatter)
+impl LoopInfo {
+    /// The loops as text for [`mpi::broadcast`]: a line per loop, its
+    /// iterations, snapshots and name.
+    fn encode(loops: &[LoopInfo]) -> Vec<u8> {
+        loops.iter().map(|l| format!("{} {} {}\n", l.iterations, l.records, l.name)).collect::<String>().into_bytes()
+    }
+
+    fn decode(data: &[u8]) -> Vec<LoopInfo> {
+        String::from_utf8_lossy(data)
+            .lines()
+            .filter_map(|line| {
+                let mut parts = line.splitn(3, ' ');
+                let iterations = parts.next()?.parse().ok()?;
+                let records = parts.next()?.parse().ok()?;
+                Some(LoopInfo { name: parts.next()?.to_string(), iterations, records })
+            })
+            .collect()
     }
 }
 
@@ -134,6 +172,12 @@ fn loop_infos(db: &MetadataDb, per_loop: &[Record]) -> Vec<LoopInfo> {
         .filter_map(|r| {
             let name = value_of(r, "loop")?.to_string();
             let number = |n: &str| value_of(r, n).and_then(|v| v.to_string().parse::<f64>().ok()).unwrap_or(0.0) as i64;
+            // The local summary's sums and counts, or the cross-rank
+            // summary's maxima of them.
+            let number = |local: &str| match number(&format!("max#{local}")) {
+                0 => number(local),
+                n => n,
+            };
             Some(LoopInfo { name, iterations: number("sum#loop.iterations"), records: number("count") })
         })
         .collect()

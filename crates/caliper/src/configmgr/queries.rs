@@ -56,6 +56,19 @@ pub(crate) fn collect<'a>(
     Ok(results.take())
 }
 
+/// Runs `spec` over each rank's `records`, reduced across the ranks of
+/// `comm`, and returns the result records (on rank 0; none elsewhere).
+pub(crate) fn collect_across<'a>(
+    db: &mut MetadataDb,
+    records: impl IntoIterator<Item = &'a Record>,
+    spec: &QuerySpec,
+    comm: &dyn Comm,
+) -> io::Result<Vec<Record>> {
+    let results = Rc::new(RefCell::new(Vec::new()));
+    run_across(db, records, spec, Box::new(Collect(results.clone())), comm)?;
+    Ok(results.take())
+}
+
 /// Keeps result records.
 struct Collect(Rc<RefCell<Vec<Record>>>);
 
