@@ -362,6 +362,32 @@ fn loop_report_summarizes_the_loops_of_all_ranks() {
     assert_eq!(rows.len(), 4, "20 iterations in blocks of 5\n{report}");
 }
 
+/// `spot` across the ranks: one file for the job, with each region's time
+/// over the ranks and the loop's time series.
+#[test]
+fn spot_writes_one_file_for_the_job() {
+    let dir = scratch("spot");
+    let config = "spot(output=spot-%mpi.rank%.cali,timeseries,timeseries.iteration_interval=5)";
+    mpirun(4, &dir, &[("CALI_CONFIG", config)], app(), &["2"]);
+    assert_eq!(files_starting(&dir, "spot-"), [dir.join("spot-0.cali")], "written by rank 0 only");
+    let records = query(
+        &[dir.join("spot-0.cali")],
+        "select spot.channel,region,block,min#inclusive#sum#time.duration,max#inclusive#sum#time.duration,\
+         sum#sum#rc.count,max#sum#loop.iterations format expand",
+    );
+    let work = records.iter().find(|r| r.get("region").map(String::as_str) == Some("main/work")).unwrap();
+    let (min, max): (f64, f64) = (
+        work["min#inclusive#sum#time.duration"].parse().unwrap(),
+        work["max#inclusive#sum#time.duration"].parse().unwrap(),
+    );
+    assert!(min >= 0.005 && max >= 0.02 && max > min + 0.01, "rank 0 works 5 ms, rank 3 20 ms: {work:?}");
+    assert_eq!(work["sum#sum#rc.count"], "4", "{work:?}");
+    let blocks: Vec<&BTreeMap<String, String>> =
+        records.iter().filter(|r| r.get("spot.channel").map(String::as_str) == Some("timeseries")).collect();
+    assert_eq!(blocks.len(), 4, "20 iterations in blocks of 5: {blocks:?}");
+    assert!(blocks.iter().all(|b| b["max#sum#loop.iterations"] == "5"), "{blocks:?}");
+}
+
 /// Bad settings cost the output, not the program: a cross-rank query that
 /// does not parse and an unknown MPI function name are one-line messages,
 /// and the program runs to its end with its exit status. (The messages

@@ -53,11 +53,24 @@ impl LoopInfo {
     }
 }
 
-/// The loops in `records` (loop monitor snapshots) with their iterations
-/// and snapshots.
-pub(crate) fn loops(db: &mut MetadataDb, records: &[Record]) -> io::Result<Vec<LoopInfo>> {
+/// The loops of every rank's `records` (loop monitor snapshots): the
+/// summary reduced across the ranks of `comm` (its records, on rank 0)
+/// and the loops it names with their iterations and snapshots, the same
+/// on every rank (sent from rank 0), so that every rank then reduces the
+/// same time series in the same order.
+pub(crate) fn loops_across(
+    db: &mut MetadataDb,
+    records: &[Record],
+    comm: &dyn mpi::Comm,
+) -> io::Result<(Vec<Record>, Vec<LoopInfo>)> {
     let per_loop = queries::collect(db, records, &queries::parse(SUMMARY_LOCAL)?)?;
-    Ok(loop_infos(db, &per_loop))
+    let summary = queries::collect_across(db, &per_loop, &queries::parse(SUMMARY_CROSS)?, comm)?;
+    let loops = match comm.rank() {
+        0 => loop_infos(db, &summary),
+        _ => Vec::new(),
+    };
+    let loops = mpi::broadcast(comm, LoopInfo::encode(&loops)).map_err(io::Error::other)?;
+    Ok((summary, LoopInfo::decode(&loops)))
 }
 
 impl LoopReport {
@@ -86,15 +99,7 @@ impl LoopReport {
         let mut db = MetadataDb::new();
         let records = report::channel_records(cali, &ChannelOutput::new(cali, channel), &mut db)?;
         report::import_globals(cali, &ChannelOutput::new(cali, channel), &mut db);
-        let per_loop = queries::collect(&mut db, &records, &queries::parse(SUMMARY_LOCAL)?)?;
-        let summary_cross = queries::parse(SUMMARY_CROSS)?;
-        let summary = queries::collect_across(&mut db, &per_loop, &summary_cross, comm.as_ref())?;
-        let loops = match root {
-            true => loop_infos(&db, &summary),
-            false => Vec::new(),
-        };
-        let loops =
-            LoopInfo::decode(&mpi::broadcast(comm.as_ref(), LoopInfo::encode(&loops)).map_err(io::Error::other)?);
+        let (summary, loops) = loops_across(&mut db, &records, comm.as_ref())?;
         if loops.is_empty() {
             log::info(format_args!("{}: No instrumented loops found", channel.name()));
             return Ok(());
@@ -106,6 +111,7 @@ impl LoopReport {
         let mut out = SharedWriter::new(out);
         if self.summary {
             write!(out, "\nLoop summary:\n------------\n\n")?;
+            let summary_cross = queries::parse(SUMMARY_CROSS)?;
             let mut formatter =
                 make_formatter(&summary_cross, Formatter::Table, Box::new(out.clone())).map_err(io::Error::other)?;
             for record in &summary {

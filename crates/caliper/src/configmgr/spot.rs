@@ -171,7 +171,8 @@ impl SpotOutput {
             timeseries_metrics = result_names(&ts_cross).join(",");
             channels.push_str(",timeseries");
             let records = report::channel_records(cali, &ChannelOutput::new(cali, &ts_channel), &mut db)?;
-            for info in loop_report::loops(&mut db, &records)?.iter().filter(|l| l.iterations > 0) {
+            let (_, loops) = loop_report::loops_across(&mut db, &records, comm.as_ref())?;
+            for info in loops.iter().filter(|l| l.iterations > 0) {
                 let local = queries::parse(&format!(
                     "select cali.channel,loop,block,scale(time.duration.ns,1e-9),sum(loop.iterations),\
                      ratio(loop.iterations,time.duration.ns,1e9) group by cali.channel,loop,block \
@@ -181,7 +182,7 @@ impl SpotOutput {
                 ))?;
                 let series = queries::collect(&mut db, &records, &local)?;
                 let to_series = tagged(&mut db, "timeseries");
-                queries::run(&mut db, &series, &ts_cross, to_series)?;
+                queries::run_across(&mut db, &series, &ts_cross, to_series, comm.as_ref())?;
             }
         }
         let globals = [
