@@ -48,10 +48,6 @@ impl MpiLayer for PmpiLayer {
         }
     }
 
-    fn is_initialized(&self) -> bool {
-        state() >= 1
-    }
-
     fn is_finalized(&self) -> bool {
         state() == 2
     }

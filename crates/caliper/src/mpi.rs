@@ -1,6 +1,6 @@
 //! MPI support, without a dependency on an MPI library: an MPI binding
-//! (`libcaliper-mpi`'s PMPI wrappers, or a Rust program's own over the
-//! `mpi` crate) registers itself as the process's [`MpiLayer`], and the
+//! (`caliper-mpi`'s PMPI wrappers, in libcaliper-mpi or linked into a Rust
+//! program) registers itself as the process's [`MpiLayer`], and the
 //! runtime's `mpi`, `mpireport` and `mpiflush` services and the configs'
 //! cross-rank reports work through it:
 //!
@@ -8,11 +8,14 @@
 //!   around the real call (an `mpi.function` region), when the `mpi`
 //!   service enabled them;
 //! * `MPI_Init` calls [`on_init`] (`mpi.rank`, `mpi.world.size`), and
-//!   `MPI_Finalize` calls [`crate::mpi_finalize::on_finalize`] before the real one (the
-//!   `mpiflush` channels and `CALI_CONFIG`'s configs write their output
-//!   while MPI still works);
+//!   `MPI_Finalize` calls `mpi_finalize::on_finalize` before the real one
+//!   (the `mpiflush` channels and `CALI_CONFIG`'s configs write their
+//!   output while MPI still works);
+//! * with message tracing on ([`message_tracing`]), the wrappers report
+//!   messages to `mpi_messages::record`;
 //! * cross-rank reports reduce per-rank profiles over a [`Comm`] with
-//!   [`reduce`], a binary tree of point-to-point messages.
+//!   [`reduce`], a binary tree of point-to-point messages, and agree on
+//!   what to reduce next with [`broadcast`].
 
 use crate::attributes::Attribute;
 use crate::log;
@@ -40,13 +43,10 @@ pub trait Comm {
 /// A process's MPI binding, as the runtime uses it.
 pub trait MpiLayer: Sync {
     /// The MPI functions the binding wraps; an index into this list names
-    /// a function in [`MpiLayer::set_enabled`], [`begin_function`] and
-    /// [`end_function`].
+    /// a function in [`MpiLayer::set_enabled`] and [`begin_function`].
     fn functions(&self) -> &'static [&'static str];
     /// Makes the wrapper of function `index` annotate its calls, or not.
     fn set_enabled(&self, index: usize, on: bool);
-    /// Whether `MPI_Init` has run.
-    fn is_initialized(&self) -> bool;
     /// Whether `MPI_Finalize` has run.
     fn is_finalized(&self) -> bool;
     /// `MPI_COMM_WORLD`, while MPI is initialised and not finalised.

@@ -4,7 +4,7 @@
 
 use crate::mpi::{self, Comm, SelfComm};
 use caliper_data::{MetadataDb, Record};
-use caliper_query::format::RecordFormatter;
+use caliper_query::format::{Collector, RecordFormatter};
 use caliper_query::{QueryProcessor, QuerySpec, parse_query};
 use std::cell::RefCell;
 use std::io::{self, Write};
@@ -51,8 +51,8 @@ pub(crate) fn collect<'a>(
     records: impl IntoIterator<Item = &'a Record>,
     spec: &QuerySpec,
 ) -> io::Result<Vec<Record>> {
-    let results = Rc::new(RefCell::new(Vec::new()));
-    run(db, records, spec, Box::new(Collect(results.clone())))?;
+    let results = Collector::default();
+    run(db, records, spec, Box::new(results.clone()))?;
     Ok(results.take())
 }
 
@@ -64,23 +64,9 @@ pub(crate) fn collect_across<'a>(
     spec: &QuerySpec,
     comm: &dyn Comm,
 ) -> io::Result<Vec<Record>> {
-    let results = Rc::new(RefCell::new(Vec::new()));
-    run_across(db, records, spec, Box::new(Collect(results.clone())), comm)?;
+    let results = Collector::default();
+    run_across(db, records, spec, Box::new(results.clone()), comm)?;
     Ok(results.take())
-}
-
-/// Keeps result records.
-struct Collect(Rc<RefCell<Vec<Record>>>);
-
-impl RecordFormatter for Collect {
-    fn process(&mut self, _db: &mut MetadataDb, record: &Record) -> io::Result<()> {
-        self.0.borrow_mut().push(record.clone());
-        Ok(())
-    }
-
-    fn finish(&mut self, _db: &mut MetadataDb) -> io::Result<()> {
-        Ok(())
-    }
 }
 
 /// One output stream written by several formatters in turn.

@@ -14,7 +14,7 @@ use crate::log;
 use crate::mpi;
 use crate::service::{ChannelView, Runtime, Service};
 use caliper_data::MetadataDb;
-use caliper_query::format::make_formatter;
+use caliper_query::format::{Collector, make_formatter};
 use caliper_query::spec::Formatter;
 use caliper_query::{QueryProcessor, QuerySpec, parse_query};
 use std::io;
@@ -107,13 +107,13 @@ impl MpiReport {
         };
         let formatter = make_formatter(&self.cross, Formatter::Table, out).map_err(io::Error::other)?;
         let mut cross = QueryProcessor::with_formatter(&self.cross, formatter).map_err(io::Error::other)?;
-        let local_results = Box::new(Forward::default());
-        let forwarded = local_results.records.clone();
-        let mut local = QueryProcessor::with_formatter(&self.local, local_results).map_err(io::Error::other)?;
+        let local_results = Collector::default();
+        let mut local =
+            QueryProcessor::with_formatter(&self.local, Box::new(local_results.clone())).map_err(io::Error::other)?;
         let mut db = MetadataDb::new();
         import_channel(cali, channel, &mut db, |db, record| local.process(db, record))?;
         local.finish(&mut db)?;
-        for record in forwarded.take() {
+        for record in local_results.take() {
             cross.process(&mut db, &record)?;
         }
         if let Some(aggregator) = cross.aggregator_mut() {
@@ -123,23 +123,6 @@ impl MpiReport {
             import_globals(cali, channel, &mut db);
             cross.finish(&mut db)?;
         }
-        Ok(())
-    }
-}
-
-/// Hands the local query's results on to the cross query.
-#[derive(Default)]
-struct Forward {
-    records: std::rc::Rc<std::cell::RefCell<Vec<caliper_data::Record>>>,
-}
-
-impl caliper_query::format::RecordFormatter for Forward {
-    fn process(&mut self, _db: &mut MetadataDb, record: &caliper_data::Record) -> io::Result<()> {
-        self.records.borrow_mut().push(record.clone());
-        Ok(())
-    }
-
-    fn finish(&mut self, _db: &mut MetadataDb) -> io::Result<()> {
         Ok(())
     }
 }
