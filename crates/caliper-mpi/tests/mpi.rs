@@ -388,6 +388,27 @@ fn spot_writes_one_file_for_the_job() {
     assert!(blocks.iter().all(|b| b["max#sum#loop.iterations"] == "5"), "{blocks:?}");
 }
 
+/// `sample-report` across the ranks: the sampled time per rank and in
+/// total, in whole samples (1 ms each at 1000 Hz).
+#[test]
+fn sample_report_has_the_time_per_rank_and_in_total() {
+    let dir = scratch("sample-report");
+    mpirun(2, &dir, &[("CALI_CONFIG", "sample-report(output=samples.txt,sample.frequency=1000)")], app(), &["100"]);
+    let report = std::fs::read_to_string(dir.join("samples.txt")).unwrap();
+    let header = report.lines().next().unwrap().split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(header.ends_with("Min time/rank Max time/rank Avg time/rank Total time Time %"), "{report}");
+    let mut samples = 0.0;
+    for line in report.lines().skip(1) {
+        let numbers: Vec<f64> = line.split_whitespace().filter_map(|w| w.parse().ok()).collect();
+        if let [min, max, avg, total, _percent] = numbers[..] {
+            assert!(min <= avg && avg <= max && max <= total, "{line}\n{report}");
+            assert!((total * 1000.0 - (total * 1000.0).round()).abs() < 1e-6, "whole samples: {line}");
+            samples += total * 1000.0;
+        }
+    }
+    assert!(samples >= 20.0, "the ranks ran for 20 ms at least: {samples} samples\n{report}");
+}
+
 /// Bad settings cost the output, not the program: a cross-rank query that
 /// does not parse and an unknown MPI function name are one-line messages,
 /// and the program runs to its end with its exit status. (The messages

@@ -188,11 +188,11 @@ fn sample_report(options: &Options, config: &mut Vec<(String, String)>) -> Resul
     let (filename, append) = (options.get_or("output", "stderr"), options.get_or("output.append", "false"));
     if across_ranks(options, "aggregate_across_ranks") {
         let local = format!("select count(),scale_count({interval}) group by {group}");
-        let scount = format!("scount#{interval}");
+        // `scount`: the local query's time (its samples scaled).
         let cross = format!(
-            "select min({scount}) as \"Min time/rank\" unit sec,max({scount}) as \"Max time/rank\" unit sec,\
-             avg({scount}) as \"Avg time/rank\" unit sec,sum({scount}) as \"Total time\" unit sec,\
-             percent_total({scount}) as \"Time %\" group by {group} format {format}"
+            "select min(scount) as \"Min time/rank\" unit sec,max(scount) as \"Max time/rank\" unit sec,\
+             avg(scount) as \"Avg time/rank\" unit sec,sum(scount) as \"Total time\" unit sec,\
+             percent_total(scount) as \"Time %\" group by {group} format {format}"
         );
         let (local, cross) =
             (options.build_query(QueryLevel::Local, &local), options.build_query(QueryLevel::Cross, &cross));
