@@ -495,6 +495,18 @@ fn preloaded_fortran_and_cxx_programs_are_profiled() {
     let report = std::fs::read_to_string(dir.join("fortran.txt")).unwrap();
     assert!(report.contains("MPI_Bcast") && report.contains("MPI_Barrier"), "{report}");
 
+    // The same Fortran program built without Caliper, preloaded.
+    let plain_fortran = dir.join("plain-fortran");
+    must(Command::new("mpif90").arg("-o").arg(&plain_fortran).arg(source("fortran/mpi-app.f90")));
+    let mut cmd = Command::new("mpirun");
+    cmd.args(["--allow-run-as-root", "--oversubscribe", "-np", "4", "-x", &preload, "-x", "CALI_CONFIG"])
+        .env("CALI_CONFIG", "runtime-report(output=plain-fortran.txt,profile.mpi)")
+        .current_dir(&dir)
+        .arg(&plain_fortran);
+    must(&mut cmd);
+    let report = std::fs::read_to_string(dir.join("plain-fortran.txt")).unwrap();
+    assert!(report.contains("MPI_Bcast") && report.contains("MPI_Comm_set_name"), "{report}");
+
     let cxx = build("mpicxx", &source("cxx/mpi-app.cpp"), &dir.join("cxx"));
     mpirun(4, &dir, &[], &cxx, &["cxx.txt"]);
     let report = std::fs::read_to_string(dir.join("cxx.txt")).unwrap();
