@@ -200,6 +200,7 @@ fn message_report(name: &str) -> Vec<String> {
         "MPI_Send" | "MPI_Bsend" | "MPI_Ssend" | "MPI_Rsend" | "MPI_Isend" | "MPI_Ibsend" | "MPI_Issend"
         | "MPI_Irsend" => vec![send(1, 2, 3, 4)],
         "MPI_Recv" => vec![recv(1, 2, 3, 4, 6)],
+        "MPI_Irecv" => vec!["crate::messages::posted(a1, ptr(&a2), a3, a4, a6)".to_string()],
         "MPI_Sendrecv" => vec![send(1, 2, 3, 4), recv(6, 7, 8, 9, 11)],
         "MPI_Sendrecv_replace" => vec![send(1, 2, 3, 4), recv(1, 2, 5, 6, 8)],
         "MPI_Barrier" => vec![coll(1, None, None)],
@@ -213,6 +214,23 @@ fn message_report(name: &str) -> Vec<String> {
         "MPI_Allgather" | "MPI_Alltoall" => vec![coll(2, None, Some((1, 2)))],
         _ => Vec::new(),
     }
+}
+
+/// What a wait or test on receives posted with `MPI_Irecv` does under
+/// message tracing: before the call (the requests' handles, `watched`)
+/// and after it (the completed ones reported).
+fn completion_report(name: &str) -> Option<(&'static str, &'static str)> {
+    Some(match name {
+        "MPI_Wait" => ("crate::messages::watch(a0, 1)", "crate::messages::completed(&watched, a1, false)"),
+        "MPI_Waitall" => ("crate::messages::watch(a1, a0)", "crate::messages::completed(&watched, a2, true)"),
+        "MPI_Test" => {
+            ("crate::messages::watch(a0, 1)", "crate::messages::completed_if(a1.cast(), &watched, a2, false)")
+        }
+        "MPI_Testall" => {
+            ("crate::messages::watch(a1, a0)", "crate::messages::completed_if(a2.cast(), &watched, a3, true)")
+        }
+        _ => return None,
+    })
 }
 
 #[derive(PartialEq)]
@@ -253,9 +271,19 @@ fn generate(functions: &[Function], handle: &str) -> String {
         if f.hook() == Hook::BeforeFinalize {
             let _ = writeln!(s, "    crate::layer::finalizing();");
         }
+        let completion = completion_report(&f.name);
+        if let Some((before, _)) = completion {
+            let _ = writeln!(
+                s,
+                "    let watched = if runtime::mpi::message_tracing() {{ {before} }} else {{ Vec::new() }};"
+            );
+        }
         let _ = writeln!(s, "    let entered = crate::layer::enter({index});");
         let _ = writeln!(s, "    // SAFETY: the caller's arguments, passed on unchanged.");
         let _ = writeln!(s, "    let result = unsafe {{ P{}({}) }};", f.name, args.join(", "));
+        if let Some((_, after)) = completion {
+            let _ = writeln!(s, "    if result == 0 && !watched.is_empty() {{\n        {after};\n    }}");
+        }
         let reports = message_report(&f.name);
         if !reports.is_empty() {
             let _ = writeln!(s, "    if result == 0 && runtime::mpi::message_tracing() {{");

@@ -110,3 +110,12 @@ void cali_mpi_shim_received(const void *status, const void *datatype, int *sourc
     if (count != MPI_UNDEFINED)
         *bytes = cali_mpi_shim_bytes(count, datatype);
 }
+
+/* The i-th status of an array of them, or MPI_STATUS_IGNORE for
+ * MPI_STATUSES_IGNORE. */
+const void *cali_mpi_shim_status_at(const void *statuses, int i)
+{
+    if (statuses == (const void *)MPI_STATUSES_IGNORE)
+        return MPI_STATUS_IGNORE;
+    return (const MPI_Status *)statuses + i;
+}

@@ -337,6 +337,28 @@ fn message_tracing_counts_and_sizes_messages() {
     let recv = &rows["MPI_Recv"];
     assert_eq!(recv["sum#mpi.recv.count"], "40", "{report}");
     assert_eq!(recv["sum#mpi.msg.size"], "160", "{report}");
+
+    // Receives posted with MPI_Irecv count where MPI_Wait completes them.
+    mpirun(
+        4,
+        &dir,
+        &[
+            ("CALI_SERVICES_ENABLE", "aggregate,event,timer,mpi,mpireport"),
+            ("CALI_MPI_MSG_TRACING", "true"),
+            ("CALI_MPI_WHITELIST", "MPI_Send,MPI_Irecv,MPI_Wait"),
+            ("CALI_MPIREPORT_FILENAME", "nonblocking.txt"),
+            ("CALI_MPIREPORT_CONFIG", cross),
+            ("APP_IRECV", "1"),
+        ],
+        app(),
+        &["10"],
+    );
+    let report = std::fs::read_to_string(dir.join("nonblocking.txt")).unwrap();
+    let rows: BTreeMap<String, BTreeMap<String, String>> =
+        report.lines().map(expand_line).filter_map(|r| Some((r.get("mpi.function")?.clone(), r))).collect();
+    assert_eq!(rows["MPI_Wait"]["sum#mpi.recv.count"], "40", "{report}");
+    assert_eq!(rows["MPI_Wait"]["sum#mpi.msg.size"], "160", "{report}");
+    assert!(!rows["MPI_Irecv"].contains_key("sum#mpi.recv.count"), "{report}");
 }
 
 /// `loop-report` across the ranks: one summary and one time series for

@@ -8,7 +8,8 @@
  *
  * EARLY_RANK, if given, skips the ring and the barrier's region and goes
  * straight to MPI_Finalize (a rank that is done early). With
- * APP_NO_FINALIZE set the program ends without MPI_Finalize. */
+ * APP_NO_FINALIZE set the program ends without MPI_Finalize; with
+ * APP_IRECV set it receives with MPI_Irecv and MPI_Wait. */
 
 #include <caliper/cali.h>
 #include <mpi.h>
@@ -20,6 +21,19 @@ static void spin_ms(int ms)
 {
     struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
     nanosleep(&ts, NULL);
+}
+
+/* A receive: MPI_Recv, or with APP_IRECV set MPI_Irecv and MPI_Wait. */
+static void receive(int *token, int from)
+{
+    if (getenv("APP_IRECV")) {
+        MPI_Request request;
+        MPI_Status status;
+        MPI_Irecv(token, 1, MPI_INT, from, 0, MPI_COMM_WORLD, &request);
+        MPI_Wait(&request, &status);
+    } else {
+        MPI_Recv(token, 1, MPI_INT, from, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
 }
 
 int main(int argc, char **argv)
@@ -51,9 +65,9 @@ int main(int argc, char **argv)
         for (int i = 0; i < iterations && ring > 1; ++i) {
             if (me == 0) {
                 MPI_Send(&token, 1, MPI_INT, to, 0, MPI_COMM_WORLD);
-                MPI_Recv(&token, 1, MPI_INT, from, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                receive(&token, from);
             } else {
-                MPI_Recv(&token, 1, MPI_INT, from, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                receive(&token, from);
                 MPI_Send(&token, 1, MPI_INT, to, 0, MPI_COMM_WORLD);
             }
         }
