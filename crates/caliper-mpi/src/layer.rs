@@ -29,7 +29,7 @@ unsafe extern "C" {
 static ENABLED: [AtomicBool; FUNCTIONS.len()] = [const { AtomicBool::new(false) }; FUNCTIONS.len()];
 
 /// The binding.
-pub struct PmpiLayer;
+pub(crate) struct PmpiLayer;
 
 /// MPI's state, from the shim.
 fn state() -> c_int {
@@ -189,18 +189,18 @@ pub(crate) fn finalizing() {
 
 /// The next definition of a Fortran binding after this library's (the MPI
 /// library's), found once.
-pub struct Next {
+pub(crate) struct Next {
     name: &'static CStr,
     address: AtomicPtr<c_void>,
 }
 
 impl Next {
-    pub const fn new(name: &'static CStr) -> Next {
+    pub(crate) const fn new(name: &'static CStr) -> Next {
         Next { name, address: AtomicPtr::new(std::ptr::null_mut()) }
     }
 
     /// The address, or `None` (logged) if no later object defines it.
-    pub fn get(&self) -> Option<*mut c_void> {
+    pub(crate) fn get(&self) -> Option<*mut c_void> {
         let known = self.address.load(Ordering::Acquire);
         if !known.is_null() {
             return Some(known);

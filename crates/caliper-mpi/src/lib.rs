@@ -16,7 +16,7 @@ mod messages;
 pub mod rsmpi;
 
 /// The generated wrappers.
-#[allow(non_snake_case, clippy::missing_safety_doc, clippy::too_many_arguments, clippy::unused_unit)]
+#[allow(non_snake_case, clippy::missing_safety_doc, clippy::too_many_arguments)]
 pub mod wrappers {
     use std::ffi::{c_int, c_void};
     include!(concat!(env!("OUT_DIR"), "/wrappers.rs"));
