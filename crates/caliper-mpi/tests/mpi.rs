@@ -469,8 +469,9 @@ fn mpi_report_tabulates_the_mpi_functions() {
     }
 }
 
-/// `mpi-caliquery` over 4 per-rank files on 3 ranks gives what
-/// `cali-query` gives over the same files.
+/// `mpi-caliquery` over 4 per-rank files gives what `cali-query` gives
+/// over the same files, on 3 ranks (one reads two files) and on 5 (one
+/// reads none, and sends an empty profile up the tree).
 #[test]
 fn mpi_caliquery_equals_cali_query() {
     let dir = scratch("mpi-caliquery");
@@ -480,12 +481,39 @@ fn mpi_caliquery_equals_cali_query() {
     let query =
         "select region,count(),sum(sum#sum#time.duration),max(sum#sum#time.duration) group by region format expand";
     let mut expected = query_text(&files, query);
-    let out = mpirun(3, &dir, &[], &prefix().join("bin/mpi-caliquery"), &["-q", query, "."]);
-    let mut got: Vec<String> = String::from_utf8(out.stdout).unwrap().lines().map(str::to_string).collect();
     expected.sort();
-    got.sort();
-    assert_eq!(got, expected);
-    assert!(got.iter().any(|l| l.contains("region=main/ring") && l.contains("count=4")), "{got:?}");
+    for ranks in [3, 5] {
+        let out = mpirun(ranks, &dir, &[], &prefix().join("bin/mpi-caliquery"), &["-q", query, "."]);
+        let mut got: Vec<String> = String::from_utf8(out.stdout).unwrap().lines().map(str::to_string).collect();
+        got.sort();
+        assert_eq!(got, expected, "{ranks} ranks");
+        assert!(got.iter().any(|l| l.contains("region=main/ring") && l.contains("count=4")), "{got:?}");
+    }
+}
+
+/// `mpi-caliquery` names a malformed input's file, line and column and
+/// exits non-zero, the other ranks unharmed; a bad query is refused.
+#[test]
+fn mpi_caliquery_rejects_bad_input() {
+    let dir = scratch("mpi-caliquery-errors");
+    std::fs::write(dir.join("good.cali"), "").unwrap();
+    std::fs::write(dir.join("bad.cali"), "__rec=node,id=1,attr=8,data=x\n__rec=ctx,ref=77\n").unwrap();
+    let run = |args: &[&str]| {
+        Command::new("mpirun")
+            .args(["--allow-run-as-root", "--oversubscribe", "-np", "2"])
+            .arg(prefix().join("bin/mpi-caliquery"))
+            .args(args)
+            .current_dir(&dir)
+            .output()
+            .unwrap()
+    };
+    let out = run(&["-q", "select count() group by path", "good.cali", "bad.cali"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("mpi-caliquery: error: bad.cali:"), "{stderr}");
+    let out = run(&["-q", "select count( group by", "good.cali"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("mpi-caliquery: Invalid query"), "{stderr}");
 }
 
 /// `cali-query -q <query> <files>`'s output lines.
