@@ -510,7 +510,7 @@ fn mpi_caliquery_rejects_bad_input() {
     let out = run(&["-q", "select count() group by path", "good.cali", "bad.cali"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{stderr}");
-    assert!(stderr.contains("mpi-caliquery: error: bad.cali:"), "{stderr}");
+    assert!(stderr.contains("mpi-caliquery: error: bad.cali:1:15: malformed attribute"), "{stderr}");
     let out = run(&["-q", "select count( group by", "good.cali"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && stderr.contains("mpi-caliquery: Invalid query"), "{stderr}");

@@ -124,11 +124,9 @@ fn run() -> u8 {
             }
         });
         if let Err(e) = read {
-            eprintln!("mpi-caliquery: error: {e}");
-            code = 1;
+            code = fail(&format!("mpi-caliquery: error: {e}"), 1);
         } else if let Err(e) = result {
-            eprintln!("mpi-caliquery: error: {}: {e}", file.display());
-            code = 1;
+            code = fail(&format!("mpi-caliquery: error: {}: {e}", file.display()), 1);
         }
     }
     if let Some(aggregator) = processor.aggregator_mut()
@@ -152,15 +150,17 @@ fn usage(rank: usize, code: u8) -> u8 {
     code
 }
 
+/// Prints `message` as one line in one write, so that the lines of ranks
+/// writing at once do not mix, and returns `code`.
 fn fail(message: &str, code: u8) -> u8 {
-    eprintln!("{message}");
+    let _ = io::stderr().write_all(format!("{message}\n").as_bytes());
     code
 }
 
 /// An error every rank finds alike: rank 0 reports it.
 fn fail_on_root(rank: usize, message: &str, code: u8) -> u8 {
-    if rank == 0 {
-        eprintln!("{message}");
+    match rank {
+        0 => fail(message, code),
+        _ => code,
     }
-    code
 }
