@@ -6,6 +6,9 @@
 # Fortran compilers, CMake and pkg-config (the caliper-c tests build the
 # examples against `make install`; the fuzz step builds libFuzzer with g++),
 # `script` (cali-query's progress bar is tested under the terminal it makes),
+# Debian's Open MPI (caliper-mpi builds against it; its tests run mpirun)
+# and libclang (the `mpi` crate of caliper-mpi's `rsmpi` feature generates
+# its bindings with it),
 # and a Python virtualenv at target/test-venv (or under $CARGO_TARGET_DIR)
 # with the reference's clients from crates/caliper-testutil/py/requirements.txt
 # (the interoperability tests run them), and maturin and pytest from
@@ -16,9 +19,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 missing=()
-for tool in gcc:gcc g++:g++ gfortran:gfortran cmake:cmake pkg-config:pkg-config make:make script:bsdutils; do
+for tool in gcc:gcc g++:g++ gfortran:gfortran cmake:cmake pkg-config:pkg-config make:make script:bsdutils \
+    mpirun:openmpi-bin mpicc:libopenmpi-dev; do
     command -v "${tool%%:*}" >/dev/null 2>&1 || missing+=("${tool##*:}")
 done
+ls /usr/lib/llvm-*/lib/libclang.so >/dev/null 2>&1 || missing+=(libclang-dev)
 if [ ${#missing[@]} -gt 0 ]; then
     echo "== installing ${missing[*]}"
     apt-get update -qq
@@ -45,10 +50,12 @@ cargo fmt --all -- --check
 cargo fmt --manifest-path fuzz/Cargo.toml -- --check
 echo "== lints"
 cargo clippy --workspace --all-targets -- -D warnings
+cargo clippy -p caliper-mpi --all-targets --features rsmpi -- -D warnings
 echo "== release build"
 cargo build --workspace --release
 echo "== tests"
 cargo test --workspace
+cargo test -p caliper-mpi --features rsmpi --test mpi rust_programs_on_the_mpi_crate
 echo "== pycaliper: the wheel, built with maturin and installed in $venv, and its tests"
 target=${CARGO_TARGET_DIR:-target}
 rm -rf "$target/wheels/pycaliper"

@@ -10,7 +10,7 @@ use std::fmt;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 /// The message prefix, as the reference prints it.
 pub const PREFIX: &str = "== CALIPER: ";
@@ -24,6 +24,9 @@ struct Destination {
     sink: Sink,
     prefix: String,
 }
+
+/// Whether the process's MPI rank is in the prefix (see [`set_rank`]).
+static RANK_NAMED: AtomicBool = AtomicBool::new(false);
 
 thread_local! {
     /// Set while the calling thread writes a message.
@@ -50,6 +53,18 @@ pub fn set_verbosity(level: u32) {
 /// The verbosity level.
 pub fn verbosity() -> u32 {
     VERBOSITY.load(Ordering::Relaxed)
+}
+
+/// Names the process's MPI rank in every line from now on (`== CALIPER:
+/// (<rank>): `, once however often it is called); ranks above 0
+/// keep to errors and warnings (verbosity 0), as the reference's do.
+pub fn set_rank(rank: usize) {
+    if !RANK_NAMED.swap(true, Ordering::Relaxed) {
+        add_prefix(&format!("({rank}): "));
+    }
+    if rank > 0 {
+        set_verbosity(0);
+    }
 }
 
 /// Sets the destination: `stderr`, `stdout`, `none` or a file name (a file

@@ -33,12 +33,12 @@ const LAYERS: &[&[&str]] = &[
         "unwind",
         "value",
     ],
-    &["service"],
+    &["service", "mpi"],
     &["buffer"],
     &["channel"],
     &["services"],
     &["runtime"],
-    &["alloc", "api", "configmgr", "query_report", "region_profile", "task"],
+    &["alloc", "api", "configmgr", "mpi_finalize", "mpi_messages", "query_report", "region_profile", "task"],
 ];
 
 fn layer_of(module: &str) -> Option<usize> {

@@ -33,6 +33,30 @@ pub trait RecordFormatter {
     fn finish(&mut self, db: &mut MetadataDb) -> io::Result<()>;
 }
 
+/// Keeps the result records instead of writing them: for a query whose
+/// results feed another (a cross-process query, a program's own use).
+/// Clones share the records.
+#[derive(Clone, Default)]
+pub struct Collector(std::rc::Rc<std::cell::RefCell<Vec<Record>>>);
+
+impl Collector {
+    /// The records kept so far, taken out.
+    pub fn take(&self) -> Vec<Record> {
+        self.0.take()
+    }
+}
+
+impl RecordFormatter for Collector {
+    fn process(&mut self, _db: &mut MetadataDb, record: &Record) -> io::Result<()> {
+        self.0.borrow_mut().push(record.clone());
+        Ok(())
+    }
+
+    fn finish(&mut self, _db: &mut MetadataDb) -> io::Result<()> {
+        Ok(())
+    }
+}
+
 /// The formatter a query asks for (`default` when it has no FORMAT), writing
 /// to `out`.
 pub fn make_formatter(

@@ -18,6 +18,9 @@ mod loop_monitor;
 mod loop_statistics;
 pub mod measurement_template;
 mod memstat;
+mod mpi;
+mod mpiflush;
+mod mpireport;
 pub(crate) mod output;
 mod perf_events;
 mod perf_topdown;
@@ -72,9 +75,20 @@ pub const SERVICES: &[ServiceSpec] = &[
     validator::SPEC,
 ];
 
+/// The services of MPI programs, there once an MPI binding registered
+/// (see [`crate::mpi`]).
+pub const MPI_SERVICES: &[ServiceSpec] = &[mpi::SPEC, mpiflush::SPEC, mpireport::SPEC];
+
+/// The services this process has: [`SERVICES`], and [`MPI_SERVICES`] in an
+/// MPI program.
+pub fn available() -> impl Iterator<Item = &'static ServiceSpec> {
+    let mpi = if crate::mpi::layer().is_some() { MPI_SERVICES } else { &[] };
+    SERVICES.iter().chain(mpi)
+}
+
 /// The service enabled by `name` (its name or an alias).
 pub fn find(name: &str) -> Option<&'static ServiceSpec> {
-    SERVICES.iter().find(|s| s.is_named(name))
+    available().find(|s| s.is_named(name))
 }
 
 /// Creates the service `name` for a channel, its settings read from

@@ -217,7 +217,7 @@ impl<'a> Settings<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::SERVICES;
+    use super::super::{MPI_SERVICES, SERVICES};
     use super::*;
 
     #[test]
@@ -228,7 +228,7 @@ mod tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), count, "a name or alias used twice");
-        for service in SERVICES {
+        for service in SERVICES.iter().chain(MPI_SERVICES) {
             for s in service.settings {
                 let ok = match s.kind {
                     SettingKind::Bool => matches!(s.default, "true" | "false"),
