@@ -8,6 +8,13 @@
 # share/cmake/caliper/caliper-config.cmake (imported target `caliper`).
 # With gfortran present it also compiles the Fortran module caliper_mod
 # (include/caliper/fortran/caliper_mod.mod and lib/libcaliper-fortran.a).
+#
+#     make install-mpi PREFIX=/opt/caliper
+#
+# also installs libcaliper-mpi.{so,a} (libcaliper with MPI support; needs an
+# MPI, found through mpicc), bin/mpi-caliquery, caliper/cali-mpi.h and its
+# C++ headers, and the pkg-config package caliper-mpi (CMake: the target
+# caliper-mpi).
 
 PREFIX ?= /usr/local
 CARGO ?= cargo
@@ -15,12 +22,13 @@ ifeq ($(origin FC),default)
 FC := gfortran
 endif
 CAPI := crates/caliper-c
+MPI := crates/caliper-mpi
 RELEASE := $(or $(CARGO_TARGET_DIR),target)/release
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
 # What a static libcaliper.a needs besides libc (from rustc --print native-static-libs).
 NATIVE_LIBS := -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc
 
-.PHONY: all install
+.PHONY: all install install-mpi
 
 all:
 	$(CARGO) build --release -p caliper-c -p caliper-cli
@@ -48,3 +56,13 @@ install: all
 	else \
 		echo "note: $(FC) not found: Fortran module installed as source only"; \
 	fi
+
+install-mpi: install
+	$(CARGO) build --release -p caliper-mpi
+	install -m 755 $(RELEASE)/libcaliper_mpi.so $(PREFIX)/lib/libcaliper-mpi.so
+	install -m 644 $(RELEASE)/libcaliper_mpi.a $(PREFIX)/lib/libcaliper-mpi.a
+	install -m 755 $(RELEASE)/mpi-caliquery $(PREFIX)/bin/
+	strip --strip-debug $(PREFIX)/lib/libcaliper-mpi.so $(PREFIX)/lib/libcaliper-mpi.a
+	cp -R $(MPI)/include/caliper $(PREFIX)/include/
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' -e 's|@NATIVE_LIBS@|$(NATIVE_LIBS)|g' \
+		$(MPI)/pkg/caliper-mpi.pc.in > $(PREFIX)/lib/pkgconfig/caliper-mpi.pc

@@ -44,6 +44,9 @@ queries=(
     "select * format json-split"
     "let t=scale(sum#time.duration.ns,1e-9),l=leaf() where l group by path select sum(t) as \"Time (E)\",inclusive_sum(t) format tree(column-width=20)"
     "select count() where not region=main order by count desc format tree"
+    "format trace-event(counters=region.count)"
+    "format perfetto"
+    "select sum#sum#time.duration format flamegraph"
 )
 for i in "${!queries[@]}"; do
     printf '%s' "${queries[$i]}" >"$seeds/calql_parser/query-$i"

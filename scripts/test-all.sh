@@ -5,19 +5,27 @@
 # and fail naming this script when something is missing): the C, C++ and
 # Fortran compilers, CMake and pkg-config (the caliper-c tests build the
 # examples against `make install`; the fuzz step builds libFuzzer with g++),
+# `script` (cali-query's progress bar is tested under the terminal it makes),
+# Debian's Open MPI (caliper-mpi builds against it; its tests run mpirun)
+# and libclang (the `mpi` crate of caliper-mpi's `rsmpi` feature generates
+# its bindings with it),
 # and a Python virtualenv at target/test-venv (or under $CARGO_TARGET_DIR)
 # with the reference's clients from crates/caliper-testutil/py/requirements.txt
-# (the interoperability tests run them), and the Debian programs that
-# cali-run's tests measure (gzip, bzip2, xz, sqlite3, python3; strip and
-# nm from binutils). $PYTHON picks the Python.
+# (the interoperability tests run them), maturin and pytest from
+# crates/caliper-python/requirements-test.txt (the pycaliper wheel is
+# built with maturin, installed there, and tested with pytest), and the
+# Debian programs that cali-run's tests measure (gzip, bzip2, xz, sqlite3,
+# python3; strip and nm from binutils). $PYTHON picks the Python.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 missing=()
-for tool in gcc:gcc g++:g++ gfortran:gfortran cmake:cmake pkg-config:pkg-config make:make \
+for tool in gcc:gcc g++:g++ gfortran:gfortran cmake:cmake pkg-config:pkg-config make:make script:bsdutils \
+    mpirun:openmpi-bin mpicc:libopenmpi-dev \
     gzip:gzip bzip2:bzip2 xz:xz-utils sqlite3:sqlite3 /usr/bin/python3:python3 strip:binutils nm:binutils; do
     command -v "${tool%%:*}" >/dev/null 2>&1 || missing+=("${tool##*:}")
 done
+ls /usr/lib/llvm-*/lib/libclang.so >/dev/null 2>&1 || missing+=(libclang-dev)
 if [ ${#missing[@]} -gt 0 ]; then
     echo "== installing ${missing[*]}"
     apt-get update -qq
@@ -36,17 +44,27 @@ if [ ! -x "$venv/bin/python" ] && ! "$python" -m venv "$venv" >/dev/null 2>&1; t
     "$python" -m venv "$venv"
 fi
 echo "== Python test clients in $venv"
-"$venv/bin/python" -m pip install --quiet -r crates/caliper-testutil/py/requirements.txt
+"$venv/bin/python" -m pip install --quiet -r crates/caliper-testutil/py/requirements.txt \
+    -r crates/caliper-python/requirements-test.txt
 
 echo "== formatting"
 cargo fmt --all -- --check
 cargo fmt --manifest-path fuzz/Cargo.toml -- --check
 echo "== lints"
 cargo clippy --workspace --all-targets -- -D warnings
+cargo clippy -p caliper-mpi --all-targets --features rsmpi -- -D warnings
 echo "== release build"
 cargo build --workspace --release
 echo "== tests"
 cargo test --workspace
+cargo test -p caliper-mpi --features rsmpi --test mpi rust_programs_on_the_mpi_crate
+echo "== pycaliper: the wheel, built with maturin and installed in $venv, and its tests"
+target=${CARGO_TARGET_DIR:-target}
+rm -rf "$target/wheels/pycaliper"
+"$venv/bin/maturin" build --quiet --release -m crates/caliper-python/Cargo.toml \
+    -i "$venv/bin/python" -o "$target/wheels/pycaliper"
+"$venv/bin/python" -m pip install --quiet --force-reinstall --no-deps "$target"/wheels/pycaliper/*.whl
+CALIPER_TOOLS_DIR="$target/release" "$venv/bin/python" -m pytest -q crates/caliper-python/tests
 echo "== fuzz targets, 15 s each"
 scripts/fuzz-smoke.sh 15
 echo "== all tests passed"

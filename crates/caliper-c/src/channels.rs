@@ -169,6 +169,55 @@ pub unsafe extern "C" fn cali_configset_preset(cfg: *mut ConfigSet, key: *const 
     })
 }
 
+/// The configuration a channel made from `set` reads: its pairs first,
+/// then the environment and config files (if `read_env`), then its presets.
+fn runtime_config(set: Option<&ConfigSet>, read_env: bool) -> RuntimeConfig {
+    let pairs = set.map(|s| s.pairs.as_slice()).unwrap_or_default();
+    let mut config = RuntimeConfig::from_pairs(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())), read_env);
+    for (k, v) in set.map(|s| s.presets.as_slice()).unwrap_or_default() {
+        config.preset(k, v);
+    }
+    config
+}
+
+/// The value of setting `key` (e.g. `CALI_SERVICES_ENABLE`) in the
+/// configuration a channel made from `cfg` (which may be NULL) would read,
+/// the environment included if `read_env`; else the default a service
+/// declares for it; else empty. Written NUL-terminated to `buf` if it fits
+/// in `len` bytes; returns its length. Under the C++ `RuntimeConfig::get`.
+///
+/// # Safety
+/// `cfg` is NULL or live; `key` is NULL or a NUL-terminated string; `buf`
+/// is NULL or has `len` writable bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cali_configset_get(
+    cfg: *const ConfigSet,
+    read_env: c_int,
+    key: *const c_char,
+    buf: *mut c_char,
+    len: usize,
+) -> usize {
+    const ENTRY: &str = "cali_configset_get";
+    guard(ENTRY, 0, || {
+        // SAFETY: per the caller.
+        let Some(key) = (unsafe { text(ENTRY, key) }) else { return 0 };
+        // SAFETY: per the caller.
+        let config = runtime_config(unsafe { cfg.as_ref() }, read_env != 0);
+        let value = config
+            .get(&key)
+            .or_else(|| runtime::services::registry::setting_default(&key).map(str::to_string))
+            .unwrap_or_default();
+        if !buf.is_null() && value.len() < len {
+            // SAFETY: `buf` has `len` > value.len() writable bytes.
+            unsafe {
+                std::ptr::copy_nonoverlapping(value.as_ptr(), buf.cast::<u8>(), value.len());
+                *buf.add(value.len()) = 0;
+            }
+        }
+        value.len()
+    })
+}
+
 /// Creates a channel with the settings of `cfg` (which may be NULL);
 /// returns its id. It reads the environment only with
 /// `CALI_CHANNEL_ALLOW_READ_ENV` and starts active unless
@@ -184,15 +233,7 @@ pub unsafe extern "C" fn cali_create_channel(name: *const c_char, flags: c_int, 
         let Some(name) = (unsafe { text(ENTRY, name) }) else { return CALI_INV_ID };
         let Some(c) = cali() else { return CALI_INV_ID };
         // SAFETY: per the caller.
-        let set = unsafe { cfg.as_ref() };
-        let pairs = set.map(|s| s.pairs.as_slice()).unwrap_or_default();
-        let mut config = RuntimeConfig::from_pairs(
-            pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())),
-            flags & CALI_CHANNEL_ALLOW_READ_ENV != 0,
-        );
-        for (k, v) in set.map(|s| s.presets.as_slice()).unwrap_or_default() {
-            config.preset(k, v);
-        }
+        let config = runtime_config(unsafe { cfg.as_ref() }, flags & CALI_CHANNEL_ALLOW_READ_ENV != 0);
         let channel = c.create_channel(&name, config);
         if flags & CALI_CHANNEL_LEAVE_INACTIVE == 0 {
             c.set_channel_active(&channel, true);
@@ -306,6 +347,19 @@ pub extern "C" fn cali_flush(flush_opts: c_int) {
 pub extern "C" fn cali_init() {
     guard("cali_init", (), || {
         cali();
+    })
+}
+
+/// Ends measurement as at program exit: every channel that flushes on
+/// exit writes its output now, and later annotations do nothing. Behind
+/// the C++ `Caliper::release()`; an extension of the C API.
+#[unsafe(no_mangle)]
+pub extern "C" fn cali_release() {
+    guard("cali_release", (), || {
+        // A runtime that never started has nothing to release.
+        if let Some(c) = Caliper::is_initialized().then(Caliper::instance).flatten() {
+            c.release();
+        }
     })
 }
 

@@ -32,6 +32,7 @@ mod logging;
 mod manager;
 mod names;
 mod nodes;
+#[cfg(feature = "load-constructor")]
 mod preload;
 mod report;
 mod setup;

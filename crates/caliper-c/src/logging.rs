@@ -33,3 +33,24 @@ pub unsafe extern "C" fn cali_log_write(level: c_int, message: *const c_char) {
         log::log(level, format_args!("{}", message.strip_suffix('\n').unwrap_or(&message)));
     })
 }
+
+/// Sets the log's verbosity (as `CALI_LOG_VERBOSITY` does).
+#[unsafe(no_mangle)]
+pub extern "C" fn cali_log_set_verbosity(level: c_int) {
+    guard("cali_log_set_verbosity", (), || log::set_verbosity(u32::try_from(level).unwrap_or(0)))
+}
+
+/// Appends `text` to what every log message starts with after
+/// `== CALIPER: ` (the reference's `Log::add_prefix`).
+///
+/// # Safety
+/// `text` is NULL or a NUL-terminated string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cali_log_add_prefix(text: *const c_char) {
+    guard("cali_log_add_prefix", (), || {
+        // SAFETY: per the caller.
+        if let Some(text) = unsafe { crate::entry::text("cali_log_add_prefix", text) } {
+            log::add_prefix(&text);
+        }
+    })
+}

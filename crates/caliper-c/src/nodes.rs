@@ -39,3 +39,11 @@ pub unsafe extern "C" fn cali_node_info(
         1
     })
 }
+
+/// The node of the calling thread's region path (the innermost node of a
+/// nested attribute on its region stack, or else on the process's), or
+/// `CALI_INV_ID`: what the C++ `Caliper::get_path_node` returns.
+#[unsafe(no_mangle)]
+pub extern "C" fn cali_path_node() -> cali_id_t {
+    guard("cali_path_node", CALI_INV_ID, || cali().and_then(|c| c.path_node()).unwrap_or(CALI_INV_ID))
+}

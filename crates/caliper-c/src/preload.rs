@@ -7,7 +7,8 @@
 //!
 //! Only this start depends on the constructor. A static program that
 //! leaves the constructor's object file out still gets everything the
-//! first call sets up (see `setup`).
+//! first call sets up (see `setup`). Built with the `load-constructor`
+//! feature (on by default).
 
 use crate::entry::guard;
 use crate::setup::cali;

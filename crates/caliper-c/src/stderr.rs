@@ -14,6 +14,7 @@ static SAVED: AtomicI32 = AtomicI32::new(-1);
 
 /// Keeps a duplicate of descriptor 2 (if it is open), before the runtime
 /// starts.
+#[cfg(feature = "load-constructor")]
 pub(crate) fn keep() {
     // SAFETY: duplicating a descriptor has no memory effects; a closed
     // descriptor 2 just fails.

@@ -516,6 +516,24 @@ fn preloaded(exe: &Path) -> Command {
     cmd
 }
 
+/// Runs the hotspot program (built in scratch directory `name`) with
+/// libcaliper preloaded and the settings `env`, recording to a trace;
+/// checks that its output and exit code come through; returns the
+/// program and the trace.
+fn hotspot_trace(name: &str, env: &[(&str, &str)]) -> (PathBuf, PathBuf) {
+    let (dir, exe) = hotspot(name);
+    let trace = dir.join("samples.cali");
+    let out = preloaded(&exe)
+        .envs(env.iter().copied())
+        .env("CALI_RECORDER_FILENAME", &trace)
+        .env_remove("CALI_CONFIG")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "hotspot done\n");
+    (exe, trace)
+}
+
 /// `sampler` and `symbollookup` on a program that never calls Caliper,
 /// preloaded: its output and exit code come through, and the samples land
 /// in the function that takes the time (`leaf`), named with its module and
@@ -523,18 +541,14 @@ fn preloaded(exe: &Path) -> Command {
 /// load address).
 #[test]
 fn ld_preload_samples_land_in_the_hot_function() {
-    let (dir, exe) = hotspot("sampler");
-    let trace = dir.join("samples.cali");
-    let out = preloaded(&exe)
-        .env("CALI_SERVICES_ENABLE", "sampler,symbollookup,trace,recorder")
-        .env("CALI_SAMPLER_FREQUENCY", "1000")
-        .env("CALI_SYMBOLLOOKUP_LOOKUP_LINE", "true")
-        .env("CALI_RECORDER_FILENAME", &trace)
-        .env_remove("CALI_CONFIG")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "hotspot done\n");
+    let (exe, trace) = hotspot_trace(
+        "sampler",
+        &[
+            ("CALI_SERVICES_ENABLE", "sampler,symbollookup,trace,recorder"),
+            ("CALI_SAMPLER_FREQUENCY", "1000"),
+            ("CALI_SYMBOLLOOKUP_LOOKUP_LINE", "true"),
+        ],
+    );
     let query = "select source.function#cali.sampler.pc,module#cali.sampler.pc,sourceloc#cali.sampler.pc,count() \
                  group by source.function#cali.sampler.pc,module#cali.sampler.pc,sourceloc#cali.sampler.pc format expand";
     let counts = must(Command::new(prefix().join("bin/cali-query")).args(["-q", query]).arg(&trace));
@@ -1091,7 +1105,12 @@ fn the_cxx_runtime_classes_measure_and_write() {
     let lines: Vec<&str> = stderr.lines().collect();
     assert_eq!(
         lines,
-        ["== CALIPER: runtime: an error line 42", "== CALIPER: runtime: open: No such file or directory"],
+        [
+            "== CALIPER: runtime: an error line 42",
+            "== CALIPER: runtime: open: No such file or directory",
+            "== CALIPER: runtime: a debug line, shown",
+            "== CALIPER: [cxx] runtime: a prefixed line"
+        ],
         "{stderr}"
     );
 
@@ -1204,6 +1223,36 @@ fn io_bytes_report_the_bytes_each_region_moved() {
     assert_eq!(metadata, 4, "open, close, fopen, fclose: {ends:#?}");
 }
 
+/// `io.read.bandwidth` and `io.write.bandwidth` under `runtime-report`
+/// (whose timer counts seconds): each I/O kind's bytes per second of its
+/// calls, as Mbit/s, on the rows that moved bytes.
+#[test]
+fn io_bandwidth_is_reported_in_seconds_based_reports() {
+    let exe = test_program("io");
+    let file = scratch("io-bandwidth").join("data.bin");
+    let config = "runtime-report,io.read.bandwidth,io.write.bandwidth,output=stdout";
+    let out = program_under(&exe, Some(config)).arg(&file).output().unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success() && stderr.is_empty(), "{stdout}\n{stderr}");
+    let header = report_row(&stdout, "Path").join(" ");
+    assert!(header.ends_with("I/O Read Mbit/s Bytes read I/O Write Mbit/s Bytes written"), "{stdout}");
+    // The " |-" rows of one region: path, 4 time columns, then
+    // (I/O, Read Mbit/s, [Bytes read]), (I/O, Write Mbit/s, [Bytes written]):
+    // the read rate is the 7th field, the write rate the one before the
+    // written bytes.
+    let rate = |kind: &str, bytes: &str| -> f64 {
+        let row = stdout
+            .lines()
+            .find(|l| l.starts_with(" |-") && l.contains(&format!(" {kind} ")) && l.trim_end().contains(bytes))
+            .unwrap_or_else(|| panic!("{kind} {bytes}:\n{stdout}"));
+        let fields: Vec<&str> = row.split_whitespace().collect();
+        let column = if kind == "read" { 6 } else { fields.len() - 2 };
+        fields[column].parse().unwrap_or_else(|_| panic!("{row}"))
+    };
+    assert!(rate("read", "21000") > 0.0, "{stdout}");
+    assert!(rate("write", "13288") > 0.0, "{stdout}");
+}
+
 /// The file system type and mount point of `dir`, from `df`.
 fn filesystem_of(dir: &Path) -> (String, String) {
     let out = must(Command::new("df").args(["--output=fstype,target"]).arg(dir));
@@ -1293,4 +1342,38 @@ fn alloc_stats_count_every_thread_and_a_forked_child() {
     assert_eq!(parent[7..], ["4000", "100.000000", "100"], "{stderr}");
     let tally: u64 = parent[6].parse().unwrap();
     assert!((100..=400).contains(&tally), "at most one block per thread live at once: {stderr}");
+}
+
+/// `libpfm` event sampling on a program that never calls Caliper,
+/// preloaded: every millisecond of `task-clock` is a sample with the
+/// interrupted instruction (named by symbollookup), the thread, the time
+/// (increasing) and the processor; nearly all land in `leaf`, and the
+/// program's output and exit code come through.
+#[test]
+fn ld_preload_event_samples_land_in_the_hot_function() {
+    let (_, trace) = hotspot_trace(
+        "event-sampling",
+        &[
+            ("CALI_SERVICES_ENABLE", "libpfm,symbollookup,trace,recorder"),
+            ("CALI_LIBPFM_EVENTS", "task-clock"),
+            ("CALI_LIBPFM_SAMPLE_PERIOD", "1000000"),
+            ("CALI_LIBPFM_SAMPLE_ATTRIBUTES", "ip,time,tid,cpu"),
+        ],
+    );
+    let keep = |name: &str| match name.starts_with("libpfm.") || name == "source.function#libpfm.ip" {
+        true => Keep::Value,
+        false => Keep::Not,
+    };
+    let samples: Vec<String> =
+        records(&trace, &keep).into_iter().filter(|l| l.contains("libpfm.event_sample_name=task-clock")).collect();
+    let field = |line: &str, name: &str| line.split(',').find_map(|f| f.strip_prefix(name)).map(str::to_string);
+    assert!(samples.len() > 100, "{} samples of 0.5 s of CPU at one per ms", samples.len());
+    let in_leaf = samples.iter().filter(|l| field(l, "source.function#libpfm.ip=").as_deref() == Some("leaf")).count();
+    assert!(in_leaf * 100 >= samples.len() * 90, "{in_leaf} of {} samples in leaf", samples.len());
+    let tids: std::collections::BTreeSet<String> = samples.iter().filter_map(|l| field(l, "libpfm.tid=")).collect();
+    assert_eq!(tids.len(), 1, "one thread: {tids:?}");
+    let times: Vec<u64> = samples.iter().filter_map(|l| field(l, "libpfm.time=")?.parse().ok()).collect();
+    assert_eq!(times.len(), samples.len());
+    assert!(times.windows(2).all(|w| w[0] < w[1]), "sample times increase");
+    assert!(samples.iter().all(|l| field(l, "libpfm.cpu=").is_some()));
 }

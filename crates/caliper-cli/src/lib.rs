@@ -3,3 +3,4 @@
 
 pub mod args;
 pub mod attribute_list;
+pub mod progress;

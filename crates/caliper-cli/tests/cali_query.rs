@@ -316,3 +316,65 @@ fn json_split_shows_a_selected_or_grouped_loop_in_the_path_column() {
         assert_eq!(json["data"], serde_json::json!([[5, null], [17, 0]]), "{query}");
     }
 }
+
+/// A synthetic trace big enough for the progress bar (about 11 MB).
+fn big_trace(dir: &Path) -> std::path::PathBuf {
+    let path = dir.join("big.cali");
+    let mut file = std::io::BufWriter::new(fs::File::create(&path).unwrap());
+    caliper_testutil::synthetic::write_event_trace(&mut file, 200_000).unwrap();
+    drop(file);
+    assert!(fs::metadata(&path).unwrap().len() > 8 << 20);
+    path
+}
+
+#[test]
+fn big_inputs_draw_no_progress_bar_when_stderr_is_not_a_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = big_trace(dir.path());
+    let out = cali_query(&["--aggregate=count()", "--aggregate-key=none", "-e", big.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "count=200000\n");
+    assert_eq!(stderr(&out), "", "nothing on a standard error that is not a terminal");
+}
+
+/// Under a terminal (`script` gives the tool one) the bar is drawn on
+/// standard error while a big input is read, then cleared; with the
+/// results going to that terminal too, it is not drawn.
+#[test]
+fn big_inputs_draw_a_progress_bar_on_a_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = big_trace(dir.path());
+    let result = dir.path().join("count.txt");
+    let under_terminal = |command: String| -> String {
+        let out = Command::new("script")
+            .args(["-qec", &command, "/dev/null"])
+            .stdin(Stdio::null())
+            .output()
+            .expect("script (bsdutils) runs; scripts/test-all.sh installs it");
+        assert!(out.status.success(), "{}", stderr(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let tool = env!("CARGO_BIN_EXE_cali-query");
+    let query = "'--aggregate=count()' --aggregate-key=none -e";
+    let shown = under_terminal(format!("{tool} {query} -o {} {}", result.display(), big.display()));
+    assert!(shown.contains("MiB") && shown.contains(big.to_str().unwrap()), "{shown:?}");
+    assert_eq!(fs::read_to_string(&result).unwrap(), "count=200000\n");
+    let to_terminal = under_terminal(format!("{tool} {query} {}", big.display()));
+    assert_eq!(to_terminal.trim_end(), "count=200000", "no bar over results on the terminal");
+}
+
+/// The tool converts the reference's event traces to the reference
+/// converter's trace-event documents, byte for byte, and to Perfetto traces
+/// (a `Trace.packet` first; caliper-query's tests decode them).
+#[test]
+fn converts_event_traces_to_timelines() {
+    for program in ["c-example", "cxx-example"] {
+        let trace = fixture(&format!("{program}.event-trace.cali"));
+        let out = cali_query(&["-q", "format trace-event", trace.to_str().unwrap()]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let expected = fs::read(fixture(&format!("{program}.event-trace.traceevent.json"))).unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&expected), "{program}");
+        let out = cali_query(&["-q", "format perfetto", trace.to_str().unwrap()]);
+        assert!(out.status.success() && out.stdout.first() == Some(&0x0a), "{}", stderr(&out));
+    }
+}

@@ -5,6 +5,10 @@
 //! Criterion reports the time; the peak heap of one run of each case is
 //! printed beside it (`peak heap`), from a counting allocator. Both should
 //! grow linearly with the size of the tree.
+//!
+//! The timeline formatters (`trace-event`, `perfetto`) run on event traces
+//! of 20,000 and 200,000 records (`write_marked_event_trace`): their time
+//! should grow linearly and their peak heap not at all.
 
 use caliper_data::MetadataDb;
 use caliper_data::cali::CaliReader;
@@ -98,5 +102,24 @@ fn formats(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, formats);
+fn timelines(c: &mut Criterion) {
+    let mut group = c.benchmark_group("timeline");
+    group.sample_size(10).warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(3));
+    for records in [20_000, 200_000] {
+        let mut data = Vec::new();
+        caliper_testutil::synthetic::write_marked_event_trace(&mut data, records).unwrap();
+        for format in ["trace-event", "perfetto"] {
+            let query = format!("format {format}");
+            let base = LIVE.load(Ordering::Relaxed);
+            PEAK.store(base, Ordering::Relaxed);
+            black_box(run(&query, &data));
+            let peak = PEAK.load(Ordering::Relaxed) - base;
+            eprintln!("timeline/{format}/{records}: peak heap {:.1} MiB", peak as f64 / (1024.0 * 1024.0));
+            group.bench_with_input(BenchmarkId::new(format, records), &data, |b, data| b.iter(|| run(&query, data)));
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(benches, formats, timelines);
 criterion_main!(benches);

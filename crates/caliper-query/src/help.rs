@@ -104,7 +104,7 @@ AGGREGATE run per group.
 fn formats() -> String {
     let mut text = String::from("FORMAT name[(arguments)]: the output format. Formats and their arguments:\n\n");
     for f in Formatter::ALL {
-        text.push_str(&format!("  {}({})\n", f.name(), f.args().join(", ")));
+        text.push_str(&format!("  {}({})\n      {}\n", f.name(), f.args().join(", "), f.doc()));
     }
     text
 }
@@ -112,6 +112,18 @@ fn formats() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn format_lists_the_timeline_and_flame_graph_formats() {
+        let text = help("format").unwrap();
+        for line in [
+            "  trace-event(pid-attributes, tid-attributes, counters)",
+            "  perfetto(pid-attributes, tid-attributes, counters)",
+            "  flamegraph(path-attributes, metric, title)",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
+        }
+    }
 
     #[test]
     fn every_topic_has_text() {

@@ -85,6 +85,13 @@ impl QueryProcessor {
         }
     }
 
+    /// The aggregation stage, if the query aggregates: what a cross-process
+    /// reduction merges other processes' results into before
+    /// [`finish`](QueryProcessor::finish).
+    pub fn aggregator_mut(&mut self) -> Option<&mut Aggregator> {
+        self.aggregator.as_mut()
+    }
+
     /// Flushes the aggregation into the formatter and writes the output.
     pub fn finish(&mut self, db: &mut MetadataDb) -> io::Result<()> {
         if let Some(agg) = &mut self.aggregator {

@@ -381,11 +381,15 @@ pub enum Formatter {
     Folded,
     /// A flame graph, as SVG.
     FlameGraph,
+    /// Chrome's trace-event JSON of an event trace.
+    TraceEvent,
+    /// A native Perfetto trace (protobuf) of an event trace.
+    Perfetto,
 }
 
 impl Formatter {
     /// Every formatter.
-    pub const ALL: [Formatter; 9] = [
+    pub const ALL: [Formatter; 11] = [
         Formatter::Cali,
         Formatter::Expand,
         Formatter::Table,
@@ -395,6 +399,8 @@ impl Formatter {
         Formatter::UserFormat,
         Formatter::Folded,
         Formatter::FlameGraph,
+        Formatter::TraceEvent,
+        Formatter::Perfetto,
     ];
 
     /// The FORMAT name.
@@ -409,6 +415,8 @@ impl Formatter {
             Formatter::UserFormat => "format",
             Formatter::Folded => "folded",
             Formatter::FlameGraph => "flamegraph",
+            Formatter::TraceEvent => "trace-event",
+            Formatter::Perfetto => "perfetto",
         }
     }
 
@@ -422,6 +430,28 @@ impl Formatter {
             Formatter::UserFormat => &["format", "title"],
             Formatter::Folded => &["path-attributes", "metric"],
             Formatter::FlameGraph => &["path-attributes", "metric", "title"],
+            Formatter::TraceEvent | Formatter::Perfetto => &["pid-attributes", "tid-attributes", "counters"],
+        }
+    }
+
+    /// One line of documentation.
+    pub const fn doc(self) -> &'static str {
+        match self {
+            Formatter::Cali => ".cali records (the input format)",
+            Formatter::Expand => "one attr=value,... line per record",
+            Formatter::Table => "a text table",
+            Formatter::Tree => "a text tree over the region hierarchy (or path-attributes)",
+            Formatter::Json => "JSON records",
+            Formatter::JsonSplit => "Hatchet's split JSON",
+            Formatter::UserFormat => "a format string of %[width]attribute% fields",
+            Formatter::Folded => "folded stacks for flame graph tools (main;solve;kernel 1234), numbers rounded",
+            Formatter::FlameGraph => "an SVG flame graph of the paths (inferno), any numbers",
+            Formatter::TraceEvent => {
+                "an event trace as Chrome trace-event JSON, for Perfetto's UI (the reference's cali2traceevent.py)"
+            }
+            Formatter::Perfetto => {
+                "an event trace as a native Perfetto protobuf trace: thread tracks, slices, counters"
+            }
         }
     }
 

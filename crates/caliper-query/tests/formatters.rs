@@ -272,3 +272,65 @@ fn selecting_a_class_selects_its_members_in_every_formatter() {
     assert!(table.starts_with("iteration#mainloop \n"), "{table}");
     assert_eq!(table.lines().count(), 1 + 12, "{table}");
 }
+
+/// The frames of an inferno flame graph: name, title, count (`fg:w`) and
+/// width in percent, in document order.
+fn flame_frames(svg: &str) -> Vec<(String, String, u64, f64)> {
+    let mut frames = Vec::new();
+    for group in svg.split("<g>").skip(1) {
+        let Some(title) = group.split("<title>").nth(1).and_then(|t| t.split("</title>").next()) else { continue };
+        let attr = |name: &str| -> &str {
+            let start =
+                group.find(&format!(" {name}=\"")).unwrap_or_else(|| panic!("{name} in {group}")) + name.len() + 3;
+            &group[start..start + group[start..].find('"').unwrap()]
+        };
+        let name = title.split(" (").next().unwrap().to_string();
+        let width: f64 = attr("width").trim_end_matches('%').parse().unwrap();
+        frames.push((name, title.to_string(), attr("fg:w").parse().unwrap(), width));
+    }
+    frames
+}
+
+#[test]
+fn a_flamegraph_of_a_profile_in_seconds_has_frames_as_wide_as_their_inclusive_time() {
+    // The profile's exclusive seconds per path: main 1.6363e-05, init
+    // 4.587e-06, mainloop 2.5097e-05, foo 0.00554143 (and 0.000119969
+    // outside every region, which has no frame). Scaled by 1e9 to whole
+    // counts, inclusive: foo 5541430, mainloop 5566527, main 5587477.
+    let svg = run("select sum#sum#time.duration format flamegraph", PROFILE);
+    let frames = flame_frames(&svg);
+    let total = 5_587_477.0;
+    for (name, count) in
+        [("all", 5_587_477), ("main", 5_587_477), ("init", 4587), ("mainloop", 5_566_527), ("foo", 5_541_430)]
+    {
+        let (_, title, w, width) = frames.iter().find(|f| f.0 == name).unwrap_or_else(|| panic!("{name}: {frames:?}"));
+        assert_eq!(*w, count, "{name}");
+        assert!((width - 100.0 * count as f64 / total).abs() < 1e-3, "{name}: {width}%");
+        assert!(title.contains("sum#sum#time.duration x 1e-9"), "{title}");
+    }
+    assert_eq!(frames.len(), 5, "{frames:?}");
+}
+
+#[test]
+fn a_flamegraph_of_counts_titles_its_frames_with_them() {
+    // Records by region path: the trace's 21 records are all inside main;
+    // main/foo has foo's 4 end records (a begin record is still on its
+    // parent's path).
+    let svg = run("select count() group by region format flamegraph(path-attributes=region)", TRACE);
+    let frames = flame_frames(&svg);
+    let frame = |name: &str| frames.iter().find(|f| f.0 == name).unwrap_or_else(|| panic!("{name}: {frames:?}"));
+    assert_eq!((frame("main").2, frame("foo").2, frame("init").2), (21, 4, 1), "{frames:?}");
+    assert!((frame("foo").3 - 100.0 * 4.0 / 21.0).abs() < 1e-3, "{frames:?}");
+    assert!(frame("foo").1.starts_with("foo (4 count, "), "{}", frame("foo").1);
+}
+
+#[test]
+fn a_flamegraph_without_numbers_is_an_error_naming_the_metric() {
+    let spec = parse_query("select region format flamegraph(metric=nothing.here)").unwrap();
+    let mut processor = QueryProcessor::new(&spec, Formatter::Cali, Box::new(SharedOutput::default())).unwrap();
+    let mut db = MetadataDb::new();
+    let data = std::fs::read(fixture(TRACE)).unwrap();
+    CaliReader::new(&mut db, TRACE).read(&data[..], |db, r| processor.process(db, r).unwrap()).unwrap();
+    let err = processor.finish(&mut db).unwrap_err();
+    assert_eq!(err.to_string(), "flamegraph: no path has a positive nothing.here to draw");
+}

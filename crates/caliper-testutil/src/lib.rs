@@ -9,6 +9,7 @@
 //! `cargo test` finds it; without it, the tests fail and say so.
 
 pub mod layers;
+pub mod report;
 pub mod synthetic;
 
 use std::fs;
@@ -92,6 +93,10 @@ pub struct PyPackage {
 /// The `caliper-reader` package, the reference's Python reader.
 pub const CALIPER_READER: PyPackage = PyPackage { name: "caliper-reader", module: "caliperreader" };
 
+/// The `perfetto` package: Perfetto's published Python protos.
+pub const PERFETTO: PyPackage =
+    PyPackage { name: "perfetto", module: "perfetto.protos.perfetto.trace.perfetto_trace_pb2" };
+
 /// The `llnl-hatchet` package, which reads our profiles into GraphFrames.
 pub const HATCHET: PyPackage = PyPackage { name: "llnl-hatchet", module: "hatchet" };
 
@@ -127,6 +132,22 @@ pub fn read_with_caliper_reader(paths: &[&Path]) -> serde_json::Value {
         Command::new(python).env("PYTHONUTF8", "1").arg(script).args(paths).output().expect("run the Python reader");
     assert!(out.status.success(), "caliper-reader failed on {paths:?}:\n{}", String::from_utf8_lossy(&out.stderr));
     serde_json::from_slice(&out.stdout).expect("the Python reader prints JSON")
+}
+
+/// Decodes a Perfetto trace with Perfetto's published Python protos and
+/// returns its processes, threads, slices and counters (see
+/// `py/perfetto_slices.py`).
+pub fn perfetto_slices(trace: &Path) -> serde_json::Value {
+    let python = python_with(&[PERFETTO]);
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("py/perfetto_slices.py");
+    let out = Command::new(python).arg(script).arg(trace).output().expect("run the Perfetto decoder");
+    assert!(
+        out.status.success(),
+        "the Perfetto protos failed on {}:\n{}",
+        trace.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("the Perfetto decoder prints JSON")
 }
 
 /// Which Hatchet reader to load a profile with.

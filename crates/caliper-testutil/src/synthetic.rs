@@ -7,6 +7,11 @@
 //! immediates, `time.offset.ns` and `time.duration.ns`. Nodes are written
 //! before first use, as Caliper writes them. Two million records make a
 //! file of about 108 MB.
+//!
+//! The marked variant is what the `event-trace` config writes: each begin
+//! snapshot references `event.begin#region=<name>` under the enclosing
+//! region, each end snapshot `event.end#region=<name>` under the region
+//! it leaves, so that timeline tools see every region instance.
 
 use std::io::{self, Write};
 
@@ -18,6 +23,15 @@ pub const WIDTH: u64 = 20;
 /// Writes a trace of `n_records` snapshot records (plus node records and a
 /// globals record) and returns the number of bytes written.
 pub fn write_event_trace(out: &mut impl Write, n_records: u64) -> io::Result<u64> {
+    write_trace(out, n_records, false)
+}
+
+/// [`write_event_trace`] with begin and end markers on the snapshots.
+pub fn write_marked_event_trace(out: &mut impl Write, n_records: u64) -> io::Result<u64> {
+    write_trace(out, n_records, true)
+}
+
+fn write_trace(out: &mut impl Write, n_records: u64, markers: bool) -> io::Result<u64> {
     let mut w = CountingWriter { out, bytes: 0 };
     // Attributes as the reference writes them: region (nested, thread
     // scope), time.unit metadata, then the two timer attributes.
@@ -30,11 +44,20 @@ pub fn write_event_trace(out: &mut impl Write, n_records: u64) -> io::Result<u64
     writeln!(w, "__rec=node,id=92,attr=8,data=time.offset.ns,parent=91")?;
     writeln!(w, "__rec=node,id=93,attr=10,data=2133,parent=90")?;
     writeln!(w, "__rec=node,id=94,attr=8,data=time.duration.ns,parent=93")?;
+    if markers {
+        writeln!(w, "__rec=node,id=95,attr=10,data=84,parent=3")?;
+        writeln!(w, "__rec=node,id=96,attr=8,data=event.begin#region,parent=95")?;
+        writeln!(w, "__rec=node,id=97,attr=8,data=event.end#region,parent=95")?;
+    }
 
     // Node id of (level, name) on the current path: the tree has one chain
     // per name index, since iteration i uses name i % WIDTH on every level.
     let node_id = |level: u64, name: u64| 1000 + name * DEPTH + level;
-    let mut written = vec![false; (WIDTH * DEPTH) as usize];
+    let slots = WIDTH * DEPTH;
+    // The marker nodes of (level, name), after the region nodes' ids.
+    let begin_id = |level: u64, name: u64| 1000 + slots + name * DEPTH + level;
+    let end_id = |level: u64, name: u64| 1000 + 2 * slots + name * DEPTH + level;
+    let mut written = vec![false; slots as usize];
     let mut offset: u64 = 1_795_284_690_000;
     let mut state: u64 = 0x2545F4914F6CDD1D;
     let mut records = 0;
@@ -56,13 +79,26 @@ pub fn write_event_trace(out: &mut impl Write, n_records: u64) -> io::Result<u64
                     write!(w, ",parent={}", node_id(level - 1, name))?;
                 }
                 writeln!(w)?;
+                if markers {
+                    write!(w, "__rec=node,id={},attr=96,data=r{level}.{name}", begin_id(level, name))?;
+                    if level > 0 {
+                        write!(w, ",parent={}", node_id(level - 1, name))?;
+                    }
+                    writeln!(w)?;
+                    writeln!(w, "__rec=node,id={},attr=97,data=r{level}.{name},parent={id}", end_id(level, name))?;
+                }
             }
+            let reference = match (markers, step < DEPTH) {
+                (false, _) => id,
+                (true, true) => begin_id(level, name),
+                (true, false) => end_id(level, name),
+            };
             state ^= state << 13;
             state ^= state >> 7;
             state ^= state << 17;
             let duration = 1000 + state % 9000;
             offset += duration;
-            writeln!(w, "__rec=ctx,ref={id},attr=92=94,data={offset}={duration}")?;
+            writeln!(w, "__rec=ctx,ref={reference},attr=92=94,data={offset}={duration}")?;
             records += 1;
         }
         iteration += 1;

@@ -35,6 +35,9 @@ pub mod default_config;
 mod id_index;
 pub mod interpose;
 pub mod log;
+pub mod mpi;
+pub mod mpi_finalize;
+pub mod mpi_messages;
 pub mod query_report;
 pub mod region_filter;
 pub mod region_profile;
@@ -45,6 +48,7 @@ pub mod snapshot;
 mod sparse;
 pub mod symbols;
 mod sync;
+pub mod task;
 pub mod tree;
 pub mod unwind;
 pub mod value;
@@ -59,6 +63,7 @@ pub use caliper_data::{AttrType, Properties, Variant};
 pub use config::RuntimeConfig;
 pub use configmgr::ConfigManager;
 pub use runtime::Caliper;
+pub use task::{Instrument, Instrumented, TaskPath};
 
 /// How the runtime starts the configs of `CALI_CONFIG` when it
 /// initialises: the config manager, which sits above the runtime (it

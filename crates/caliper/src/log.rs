@@ -10,13 +10,23 @@ use std::fmt;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 /// The message prefix, as the reference prints it.
 pub const PREFIX: &str = "== CALIPER: ";
 
 static VERBOSITY: AtomicU32 = AtomicU32::new(0);
-static SINK: Mutex<Sink> = Mutex::new(Sink::Stderr);
+static SINK: Mutex<Destination> = Mutex::new(Destination { sink: Sink::Stderr, prefix: String::new() });
+
+/// Where messages go, and the text every message starts with after
+/// [`PREFIX`] (see [`add_prefix`]).
+struct Destination {
+    sink: Sink,
+    prefix: String,
+}
+
+/// Whether the process's MPI rank is in the prefix (see [`set_rank`]).
+static RANK_NAMED: AtomicBool = AtomicBool::new(false);
 
 thread_local! {
     /// Set while the calling thread writes a message.
@@ -45,6 +55,18 @@ pub fn verbosity() -> u32 {
     VERBOSITY.load(Ordering::Relaxed)
 }
 
+/// Names the process's MPI rank in every line from now on (`== CALIPER:
+/// (<rank>): `, once however often it is called); ranks above 0
+/// keep to errors and warnings (verbosity 0), as the reference's do.
+pub fn set_rank(rank: usize) {
+    if !RANK_NAMED.swap(true, Ordering::Relaxed) {
+        add_prefix(&format!("({rank}): "));
+    }
+    if rank > 0 {
+        set_verbosity(0);
+    }
+}
+
 /// Sets the destination: `stderr`, `stdout`, `none` or a file name (a file
 /// that cannot be opened leaves the destination unchanged and says so).
 pub fn set_destination(name: &str) {
@@ -60,8 +82,17 @@ pub fn set_destination(name: &str) {
             }
         },
     };
-    if let Ok(mut s) = SINK.lock() {
-        *s = sink;
+    if let Ok(mut d) = SINK.lock() {
+        d.sink = sink;
+    }
+}
+
+/// Appends `text` to what every message starts with after `== CALIPER: `
+/// (e.g. a process's rank, so that the lines of many processes can be
+/// told apart). The reference's `Log::add_prefix`.
+pub fn add_prefix(text: &str) {
+    if let Ok(mut d) = SINK.lock() {
+        d.prefix.push_str(text);
     }
 }
 
@@ -85,13 +116,13 @@ pub fn log(level: u32, message: fmt::Arguments<'_>) {
     if WRITING.with(|w| w.replace(true)) {
         return;
     }
-    let mut line = Line::new();
-    // Formatting into a `Line` cannot fail; a `Display` impl of the
-    // caller's that returns an error leaves its part out.
-    let _ = fmt::write(&mut line, format_args!("{PREFIX}{message}\n"));
-    if let Ok(mut sink) = SINK.lock() {
+    if let Ok(mut d) = SINK.lock() {
+        let mut line = Line::new();
+        // Formatting into a `Line` cannot fail; a `Display` impl of the
+        // caller's that returns an error leaves its part out.
+        let _ = fmt::write(&mut line, format_args!("{PREFIX}{}{message}\n", d.prefix));
         let bytes = line.bytes();
-        let _ = match &mut *sink {
+        let _ = match &mut d.sink {
             Sink::Stderr => std::io::stderr().write_all(bytes),
             Sink::Stdout => std::io::stdout().write_all(bytes),
             Sink::None => Ok(()),
@@ -108,10 +139,10 @@ pub fn log(level: u32, message: fmt::Arguments<'_>) {
 /// message is dropped).
 pub(crate) fn error_in_forked_child(message: fmt::Arguments<'_>) {
     use std::os::fd::AsRawFd;
+    let Ok(d) = SINK.try_lock() else { return };
     let mut line = Line::new();
-    let _ = fmt::write(&mut line, format_args!("{PREFIX}{message}\n"));
-    let Ok(sink) = SINK.try_lock() else { return };
-    let fd = match &*sink {
+    let _ = fmt::write(&mut line, format_args!("{PREFIX}{}{message}\n", d.prefix));
+    let fd = match &d.sink {
         Sink::Stderr => 2,
         Sink::Stdout => 1,
         Sink::None => return,

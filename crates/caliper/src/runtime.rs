@@ -28,6 +28,7 @@ mod channels;
 mod embed;
 mod flush;
 mod memory;
+mod stack_switch;
 mod threads;
 mod updates;
 

@@ -213,6 +213,11 @@ pub trait Service: Send + Sync {
     fn absorb(&self, _cali: &dyn Runtime, _into: &mut dyn ThreadService, _from: &mut dyn ThreadService) -> bool {
         false
     }
+    /// Whether the channel writes its output before `MPI_Finalize`
+    /// (`mpiflush`, and `mpireport` by its setting; see [`crate::mpi`]).
+    fn flushes_at_finalize(&self) -> bool {
+        false
+    }
     /// Writes the channel's output (flushing the channel as needed).
     fn write_output(&self, _cali: &dyn Runtime, _channel: &dyn ChannelView) {}
     /// Last words at the end of the program.

@@ -43,6 +43,15 @@ impl Snapshot {
         self.values.push((attr, value));
     }
 
+    /// Adds `extra` to the unsigned value of `attr`, if the snapshot has one.
+    pub fn add_to_value(&mut self, attr: Id, extra: u64) {
+        if let Some((_, value)) = self.values.iter_mut().find(|(a, _)| *a == attr)
+            && let Some(v) = value.as_uint()
+        {
+            *value = ValueKey::uint(v.saturating_add(extra));
+        }
+    }
+
     /// Adds a record entry (interning a string value).
     pub fn push_entry(&mut self, entry: &Entry) {
         match entry {
@@ -256,6 +265,16 @@ impl RegionSnapshot<'_> {
 mod tests {
     use super::*;
     use caliper_data::Variant;
+
+    #[test]
+    fn time_added_to_a_value_of_the_attribute_only() {
+        let mut s = Snapshot::default();
+        s.push_value(7, ValueKey::uint(3));
+        s.push_value(8, ValueKey::uint(10));
+        s.add_to_value(8, 5);
+        s.add_to_value(9, 5);
+        assert_eq!(s.values(), [(7, ValueKey::uint(3)), (8, ValueKey::uint(15))]);
+    }
 
     #[test]
     fn converts_to_a_record_nodes_first() {

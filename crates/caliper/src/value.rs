@@ -54,6 +54,11 @@ impl ValueKey {
         ValueKey { ty: AttrType::Int, bits: i as u64 }
     }
 
+    /// A floating-point value.
+    pub fn double(d: f64) -> ValueKey {
+        ValueKey { ty: AttrType::Double, bits: d.to_bits() }
+    }
+
     /// An unsigned integer value.
     #[inline]
     pub const fn uint(u: u64) -> ValueKey {

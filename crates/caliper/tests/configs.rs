@@ -39,6 +39,28 @@ fn scenario_child() {
             println!("program output");
             std::process::exit(0);
         }
+        "threads" => {
+            // Two threads, each with a region around an inner one, inside
+            // main's region: their begins and ends interleave in time.
+            {
+                let _main = caliper::region!("main");
+                let workers: Vec<_> = (0..2)
+                    .map(|_| {
+                        std::thread::spawn(|| {
+                            let _worker = caliper::region!("worker");
+                            std::thread::sleep(std::time::Duration::from_millis(20));
+                            let _inner = caliper::region!("inner");
+                            std::thread::sleep(std::time::Duration::from_millis(5));
+                        })
+                    })
+                    .collect();
+                for w in workers {
+                    w.join().unwrap();
+                }
+            }
+            println!("program output");
+            std::process::exit(0);
+        }
         "nested_loops" => {
             // The inner loop runs twice, once per iteration of the outer.
             let _main = caliper::region!("main");
@@ -288,6 +310,77 @@ fn event_traces_match_the_reference() {
     }
 }
 
+/// `event-trace` writes Chrome trace-event JSON itself: the reference
+/// converter's events for the same program (names, categories, phases,
+/// pids and tids, in the same order), its times.
+#[test]
+fn event_trace_writes_the_reference_converters_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("trace.json");
+    run_config(&format!("event-trace,output.format=trace-event,output={}", file.display()));
+    let ours: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let reference: serde_json::Value =
+        serde_json::from_str(&fixture_text("cxx-example.event-trace.traceevent.json")).unwrap();
+    // The same events but the tid, which is the thread's pthread.id here
+    // (see event_trace_timelines_have_a_track_per_thread), 0 in the
+    // reference's trace.
+    let shape = |doc: &serde_json::Value| -> Vec<String> {
+        let events = doc["traceEvents"].as_array().unwrap();
+        events.iter().map(|e| format!("{} {} {} {}", e["pid"], e["ph"], e["name"], e["cat"])).collect()
+    };
+    assert_eq!(shape(&ours), shape(&reference));
+    let tids: std::collections::BTreeSet<u64> =
+        ours["traceEvents"].as_array().unwrap().iter().map(|e| e["tid"].as_u64().unwrap()).collect();
+    assert!(tids.len() == 1 && !tids.contains(&0), "{tids:?}");
+    for event in ours["traceEvents"].as_array().unwrap() {
+        assert!(event["ts"].as_f64().unwrap() > 0.0 && event["dur"].as_f64().unwrap() >= 0.0, "{event}");
+    }
+    assert_eq!(ours["otherData"]["cali.channel"], "event-trace");
+    assert_eq!(ours["otherData"]["iterations"], "4");
+}
+
+/// In the timeline formats `event-trace` tells threads apart (the
+/// `pthread` service's `pthread.id`): each thread's regions pair up on its
+/// own tid, however their begins and ends interleave.
+#[test]
+fn event_trace_timelines_have_a_track_per_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("trace.json");
+    run("threads", &[("CALI_CONFIG", &format!("event-trace,output.format=trace-event,output={}", file.display()))]);
+    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let events = doc["traceEvents"].as_array().unwrap();
+    let mut by_tid: std::collections::BTreeMap<u64, Vec<&serde_json::Value>> = Default::default();
+    for e in events {
+        by_tid.entry(e["tid"].as_u64().expect("a pthread.id")).or_default().push(e);
+    }
+    let names = |tid: &u64| by_tid[tid].iter().map(|e| e["name"].as_str().unwrap()).collect::<Vec<_>>();
+    let mut shapes: Vec<Vec<&str>> = by_tid.keys().map(names).collect();
+    shapes.sort();
+    assert_eq!(shapes, [vec!["inner", "worker"], vec!["inner", "worker"], vec!["main"]], "{doc}");
+    for events in by_tid.values().filter(|e| e.len() == 2) {
+        let span =
+            |e: &serde_json::Value| (e["ts"].as_f64().unwrap(), e["ts"].as_f64().unwrap() + e["dur"].as_f64().unwrap());
+        let (inner, worker) = (span(events[0]), span(events[1]));
+        assert!(worker.0 <= inner.0 && inner.1 <= worker.1, "inner inside its own thread's worker: {events:?}");
+        assert!(worker.1 - worker.0 >= 25_000.0, "the worker's whole 25 ms: {events:?}");
+    }
+}
+
+/// `output.format=perfetto` writes a Perfetto trace: `Trace.packet`
+/// entries (field 1, length-delimited) holding the region names. (The
+/// layout is checked by decoding in caliper-query's tests.)
+#[test]
+fn event_trace_writes_a_perfetto_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("trace");
+    run_config(&format!("event-trace,output.format=perfetto,output={}", file.display()));
+    let bytes = std::fs::read(dir.path().join("trace.perfetto-trace")).unwrap();
+    assert_eq!(bytes[0], 0x0a, "a Trace.packet field first");
+    for name in ["main", "init", "mainloop", "foo", "iteration#mainloop"] {
+        assert!(bytes.windows(name.len()).any(|w| w == name.as_bytes()), "{name}");
+    }
+}
+
 #[test]
 fn spot_matches_the_reference() {
     let dir = tempfile::tempdir().unwrap();
@@ -484,5 +577,31 @@ fn libpfm_counts_events_per_region() {
         let wall = field(line, "sum#time.duration.ns").unwrap_or_else(|| panic!("{line}"));
         assert!(cpu > 0 && cpu <= wall + wall / 10 + 50_000, "{line}");
         assert_eq!(field(line, "sum#libpfm.counter.cycles").is_some_and(|c| c > 0), has_pmu, "{line}\n{err}");
+    }
+}
+
+/// `topdown.toplevel` (the `perf_topdown` service): on a processor with
+/// Intel's perf metrics, the report has the four top-level categories,
+/// which share each region's slots; anywhere else one line says why there
+/// are none, and the rest of the report is whole.
+#[test]
+fn topdown_reports_the_top_level_or_says_why_not() {
+    let out = run_config("runtime-report,topdown.toplevel,output=stdout");
+    let (text, err) = (stdout(&out), stderr(&out));
+    assert!(out.status.success(), "{err}");
+    let header = text.lines().find(|l| l.starts_with("Path")).unwrap_or_else(|| panic!("{text}"));
+    assert!(header.contains("Time (E)"), "{text}");
+    let rows: Vec<&str> = text.lines().map(str::trim_start).collect();
+    for region in ["main", "init", "foo"] {
+        assert!(rows.iter().any(|r| r.starts_with(region)), "{region} missing:\n{text}");
+    }
+    let no_events = "== CALIPER: perf_topdown: this processor has no top-down events";
+    let categories = ["Retiring", "Bad speculation", "Front end bound", "Back end bound"];
+    if err.contains(no_events) {
+        let ours: Vec<&str> = err.lines().filter(|l| l.contains("perf_topdown")).collect();
+        assert_eq!(ours.len(), 1, "{err}");
+        assert!(categories.iter().all(|c| !header.contains(c)), "{text}");
+    } else {
+        assert!(categories.iter().all(|c| header.contains(c)), "{text}\n{err}");
     }
 }

@@ -4,7 +4,7 @@
 //! From the bottom: core data, the service interface, the per-thread
 //! buffers, the channel, the services, the runtime, and what builds on the
 //! runtime (the config manager, the annotation API, the query report, the
-//! region profile).
+//! region profile, the futures with a region path of their own).
 
 use caliper_testutil::layers::{assert_acyclic, describe, graph, undocumented};
 use std::path::Path;
@@ -33,12 +33,12 @@ const LAYERS: &[&[&str]] = &[
         "unwind",
         "value",
     ],
-    &["service"],
+    &["service", "mpi"],
     &["buffer"],
     &["channel"],
     &["services"],
     &["runtime"],
-    &["alloc", "api", "configmgr", "query_report", "region_profile"],
+    &["alloc", "api", "configmgr", "mpi_finalize", "mpi_messages", "query_report", "region_profile", "task"],
 ];
 
 fn layer_of(module: &str) -> Option<usize> {

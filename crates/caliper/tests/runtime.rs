@@ -397,18 +397,20 @@ fn spin(ms: f64) {
     }
 }
 
-/// Three visits of `outer`: 30 ms of its own work, 200 short children of
-/// 0.25 ms, and one `inner` child of 25 ms.
+/// Three visits of `outer`: 300 ms of its own work, 200 short children of
+/// 0.25 ms, and one `inner` child of 250 ms. Long against a 0.2 s interval,
+/// and short ones far below it, even where a busy machine stops the
+/// program for tens of milliseconds.
 fn monitored() {
     for _ in 0..3 {
         let _outer = caliper::region!("outer");
-        spin(30.0);
+        spin(300.0);
         for _ in 0..200 {
             let _short = caliper::region!("short");
             spin(0.25);
         }
         let _inner = caliper::region!("inner");
-        spin(25.0);
+        spin(250.0);
     }
 }
 
@@ -419,7 +421,7 @@ fn monitored() {
 /// (`inner`, long and all its own time, is skipped inside `outer`).
 #[test]
 fn region_monitor_counts_long_children_only_and_skips_regions_in_measured_ones() {
-    let (regions, log) = run_region_monitor("monitored", "0.02", &|name| name == "region");
+    let (regions, log) = run_region_monitor("monitored", "0.2", &|name| name == "region");
     assert_eq!(regions, ["region=outer", "region=outer"], "the 2nd and 3rd outer: {log}");
     assert!(log.contains("region_monitor: 2 regions marked, 2 instances measured."), "{log}");
 }

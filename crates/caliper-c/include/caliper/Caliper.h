@@ -212,6 +212,16 @@ public:
         Variant v(cali_get(attr.id()));
         return v.empty() ? Entry() : Entry(attr, v);
     }
+    /// The innermost value of attr on the calling thread's blackboard (or
+    /// the process's); the same as get() here.
+    Entry get_blackboard_entry(const Attribute& attr) { return get(attr); }
+    /// The innermost node of the calling thread's region path (regions,
+    /// phases, loops...), or else the process's; null if there is none.
+    Node* get_path_node()
+    {
+        cali_id_t id = cali_path_node();
+        return id == CALI_INV_ID ? 0 : detail::node_for_id(id);
+    }
 
     /// An asynchronous event with the entries of info, for every active
     /// channel that takes them (the async_event service).
@@ -294,6 +304,10 @@ public:
     /// Nothing to do here: a thread's data go to the channels when the
     /// thread exits, and a flush reads the data of live threads too.
     void release_thread() {}
+
+    /// Ends measurement as at program exit: every channel that flushes on
+    /// exit writes its output now; later annotations do nothing.
+    static void release() { cali_release(); }
 
     // --- Attributes and metadata ---
 

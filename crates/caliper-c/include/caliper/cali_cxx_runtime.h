@@ -37,6 +37,11 @@ void cali_all_attributes(cali_id_fn each, void* user_arg);
  * 1, or 0 if there is no such node. NULL outputs are skipped. */
 int cali_node_info(cali_id_t node, cali_id_t* attr, cali_variant_t* value, cali_id_t* parent);
 
+/* The node of the calling thread's region path (the innermost node of a
+ * nested attribute on its region stack, or else on the process's), or
+ * CALI_INV_ID. */
+cali_id_t cali_path_node(void);
+
 /* --- Channels --- */
 
 /* Channel ids handed out so far (0 .. n-1; deleted ones included). */
@@ -49,6 +54,12 @@ void cali_channel_set_metadata(cali_id_t chn, const char* key, const char* value
 /* A default in a config set that the environment (if the channel reads
  * it) and config files override. */
 void cali_configset_preset(cali_configset_t cfg, const char* key, const char* value);
+
+/* The value of setting key (e.g. "CALI_SERVICES_ENABLE") that a channel
+ * made from cfg (may be NULL) would read, the environment included if
+ * read_env; else the default a service documents; else empty. Written
+ * NUL-terminated to buf if it fits in len bytes; returns its length. */
+size_t cali_configset_get(cali_configset_t cfg, int read_env, const char* key, char* buf, size_t len);
 
 /* The channel's globals, encoded as cali_channel_pull_snapshot encodes a
  * snapshot; returns the size needed (> len: nothing written). */
@@ -68,6 +79,16 @@ int cali_log_verbosity(void);
 /* Writes message with the "== CALIPER: " prefix to the log's destination
  * if the verbosity is at least level (a trailing newline is dropped). */
 void cali_log_write(int level, const char* message);
+/* Sets the verbosity (as CALI_LOG_VERBOSITY does). */
+void cali_log_set_verbosity(int level);
+/* Appends text to what every message starts with after "== CALIPER: ". */
+void cali_log_add_prefix(const char* text);
+
+/* --- Life cycle --- */
+
+/* Ends measurement as at program exit: channels that flush on exit write
+ * their output now; later annotations do nothing. */
+void cali_release(void);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -14,10 +14,13 @@
 #include <caliper/SnapshotRecord.h>
 #include <caliper/common/Log.h>
 #include <caliper/common/OutputStream.h>
+#include <caliper/common/RuntimeConfig.h>
+#include <caliper/common/StringConverter.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -69,6 +72,68 @@ static void variants()
     std::ostringstream os;
     os << cali::Variant(3);
     CHECK(os.str() == "3");
+
+    // Aggregation arithmetic: empty takes the other value, the other
+    // value converts to this one's type, div by a count.
+    cali::Variant sum;
+    sum += cali::Variant(2.5);
+    sum += cali::Variant(3);
+    CHECK(sum.type() == CALI_TYPE_DOUBLE && sum.to_double() == 5.5);
+    cali::Variant n(7);
+    n += cali::Variant(1.9);
+    CHECK(n.type() == CALI_TYPE_INT && n.to_int() == 8);
+    CHECK(cali::Variant(5).min(cali::Variant(3)).to_int() == 3 && cali::Variant(5).max(cali::Variant(3)).to_int() == 5);
+    CHECK(cali::Variant(static_cast<uint64_t>(9)).min(cali::Variant(12)).to_uint() == 9);
+    CHECK(cali::Variant(7).div(2).to_int() == 3 && cali::Variant(7.0).div(2).to_double() == 3.5);
+    CHECK(cali::Variant(7).div(0).empty() && cali::Variant("text").div(2).empty());
+    cali::Variant text("text");
+    text += cali::Variant(1);
+    CHECK(text.to_string() == "text");
+}
+
+// RuntimeConfig::get: set values, then the environment (if read), then
+// presets, then the default the service documents.
+static void runtime_configs()
+{
+    setenv("CALI_EVENT_REGION_LEVEL", "3", 1);
+    cali::RuntimeConfig cfg;
+    cfg.set("CALI_SERVICES_ENABLE", "event, trace");
+    cfg.preset("CALI_EVENT_REGION_LEVEL", "1");
+    cfg.preset("CALI_EVENT_ENABLE_SNAPSHOT_INFO", "false");
+    std::vector<std::string> services = cfg.get("services", "enable").to_stringlist(",:");
+    CHECK(services.size() == 2 && services[0] == "event" && services[1] == "trace");
+    CHECK(cfg.get("event", "region_level").to_int() == 3);
+    bool ok = true;
+    CHECK(!cfg.get("event", "enable_snapshot_info").to_bool(&ok) && ok);
+    CHECK(cfg.get("libpfm", "sample_period").to_uint() == 20000000);
+    CHECK(cfg.get("no_such", "setting").to_string().empty());
+    cfg.allow_read_env(false);
+    CHECK(cfg.get("event", "region_level").to_int() == 1);
+    CHECK(cali::RuntimeConfig::get_default_config().get("event", "region_level").to_int() == 3);
+    unsetenv("CALI_EVENT_REGION_LEVEL");
+
+    std::ostringstream printed;
+    cfg.print(printed);
+    CHECK(printed.str().find("\nCALI_SERVICES_ENABLE=event, trace\n") != std::string::npos);
+    CHECK(printed.str().find("# preset: CALI_EVENT_REGION_LEVEL=1\n") != std::string::npos);
+    CHECK(cali::StringConverter(" 12 ").to_int() == 12 && cali::StringConverter("T").to_bool());
+    CHECK(!cali::StringConverter("x").to_bool(&ok) && !ok);
+}
+
+// get_path_node: the innermost node of the region path.
+static void path_nodes(cali::Caliper& c)
+{
+    cali::Attribute phase = c.get_attribute("cxx.phase");
+    CHECK(!c.get_path_node());
+    c.begin(phase, "outer.path");
+    cali::Attribute tag = c.create_attribute("cxx.path.tag", CALI_TYPE_STRING, CALI_ATTR_DEFAULT);
+    c.begin(tag, "not.nested");
+    cali::Node* node = c.get_path_node();
+    CHECK(node && node->attribute() == phase.id() && node->data().to_string() == "outer.path");
+    CHECK(c.get_blackboard_entry(tag).value().to_string() == "not.nested");
+    c.end(tag);
+    c.end(phase);
+    CHECK(!c.get_path_node());
 }
 
 static void attributes(cali::Caliper& c)
@@ -249,6 +314,12 @@ static void logging()
     cali::Log(1).stream() << "runtime: an info line, not shown" << std::endl;
     errno = 0;
     cali::Log(0).perror(ENOENT, "runtime: open: ");
+    cali::Log::set_verbosity(2);
+    CHECK(cali::Log::verbosity() == 2 && cali::Log::is_verbose(2) && !cali::Log::is_verbose(3));
+    cali::Log(2).stream() << "runtime: a debug line, shown" << std::endl;
+    cali::Log::set_verbosity(0);
+    cali::Log::add_prefix("[cxx] ");
+    cali::Log(0).stream() << "runtime: a prefixed line" << std::endl;
 }
 
 int main(int argc, char** argv)
@@ -274,10 +345,18 @@ int main(int argc, char** argv)
     c.memory_region_begin(data, "data", sizeof(double), 1, dims);
     c.memory_region_end(data);
     c.release_thread();
+    runtime_configs();
+    path_nodes(c);
 
     std::ifstream written((dir + "/out-cxx.trace.txt").c_str());
     std::string   line;
     CHECK(std::getline(written, line) && line == "written");
+
+    // release(): measurement ends here; later annotations do nothing.
+    cali::Attribute phase = c.get_attribute("cxx.phase");
+    cali::Caliper::release();
+    c.begin(phase, "after.release");
+    CHECK(c.get(phase).empty());
 
     if (failures == 0)
         std::printf("runtime: all checks passed\n");

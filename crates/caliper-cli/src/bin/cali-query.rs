@@ -4,6 +4,7 @@
 
 use caliper_cli::args::{self, OptSpec, ParsedArgs, Takes};
 use caliper_cli::attribute_list::AttributeList;
+use caliper_cli::progress::Progress;
 use caliper_data::MetadataDb;
 use caliper_data::cali::{CaliReader, StreamError, open_input};
 use caliper_query::filter::parse_legacy_filter;
@@ -11,7 +12,7 @@ use caliper_query::parser::parse_into;
 use caliper_query::spec::{FormatSpec, Formatter, Selection, SortKey, SortOrder};
 use caliper_query::{QueryProcessor, QuerySpec};
 use std::fs::File;
-use std::io::{self, Write};
+use std::io::{self, IsTerminal, Write};
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -140,7 +141,13 @@ fn usage() -> String {
          \n\
          Examples:\n  cali-query run-0.cali run-1.cali -o merged.cali\n  \
          cali-query -q \"select region,count(),sum(time.duration.ns) group by region format table\" trace.cali\n  \
-         cali-query -e --print-attributes region,time.duration.ns trace.cali\n",
+         cali-query -e --print-attributes region,time.duration.ns trace.cali\n  \
+         cali-query -q \"format trace-event\" trace.cali -o trace.json\n  \
+         cali-query -q \"format perfetto\" trace.cali -o trace.perfetto-trace\n  \
+         cali-query -q \"select sum(sum#time.duration) group by path format flamegraph\" profile.cali -o profile.svg\n\
+         \n\
+         On a terminal, a progress bar on standard error follows the reading of\n\
+         big inputs (unless the results go to that terminal).\n",
         args::option_table(OPTIONS)
     )
 }
@@ -305,12 +312,12 @@ fn run(argv: &[String]) -> Result<(), Failure> {
 /// Runs the query of the command line over its inputs.
 fn query(parsed: &ParsedArgs) -> Result<(), Failure> {
     let spec = build_query(parsed)?;
-    let (dest_name, dest): (String, Box<dyn Write>) = match parsed.value("output") {
+    let (dest_name, dest, dest_is_terminal): (String, Box<dyn Write>, bool) = match parsed.value("output") {
         Some(path) if path != "-" => {
             let file = File::create(path).map_err(|e| Failure::Fatal(format!("cannot create {path}: {e}")))?;
-            (path.to_string(), Box::new(file))
+            (path.to_string(), Box::new(file), false)
         }
-        _ => ("standard output".to_string(), Box::new(io::stdout().lock())),
+        _ => ("standard output".to_string(), Box::new(io::stdout().lock()), io::stdout().is_terminal()),
     };
     let write_failed = |e: io::Error| Failure::Fatal(format!("cannot write {dest_name}: {e}"));
 
@@ -331,13 +338,15 @@ fn query(parsed: &ParsedArgs) -> Result<(), Failure> {
     // Without --continue a bad input ends the reading; the results of what
     // was read before it are still written, then the error.
     let mut failure = None;
+    let progress = Progress::new(&inputs, dest_is_terminal);
     for input in &inputs {
         let _read = caliper::region!("read");
         caliper::set_by_name("cali-query.input", input.as_str());
         let result = open_input(Path::new(input)).map_err(StreamError::Read).and_then(|(name, reader)| {
             if parsed.is_set("verbose") {
-                eprintln!("cali-query: Reading {name}");
+                progress.eprintln(&format!("cali-query: Reading {name}"));
             }
+            let reader = progress.wrap(&name, reader);
             let mut cali = CaliReader::new(&mut db, name);
             if parsed.is_set("list-attributes") {
                 cali = cali.on_node(|db, node| attributes.note(db, node));
@@ -345,14 +354,14 @@ fn query(parsed: &ParsedArgs) -> Result<(), Failure> {
             let result = cali
                 .try_read_parallel(reader, |db, record| if list_only { Ok(()) } else { processor.process(db, record) });
             if let Some(warning) = cali.warning() {
-                eprintln!("cali-query: warning: {warning}");
+                progress.eprintln(&format!("cali-query: warning: {warning}"));
             }
             result
         });
         match result {
             Ok(_) => {}
             Err(StreamError::Read(e)) if keep_going => {
-                eprintln!("cali-query: error: {e} (skipping the rest of this input)");
+                progress.eprintln(&format!("cali-query: error: {e} (skipping the rest of this input)"));
                 bad_inputs.push(input.clone());
             }
             Err(StreamError::Read(e)) => {
@@ -362,6 +371,7 @@ fn query(parsed: &ParsedArgs) -> Result<(), Failure> {
             Err(StreamError::Sink(e)) => return Err(write_failed(e)),
         }
     }
+    progress.finish();
     if parsed.is_set("list-attributes") {
         for record in attributes.into_records() {
             processor.process(&mut db, &record).map_err(write_failed)?;

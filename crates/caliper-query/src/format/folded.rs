@@ -3,8 +3,12 @@
 //! first), one number each (the `metric` argument's attribute, else the
 //! first numeric attribute the query selects), summed per path. `folded`
 //! writes the stacks as flame graph tools read them (`main;solve;kernel
-//! 1234`), `flamegraph` draws them as an SVG (inferno). Numbers are
-//! rounded to whole units: give a count or nanoseconds, not seconds.
+//! 1234`), `flamegraph` draws them as an SVG (inferno). Folded stacks
+//! carry whole numbers, as flame graph tools read them: rounded, so give
+//! them a count or nanoseconds, not seconds. The flame graph takes any
+//! number: fractional sums (seconds of a region profile) are scaled up by
+//! a power of ten for inferno's whole counts, which the frames' titles
+//! name.
 
 use super::{PathAttributes, RecordFormatter};
 use crate::spec::{FormatSpec, QuerySpec, Selection};
@@ -22,7 +26,7 @@ pub struct FoldedFormatter {
     /// The query's selected attributes, in order (for the default metric).
     selected: Vec<String>,
     /// Per path, the sum of its numbers.
-    stacks: BTreeMap<String, u64>,
+    stacks: BTreeMap<String, f64>,
     /// Draw an SVG, with this title.
     svg: Option<String>,
 }
@@ -71,7 +75,7 @@ impl FoldedFormatter {
 
     /// The record's number: the metric's value, else the first selected
     /// attribute with a numeric one.
-    fn number(&self, db: &MetadataDb, record: &Record) -> Option<u64> {
+    fn number(&self, db: &MetadataDb, record: &Record) -> Option<f64> {
         let value_of = |name: &str| -> Option<f64> {
             let attr: Id = db.attribute_by_name(name)?.id();
             let (_, value) = record.immediates().find(|(a, _)| *a == attr)?;
@@ -83,14 +87,38 @@ impl FoldedFormatter {
                 record.immediates().filter(|(a, _)| !self.path.contains(db, *a)).find_map(|(_, v)| numeric(v))
             }),
         }?;
-        Some(value.max(0.0).round() as u64)
+        Some(value.max(0.0))
+    }
+
+    /// What the numbers count, for the flame graph's titles: the metric,
+    /// else the first selected attribute.
+    fn count_name(&self) -> String {
+        self.metric.clone().or_else(|| self.selected.first().cloned()).unwrap_or_else(|| "samples".to_string())
     }
 }
 
-/// A path label as folded stacks allow it: no `;` (the separator) and no
-/// line break.
+/// The power of ten that makes whole numbers of `values` keep three
+/// significant digits of the smallest positive one (0 if they are whole
+/// already; at most 9, nanoseconds of seconds).
+fn scale_exponent(values: impl Iterator<Item = f64>) -> i32 {
+    let mut smallest = f64::INFINITY;
+    let mut fractional = false;
+    for v in values.filter(|v| *v > 0.0) {
+        smallest = smallest.min(v);
+        fractional |= v.fract() != 0.0;
+    }
+    if !fractional {
+        return 0;
+    }
+    (3.0 - smallest.log10().floor()).clamp(0.0, 9.0) as i32
+}
+
+/// A path label as folded stacks allow it: no `;` (the separator), no
+/// line break, and not empty (a stack of empty names has no text for the
+/// tools to read, as `" 42"`).
 fn label(value: &Variant) -> String {
-    value.to_string().replace([';', '\n'], "_")
+    let text = value.to_string().replace([';', '\n', '\r'], "_");
+    if text.trim().is_empty() { format!("({text:?})") } else { text }
 }
 
 fn numeric(value: &Variant) -> Option<f64> {
@@ -109,25 +137,45 @@ impl RecordFormatter for FoldedFormatter {
         }
         let labels = self.labels(db, record);
         if let (false, Some(n)) = (labels.is_empty(), self.number(db, record)) {
-            *self.stacks.entry(labels.join(";")).or_insert(0) += n;
+            *self.stacks.entry(labels.join(";")).or_insert(0.0) += n;
         }
         Ok(())
     }
 
     fn finish(&mut self, _db: &mut MetadataDb) -> io::Result<()> {
-        let lines: Vec<String> =
-            self.stacks.iter().filter(|&(_, &n)| n > 0).map(|(stack, n)| format!("{stack} {n}")).collect();
+        let exponent = match self.svg {
+            Some(_) => scale_exponent(self.stacks.values().copied()),
+            None => 0,
+        };
+        let scale = 10f64.powi(exponent);
+        let lines: Vec<String> = self
+            .stacks
+            .iter()
+            .map(|(stack, &n)| (stack, (n * scale).round() as u64))
+            .filter(|&(_, n)| n > 0)
+            .map(|(stack, n)| format!("{stack} {n}"))
+            .collect();
         match &self.svg {
             None => {
                 for line in &lines {
                     writeln!(self.out, "{line}")?;
                 }
             }
+            Some(_) if lines.is_empty() => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("flamegraph: no path has a positive {} to draw", self.count_name()),
+                ));
+            }
             Some(title) => {
                 let mut options = inferno::flamegraph::Options::default();
                 options.title = title.clone();
+                options.count_name = match exponent {
+                    0 => self.count_name(),
+                    e => format!("{} x 1e-{e}", self.count_name()),
+                };
                 inferno::flamegraph::from_lines(&mut options, lines.iter().map(String::as_str), &mut self.out)
-                    .map_err(|e| io::Error::other(format!("flamegraph: {e}")))?;
+                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("flamegraph: {e}")))?;
             }
         }
         self.out.flush()
@@ -180,6 +228,13 @@ mod tests {
         let mut sorted = stacks.clone();
         sorted.dedup();
         assert_eq!(stacks, sorted, "one line per path");
+    }
+
+    #[test]
+    fn empty_names_get_a_visible_label() {
+        assert_eq!(label(&Variant::string("")), "(\"\")");
+        assert_eq!(label(&Variant::string(" ")), "(\" \")");
+        assert_eq!(label(&Variant::string("a;b\nc")), "a_b_c");
     }
 
     #[test]

@@ -3,15 +3,20 @@
 //! A formatter receives the records of a query (after LET, WHERE and
 //! aggregation) one at a time and writes at the end at the latest; the
 //! streaming ones (`expand`, `cali`, `json`) write as records arrive, so
-//! their memory does not grow with the input.
+//! their memory does not grow with the input; so do the timeline ones
+//! (`trace-event`, `perfetto`), which hold only the open regions.
 
 mod cali;
 mod expand;
 mod folded;
 mod json;
 mod json_split;
+mod perfetto;
+mod protowire;
 mod selection;
 mod table;
+mod timeline;
+mod trace_event;
 mod tree;
 mod user;
 
@@ -26,6 +31,30 @@ pub trait RecordFormatter {
     fn process(&mut self, db: &mut MetadataDb, record: &Record) -> io::Result<()>;
     /// Writes what is left and flushes the output.
     fn finish(&mut self, db: &mut MetadataDb) -> io::Result<()>;
+}
+
+/// Keeps the result records instead of writing them: for a query whose
+/// results feed another (a cross-process query, a program's own use).
+/// Clones share the records.
+#[derive(Clone, Default)]
+pub struct Collector(std::rc::Rc<std::cell::RefCell<Vec<Record>>>);
+
+impl Collector {
+    /// The records kept so far, taken out.
+    pub fn take(&self) -> Vec<Record> {
+        self.0.take()
+    }
+}
+
+impl RecordFormatter for Collector {
+    fn process(&mut self, _db: &mut MetadataDb, record: &Record) -> io::Result<()> {
+        self.0.borrow_mut().push(record.clone());
+        Ok(())
+    }
+
+    fn finish(&mut self, _db: &mut MetadataDb) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// The formatter a query asks for (`default` when it has no FORMAT), writing
@@ -46,6 +75,8 @@ pub fn make_formatter(
         Formatter::UserFormat => Box::new(user::UserFormatter::new(&format, out)),
         Formatter::Folded => Box::new(folded::FoldedFormatter::new(spec, &format, out, false)),
         Formatter::FlameGraph => Box::new(folded::FoldedFormatter::new(spec, &format, out, true)),
+        Formatter::TraceEvent => Box::new(trace_event::TraceEventFormatter::new(&format, out)),
+        Formatter::Perfetto => Box::new(perfetto::PerfettoFormatter::new(&format, out)),
     })
 }
 

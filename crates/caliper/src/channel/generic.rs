@@ -101,6 +101,30 @@ impl Channel {
         self.run_pipeline(cali, ct, snapshot, &EXPLICIT);
     }
 
+    /// Takes an explicit snapshot whose duration (the value of attribute
+    /// `duration`, if the channel measures it) counts `extra_ns` more: time
+    /// the thread did not spend in this context but that belongs to it (a
+    /// task's time suspended, see [`crate::task`]).
+    pub(crate) fn push_snapshot_with_time<H: Host>(
+        &self,
+        cali: &H,
+        t: &mut ThreadData,
+        trigger: &[Entry],
+        duration: Id,
+        extra_ns: u64,
+    ) {
+        let ct = self.thread_state(cali, &mut t.channels, &mut t.blackboard);
+        let c = context_of!(t);
+        c.snapshot.clear();
+        let snapshot = context_entries(cali, c, None);
+        for entry in trigger {
+            snapshot.push_entry(entry);
+        }
+        self.run_measure(cali, ct, snapshot, &EXPLICIT);
+        snapshot.add_to_value(duration, extra_ns);
+        self.run_process(cali, ct, snapshot);
+    }
+
     pub(super) fn run_measure<H: Host>(
         &self,
         cali: &H,
@@ -130,6 +154,12 @@ impl Channel {
         trigger: &Trigger,
     ) {
         self.run_measure(cali, ct, snapshot, trigger);
+        self.run_process(cali, ct, snapshot);
+    }
+
+    /// Hands a measured snapshot to the services that keep it.
+    #[inline(always)]
+    fn run_process<H: Host>(&self, cali: &H, ct: &mut ChannelThread, snapshot: &Snapshot) {
         for &i in &self.process {
             ct.state(i).process(cali, snapshot);
         }

@@ -17,6 +17,22 @@ fn initial_config(spec: &ConfigSpec) -> Vec<(String, String)> {
     config
 }
 
+/// The `output` option as the file name of whichever writing service
+/// the config has.
+fn output_to_every_writer(options: &Options, config: &mut Vec<(String, String)>) {
+    if let Some(output) = options.get("output") {
+        for key in ["CALI_RECORDER_FILENAME", "CALI_REPORT_FILENAME", "CALI_MPIREPORT_FILENAME"] {
+            set_setting(config, key, output);
+        }
+    }
+}
+
+fn remove_service(config: &mut Vec<(String, String)>, service: &str) {
+    let list: Vec<&str> = get_setting(config, "CALI_SERVICES_ENABLE").split(',').filter(|s| *s != service).collect();
+    let list = list.join(",");
+    set_setting(config, "CALI_SERVICES_ENABLE", &list);
+}
+
 fn add_services(config: &mut Vec<(String, String)>, services: &[&str]) {
     let mut list = get_setting(config, "CALI_SERVICES_ENABLE").to_string();
     for service in services {
@@ -54,6 +70,10 @@ pub(crate) fn controller(spec: &ConfigSpec, options: &Options) -> Result<Channel
             options.update_channel_config(&mut config);
             Output::Spot(SpotOutput::new(options)?)
         }
+        "event-trace" => {
+            event_trace(options, &mut config)?;
+            Output::Channel
+        }
         "loop-report" => {
             if !options.is_set("iteration_interval") && !options.is_set("time_interval") {
                 set_setting(&mut config, "CALI_LOOP_MONITOR_TIME_INTERVAL", "0.5");
@@ -62,16 +82,49 @@ pub(crate) fn controller(spec: &ConfigSpec, options: &Options) -> Result<Channel
             Output::LoopReport(LoopReport::new(options))
         }
         _ => {
-            if let Some(output) = options.get("output") {
-                for key in ["CALI_RECORDER_FILENAME", "CALI_REPORT_FILENAME", "CALI_MPIREPORT_FILENAME"] {
-                    set_setting(&mut config, key, output);
-                }
-            }
+            output_to_every_writer(options, &mut config);
             options.update_channel_config(&mut config);
             Output::Channel
         }
     };
     Ok(ChannelController::new(&spec.name, config, options.channel_metadata(), output))
+}
+
+/// `event-trace`: the trace as `.cali` through the recorder, or, with
+/// `output.format=trace-event` or `perfetto`, converted as it is written
+/// (the `report` service running the timeline formatter over the flushed
+/// records), to `output` or an automatic name in `outdir`. The timelines
+/// tell threads apart by `pthread.id`, which the reference's event trace
+/// lacks: there every thread's regions would pair up on thread 0.
+fn event_trace(options: &Options, config: &mut Vec<(String, String)>) -> Result<(), String> {
+    let (formatter, extension) = match options.get_or("output.format", "cali") {
+        "cali" => {
+            output_to_every_writer(options, config);
+            options.update_channel_config(config);
+            return Ok(());
+        }
+        "trace-event" => ("trace-event", ".json"),
+        "perfetto" => ("perfetto", ".perfetto-trace"),
+        other => return Err(format!("event-trace: Invalid output format \"{other}\"")),
+    };
+    options.update_channel_config(config);
+    remove_service(config, "recorder");
+    // A timeline needs each thread's regions apart: pthread.id is the tid.
+    add_services(config, &["pthread", "report"]);
+    let name = match options.get("output") {
+        Some(name) => with_extension(name, extension),
+        None => {
+            let auto = crate::services::output::auto_name();
+            let stem = auto.strip_suffix(".cali").unwrap_or(&auto).to_string();
+            match options.get("outdir") {
+                Some(dir) => format!("{dir}/{stem}{extension}"),
+                None => format!("{stem}{extension}"),
+            }
+        }
+    };
+    set_setting(config, "CALI_REPORT_FILENAME", &name);
+    set_setting(config, "CALI_REPORT_CONFIG", &format!("format {formatter}"));
+    Ok(())
 }
 
 /// The tree format of report configs: `tree(column-width=N,print-globals)`.
@@ -95,8 +148,46 @@ fn tree_format_with_path(options: &Options, path_attributes: Option<&str>) -> St
     format!("tree({})", args.join(","))
 }
 
+/// Whether a config reduces its output across MPI ranks: in an MPI
+/// program (see [`crate::mpi`]), unless its option `option`
+/// (`aggregate_across_ranks`, `use.mpi`) is false.
+fn across_ranks(options: &Options, option: &str) -> bool {
+    crate::mpi::layer().is_some() && options.get(option) != Some("false")
+}
+
+/// Makes `mpireport` the config's output: `local` per rank, `cross` over
+/// the ranks, written by rank 0 to `filename` when the config manager
+/// flushes.
+fn mpireport(config: &mut Vec<(String, String)>, local: &str, cross: &str, filename: &str, append: &str) {
+    add_services(config, &["mpi", "mpireport"]);
+    set_setting(config, "CALI_MPIREPORT_FILENAME", filename);
+    set_setting(config, "CALI_MPIREPORT_APPEND", append);
+    set_setting(config, "CALI_MPIREPORT_WRITE_ON_FINALIZE", "false");
+    set_setting(config, "CALI_MPIREPORT_LOCAL_CONFIG", local);
+    set_setting(config, "CALI_MPIREPORT_CONFIG", cross);
+}
+
 fn runtime_report(options: &Options, config: &mut Vec<(String, String)>) {
     options.update_channel_config(config);
+    if across_ranks(options, "aggregate_across_ranks") {
+        let local = "let report.t=scale(sum#time.duration.ns,1e-9),report.l=leaf() where report.l group by path \
+                     select sum(report.t),inclusive_sum(report.t)";
+        let cross = format!(
+            "select min(inclusive#report.t) as \"Min time/rank\" unit sec,\
+             max(inclusive#report.t) as \"Max time/rank\" unit sec,\
+             avg(inclusive#report.t) as \"Avg time/rank\" unit sec,\
+             inclusive_percent_total(sum#report.t) as \"Time %\" group by path format {}",
+            tree_format(options)
+        );
+        mpireport(
+            config,
+            &options.build_query(QueryLevel::Local, local),
+            &options.build_query(QueryLevel::Cross, &cross),
+            options.get_or("output", "stderr"),
+            options.get_or("output.append", "false"),
+        );
+        return;
+    }
     add_services(config, &["report"]);
     set_setting(config, "CALI_REPORT_FILENAME", options.get_or("output", "stderr"));
     set_setting(config, "CALI_REPORT_APPEND", options.get_or("output.append", "false"));
@@ -133,9 +224,6 @@ fn sample_interval(config: &str, options: &Options) -> Result<Option<f64>, Strin
 fn sample_report(options: &Options, config: &mut Vec<(String, String)>) -> Result<(), String> {
     let interval = sample_interval("sample-report", options)?.unwrap_or(0.0);
     options.update_channel_config(config);
-    add_services(config, &["report"]);
-    set_setting(config, "CALI_REPORT_FILENAME", options.get_or("output", "stderr"));
-    set_setting(config, "CALI_REPORT_APPEND", options.get_or("output.append", "false"));
     // A tree of call paths, or of region paths with the functions as the
     // last level: the reference's tree leaves out samples outside every
     // region, which in a program that was not annotated are all of them.
@@ -150,6 +238,23 @@ fn sample_report(options: &Options, config: &mut Vec<(String, String)>) -> Resul
         "folded" | "flamegraph" => stacks_format("sample-report", options, levels)?,
         other => return Err(format!("sample-report: Invalid output format \"{other}\"")),
     };
+    let (filename, append) = (options.get_or("output", "stderr"), options.get_or("output.append", "false"));
+    if across_ranks(options, "aggregate_across_ranks") {
+        let local = format!("select count(),scale_count({interval}) group by {group}");
+        // `scount`: the local query's time (its samples scaled).
+        let cross = format!(
+            "select min(scount) as \"Min time/rank\" unit sec,max(scount) as \"Max time/rank\" unit sec,\
+             avg(scount) as \"Avg time/rank\" unit sec,sum(scount) as \"Total time\" unit sec,\
+             percent_total(scount) as \"Time %\" group by {group} format {format}"
+        );
+        let (local, cross) =
+            (options.build_query(QueryLevel::Local, &local), options.build_query(QueryLevel::Cross, &cross));
+        mpireport(config, &local, &cross, filename, append);
+        return Ok(());
+    }
+    add_services(config, &["report"]);
+    set_setting(config, "CALI_REPORT_FILENAME", filename);
+    set_setting(config, "CALI_REPORT_APPEND", append);
     let base = format!(
         "select count() as \"Samples\",scale_count({interval}) as \"Time (sec)\" unit sec group by {group} format {format}"
     );
@@ -187,10 +292,9 @@ fn sample_profile(options: &Options, config: &mut Vec<(String, String)>) -> Resu
         None => String::new(),
     };
     options.update_channel_config(config);
-    add_services(config, &["report"]);
-    set_setting(config, "CALI_REPORT_FILENAME", &with_extension(options.get_or("output", "sample_profile"), extension));
+    let filename = with_extension(options.get_or("output", "sample_profile"), extension);
     let base = format!("select path,count(){time} group by path,mpi.rank format {format}");
-    set_setting(config, "CALI_REPORT_CONFIG", &options.build_query(QueryLevel::Local, &base));
+    profile_output(options, config, &filename, &options.build_query(QueryLevel::Local, &base));
     Ok(())
 }
 
@@ -207,12 +311,25 @@ pub(crate) fn with_extension(name: &str, extension: &str) -> String {
 fn runtime_profile(options: &Options, config: &mut Vec<(String, String)>) -> Result<(), String> {
     let (format, extension) = profile_format("runtime-profile", options)?;
     options.update_channel_config(config);
-    add_services(config, &["report"]);
-    set_setting(config, "CALI_REPORT_FILENAME", &with_extension(options.get_or("output", "region_profile"), extension));
+    let filename = with_extension(options.get_or("output", "region_profile"), extension);
     let base = format!(
         "let sum#time.duration=scale(sum#time.duration.ns,1e-9) \
          select *,sum(sum#time.duration) as time unit sec group by path,mpi.rank format {format}"
     );
-    set_setting(config, "CALI_REPORT_CONFIG", &options.build_query(QueryLevel::Local, &base));
+    profile_output(options, config, &filename, &options.build_query(QueryLevel::Local, &base));
     Ok(())
+}
+
+/// The output of a profile config: one file per process (`report`), or in
+/// an MPI program (unless `use.mpi=false`) one file for the job with each
+/// rank's records (the query groups by `mpi.rank`), written by rank 0.
+fn profile_output(options: &Options, config: &mut Vec<(String, String)>, filename: &str, query: &str) {
+    if across_ranks(options, "use.mpi") {
+        set_setting(config, "CALI_AGGREGATE_KEY", "mpi.rank");
+        mpireport(config, query, query, filename, "false");
+    } else {
+        add_services(config, &["report"]);
+        set_setting(config, "CALI_REPORT_FILENAME", filename);
+        set_setting(config, "CALI_REPORT_CONFIG", query);
+    }
 }

@@ -8,6 +8,7 @@ use super::options::Options;
 use super::queries::{self, SharedWriter};
 use crate::channel::Channel;
 use crate::log;
+use crate::mpi;
 use crate::runtime::{Caliper, ChannelOutput};
 use crate::services::{output, report};
 use caliper_data::{MetadataDb, Record};
@@ -52,11 +53,24 @@ impl LoopInfo {
     }
 }
 
-/// The loops in `records` (loop monitor snapshots) with their iterations
-/// and snapshots.
-pub(crate) fn loops(db: &mut MetadataDb, records: &[Record]) -> io::Result<Vec<LoopInfo>> {
+/// The loops of every rank's `records` (loop monitor snapshots): the
+/// summary reduced across the ranks of `comm` (its records, on rank 0)
+/// and the loops it names with their iterations and snapshots, the same
+/// on every rank (sent from rank 0), so that every rank then reduces the
+/// same time series in the same order.
+pub(crate) fn loops_across(
+    db: &mut MetadataDb,
+    records: &[Record],
+    comm: &dyn mpi::Comm,
+) -> io::Result<(Vec<Record>, Vec<LoopInfo>)> {
     let per_loop = queries::collect(db, records, &queries::parse(SUMMARY_LOCAL)?)?;
-    Ok(loop_infos(db, &per_loop))
+    let summary = queries::collect_across(db, &per_loop, &queries::parse(SUMMARY_CROSS)?, comm)?;
+    let loops = match comm.rank() {
+        0 => loop_infos(db, &summary),
+        _ => Vec::new(),
+    };
+    let loops = mpi::broadcast(comm, LoopInfo::encode(&loops)).map_err(io::Error::other)?;
+    Ok((summary, LoopInfo::decode(&loops)))
 }
 
 impl LoopReport {
@@ -75,22 +89,35 @@ impl LoopReport {
     }
 
     /// Writes the report of what `channel` gathered to the stream `name`.
-    /// Updates must be stopped.
+    /// Updates must be stopped. Under MPI every rank takes part: the
+    /// summary and each time series are reduced across the ranks, the
+    /// loops are those of the reduced summary (sent from rank 0 to the
+    /// others), and rank 0 writes.
     pub(crate) fn write(&self, cali: &Caliper, channel: &Channel, name: &str) -> io::Result<()> {
+        let comm = mpi::world().map_err(io::Error::other)?;
+        let root = comm.rank() == 0;
         let mut db = MetadataDb::new();
         let records = report::channel_records(cali, &ChannelOutput::new(cali, channel), &mut db)?;
         report::import_globals(cali, &ChannelOutput::new(cali, channel), &mut db);
-        let per_loop = queries::collect(&mut db, &records, &queries::parse(SUMMARY_LOCAL)?)?;
-        let loops = loop_infos(&db, &per_loop);
+        let (summary, loops) = loops_across(&mut db, &records, comm.as_ref())?;
         if loops.is_empty() {
             log::info(format_args!("{}: No instrumented loops found", channel.name()));
             return Ok(());
         }
-        let Some(out) = output::open(name, false) else { return Ok(()) };
+        let out: Box<dyn Write> = match root {
+            true => output::open(name, false).unwrap_or_else(|| Box::new(io::sink())),
+            false => Box::new(io::sink()),
+        };
         let mut out = SharedWriter::new(out);
         if self.summary {
             write!(out, "\nLoop summary:\n------------\n\n")?;
-            self.table(&mut db, &per_loop, SUMMARY_CROSS, &out)?;
+            let summary_cross = queries::parse(SUMMARY_CROSS)?;
+            let mut formatter =
+                make_formatter(&summary_cross, Formatter::Table, Box::new(out.clone())).map_err(io::Error::other)?;
+            for record in &summary {
+                formatter.process(&mut db, record)?;
+            }
+            formatter.finish(&mut db)?;
         }
         if self.timeseries {
             for info in loops.iter().filter(|l| l.iterations > 0) {
@@ -103,20 +130,37 @@ impl LoopReport {
                 );
                 let series = queries::collect(&mut db, &records, &queries::parse(&local)?)?;
                 write!(out, "\nIteration summary ({}):\n-----------------\n\n", info.name)?;
-                let cross = "select Block,max(sum#loop.iterations) as \"Iterations\",\
-                    max(scale#time.duration.ns) as \"Time (s)\",\
-                    avg(ratio#loop.iterations/time.duration.ns) as \"Iter/s\" group by Block format table order by Block";
-                self.table(&mut db, &series, cross, &out)?;
+                let cross = queries::parse(
+                    "select Block,max(sum#loop.iterations) as \"Iterations\",\
+                     max(scale#time.duration.ns) as \"Time (s)\",\
+                     avg(ratio#loop.iterations/time.duration.ns) as \"Iter/s\" group by Block format table order by Block",
+                )?;
+                let formatter =
+                    make_formatter(&cross, Formatter::Table, Box::new(out.clone())).map_err(io::Error::other)?;
+                queries::run_across(&mut db, &series, &cross, formatter, comm.as_ref())?;
             }
         }
         out.flush()
     }
+}
 
-    /// Runs `query` over `records` and writes its table to `out`.
-    fn table(&self, db: &mut MetadataDb, records: &[Record], query: &str, out: &SharedWriter) -> io::Result<()> {
-        let spec = queries::parse(query)?;
-        let formatter = make_formatter(&spec, Formatter::Table, Box::new(out.clone())).map_err(io::Error::other)?;
-        queries::run(db, records, &spec, formatter)
+impl LoopInfo {
+    /// The loops as text for [`mpi::broadcast`]: a line per loop, its
+    /// iterations, snapshots and name.
+    fn encode(loops: &[LoopInfo]) -> Vec<u8> {
+        loops.iter().map(|l| format!("{} {} {}\n", l.iterations, l.records, l.name)).collect::<String>().into_bytes()
+    }
+
+    fn decode(data: &[u8]) -> Vec<LoopInfo> {
+        String::from_utf8_lossy(data)
+            .lines()
+            .filter_map(|line| {
+                let mut parts = line.splitn(3, ' ');
+                let iterations = parts.next()?.parse().ok()?;
+                let records = parts.next()?.parse().ok()?;
+                Some(LoopInfo { name: parts.next()?.to_string(), iterations, records })
+            })
+            .collect()
     }
 }
 
@@ -134,6 +178,12 @@ fn loop_infos(db: &MetadataDb, per_loop: &[Record]) -> Vec<LoopInfo> {
         .filter_map(|r| {
             let name = value_of(r, "loop")?.to_string();
             let number = |n: &str| value_of(r, n).and_then(|v| v.to_string().parse::<f64>().ok()).unwrap_or(0.0) as i64;
+            // The local summary's sums and counts, or the cross-rank
+            // summary's maxima of them.
+            let number = |local: &str| match number(&format!("max#{local}")) {
+                0 => number(local),
+                n => n,
+            };
             Some(LoopInfo { name, iterations: number("sum#loop.iterations"), records: number("count") })
         })
         .collect()

@@ -421,7 +421,13 @@ pub(crate) fn start_from_env(cali: &'static Caliper, config_string: &str) {
         return;
     }
     let flush = Arc::new(FlushOnce { cali, manager, flushed: AtomicBool::new(false) });
-    let config = crate::RuntimeConfig::from_pairs([("CALI_CHANNEL_CONFIG_CHECK", "false")], false);
+    // In an MPI program the channel records the rank (for `%mpi.rank%`
+    // in file names) and writes the configs' outputs before MPI_Finalize.
+    let services = if crate::mpi::layer().is_some() { "mpi" } else { "" };
+    let config = crate::RuntimeConfig::from_pairs(
+        [("CALI_CHANNEL_CONFIG_CHECK", "false"), ("CALI_SERVICES_ENABLE", services)],
+        false,
+    );
     cali.create_channel_with("builtin.configmgr", config, vec![flush.clone()]);
     flush.manager.start_with(cali);
 }
@@ -441,6 +447,10 @@ impl Service for FlushOnce {
 
     fn writes_output(&self) -> bool {
         true
+    }
+
+    fn flushes_at_finalize(&self) -> bool {
+        crate::mpi::layer().is_some()
     }
 
     fn write_output(&self, _cali: &dyn Runtime, _channel: &dyn ChannelView) {

@@ -2,8 +2,9 @@
 //! of configs whose output takes several queries (two aggregation levels,
 //! one table per loop).
 
+use crate::mpi::{self, Comm, SelfComm};
 use caliper_data::{MetadataDb, Record};
-use caliper_query::format::RecordFormatter;
+use caliper_query::format::{Collector, RecordFormatter};
 use caliper_query::{QueryProcessor, QuerySpec, parse_query};
 use std::cell::RefCell;
 use std::io::{self, Write};
@@ -21,9 +22,25 @@ pub(crate) fn run<'a>(
     spec: &QuerySpec,
     formatter: Box<dyn RecordFormatter>,
 ) -> io::Result<()> {
+    run_across(db, records, spec, formatter, &SelfComm)
+}
+
+/// Runs `spec` over each rank's `records`, its aggregation merged across
+/// the ranks of `comm` ([`mpi::reduce`]); rank 0's `formatter` gets the
+/// result (the others' get nothing but the end).
+pub(crate) fn run_across<'a>(
+    db: &mut MetadataDb,
+    records: impl IntoIterator<Item = &'a Record>,
+    spec: &QuerySpec,
+    formatter: Box<dyn RecordFormatter>,
+    comm: &dyn Comm,
+) -> io::Result<()> {
     let mut processor = QueryProcessor::with_formatter(spec, formatter).map_err(io::Error::other)?;
     for record in records {
         processor.process(db, record)?;
+    }
+    if let Some(aggregator) = processor.aggregator_mut() {
+        mpi::reduce(comm, db, aggregator).map_err(io::Error::other)?;
     }
     processor.finish(db)
 }
@@ -34,23 +51,22 @@ pub(crate) fn collect<'a>(
     records: impl IntoIterator<Item = &'a Record>,
     spec: &QuerySpec,
 ) -> io::Result<Vec<Record>> {
-    let results = Rc::new(RefCell::new(Vec::new()));
-    run(db, records, spec, Box::new(Collect(results.clone())))?;
+    let results = Collector::default();
+    run(db, records, spec, Box::new(results.clone()))?;
     Ok(results.take())
 }
 
-/// Keeps result records.
-struct Collect(Rc<RefCell<Vec<Record>>>);
-
-impl RecordFormatter for Collect {
-    fn process(&mut self, _db: &mut MetadataDb, record: &Record) -> io::Result<()> {
-        self.0.borrow_mut().push(record.clone());
-        Ok(())
-    }
-
-    fn finish(&mut self, _db: &mut MetadataDb) -> io::Result<()> {
-        Ok(())
-    }
+/// Runs `spec` over each rank's `records`, reduced across the ranks of
+/// `comm`, and returns the result records (on rank 0; none elsewhere).
+pub(crate) fn collect_across<'a>(
+    db: &mut MetadataDb,
+    records: impl IntoIterator<Item = &'a Record>,
+    spec: &QuerySpec,
+    comm: &dyn Comm,
+) -> io::Result<Vec<Record>> {
+    let results = Collector::default();
+    run_across(db, records, spec, Box::new(results.clone()), comm)?;
+    Ok(results.take())
 }
 
 /// One output stream written by several formatters in turn.

@@ -146,7 +146,12 @@ impl SpotOutput {
         report::import_globals(cali, &ChannelOutput::new(cali, channel), &mut db);
         let profile = queries::collect(&mut db, &records, &local)?;
 
-        let Some(out) = output::open(name, false) else { return Ok(()) };
+        // Every rank takes part in the reduction; rank 0 writes.
+        let comm = crate::mpi::world().map_err(io::Error::other)?;
+        let out = match comm.rank() {
+            0 => output::open(name, false).unwrap_or_else(|| Box::new(io::sink())),
+            _ => Box::new(io::sink()),
+        };
         let writer: Rc<RefCell<Box<dyn RecordFormatter>>> =
             Rc::new(RefCell::new(make_formatter(&cross, Formatter::Cali, out).map_err(io::Error::other)?));
         let tagged = |db: &mut MetadataDb, channel: &str| {
@@ -155,7 +160,7 @@ impl SpotOutput {
             Box::new(Tagged { tag, inner: writer.clone() })
         };
         let to_profile = tagged(&mut db, "regionprofile");
-        queries::run(&mut db, &profile, &cross, to_profile)?;
+        queries::run_across(&mut db, &profile, &cross, to_profile, comm.as_ref())?;
 
         let mut channels = "regionprofile".to_string();
         let mut timeseries_metrics = String::new();
@@ -166,7 +171,8 @@ impl SpotOutput {
             timeseries_metrics = result_names(&ts_cross).join(",");
             channels.push_str(",timeseries");
             let records = report::channel_records(cali, &ChannelOutput::new(cali, &ts_channel), &mut db)?;
-            for info in loop_report::loops(&mut db, &records)?.iter().filter(|l| l.iterations > 0) {
+            let (_, loops) = loop_report::loops_across(&mut db, &records, comm.as_ref())?;
+            for info in loops.iter().filter(|l| l.iterations > 0) {
                 let local = queries::parse(&format!(
                     "select cali.channel,loop,block,scale(time.duration.ns,1e-9),sum(loop.iterations),\
                      ratio(loop.iterations,time.duration.ns,1e9) group by cali.channel,loop,block \
@@ -176,7 +182,7 @@ impl SpotOutput {
                 ))?;
                 let series = queries::collect(&mut db, &records, &local)?;
                 let to_series = tagged(&mut db, "timeseries");
-                queries::run(&mut db, &series, &ts_cross, to_series)?;
+                queries::run_across(&mut db, &series, &ts_cross, to_series, comm.as_ref())?;
             }
         }
         let globals = [

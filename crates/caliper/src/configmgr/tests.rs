@@ -79,6 +79,21 @@ fn event_trace_settings() {
 }
 
 #[test]
+fn event_trace_writes_timelines_through_the_report_service() {
+    let mut mgr = ConfigManager::new();
+    assert!(mgr.add("event-trace(output=t,output.format=trace-event)"), "{}", mgr.error_msg());
+    assert!(mgr.add("event-trace(outdir=/tmp/x,output.format=perfetto)"), "{}", mgr.error_msg());
+    let [json, perfetto] = mgr.channels() else { panic!("two channels") };
+    assert_eq!(setting(json, "CALI_SERVICES_ENABLE"), "async_event,event,timer,trace,pthread,report");
+    assert_eq!(setting(json, "CALI_REPORT_FILENAME"), "t.json");
+    assert_eq!(setting(json, "CALI_REPORT_CONFIG"), "format trace-event");
+    let name = setting(perfetto, "CALI_REPORT_FILENAME");
+    assert!(name.starts_with("/tmp/x/") && name.ends_with(".perfetto-trace"), "{name}");
+    assert_eq!(setting(perfetto, "CALI_REPORT_CONFIG"), "format perfetto");
+    assert_eq!(error_of("event-trace(output.format=svg)"), "event-trace: Invalid output format \"svg\"");
+}
+
+#[test]
 fn global_parameters_apply_to_every_config_that_has_them() {
     let mut mgr = ConfigManager::new();
     mgr.set_default_parameter("output", "stdout");

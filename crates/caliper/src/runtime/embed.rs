@@ -2,7 +2,7 @@
 //! per-channel snapshots (pushed and pulled), channel deletion, channel
 //! blackboard reads and the current region of the calling thread.
 
-use super::Caliper;
+use super::{Caliper, ProcessContext};
 use crate::channel::Channel;
 use crate::sync;
 use caliper_data::{Entry, Record, Variant};
@@ -44,6 +44,29 @@ impl Caliper {
         self.with_thread(|t, _| innermost(&t.blackboard))
             .flatten()
             .or_else(|| innermost(&self.lock_process().blackboard))
+    }
+
+    /// The context-tree node of the calling thread's region path: the
+    /// innermost node of a nested attribute on its region stack (creating
+    /// the stack's nodes), or else on the process's; `None` if neither
+    /// has one. The reference's `Caliper::get_path_node`.
+    pub fn path_node(&self) -> Option<caliper_data::node::Id> {
+        let innermost_nested = |mut node: Option<caliper_data::node::Id>| {
+            while let Some(id) = node {
+                let n = self.tree.get(id)?;
+                if self.attribute_info(n.attribute).is_some_and(|a| a.attr.is_nested()) {
+                    return Some(id);
+                }
+                node = n.parent;
+            }
+            None
+        };
+        let thread = self.with_thread(|t, _| t.blackboard.regions.node(&self.tree, &mut t.cache)).flatten();
+        innermost_nested(thread).or_else(|| {
+            let mut p = self.lock_process();
+            let ProcessContext { blackboard, cache, .. } = &mut *p;
+            innermost_nested(blackboard.regions.node(&self.tree, cache))
+        })
     }
 
     /// The value of `attr` on a channel's own blackboard (its run metadata).

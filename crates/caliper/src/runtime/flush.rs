@@ -211,6 +211,17 @@ impl Caliper {
         log::log(2, format_args!("Metadata memory pool: {} interned strings", crate::value::interned_count()));
     }
 
+    /// Ends measurement for good, as at program exit: flushes and writes
+    /// every channel that flushes on exit and finishes the services;
+    /// annotations afterwards do nothing. The reference's
+    /// `Caliper::release()`, for a program that wants its reports before
+    /// it exits (calling it again, or exiting later, does nothing more).
+    pub fn release(&self) {
+        if self.may_finish() {
+            contain("Release", || self.finish());
+        }
+    }
+
     pub(super) fn finish(&self) {
         if self.finished.swap(true, Ordering::AcqRel) {
             return;

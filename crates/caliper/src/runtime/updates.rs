@@ -276,6 +276,24 @@ impl Caliper {
         self.snapshot_on(|_| true, trigger);
     }
 
+    /// Takes an explicit snapshot on every active channel, as
+    /// [`Caliper::push_snapshot`], whose `time.duration.ns` (in channels
+    /// with a timer) counts `extra_ns` more: time spent away from the
+    /// thread that belongs to the current context, such as a task's time
+    /// suspended.
+    pub fn push_snapshot_with_time(&self, trigger: &[Entry], extra_ns: u64) {
+        let Some(duration) = self.find_attribute("time.duration.ns") else {
+            return self.push_snapshot(trigger);
+        };
+        self.with_thread(|t, active| {
+            self.refresh_active(t, active);
+            for channel in &active.list {
+                channel.push_snapshot_with_time(self, t, trigger, duration.id(), extra_ns);
+            }
+        });
+        self.after_snapshots();
+    }
+
     /// Takes a snapshot of an asynchronous event (with `info` as trigger
     /// entries) on every active channel that takes them.
     pub fn async_event(&self, info: &[Entry]) {

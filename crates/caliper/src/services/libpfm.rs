@@ -13,20 +13,26 @@
 //! `branches`, `branch-misses`, `bus-cycles`, `ref-cycles`,
 //! `stalled-cycles-frontend`, `stalled-cycles-backend`) where the machine
 //! has a PMU. An event the kernel refuses (no PMU in a virtual machine, or
-//! `perf_event_paranoid`) is left out with a one-line message, once. Event
-//! sampling (`CALI_LIBPFM_ENABLE_SAMPLING`) is not implemented: asked
-//! for, it says so once and the service counts.
+//! `perf_event_paranoid`) is left out with a one-line message, once.
+//!
+//! With `CALI_LIBPFM_ENABLE_SAMPLING`, every thread also samples its events
+//! every `CALI_LIBPFM_SAMPLE_PERIOD` occurrences: each sample is a
+//! snapshot with the `libpfm.*` attributes of
+//! `CALI_LIBPFM_SAMPLE_ATTRIBUTES` (see [`super::event_sampling`]).
 
+use super::event_sampling::{self, ThreadSampling};
+use super::perf_events::{
+    CounterGroup, EXCLUDE_HV, EXCLUDE_KERNEL, EventCode, Mode, PERF_TYPE_HARDWARE, PERF_TYPE_SOFTWARE,
+    PRECISE_IP_SHIFT, open, why_refused,
+};
 use super::registry::{Created, NotCreated, ServiceSpec, SettingKind, SettingSpec, Setup, Stage};
 use crate::attributes::Attribute;
 use crate::log;
-use crate::service::{Runtime, Service, ServiceState, ThreadService, Trigger};
+use crate::service::{ChannelView, Runtime, Service, ServiceState, ThreadService, Trigger};
 use crate::snapshot::Snapshot;
 use crate::value::ValueKey;
 use caliper_data::{AttrType, Properties};
-use std::os::fd::{FromRawFd, OwnedFd};
-use std::os::unix::io::AsRawFd;
-use std::sync::{Arc, Once};
+use std::sync::Arc;
 
 pub(super) const SPEC: ServiceSpec = ServiceSpec {
     name: "libpfm",
@@ -50,13 +56,13 @@ pub(super) const SPEC: ServiceSpec = ServiceSpec {
             key: "enable_sampling",
             kind: SettingKind::Bool,
             default: "true",
-            description: "Sample events (not implemented here: the service counts)",
+            description: "Sample the events: a snapshot with the sample's libpfm.* attributes every sample period",
         },
         SettingSpec {
             key: "sample_attributes",
             kind: SettingKind::StringList,
             default: "ip,time,tid,cpu",
-            description: "What each sample records (with sampling)",
+            description: "What each sample records: ip, time, tid, cpu, addr, weight, data_src",
         },
         SettingSpec {
             key: "sample_period",
@@ -71,16 +77,6 @@ pub(super) const SPEC: ServiceSpec = ServiceSpec {
         Libpfm::new(setup).map(|s| Created::Service(Arc::new(s)))
     },
 };
-
-/// An event: its `perf_event_attr` type and config.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct EventCode {
-    kind: u32,
-    config: u64,
-}
-
-const PERF_TYPE_HARDWARE: u32 = 0;
-const PERF_TYPE_SOFTWARE: u32 = 1;
 
 /// The events known by name (the perf tool's names).
 const EVENTS: &[(&str, EventCode)] = &[
@@ -110,65 +106,13 @@ const EVENTS: &[(&str, EventCode)] = &[
     ("emulation-faults", EventCode { kind: PERF_TYPE_SOFTWARE, config: 8 }),
 ];
 
-/// `struct perf_event_attr` up to `sample_max_stack` (`PERF_ATTR_SIZE_VER5`).
-#[repr(C)]
-#[derive(Default)]
-struct PerfEventAttr {
-    kind: u32,
-    size: u32,
-    config: u64,
-    sample_period: u64,
-    sample_type: u64,
-    read_format: u64,
-    flags: u64,
-    wakeup_events: u32,
-    bp_type: u32,
-    config1: u64,
-    config2: u64,
-    branch_sample_type: u64,
-    sample_regs_user: u64,
-    sample_stack_user: u32,
-    clockid: i32,
-    sample_regs_intr: u64,
-    aux_watermark: u32,
-    sample_max_stack: u16,
-    reserved: u16,
-}
-
-const PERF_FORMAT_GROUP: u64 = 1 << 3;
-/// `exclude_hv`: the hypervisor's share is never the program's.
-const EXCLUDE_HV: u64 = 1 << 6;
-/// `exclude_kernel`, for when the kernel allows user counting only.
-const EXCLUDE_KERNEL: u64 = 1 << 5;
-const PRECISE_IP_SHIFT: u64 = 15;
-
-/// Opens `event` on the calling thread, in `group` (-1: as a leader).
-fn open(event: EventCode, group: i32, flags: u64, config1: u64) -> std::io::Result<OwnedFd> {
-    let attr = PerfEventAttr {
-        kind: event.kind,
-        size: std::mem::size_of::<PerfEventAttr>() as u32,
-        config: event.config,
-        read_format: PERF_FORMAT_GROUP,
-        flags,
-        config1,
-        ..PerfEventAttr::default()
-    };
-    // SAFETY: a valid attribute struct; pid 0 and cpu -1 count the
-    // calling thread on any processor.
-    let fd = unsafe { libc::syscall(libc::SYS_perf_event_open, &attr as *const PerfEventAttr, 0, -1, group, 0) };
-    match fd {
-        fd if fd >= 0 => {
-            // SAFETY: a descriptor the kernel just gave, owned here.
-            Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
-        }
-        _ => Err(std::io::Error::last_os_error()),
-    }
-}
-
 struct Libpfm {
     /// The events counted, with their attributes (those the calling thread
     /// could open when the service was made).
     events: Vec<(EventCode, Attribute)>,
+    record_counters: bool,
+    /// The sample period and what a sample records, when sampling.
+    sampling: Option<(u64, u64)>,
     flags: u64,
     config1: u64,
 }
@@ -176,19 +120,11 @@ struct Libpfm {
 impl Libpfm {
     fn new(setup: &Setup<'_>) -> Result<Libpfm, NotCreated> {
         let s = &setup.settings;
-        if s.bool("enable_sampling") {
-            static SAID: Once = Once::new();
-            SAID.call_once(|| {
-                log::info(format_args!("libpfm: event sampling is not implemented; counting only"));
-            });
-        }
-        if !s.bool("record_counters") {
-            return Err(NotCreated::BadSettings);
-        }
         let precise = s.number::<u64>("precise_ip").min(3);
         let config1 = s.number::<u64>("config1");
         let mut flags = EXCLUDE_HV | (precise << PRECISE_IP_SHIFT);
         let mut events = Vec::new();
+        let mut names = Vec::new();
         for name in s.list("events", false) {
             let Some(&(_, code)) = EVENTS.iter().find(|(n, _)| *n == name) else {
                 log::error(format_args!("libpfm: unknown event \"{name}\"; left out"));
@@ -196,18 +132,20 @@ impl Libpfm {
             };
             // Tried on this thread: what the kernel refuses here, it
             // refuses on every thread.
-            let opened = open(code, -1, flags, config1).or_else(|e| match e.raw_os_error() {
+            let count = Mode::Count { group: -1 };
+            let opened = open(code, count, flags, config1).or_else(|e| match e.raw_os_error() {
                 Some(libc::EACCES | libc::EPERM) => {
                     flags |= EXCLUDE_KERNEL;
-                    open(code, -1, flags, config1)
+                    open(code, count, flags, config1)
                 }
                 _ => Err(e),
             });
             match opened {
                 Ok(_) => {
                     let props = Properties::ASVALUE | Properties::AGGREGATABLE | Properties::SKIP_EVENTS;
-                    let name = format!("libpfm.counter.{name}");
-                    events.push((code, setup.cali.create_attribute(&name, AttrType::Uint, props, &[])));
+                    let attr = format!("libpfm.counter.{name}");
+                    events.push((code, setup.cali.create_attribute(&attr, AttrType::Uint, props, &[])));
+                    names.push(name);
                 }
                 Err(e) => log::error(format_args!("libpfm: {name}: {}; left out", why_refused(code, &e))),
             }
@@ -216,20 +154,21 @@ impl Libpfm {
             log::error(format_args!("libpfm: no event to count; libpfm disabled"));
             return Err(NotCreated::BadSettings);
         }
-        Ok(Libpfm { events, flags, config1 })
-    }
-}
-
-/// Why the kernel refused an event, in words.
-fn why_refused(event: EventCode, e: &std::io::Error) -> String {
-    match (event.kind, e.raw_os_error()) {
-        (PERF_TYPE_HARDWARE, Some(libc::ENOENT | libc::EOPNOTSUPP | libc::ENODEV)) => {
-            "no hardware performance counters on this machine".to_string()
+        let sampling = match s.bool("enable_sampling") {
+            false => None,
+            true => match event_sampling::start(setup.cali, &s.list("sample_attributes", false), &names) {
+                Ok(sample_type) => Some((s.number::<u64>("sample_period").max(1), sample_type)),
+                Err(why) => {
+                    log::error(format_args!("libpfm: {why}; sampling disabled"));
+                    None
+                }
+            },
+        };
+        let record_counters = s.bool("record_counters");
+        if !record_counters && sampling.is_none() {
+            return Err(NotCreated::BadSettings);
         }
-        (_, Some(libc::EACCES | libc::EPERM)) => {
-            format!("not permitted ({e}; see /proc/sys/kernel/perf_event_paranoid)")
-        }
-        _ => e.to_string(),
+        Ok(Libpfm { events, record_counters, sampling, flags, config1 })
     }
 }
 
@@ -239,55 +178,64 @@ impl Service for Libpfm {
     }
 
     fn measures(&self) -> bool {
-        true
+        self.record_counters
+    }
+
+    fn attach(&self, channel: usize) {
+        if self.sampling.is_some() {
+            event_sampling::attach(channel);
+        }
     }
 
     fn thread_state(&self) -> ServiceState {
-        Box::new(Counters::open(&self.events, self.flags, self.config1))
+        let counters = self.record_counters.then(|| {
+            let codes: Vec<EventCode> = self.events.iter().map(|&(code, _)| code).collect();
+            let group = CounterGroup::open(&codes, self.flags, self.config1);
+            Counters { group, attrs: self.events.iter().map(|&(_, attr)| attr).collect() }
+        });
+        let sampling = self.sampling.map(|(period, sample_type)| {
+            let mode = Mode::Sample { period, sample_type };
+            let fds = (self.events.iter().enumerate())
+                .filter_map(|(i, &(code, _))| Some((i as u8, open(code, mode, self.flags, self.config1).ok()?)))
+                .collect();
+            ThreadSampling::new(fds)
+        });
+        Box::new(PfmThread { counters, _sampling: sampling })
+    }
+
+    fn finish(&self, _cali: &dyn Runtime, _channel: &dyn ChannelView) {
+        if self.sampling.is_some() {
+            event_sampling::stop();
+        }
     }
 }
 
-/// A thread's counter group: the events it could open, their
-/// attributes, and the counts at its previous snapshot.
+/// A thread's part: its counter group and its sampling events.
+struct PfmThread {
+    counters: Option<Counters>,
+    /// Kept for its rings, which the kernel fills and the handler reads.
+    _sampling: Option<ThreadSampling>,
+}
+
+impl ThreadService for PfmThread {
+    fn measure(&mut self, _cali: &dyn Runtime, snapshot: &mut Snapshot, _trigger: &Trigger) {
+        if let Some(counters) = &mut self.counters {
+            counters.measure(snapshot);
+        }
+    }
+}
+
+/// A thread's counter group and the attributes of its events.
 struct Counters {
-    /// The group's descriptors, the leader first.
-    fds: Vec<OwnedFd>,
+    group: CounterGroup,
     attrs: Vec<Attribute>,
-    last: Vec<u64>,
-    /// The group as read: the number of events, then their counts.
-    buffer: Vec<u64>,
 }
 
 impl Counters {
-    /// Opens the events on the calling thread (the one that first meets
-    /// the channel); an event that fails is left out of this thread.
-    fn open(events: &[(EventCode, Attribute)], flags: u64, config1: u64) -> Counters {
-        let mut fds: Vec<OwnedFd> = Vec::with_capacity(events.len());
-        let mut attrs = Vec::with_capacity(events.len());
-        for &(code, attr) in events {
-            let group = fds.first().map_or(-1, |leader| leader.as_raw_fd());
-            if let Ok(fd) = open(code, group, flags, config1) {
-                fds.push(fd);
-                attrs.push(attr);
-            }
-        }
-        let n = attrs.len();
-        Counters { fds, attrs, last: vec![0; n], buffer: vec![0; n + 1] }
-    }
-}
-
-impl ThreadService for Counters {
-    fn measure(&mut self, _cali: &dyn Runtime, snapshot: &mut Snapshot, _trigger: &Trigger) {
-        let Some(leader) = self.fds.first() else { return };
-        let bytes = std::mem::size_of_val(self.buffer.as_slice());
-        // SAFETY: reads at most `bytes` into the buffer.
-        let read = unsafe { libc::read(leader.as_raw_fd(), self.buffer.as_mut_ptr().cast(), bytes) };
-        if read != bytes as isize || self.buffer[0] as usize != self.attrs.len() {
-            return;
-        }
-        for ((attr, last), &now) in self.attrs.iter().zip(&mut self.last).zip(&self.buffer[1..]) {
-            snapshot.push_value(attr.id(), ValueKey::uint(now.wrapping_sub(*last)));
-            *last = now;
+    /// Adds the counts since the previous snapshot.
+    fn measure(&mut self, snapshot: &mut Snapshot) {
+        for (i, delta) in self.group.deltas() {
+            snapshot.push_value(self.attrs[i].id(), ValueKey::uint(delta));
         }
     }
 }

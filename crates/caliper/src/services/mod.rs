@@ -10,6 +10,7 @@ mod callpath;
 mod cpuinfo;
 mod debug;
 mod event;
+mod event_sampling;
 mod io;
 mod iteration_class;
 mod libpfm;
@@ -17,12 +18,18 @@ mod loop_monitor;
 mod loop_statistics;
 pub mod measurement_template;
 mod memstat;
+mod mpi;
+mod mpiflush;
+mod mpireport;
 pub(crate) mod output;
+mod perf_events;
+mod perf_topdown;
 mod recorder;
 mod region_monitor;
 pub mod registry;
 pub(crate) mod report;
 mod sampler;
+mod signal_claim;
 mod statistics;
 mod symbollookup;
 mod sysalloc;
@@ -54,6 +61,7 @@ pub const SERVICES: &[ServiceSpec] = &[
     loop_statistics::SPEC,
     measurement_template::SPEC,
     memstat::SPEC,
+    perf_topdown::SPEC,
     thread_id::SPEC,
     recorder::SPEC,
     region_monitor::SPEC,
@@ -67,9 +75,20 @@ pub const SERVICES: &[ServiceSpec] = &[
     validator::SPEC,
 ];
 
+/// The services of MPI programs, there once an MPI binding registered
+/// (see [`crate::mpi`]).
+pub const MPI_SERVICES: &[ServiceSpec] = &[mpi::SPEC, mpiflush::SPEC, mpireport::SPEC];
+
+/// The services this process has: [`SERVICES`], and [`MPI_SERVICES`] in an
+/// MPI program.
+pub fn available() -> impl Iterator<Item = &'static ServiceSpec> {
+    let mpi = if crate::mpi::layer().is_some() { MPI_SERVICES } else { &[] };
+    SERVICES.iter().chain(mpi)
+}
+
 /// The service enabled by `name` (its name or an alias).
 pub fn find(name: &str) -> Option<&'static ServiceSpec> {
-    SERVICES.iter().find(|s| s.is_named(name))
+    available().find(|s| s.is_named(name))
 }
 
 /// Creates the service `name` for a channel, its settings read from

@@ -132,6 +132,15 @@ impl ServiceSpec {
     }
 }
 
+/// The documented default of the service setting `variable`
+/// (`CALI_<SERVICE>_<KEY>`), if a service declares it.
+pub fn setting_default(variable_name: &str) -> Option<&'static str> {
+    super::SERVICES.iter().find_map(|spec| {
+        let setting = spec.settings.iter().find(|s| variable(spec.name, s.key) == variable_name)?;
+        Some(setting.default)
+    })
+}
+
 /// `CALI_<SERVICE>_<KEY>`.
 fn variable(service: &str, key: &str) -> String {
     format!("CALI_{}_{}", service, key).to_uppercase()
@@ -208,7 +217,7 @@ impl<'a> Settings<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::SERVICES;
+    use super::super::{MPI_SERVICES, SERVICES};
     use super::*;
 
     #[test]
@@ -219,7 +228,7 @@ mod tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), count, "a name or alias used twice");
-        for service in SERVICES {
+        for service in SERVICES.iter().chain(MPI_SERVICES) {
             for s in service.settings {
                 let ok = match s.kind {
                     SettingKind::Bool => matches!(s.default, "true" | "false"),

@@ -15,6 +15,7 @@
 //! program's `SIGPROF` disposition comes back.
 
 use super::registry::{Created, NotCreated, ServiceSpec, SettingKind, SettingSpec, Setup, Stage};
+use super::signal_claim::SignalClaim;
 use crate::log;
 use crate::service::{ChannelView, Runtime, Service, ServiceState, SignalEntry, ThreadService};
 use crate::value::ValueKey;
@@ -66,7 +67,7 @@ static ENTRY: OnceLock<SignalEntry> = OnceLock::new();
 
 /// The program's `SIGPROF` disposition before the sampler's, restored at
 /// the end.
-static PREVIOUS_ACTION: Mutex<Option<SavedAction>> = Mutex::new(None);
+static PREVIOUS_ACTION: Mutex<Option<SignalClaim>> = Mutex::new(None);
 
 /// The timers of the threads, deleted at the end (a thread that exits
 /// deletes its own).
@@ -99,10 +100,13 @@ impl Sampler {
             log::error(format_args!("Cannot enable sampler service twice!"));
             return Err(NotCreated::BadSettings);
         }
-        if let Err(why) = install_handler() {
-            SAMPLING.store(false, Ordering::Release);
-            log::error(format_args!("sampler: {why}; sampler disabled"));
-            return Err(NotCreated::BadSettings);
+        match SignalClaim::claim(libc::SIGPROF, "SIGPROF", on_sigprof) {
+            Ok(claim) => *crate::sync::lock(&PREVIOUS_ACTION) = Some(claim),
+            Err(why) => {
+                SAMPLING.store(false, Ordering::Release);
+                log::error(format_args!("sampler: {why}; sampler disabled"));
+                return Err(NotCreated::BadSettings);
+            }
         }
         let frequency = settings.number::<i64>("frequency").clamp(FREQUENCIES.0, FREQUENCIES.1);
         let cali = setup.cali;
@@ -160,7 +164,9 @@ impl Service for Sampler {
         for timer in crate::sync::lock(&TIMERS).drain(..) {
             timer.delete();
         }
-        restore_handler();
+        if let Some(claim) = crate::sync::lock(&PREVIOUS_ACTION).take() {
+            claim.release();
+        }
         SAMPLING.store(false, Ordering::Release);
     }
 }
@@ -216,51 +222,6 @@ impl Timer {
         // SAFETY: the id came from timer_create and is deleted once (it
         // leaves `TIMERS` before).
         unsafe { libc::timer_delete(self.0) };
-    }
-}
-
-/// A `sigaction` kept between the sampler's start and end.
-struct SavedAction(libc::sigaction);
-
-// SAFETY: plain data (a handler address, flags and a mask).
-unsafe impl Send for SavedAction {}
-
-/// Installs the handler, keeping the program's disposition; refuses if the
-/// program handles `SIGPROF` itself.
-fn install_handler() -> Result<(), String> {
-    // SAFETY: sigaction with structures made here.
-    unsafe {
-        let mut previous: libc::sigaction = std::mem::zeroed();
-        if libc::sigaction(libc::SIGPROF, std::ptr::null(), &mut previous) != 0 {
-            return Err(format!("cannot read the SIGPROF action ({})", std::io::Error::last_os_error()));
-        }
-        if previous.sa_sigaction != libc::SIG_DFL && previous.sa_sigaction != libc::SIG_IGN {
-            return Err("the program handles SIGPROF itself".to_string());
-        }
-        let mut action: libc::sigaction = std::mem::zeroed();
-        action.sa_sigaction = on_sigprof as *const () as usize;
-        action.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
-        libc::sigemptyset(&mut action.sa_mask);
-        if libc::sigaction(libc::SIGPROF, &action, std::ptr::null_mut()) != 0 {
-            return Err(format!("cannot handle SIGPROF ({})", std::io::Error::last_os_error()));
-        }
-        *crate::sync::lock(&PREVIOUS_ACTION) = Some(SavedAction(previous));
-    }
-    Ok(())
-}
-
-/// Gives `SIGPROF` back to the program. Through `SIG_IGN` first, which
-/// discards a signal a deleted timer left pending: under the default
-/// disposition it would end the program.
-fn restore_handler() {
-    let Some(SavedAction(previous)) = crate::sync::lock(&PREVIOUS_ACTION).take() else { return };
-    // SAFETY: sigaction with structures made here.
-    unsafe {
-        let mut ignore: libc::sigaction = std::mem::zeroed();
-        ignore.sa_sigaction = libc::SIG_IGN;
-        libc::sigemptyset(&mut ignore.sa_mask);
-        libc::sigaction(libc::SIGPROF, &ignore, std::ptr::null_mut());
-        libc::sigaction(libc::SIGPROF, &previous, std::ptr::null_mut());
     }
 }
 

@@ -42,7 +42,16 @@ public:
     ~Log() { write_pending(); }
 
     /// CALI_LOG_VERBOSITY.
-    static int verbosity() { return cali_log_verbosity(); }
+    static int  verbosity() { return cali_log_verbosity(); }
+    static void set_verbosity(int level) { cali_log_set_verbosity(level); }
+    /// Whether messages of level appear.
+    static bool is_verbose(int level) { return verbosity() >= level; }
+    /// Appends text to what every message starts with after "== CALIPER: ".
+    static void add_prefix(const std::string& text) { cali_log_add_prefix(text.c_str()); }
+    /// The log is set up with the runtime and closed with the process:
+    /// these only make sure the runtime (which reads CALI_LOG_*) is up.
+    static void init() { cali_init(); }
+    static void fini() {}
 
     /// The stream of one message.
     std::ostream& stream()

@@ -8,10 +8,14 @@
 #define CALI_COMMON_RUNTIMECONFIG_H
 
 #include "../cali_cxx_runtime.h"
+#include "StringConverter.h"
 
+#include <cctype>
 #include <map>
 #include <memory>
+#include <ostream>
 #include <string>
+#include <vector>
 
 namespace cali
 {
@@ -42,6 +46,41 @@ public:
         for (std::map<std::string, std::string>::const_iterator it = values.begin(); it != values.end(); ++it)
             mP->set[it->first] = it->second;
     }
+
+    /// The value of setting CALI_<SET>_<KEY> (e.g. get("services",
+    /// "enable")) that a channel made from this config reads: set values,
+    /// then the environment and config files (if allowed), then presets,
+    /// then the default the service documents; empty if none.
+    StringConverter get(const char* set, const char* key) const
+    {
+        std::string name = "CALI_";
+        name += set ? set : "";
+        name += "_";
+        name += key ? key : "";
+        for (std::size_t i = 0; i < name.size(); ++i)
+            name[i] = static_cast<char>(std::toupper(static_cast<unsigned char>(name[i])));
+        cali_configset_t cfg = make_configset();
+        std::size_t      len = cali_configset_get(cfg, mP->read_env, name.c_str(), 0, 0);
+        std::vector<char> buf(len + 1);
+        cali_configset_get(cfg, mP->read_env, name.c_str(), &buf[0], buf.size());
+        cali_delete_configset(cfg);
+        return StringConverter(std::string(&buf[0], len));
+    }
+
+    /// Writes the settings given to this config, presets first, as
+    /// "# preset: KEY=value" and "KEY=value" lines.
+    void print(std::ostream& os) const
+    {
+        std::map<std::string, std::string>::const_iterator it;
+        for (it = mP->preset.begin(); it != mP->preset.end(); ++it)
+            os << "# preset: " << it->first << "=" << it->second << "\n";
+        for (it = mP->set.begin(); it != mP->set.end(); ++it)
+            os << it->first << "=" << it->second << "\n";
+    }
+
+    /// The process's default configuration: nothing set, reading the
+    /// environment and config files, as the default channel does.
+    static RuntimeConfig get_default_config() { return RuntimeConfig(); }
 
     /// A new C config set with these settings, for cali_create_channel;
     /// the caller deletes it (cali_delete_configset).

@@ -23,6 +23,45 @@ class Variant
 {
     cali_variant_t m_v;
 
+    enum Combine { SUM, MIN, MAX };
+
+    template <typename T>
+    static T combined(T a, T b, Combine how)
+    {
+        return how == SUM ? a + b : how == MIN ? (b < a ? b : a) : (b > a ? b : a);
+    }
+
+    void combine(const Variant& val, Combine how)
+    {
+        if (empty()) {
+            m_v = val.m_v;
+            return;
+        }
+        bool ok = false;
+        switch (type()) {
+        case CALI_TYPE_DOUBLE: {
+            double d = val.to_double(&ok);
+            if (ok)
+                m_v = cali_make_variant_from_double(combined(to_double(), d, how));
+            break;
+        }
+        case CALI_TYPE_INT: {
+            int64_t i = val.to_int64(&ok);
+            if (ok)
+                m_v = cali_make_variant_from_int64(combined(to_int64(), i, how));
+            break;
+        }
+        case CALI_TYPE_UINT: {
+            uint64_t u = val.to_uint(&ok);
+            if (ok)
+                m_v = cali_make_variant_from_uint(combined(to_uint(), u, how));
+            break;
+        }
+        default:
+            break;
+        }
+    }
+
 public:
     Variant() : m_v(cali_make_empty_variant()) {}
     Variant(const cali_variant_t& v) : m_v(v) {}
@@ -168,6 +207,46 @@ public:
             cali_attr_type t = cali_string2type(str);
             return t != CALI_TYPE_INV ? Variant(t) : Variant();
         }
+        default:
+            return Variant();
+        }
+    }
+
+    // --- Arithmetic, as aggregation uses it: an empty variant takes the
+    // other value; a double, int or uint combines with the other value
+    // converted to its own type; other types (and values that do not
+    // convert) are left alone.
+
+    Variant& operator+=(const Variant& val)
+    {
+        combine(val, SUM);
+        return *this;
+    }
+    /// Keeps the smaller of this and val.
+    Variant& min(const Variant& val)
+    {
+        combine(val, MIN);
+        return *this;
+    }
+    /// Keeps the larger of this and val.
+    Variant& max(const Variant& val)
+    {
+        combine(val, MAX);
+        return *this;
+    }
+    /// This divided by count: integer division for int and uint, a double
+    /// for double; empty for other types or a count of 0.
+    Variant div(int count) const
+    {
+        if (count == 0)
+            return Variant();
+        switch (type()) {
+        case CALI_TYPE_DOUBLE:
+            return Variant(to_double() / count);
+        case CALI_TYPE_INT:
+            return Variant(static_cast<long long>(to_int64() / count));
+        case CALI_TYPE_UINT:
+            return Variant(static_cast<unsigned long long>(to_uint() / static_cast<uint64_t>(count)));
         default:
             return Variant();
         }

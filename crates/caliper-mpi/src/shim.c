@@ -1,0 +1,121 @@
+/* The part of libcaliper-mpi that needs mpi.h: Caliper's own
+ * communicator (a duplicate of MPI_COMM_WORLD made at MPI_Init, so that
+ * its messages never meet the program's) and byte messages over it, all
+ * through PMPI so that they are not measured. */
+
+#include <mpi.h>
+
+/* build.rs declares MPI's handles to Rust as pointers (Open MPI) or ints
+ * (MPICH); a wrong guess must not compile. */
+_Static_assert(sizeof(MPI_Comm) <= 8, "handles fit the 8 bytes the Rust side keeps");
+#ifdef OPEN_MPI
+_Static_assert(sizeof(MPI_Comm) == sizeof(void *), "Open MPI handles are pointers");
+#else
+_Static_assert(sizeof(MPI_Comm) == sizeof(int), "MPICH handles are ints");
+#endif
+
+/* The tag of Caliper's messages ("CA"). */
+enum { CALI_MPI_TAG = 0x4341 };
+
+static MPI_Comm cali_comm = MPI_COMM_NULL;
+
+/* The communicator of a collective flush: the program's (given as a
+ * pointer to its handle, so that callers need not know the handle's type)
+ * or Caliper's own. */
+static MPI_Comm current(const void *comm)
+{
+    if (comm)
+        return *(const MPI_Comm *)comm;
+    return cali_comm != MPI_COMM_NULL ? cali_comm : MPI_COMM_WORLD;
+}
+
+/* The size of a handle, for the Rust side to copy one. */
+int cali_mpi_shim_handle_size(void)
+{
+    return (int)sizeof(MPI_Comm);
+}
+
+/* Whether *comm is MPI_COMM_NULL (a flush on it is local). */
+int cali_mpi_shim_is_null(const void *comm)
+{
+    return *(const MPI_Comm *)comm == MPI_COMM_NULL;
+}
+
+/* 0: MPI not initialised, 1: running, 2: finalised. */
+int cali_mpi_shim_state(void)
+{
+    int initialized = 0, finalized = 0;
+    PMPI_Initialized(&initialized);
+    PMPI_Finalized(&finalized);
+    return finalized ? 2 : initialized ? 1 : 0;
+}
+
+/* After MPI_Init, on every rank (MPI_Comm_dup is collective). */
+void cali_mpi_shim_open(void)
+{
+    if (cali_comm == MPI_COMM_NULL && cali_mpi_shim_state() == 1)
+        PMPI_Comm_dup(MPI_COMM_WORLD, &cali_comm);
+}
+
+/* Before MPI_Finalize, on every rank. */
+void cali_mpi_shim_close(void)
+{
+    if (cali_comm != MPI_COMM_NULL && cali_mpi_shim_state() == 1)
+        PMPI_Comm_free(&cali_comm);
+}
+
+int cali_mpi_shim_rank(const void *comm)
+{
+    int rank = 0;
+    PMPI_Comm_rank(current(comm), &rank);
+    return rank;
+}
+
+int cali_mpi_shim_size(const void *comm)
+{
+    int size = 1;
+    PMPI_Comm_size(current(comm), &size);
+    return size;
+}
+
+int cali_mpi_shim_send(const void *comm, int dest, const void *buf, int len)
+{
+    return PMPI_Send(buf, len, MPI_BYTE, dest, CALI_MPI_TAG, current(comm));
+}
+
+int cali_mpi_shim_recv(const void *comm, int source, void *buf, int len)
+{
+    return PMPI_Recv(buf, len, MPI_BYTE, source, CALI_MPI_TAG, current(comm), MPI_STATUS_IGNORE);
+}
+
+/* The bytes of `count` elements of *datatype. */
+long long cali_mpi_shim_bytes(int count, const void *datatype)
+{
+    int size = 0;
+    PMPI_Type_size(*(const MPI_Datatype *)datatype, &size);
+    return (long long)count * size;
+}
+
+/* The source, tag and bytes of a completed receive: from its status, or
+ * (MPI_STATUS_IGNORE) from the call's own source, tag and count. */
+void cali_mpi_shim_received(const void *status, const void *datatype, int *source, int *tag, long long *bytes)
+{
+    const MPI_Status *s = (const MPI_Status *)status;
+    if (s == MPI_STATUS_IGNORE)
+        return;
+    int count = 0;
+    PMPI_Get_count(s, *(const MPI_Datatype *)datatype, &count);
+    *source = s->MPI_SOURCE;
+    *tag = s->MPI_TAG;
+    if (count != MPI_UNDEFINED)
+        *bytes = cali_mpi_shim_bytes(count, datatype);
+}
+
+/* The i-th status of an array of them, or MPI_STATUS_IGNORE for
+ * MPI_STATUSES_IGNORE. */
+const void *cali_mpi_shim_status_at(const void *statuses, int i)
+{
+    if (statuses == (const void *)MPI_STATUSES_IGNORE)
+        return MPI_STATUS_IGNORE;
+    return (const MPI_Status *)statuses + i;
+}

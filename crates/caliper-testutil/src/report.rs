@@ -1,0 +1,57 @@
+//! Reading the tree of a `runtime-report`: each row's full path and its
+//! exclusive and inclusive times.
+
+/// A row of a runtime-report tree.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Row {
+    /// The path from the root, names joined with `/`.
+    pub path: String,
+    /// Time (E), seconds.
+    pub exclusive: f64,
+    /// Time (I), seconds.
+    pub inclusive: f64,
+}
+
+/// The rows of the runtime-report tree in `text`: the lines after the
+/// `Path` header (which may follow other output on its line), two spaces
+/// of indentation a level, the path then Time (E) and Time (I).
+pub fn rows(text: &str) -> Vec<Row> {
+    let mut stack: Vec<String> = Vec::new();
+    let mut rows = Vec::new();
+    for line in text.lines().skip_while(|l| !l.contains("Path ")).skip(1).filter(|l| !l.trim().is_empty()) {
+        let depth = (line.len() - line.trim_start().len()) / 2;
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let [name, exclusive, inclusive, ..] = fields[..] else { panic!("not a report row: {line:?}") };
+        let seconds = |s: &str| s.parse().unwrap_or_else(|_| panic!("not a time: {s:?} in {line:?}"));
+        stack.truncate(depth);
+        stack.push(name.to_string());
+        rows.push(Row { path: stack.join("/"), exclusive: seconds(exclusive), inclusive: seconds(inclusive) });
+    }
+    rows
+}
+
+/// The paths of `rows`, sorted.
+pub fn paths(rows: &[Row]) -> Vec<&str> {
+    let mut paths: Vec<&str> = rows.iter().map(|r| r.path.as_str()).collect();
+    paths.sort();
+    paths
+}
+
+/// The row of `path`.
+pub fn row<'a>(rows: &'a [Row], path: &str) -> &'a Row {
+    rows.iter().find(|r| r.path == path).unwrap_or_else(|| panic!("no row {path} in {rows:#?}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_have_full_paths() {
+        let text = "test x ... Path     Time (E) Time (I) Time % (E)\nmain     0.5 1.5 10\n  foo    1.0 1.0 20\nw 0.1 0.1 1\n\n";
+        let rows = rows(text);
+        assert_eq!(paths(&rows), ["main", "main/foo", "w"]);
+        assert_eq!(row(&rows, "main/foo").exclusive, 1.0);
+        assert_eq!(row(&rows, "main").inclusive, 1.5);
+    }
+}

@@ -1,0 +1,86 @@
+//! MPI message tracing (`CALI_MPI_MSG_TRACING`): the MPI binding reports
+//! each point-to-point message and collective a wrapped function completes,
+//! and this module takes a snapshot of it, inside the function's region,
+//! as the reference's `mpi` service does: `mpi.msg.dst` or `mpi.msg.src`,
+//! `mpi.msg.tag`, `mpi.msg.size` (bytes), and one of the counters
+//! `mpi.send.count`, `mpi.recv.count`, `mpi.coll.count`; collectives carry
+//! `mpi.coll.type` (1 barrier, 2 N-to-N, 3 1-to-N, 4 N-to-1) and
+//! `mpi.coll.root`. Sizes and counters are aggregatable, so profiles sum
+//! them (`mpi.message.size`, `mpi.message.count`).
+
+use crate::attributes::Attribute;
+use crate::mpi;
+use crate::runtime::Caliper;
+use caliper_data::{AttrType, Entry, Properties, Variant};
+use std::sync::OnceLock;
+
+/// What a wrapped function did.
+#[derive(Clone, Copy, Debug)]
+pub enum Message {
+    /// A message sent to rank `dst` of its communicator.
+    Sent { dst: i64, tag: i64, bytes: i64 },
+    /// A message received from rank `src`.
+    Received { src: i64, tag: i64, bytes: i64 },
+    /// A collective of the reference's `kind` (1 barrier, 2 N-to-N, 3
+    /// 1-to-N, 4 N-to-1), rooted at `root` (1-to-N and N-to-1).
+    Collective { kind: i64, root: Option<i64>, bytes: i64 },
+}
+
+/// The attributes of message snapshots.
+struct Attributes {
+    src: Attribute,
+    dst: Attribute,
+    tag: Attribute,
+    size: Attribute,
+    send_count: Attribute,
+    recv_count: Attribute,
+    coll_count: Attribute,
+    coll_type: Attribute,
+    coll_root: Attribute,
+}
+
+static ATTRIBUTES: OnceLock<Attributes> = OnceLock::new();
+
+impl Attributes {
+    fn new(cali: &Caliper) -> Attributes {
+        let value = Properties::ASVALUE | Properties::SKIP_EVENTS;
+        let summed = value | Properties::AGGREGATABLE;
+        let attr = |name: &str, props| cali.create_attribute(name, AttrType::Int, props, &[]);
+        Attributes {
+            src: attr("mpi.msg.src", value),
+            dst: attr("mpi.msg.dst", value),
+            tag: attr("mpi.msg.tag", value),
+            size: attr("mpi.msg.size", summed),
+            send_count: attr("mpi.send.count", summed),
+            recv_count: attr("mpi.recv.count", summed),
+            coll_count: attr("mpi.coll.count", summed),
+            coll_type: attr("mpi.coll.type", value),
+            coll_root: attr("mpi.coll.root", value),
+        }
+    }
+}
+
+/// Takes the snapshot of `message` on the calling thread, if an `mpi`
+/// service traces messages.
+pub fn record(message: Message) {
+    if !mpi::message_tracing() {
+        return;
+    }
+    let Some(cali) = Caliper::instance() else { return };
+    let a = ATTRIBUTES.get_or_init(|| Attributes::new(cali));
+    let entry = |attr: Attribute, v: i64| Entry::Immediate(attr.id(), Variant::Int(v));
+    let entries: Vec<Entry> = match message {
+        Message::Sent { dst, tag, bytes } => {
+            vec![entry(a.dst, dst), entry(a.tag, tag), entry(a.size, bytes), entry(a.send_count, 1)]
+        }
+        Message::Received { src, tag, bytes } => {
+            vec![entry(a.src, src), entry(a.tag, tag), entry(a.size, bytes), entry(a.recv_count, 1)]
+        }
+        Message::Collective { kind, root, bytes } => {
+            let mut entries = vec![entry(a.coll_type, kind), entry(a.size, bytes), entry(a.coll_count, 1)];
+            entries.extend(root.map(|r| entry(a.coll_root, r)));
+            entries
+        }
+    };
+    cali.push_snapshot(&entries);
+}
