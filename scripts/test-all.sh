@@ -57,6 +57,7 @@ echo "== release build"
 cargo build --workspace --release
 echo "== tests"
 cargo test --workspace
+cargo build -p caliper-mpi --features rsmpi --example rsmpi
 cargo test -p caliper-mpi --features rsmpi --test mpi rust_programs_on_the_mpi_crate
 echo "== pycaliper: the wheel, built with maturin and installed in $venv, and its tests"
 target=${CARGO_TARGET_DIR:-target}
