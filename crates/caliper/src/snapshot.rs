@@ -231,7 +231,8 @@ pub struct RegionSnapshot<'a> {
     /// The thread's unaligned node if it has one, then the process
     /// context's nodes.
     pub context: &'a [Id],
-    /// The event node.
+    /// The event node; in a channel without snapshot info, the region
+    /// stack's node before the update.
     pub event: Id,
     /// `region.count`, on an end.
     pub count: Option<Id>,
