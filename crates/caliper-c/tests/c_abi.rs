@@ -320,9 +320,19 @@ fn a_static_program_sees_the_exported_ids_after_its_first_call() {
 
 /// Builds one of the C test programs in `tests/c`.
 fn test_program(name: &str) -> PathBuf {
+    // Built once per test process: two tests building the same program at
+    // once would each remove the other's (a run then fails with "No such
+    // file" or "Text file busy").
+    static BUILT: std::sync::Mutex<Vec<(String, PathBuf)>> = std::sync::Mutex::new(Vec::new());
+    let mut built = BUILT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some((_, exe)) = built.iter().find(|(n, _)| n == name) {
+        return exe.clone();
+    }
     let dir = scratch(&format!("prog-{name}"));
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c").join(format!("{name}.c"));
-    build_with_pkg_config(Lang::C, &source, &dir.join(name))
+    let exe = build_with_pkg_config(Lang::C, &source, &dir.join(name));
+    built.push((name.to_string(), exe.clone()));
+    exe
 }
 
 #[test]
