@@ -116,16 +116,22 @@ async fn after() {
     spin(Duration::from_millis(2));
 }
 
-/// Four tasks, each a future instrumented with a `task` span, on a
-/// runtime of two workers that each run in a Caliper region of its own.
-fn tokio_tasks() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
+/// A tokio runtime of two workers, each running in a Caliper region of
+/// its own (`worker`).
+fn workers_in_regions() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_time()
         .on_thread_start(|| caliper::begin_region("worker"))
         .on_thread_stop(|| caliper::end_region("worker"))
         .build()
-        .unwrap();
+        .unwrap()
+}
+
+/// Four tasks, each a future instrumented with a `task` span, on a
+/// runtime of two workers that each run in a Caliper region of its own.
+fn tokio_tasks() {
+    let rt = workers_in_regions();
     let _main = caliper::region!("main");
     rt.block_on(async {
         let tasks: Vec<_> = (0..4).map(|_| tokio::spawn(task_body().instrument(tracing::info_span!("task")))).collect();
@@ -140,13 +146,7 @@ fn tokio_tasks() {
 /// moves it to another thread: `block_in_place` hands its worker's queue
 /// to a new thread, so its next poll runs on another one.
 fn handed_off() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_time()
-        .on_thread_start(|| caliper::begin_region("worker"))
-        .on_thread_stop(|| caliper::end_region("worker"))
-        .build()
-        .unwrap();
+    let rt = workers_in_regions();
     let _main = caliper::region!("main");
     rt.block_on(async {
         let task = async {

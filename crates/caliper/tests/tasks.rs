@@ -57,17 +57,23 @@ async fn task_body() {
     spin(Duration::from_millis(2));
 }
 
-/// Four tasks on a runtime of two workers, each worker in a region of its
-/// own (`worker`), spawned from `main`; with `count_suspended`, their time
-/// suspended counts.
-fn tokio_tasks(count_suspended: bool) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
+/// A tokio runtime of two workers, each running in a Caliper region of
+/// its own (`worker`).
+fn workers_in_regions() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_time()
         .on_thread_start(|| caliper::begin_region("worker"))
         .on_thread_stop(|| caliper::end_region("worker"))
         .build()
-        .unwrap();
+        .unwrap()
+}
+
+/// Four tasks on a runtime of two workers, each worker in a region of its
+/// own (`worker`), spawned from `main`; with `count_suspended`, their time
+/// suspended counts.
+fn tokio_tasks(count_suspended: bool) {
+    let rt = workers_in_regions();
     let _main = caliper::region!("main");
     rt.block_on(async {
         let task = || {
@@ -86,13 +92,7 @@ fn tokio_tasks(count_suspended: bool) {
 /// `block_in_place` hands its worker's queue to a new thread, so its next
 /// poll runs on another one.
 fn handed_off() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_time()
-        .on_thread_start(|| caliper::begin_region("worker"))
-        .on_thread_stop(|| caliper::end_region("worker"))
-        .build()
-        .unwrap();
+    let rt = workers_in_regions();
     let _main = caliper::region!("main");
     rt.block_on(async {
         let task = async {
