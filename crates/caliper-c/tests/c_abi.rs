@@ -11,8 +11,8 @@
 
 use caliper_data::cali::read_records;
 use caliper_data::{MetadataDb, Record, RecordKind};
+use caliper_testutil::install::{self, make_install, must, require_tools};
 use caliper_testutil::{fixture, workspace_root};
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
@@ -20,61 +20,19 @@ use std::sync::OnceLock;
 /// The tools the tests build with.
 const TOOLS: &[&str] = &["gcc", "g++", "gfortran", "cmake", "pkg-config", "make"];
 
-fn has(tool: &str) -> bool {
-    Command::new("sh").args(["-c", &format!("command -v {tool}")]).output().is_ok_and(|o| o.status.success())
-}
-
-/// Runs a command that must succeed; panics with its output otherwise.
-fn must(cmd: &mut Command) -> Output {
-    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{cmd:?} failed ({}):\n{}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
-fn require_tools() {
-    let missing: Vec<&str> = TOOLS.iter().copied().filter(|t| !has(t)).collect();
-    assert!(missing.is_empty(), "missing {}: run scripts/test-all.sh once, which installs them", missing.join(", "));
-}
-
-fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| workspace_root().join("target"))
-}
-
 /// The installed tree: `make install PREFIX=target/c-abi/prefix`, once per
 /// test run (a file lock keeps concurrent runs apart).
 fn prefix() -> &'static Path {
     static PREFIX: OnceLock<PathBuf> = OnceLock::new();
     PREFIX.get_or_init(|| {
-        require_tools();
-        let dir = target_dir().join("c-abi");
-        std::fs::create_dir_all(&dir).unwrap();
-        let lock = File::create(dir.join("install.lock")).unwrap();
-        lock.lock().unwrap();
-        let prefix = dir.join("prefix");
-        let _ = std::fs::remove_dir_all(&prefix);
-        must(
-            Command::new("make")
-                .arg("-C")
-                .arg(workspace_root())
-                .arg("install")
-                .arg(format!("PREFIX={}", prefix.display())),
-        );
-        prefix
+        require_tools(TOOLS);
+        make_install("c-abi", "install")
     })
 }
 
 /// A fresh scratch directory under the target directory.
 fn scratch(name: &str) -> PathBuf {
-    let dir = target_dir().join("c-abi").join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    install::scratch("c-abi", name)
 }
 
 /// `pkg-config <args> <packages>` against the installed tree, split.

@@ -9,69 +9,26 @@
 //! Open MPI, the compilers and CMake are installed by
 //! `scripts/test-all.sh`; without them the tests fail, naming the script.
 
-use caliper_testutil::workspace_root;
+use caliper_testutil::install::{self, make_install, must, require_tools};
 use std::collections::BTreeMap;
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
 const TOOLS: &[&str] = &["mpicc", "mpicxx", "mpif90", "mpirun", "cmake", "pkg-config", "make"];
 
-fn has(tool: &str) -> bool {
-    Command::new("sh").args(["-c", &format!("command -v {tool}")]).output().is_ok_and(|o| o.status.success())
-}
-
-/// Runs a command that must succeed; panics with its output otherwise.
-fn must(cmd: &mut Command) -> Output {
-    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{cmd:?} failed ({}):\n{}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
-fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| workspace_root().join("target"))
-}
-
 /// `make install-mpi PREFIX=target/mpi-tests/prefix`, once per test run.
 fn prefix() -> &'static Path {
     static PREFIX: OnceLock<PathBuf> = OnceLock::new();
     PREFIX.get_or_init(|| {
-        let missing: Vec<&str> = TOOLS.iter().copied().filter(|t| !has(t)).collect();
-        assert!(
-            missing.is_empty(),
-            "missing {}: run scripts/test-all.sh once, which installs them",
-            missing.join(", ")
-        );
-        let dir = target_dir().join("mpi-tests");
-        std::fs::create_dir_all(&dir).unwrap();
-        let lock = File::create(dir.join("install.lock")).unwrap();
-        lock.lock().unwrap();
-        let prefix = dir.join("prefix");
-        let _ = std::fs::remove_dir_all(&prefix);
-        must(
-            Command::new("make")
-                .arg("-C")
-                .arg(workspace_root())
-                .arg("install-mpi")
-                .arg(format!("PREFIX={}", prefix.display())),
-        );
-        prefix
+        require_tools(TOOLS);
+        make_install("mpi-tests", "install-mpi")
     })
 }
 
 /// A fresh scratch directory.
 fn scratch(name: &str) -> PathBuf {
-    let dir = target_dir().join("mpi-tests").join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    install::scratch("mpi-tests", name)
 }
 
 fn source(name: &str) -> PathBuf {

@@ -8,6 +8,7 @@
 //! test binaries doing the same). After one run of the script, plain
 //! `cargo test` finds it; without it, the tests fail and say so.
 
+pub mod install;
 pub mod layers;
 pub mod report;
 pub mod synthetic;
