@@ -15,8 +15,9 @@ usage: cali-run [OPTIONS] -- PROGRAM [ARGS...]
 Measures an unmodified program by lazy dynamic instrumentation.
 
   -c, --collect LIST     what to measure: coverage, fcount, arcs (calls per
-                         call site), sample (call stacks sampled on CPU
-                         time); default fcount
+                         call site), callgraph (the call graph of the arcs,
+                         with inclusive calls), sample (call stacks sampled
+                         on CPU time); default fcount
   -o, --output FILE      write the results as a .cali file (default: a text
                          report on standard error)
       --flow-data FILE   also write function and arc counts as flow data
@@ -186,7 +187,8 @@ fn set_follow(config: &mut Config, value: &str) -> Result<(), String> {
 }
 
 /// The collectors of a comma-separated list; HP Caliper's names are
-/// accepted too (`fcover`, `func_count`, `arc_count`).
+/// accepted too (`fcover`, `func_count`, `arc_count`, `call_graph`).
+/// `callgraph` implies `arcs`, whose counts it is built from.
 pub fn collectors(list: &str) -> Result<Collect, String> {
     let mut collect = Collect::default();
     for name in patterns(list) {
@@ -194,8 +196,12 @@ pub fn collectors(list: &str) -> Result<Collect, String> {
             "coverage" | "fcover" => collect.coverage = true,
             "fcount" | "func_count" => collect.fcount = true,
             "arcs" | "arc_count" => collect.arcs = true,
+            "callgraph" | "call_graph" => {
+                collect.callgraph = true;
+                collect.arcs = true;
+            }
             "sample" => collect.sample = true,
-            other => return Err(format!("unknown collector `{other}` (coverage, fcount, arcs, sample)")),
+            other => return Err(format!("unknown collector `{other}` (coverage, fcount, arcs, callgraph, sample)")),
         }
     }
     if collect == Collect::default() {

@@ -134,6 +134,9 @@ pub struct Image {
     pub traps: HashMap<u64, u64>,
     /// The prefix bytes of the trampolines' unlocked increments.
     pub unlocked: Vec<u64>,
+    /// The return addresses of calls moved into trampolines, with the
+    /// address each call had in place (its call site).
+    pub moved_calls: HashMap<u64, u64>,
     pub regions: Vec<Region>,
 }
 
@@ -155,6 +158,7 @@ impl Image {
             probes: HashMap::new(),
             traps: HashMap::new(),
             unlocked: Vec::new(),
+            moved_calls: HashMap::new(),
             regions: Vec::new(),
         })
     }
@@ -169,6 +173,7 @@ impl Image {
             probes: self.probes.clone(),
             traps: self.traps.clone(),
             unlocked: self.unlocked.clone(),
+            moved_calls: self.moved_calls.clone(),
             regions: self.regions.clone(),
         })
     }
@@ -435,7 +440,7 @@ impl Image {
     ) -> Result<Patch, Unpatchable> {
         let MovedEntry { addr, module: m, moved, original } = entry;
         let back = addr + original.len() as u64;
-        let (trampoline, (trap, unlocked)) = self.place(m, thread, |at, counters| {
+        let (trampoline, (trap, unlocked, returns)) = self.place(m, thread, |at, counters| {
             let slot = |s: usize| counters + s as u64 * 8;
             let built = match counting {
                 Counting::Calls { slot: s } => {
@@ -450,7 +455,8 @@ impl Image {
                 }
             };
             let unlocked: Vec<u64> = built.unlocked.iter().map(|u| at + u).collect();
-            Ok((built.code, (built.trap.map(|t| at + t), unlocked)))
+            let returns: Vec<(u64, u64)> = built.returns.iter().map(|&(r, site)| (at + r, site)).collect();
+            Ok((built.code, (built.trap.map(|t| at + t), unlocked, returns)))
         })?;
         let jump =
             relocate::jump(addr, trampoline).ok_or(Unpatchable::Unencodable("trampoline out of reach".into()))?;
@@ -459,6 +465,7 @@ impl Image {
             self.traps.insert(t, addr);
         }
         self.unlocked.extend(unlocked);
+        self.moved_calls.extend(returns);
         if let Some(p) = self.probes.get_mut(&addr) {
             p.state = ProbeState::Patched { trampoline, original };
         }

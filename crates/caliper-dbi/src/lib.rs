@@ -16,6 +16,7 @@
 //! flow-data file); [`control`] and [`cli`] (the control file and the
 //! command line of `cali-run`).
 
+pub mod callgraph;
 pub mod cli;
 pub mod control;
 pub mod counters;

@@ -11,8 +11,8 @@
 //! breakpoint, and [`Unpatchable`] says why.
 
 use iced_x86::{
-    BlockEncoder, BlockEncoderOptions, Code, Decoder, DecoderOptions, Instruction, InstructionBlock, MemoryOperand,
-    OpKind, Register,
+    BlockEncoder, BlockEncoderOptions, Code, Decoder, DecoderOptions, FlowControl, Instruction, InstructionBlock,
+    MemoryOperand, OpKind, Register,
 };
 use std::fmt;
 
@@ -215,6 +215,11 @@ pub struct Trampoline {
     pub trap: Option<u64>,
     /// The offsets of the unlocked increments' [`UNLOCKED_PREFIX`] bytes.
     pub unlocked: Vec<u64>,
+    /// For each call among the moved instructions: the offset of its
+    /// return address in the trampoline, and the call's address in place
+    /// (a call moved from a function's entry returns into the trampoline,
+    /// which the tool must not mistake for the caller).
+    pub returns: Vec<(u64, u64)>,
 }
 
 /// Branch targets inside a trampoline are labels: instruction addresses
@@ -301,7 +306,12 @@ pub fn build(at: u64, probe: Probe, moved: &[Instruction], resume: u64) -> Resul
         .filter(|&i| list[i].code() == Code::Inc_rm64 && !list[i].has_lock_prefix())
         .map(|i| offsets[i] as u64)
         .collect();
-    Ok(Trampoline { code: encoded.code_buffer, trap, unlocked })
+    // The jump back follows the moved instructions, so each has a next.
+    let returns = (probe_len..probe_len + moved.len())
+        .filter(|&i| matches!(list[i].flow_control(), FlowControl::Call | FlowControl::IndirectCall))
+        .map(|i| (offsets[i + 1] as u64, list[i].ip()))
+        .collect();
+    Ok(Trampoline { code: encoded.code_buffer, trap, unlocked, returns })
 }
 
 /// The address of the call instruction that ends at `ret` (a return
@@ -354,6 +364,19 @@ mod tests {
         assert_eq!(back[1].memory_displacement64(), 0x1107, "same absolute target as in place");
         assert_eq!(back[2].near_branch64(), 0x1019, "the short jump's target kept");
         assert_eq!(back.last().unwrap().near_branch64(), 0x1009);
+    }
+
+    #[test]
+    fn a_moved_call_says_where_it_returned_in_place() {
+        // sub rsp,8; call 0x1200 ; at 0x1000
+        let code = [0x48, 0x83, 0xec, 0x08, 0xe8, 0xf7, 0x01, 0x00, 0x00];
+        let moved = entry_instructions(&code, 0x1000, JUMP_LEN).unwrap();
+        assert_eq!(moved.len(), 2);
+        let at = 0x7000_0000;
+        let t = build(at, Probe::Count { counter: 0x7000_2000, locked: false }, &moved, 0x1009).unwrap();
+        let back = decode_all(&t.code, at);
+        assert_eq!(back[2].near_branch64(), 0x1200, "the call still reaches its callee");
+        assert_eq!(t.returns, [(back[3].ip() - at, 0x1004)], "returns to the jump back; in place, called at 0x1004");
     }
 
     #[test]

@@ -43,13 +43,20 @@ pub struct Collect {
     pub arcs: bool,
     /// Call chains sampled on CPU time.
     pub sample: bool,
+    /// The call graph of the arcs, with inclusive calls (needs `arcs`).
+    pub callgraph: bool,
 }
 
 impl Collect {
     /// The collectors' names, comma-separated.
     pub fn names(&self) -> String {
-        let chosen =
-            [(self.coverage, "coverage"), (self.fcount, "fcount"), (self.arcs, "arcs"), (self.sample, "sample")];
+        let chosen = [
+            (self.coverage, "coverage"),
+            (self.fcount, "fcount"),
+            (self.arcs, "arcs"),
+            (self.callgraph, "callgraph"),
+            (self.sample, "sample"),
+        ];
         chosen.iter().filter(|c| c.0).map(|c| c.1).collect::<Vec<_>>().join(",")
     }
 

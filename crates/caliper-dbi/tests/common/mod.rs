@@ -82,7 +82,8 @@ pub struct Row {
 }
 
 /// The function records of a `.cali` result by (module file name,
-/// function); arc records (those with a `dbi.caller`) are left out.
+/// function); arc records (those with a `dbi.caller`) and call-graph
+/// records (`dbi.callgraph`) are left out.
 pub fn read_result(path: &Path) -> HashMap<(String, String), Row> {
     let data = std::fs::read(path).expect("result written");
     let mut db = MetadataDb::new();
@@ -93,7 +94,7 @@ pub fn read_result(path: &Path) -> HashMap<(String, String), Row> {
     let mut rows = HashMap::new();
     for r in records.iter().filter(|r| r.kind == caliper_data::RecordKind::Ctx) {
         let expanded = db.expand(r);
-        if expanded.iter().any(|(a, _)| db.attribute(*a).unwrap().name() == "dbi.caller") {
+        if expanded.iter().any(|(a, _)| matches!(db.attribute(*a).unwrap().name(), "dbi.caller" | "dbi.callgraph")) {
             continue;
         }
         let (mut module, mut function, mut row) = (String::new(), String::new(), Row::default());
