@@ -9,11 +9,12 @@
 //! [`maps`] (process control); [`discover`] (functions of an ELF file),
 //! [`filter`] (which to instrument) and [`functions`] (what is known of
 //! each); [`relocate`] (trampolines), [`inject`] (system calls run in the
-//! tracee) and [`counters`] (the shared counter file); [`image`] (one
+//! tracee), [`launch`] (starting a program seized) and [`counters`] (the
+//! shared counter file); [`image`] (one
 //! address space's modules, probes and trampoline regions); [`sample`]
 //! (perf_event_open sampling); [`engine`] (the event loop and the
 //! collectors); [`results`] (the text report, the `.cali` records and the
-//! flow-data file); [`control`] and [`cli`] (the control file and the
+//! flow-data file), [`callgraph`] (the call graph of the arcs); [`control`] and [`cli`] (the control file and the
 //! command line of `cali-run`).
 
 pub mod callgraph;
@@ -26,6 +27,7 @@ pub mod filter;
 pub mod functions;
 pub mod image;
 pub mod inject;
+pub mod launch;
 pub mod maps;
 pub mod memory;
 pub mod ptrace;

@@ -11,6 +11,7 @@ use crate::relocate::Unpatchable;
 impl Engine {
     /// Handles an `int3` hit; false if it was not one of ours.
     pub(super) fn on_breakpoint(&mut self, tid: Pid) -> bool {
+        super::signals::debug_panic_point();
         let Some(image_id) = self.threads.get(&tid).and_then(|t| self.processes.get(&t.pid)).map(|p| p.image) else {
             return false;
         };
