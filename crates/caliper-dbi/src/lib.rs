@@ -10,12 +10,12 @@
 //! [`filter`] (which to instrument) and [`functions`] (what is known of
 //! each); [`relocate`] (trampolines), [`inject`] (system calls run in the
 //! tracee), [`launch`] (starting a program seized) and [`counters`] (the
-//! shared counter file); [`image`] (one
-//! address space's modules, probes and trampoline regions); [`sample`]
-//! (perf_event_open sampling); [`engine`] (the event loop and the
-//! collectors); [`results`] (the text report, the `.cali` records and the
-//! flow-data file), [`callgraph`] (the call graph of the arcs); [`control`] and [`cli`] (the control file and the
-//! command line of `cali-run`).
+//! shared counter file); [`image`] (one address space's modules, probes
+//! and trampoline regions); [`sample`] (perf_event_open sampling);
+//! [`engine`] (the event loop and the collectors); [`callgraph`] (the
+//! call graph of the arcs) and [`results`] (the text report, the `.cali`
+//! records and the flow-data file); [`control`] and [`cli`] (the control
+//! file and the command line of `cali-run`).
 
 pub mod callgraph;
 pub mod cli;
