@@ -7,7 +7,7 @@
 //! copy of an entry instruction that a breakpoint resumes through, and
 //! taking everything out again before a detach.
 
-use crate::counters::{self, Counters};
+use crate::counters::Counters;
 use crate::discover::{self, ModuleInfo};
 use crate::filter::{self, Filter};
 use crate::functions::FunctionTable;
@@ -15,7 +15,7 @@ use crate::inject::{self, MapRequest};
 use crate::maps::{self, Mapping};
 use crate::memory::Memory;
 use crate::ptrace::Pid;
-use crate::relocate::{self, JUMP_LEN, Miss, Probe as TrampolineProbe, Site, Unpatchable};
+use crate::relocate::{self, Increment, JUMP_LEN, Miss, Probe as TrampolineProbe, Site, Unpatchable};
 use std::collections::HashMap;
 use std::ffi::CString;
 use std::io;
@@ -301,7 +301,7 @@ impl Image {
             return Ok(r);
         }
         let (low, high) = (self.modules[m].low, self.modules[m].high);
-        let total = CODE_BYTES + counters::BYTES;
+        let total = CODE_BYTES + thread.counters.mapped_len();
         let pid_maps = maps::read(self.pid)?;
         let at = maps::free_range_near(&pid_maps, low, high, total, REACH)
             .ok_or_else(|| io::Error::other("no free address range near the module"))?;
@@ -320,7 +320,7 @@ impl Image {
         let fd = inject::checked(inject::syscall(&self.memory, thread.tid, libc::SYS_openat, open, d)?)?;
         let shared = MapRequest {
             addr: at + CODE_BYTES,
-            len: counters::BYTES,
+            len: thread.counters.mapped_len(),
             prot: libc::PROT_READ | libc::PROT_WRITE,
             flags: libc::MAP_SHARED,
             fd: fd as i64,
@@ -391,7 +391,7 @@ impl Image {
         addr: u64,
         size: u64,
         counting: &Counting,
-        locked: bool,
+        increment: Increment,
         busy: &[u64],
         thread: &mut Stopped,
     ) -> Result<Patch, Unpatchable> {
@@ -410,7 +410,7 @@ impl Image {
             return Err(Unpatchable::Unencodable("a thread is inside the entry bytes".into()));
         }
         let entry = MovedEntry { addr, module: m, moved: &moved, original: body[..prefix as usize].to_vec() };
-        self.install(entry, counting, locked, thread)
+        self.install(entry, counting, increment, thread)
     }
 
     /// Replaces the trampoline of the patched entry at `addr` by one that
@@ -419,7 +419,7 @@ impl Image {
         &mut self,
         addr: u64,
         counting: &Counting,
-        locked: bool,
+        increment: Increment,
         thread: &mut Stopped,
     ) -> Result<Patch, Unpatchable> {
         let Some(Probe { state: ProbeState::Patched { original, .. }, .. }) = self.probes.get(&addr) else {
@@ -428,14 +428,14 @@ impl Image {
         let original = original.clone();
         let moved = relocate::entry_instructions(&original, addr, JUMP_LEN)?;
         let m = self.module_of(addr).ok_or(Unpatchable::Undecodable)?;
-        self.install(MovedEntry { addr, module: m, moved: &moved, original }, counting, locked, thread)
+        self.install(MovedEntry { addr, module: m, moved: &moved, original }, counting, increment, thread)
     }
 
     fn install(
         &mut self,
         entry: MovedEntry,
         counting: &Counting,
-        locked: bool,
+        increment: Increment,
         thread: &mut Stopped,
     ) -> Result<Patch, Unpatchable> {
         let MovedEntry { addr, module: m, moved, original } = entry;
@@ -444,13 +444,13 @@ impl Image {
             let slot = |s: usize| counters + s as u64 * 8;
             let built = match counting {
                 Counting::Calls { slot: s } => {
-                    relocate::build(at, TrampolineProbe::Count { counter: slot(*s), locked }, moved, back)?
+                    relocate::build(at, TrampolineProbe::Count { counter: slot(*s), increment }, moved, back)?
                 }
                 Counting::Arcs { slot: s, sites, other } => {
                     let sites: Vec<Site> =
                         sites.iter().map(|x| Site { value: slot(x.value), counter: slot(x.count) }).collect();
                     let miss = other.map_or(Miss::Trap, |o| Miss::Count(slot(o)));
-                    let probe = TrampolineProbe::Arcs { counter: slot(*s), sites: &sites, miss, locked };
+                    let probe = TrampolineProbe::Arcs { counter: slot(*s), sites: &sites, miss, increment };
                     relocate::build(at, probe, moved, back)?
                 }
             };

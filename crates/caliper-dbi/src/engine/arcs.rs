@@ -104,7 +104,7 @@ impl Engine {
         let mut deferred = Vec::new();
         let image = self.images.get_mut(&image_id).expect("live image");
         let mut thread = Stopped { tid, counters: &self.counters, deferred: &mut deferred };
-        let repatched = image.repatch(entry, &list.counting(), self.shared, &mut thread);
+        let repatched = image.repatch(entry, &list.counting(), self.counters.increment(self.shared), &mut thread);
         self.resume_world(&stopped);
         self.redeliver(tid, deferred);
         match repatched {

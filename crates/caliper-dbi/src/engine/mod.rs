@@ -443,13 +443,13 @@ impl Engine {
                 if let Ok(new) = ptrace::event_message(tid) {
                     self.threads.entry(new as Pid).or_insert(Thread::new(pid, true));
                 }
-                self.share_counters();
+                self.share_counters(tid);
             }
             libc::PTRACE_EVENT_FORK | libc::PTRACE_EVENT_VFORK => {
                 if let Ok(child) = ptrace::event_message(tid) {
                     self.new_process(pid, child as Pid, event == libc::PTRACE_EVENT_VFORK);
                 }
-                self.share_counters();
+                self.share_counters(tid);
             }
             libc::PTRACE_EVENT_EXEC => self.on_exec(tid, pid),
             _ => {}
@@ -457,9 +457,9 @@ impl Engine {
         self.resume(tid, 0);
     }
 
-    /// At the first new thread or process (stopped, as its creator is):
-    /// every increment becomes atomic before a second one can run it.
-    fn share_counters(&mut self) {
+    /// At the first new thread or process (stopped, as its creator `tid`
+    /// is): every increment becomes atomic before a second one can run it.
+    fn share_counters(&mut self, tid: Pid) {
         if self.shared {
             return;
         }
@@ -469,6 +469,7 @@ impl Engine {
                 eprintln!("== CALIPER: cali-run: cannot make the counters atomic in process {}: {e}", image.pid);
             }
         }
+        self.spread_counters(tid);
     }
 
     fn new_process(&mut self, parent: Pid, child: Pid, vfork: bool) {
