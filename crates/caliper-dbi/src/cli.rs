@@ -21,6 +21,11 @@ Measures an unmodified program by lazy dynamic instrumentation.
   -o, --output FILE      write the results as a .cali file (default: a text
                          report on standard error)
       --flow-data FILE   also write function and arc counts as flow data
+      --sample-event EVENT  sample on this event (with sample, which it
+                         implies): task-clock (the default), cpu-clock,
+                         cycles, instructions, ... or a raw PMU code r<hex>;
+                         an event that cannot be opened falls back to
+                         task-clock
   -i, --include PATTERNS instrument only these modules or functions
                          (comma-separated, `*` wildcards; repeatable)
   -x, --exclude PATTERNS never instrument these modules or functions
@@ -58,6 +63,7 @@ pub fn parse(args: Vec<OsString>) -> Result<Request, String> {
     let mut output = None;
     let mut flow_data = None;
     let mut pid = None;
+    let mut sample_event = None;
     let mut program: Vec<OsString> = Vec::new();
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
@@ -77,6 +83,13 @@ pub fn parse(args: Vec<OsString>) -> Result<Request, String> {
             "-c" | "--collect" => collect = Some(value("a list of collectors")?),
             "-o" | "--output" => output = Some(value("a file name")?),
             "--flow-data" => flow_data = Some(value("a file name")?),
+            "--sample-event" => {
+                let name = value("an event name")?;
+                let code = caliper_perf::event(&name).ok_or(format!(
+                    "unknown event `{name}` (a perf event name such as task-clock, cycles, instructions, or r<hex>)"
+                ))?;
+                sample_event = Some((name, code));
+            }
             "-i" | "--include" => config.filter.include.extend(patterns(&value("patterns")?)),
             "-x" | "--exclude" => config.filter.exclude.extend(patterns(&value("patterns")?)),
             "--follow" => set_follow(&mut config, &value("fork, exec or none")?)?,
@@ -102,7 +115,12 @@ pub fn parse(args: Vec<OsString>) -> Result<Request, String> {
             }
         }
     }
-    config.collect = collectors(collect.as_deref().unwrap_or("fcount"))?;
+    config.collect =
+        collectors(collect.as_deref().unwrap_or(if sample_event.is_some() { "sample" } else { "fcount" }))?;
+    if let Some(event) = sample_event {
+        config.collect.sample = true;
+        config.sample_event = event;
+    }
     let target = match (pid, program.is_empty()) {
         (Some(pid), true) => Target::Attach(pid),
         (Some(_), false) => return Err("give either --pid or a program, not both".into()),
@@ -267,6 +285,19 @@ mod tests {
         std::fs::write(&file, "application = \"gzip\"\ncolector = x\n").unwrap();
         let err = run(&["--control", file.to_str().unwrap()]).err().unwrap();
         assert!(err.ends_with("run.ctl:2:1: unknown key `colector`"), "{err}");
+    }
+
+    #[test]
+    fn a_sample_event_implies_sampling() {
+        let inv = run(&["--sample-event", "cycles", "ls"]).unwrap();
+        assert!(inv.config.collect.sample && !inv.config.collect.fcount);
+        assert_eq!(inv.config.sample_event.0, "cycles");
+        let inv = run(&["-c", "fcount", "--sample-event=r00c0", "ls"]).unwrap();
+        assert!(inv.config.collect.sample && inv.config.collect.fcount);
+        assert_eq!(inv.config.sample_event.1, caliper_perf::event("r00c0").unwrap());
+        assert_eq!(run(&["ls"]).unwrap().config.sample_event.0, "task-clock");
+        let err = run(&["--sample-event", "spoons", "ls"]).err().unwrap();
+        assert!(err.starts_with("unknown event `spoons`"), "{err}");
     }
 
     #[test]

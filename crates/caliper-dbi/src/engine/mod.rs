@@ -23,9 +23,10 @@ use crate::functions::{ArcTable, FunctionTable};
 use crate::image::{Image, Internal};
 use crate::launch;
 use crate::ptrace::{self, Pid, Status};
-use crate::sample::Sampler;
+use crate::sample::{Sampler, TASK_CLOCK_EVENT};
 pub use arcs::MAX_SITES;
 use arcs::SiteList;
+use caliper_perf::EventCode;
 use signals::install_signal_handlers;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::ffi::OsString;
@@ -72,7 +73,7 @@ impl Collect {
 }
 
 /// How to run the measurement.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Config {
     pub collect: Collect,
     pub filter: Filter,
@@ -93,6 +94,25 @@ pub struct Config {
     /// Start measuring only after this long (the program runs free until
     /// then: no probes, but processes and threads are followed).
     pub start: Option<Duration>,
+    /// The event `sample` samples on, with its name (by default the
+    /// threads' CPU time, `task-clock`).
+    pub sample_event: (String, EventCode),
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            collect: Collect::default(),
+            filter: Filter::default(),
+            follow_fork: false,
+            follow_exec: false,
+            exec_programs: Vec::new(),
+            breakpoints_only: false,
+            duration: None,
+            start: None,
+            sample_event: ("task-clock".to_string(), TASK_CLOCK_EVENT),
+        }
+    }
 }
 
 /// What is measured.
@@ -358,7 +378,16 @@ impl Engine {
         if !self.config.collect.sample {
             return;
         }
-        match Sampler::open(self.main, SAMPLES_PER_SECOND) {
+        let (name, event) = &self.config.sample_event;
+        let opened = Sampler::open(self.main, *event, SAMPLES_PER_SECOND).or_else(|e| {
+            if *event == TASK_CLOCK_EVENT {
+                return Err(e);
+            }
+            let why = caliper_perf::why_refused(*event, &e);
+            eprintln!("== CALIPER: cali-run: cannot sample on {name} ({why}); sampling on task-clock instead");
+            Sampler::open(self.main, TASK_CLOCK_EVENT, SAMPLES_PER_SECOND)
+        });
+        match opened {
             Ok(sampler) => self.sampler = Some(sampler),
             Err(e) => eprintln!("== CALIPER: cali-run: cannot sample process {}: {e}", self.main),
         }
