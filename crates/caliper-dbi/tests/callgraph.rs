@@ -6,7 +6,7 @@
 
 mod common;
 
-use caliper_data::{MetadataDb, Variant};
+use caliper_data::Variant;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -20,15 +20,12 @@ struct GraphRow {
 
 /// The call-graph records of a `.cali` result, by their path (root first).
 fn read_graph(file: &Path) -> HashMap<Vec<String>, GraphRow> {
-    let data = std::fs::read(file).unwrap();
-    let mut db = MetadataDb::new();
-    let records = caliper_data::cali::read_records(&mut db, "callgraph", &data).unwrap();
     let mut rows = HashMap::new();
-    for r in &records {
+    for record in common::expanded_records(file) {
         let mut path = Vec::new();
         let mut row = GraphRow { calls: 0, inclusive: -1.0, cycle: None };
-        for (attr, value) in db.expand(r) {
-            match (db.attribute(attr).unwrap().name(), value) {
+        for (name, value) in record {
+            match (name.as_str(), value) {
                 ("dbi.callgraph", Variant::Str(s)) => path.push(s.to_string()),
                 ("dbi.calls", Variant::Uint(n)) => row.calls = n,
                 ("dbi.calls.inclusive", Variant::Double(x)) => row.inclusive = x,

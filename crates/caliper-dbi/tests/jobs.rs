@@ -7,7 +7,7 @@ mod common;
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
-use std::process::{Child, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStdout, Stdio};
 use std::time::{Duration, Instant};
 
 fn build(dir: &Path, name: &str) {
@@ -18,17 +18,8 @@ fn build(dir: &Path, name: &str) {
 /// Starts cali-run with `options` on `program args` in `dir`, its output
 /// piped; the tool and the first line the program printed.
 fn start(dir: &Path, options: &[&str], program: &str, args: &[&str]) -> (Child, BufReader<ChildStdout>, String) {
-    let mut tool = common::cali_run()
-        .current_dir(dir)
-        .args(options)
-        .arg("--")
-        .arg(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut tool =
+        common::command_in(dir, options, program, args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     let mut out = BufReader::new(tool.stdout.take().unwrap());
     let mut line = String::new();
     out.read_line(&mut line).unwrap();
@@ -136,10 +127,8 @@ fn a_panic_of_the_tool_leaves_the_program_unharmed() {
     let dir = tempfile::tempdir().unwrap();
     build(dir.path(), "callgraph");
     for hit in ["1", "5", "9"] {
-        let output = Command::new(env!("CARGO_BIN_EXE_cali-run"))
-            .current_dir(dir.path())
+        let output = common::command_in(dir.path(), &["-c", "fcount,arcs", "-i", "callgraph"], "./callgraph", &[])
             .env("CALI_RUN_DEBUG_PANIC_AT_HIT", hit)
-            .args(["-c", "fcount,arcs", "-i", "callgraph", "--", "./callgraph"])
             .output()
             .unwrap();
         let stderr = String::from_utf8_lossy(&output.stderr);
@@ -147,10 +136,9 @@ fn a_panic_of_the_tool_leaves_the_program_unharmed() {
         assert!(stderr.contains("== CALIPER: cali-run: internal error"), "{stderr}");
     }
     // With threads, a fork and a dlopen.
-    let output = Command::new(env!("CARGO_BIN_EXE_cali-run"))
-        .current_dir(common::counts_dir())
+    let options = ["-c", "fcount,arcs", "-i", "counts,libshared.so,libplugin.so"];
+    let output = common::command_in(common::counts_dir(), &options, "./counts", &[])
         .env("CALI_RUN_DEBUG_PANIC_AT_HIT", "12")
-        .args(["-c", "fcount,arcs", "-i", "counts,libshared.so,libplugin.so", "--", "./counts"])
         .output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&output.stdout), "child exit 5\ndone\n");

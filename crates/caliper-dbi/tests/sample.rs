@@ -25,16 +25,13 @@ fn sample_spin(dir: &Path, options: &[&str]) -> (Output, PathBuf) {
 
 /// The sampled stacks as "outermost;...;innermost" with their counts.
 fn stacks(file: &Path) -> Vec<(String, u64)> {
-    use caliper_data::{MetadataDb, Variant};
-    let data = std::fs::read(file).unwrap();
-    let mut db = MetadataDb::new();
-    let records = caliper_data::cali::read_records(&mut db, "spin", &data).unwrap();
+    use caliper_data::Variant;
     let mut stacks = Vec::new();
-    for r in &records {
+    for record in common::expanded_records(file) {
         let mut frames = Vec::new();
         let mut count = 0;
-        for (attr, value) in db.expand(r) {
-            match (db.attribute(attr).unwrap().name(), value) {
+        for (name, value) in record {
+            match (name.as_str(), value) {
                 ("dbi.frame", Variant::Str(f)) => frames.push(f.to_string()),
                 ("dbi.samples", Variant::Uint(n)) => count = n,
                 _ => {}
@@ -57,20 +54,14 @@ fn assert_spin_sampled(stacks: &[(String, u64)]) {
 }
 
 #[test]
-fn samples_name_the_call_stack_of_a_busy_function() {
+fn samples_name_the_call_stack_of_a_busy_function_on_either_clock() {
     let dir = tempfile::tempdir().unwrap();
     build_spin(dir.path());
-    let (_, file) = sample_spin(dir.path(), &["-c", "sample"]);
-    assert_spin_sampled(&stacks(&file));
-}
-
-#[test]
-fn another_software_clock_samples_as_well() {
-    let dir = tempfile::tempdir().unwrap();
-    build_spin(dir.path());
-    let (output, file) = sample_spin(dir.path(), &["--sample-event", "cpu-clock"]);
-    assert!(!String::from_utf8_lossy(&output.stderr).contains("== CALIPER"), "no fallback");
-    assert_spin_sampled(&stacks(&file));
+    for options in [&["-c", "sample"][..], &["--sample-event", "cpu-clock"]] {
+        let (output, file) = sample_spin(dir.path(), options);
+        assert!(!String::from_utf8_lossy(&output.stderr).contains("== CALIPER"), "no fallback");
+        assert_spin_sampled(&stacks(&file));
+    }
 }
 
 #[test]

@@ -59,17 +59,28 @@ pub fn counts_dir() -> &'static Path {
     .path()
 }
 
+/// cali-run with `options` on `program args` in `dir`, stdin closed.
+pub fn command_in(dir: &Path, options: &[&str], program: &str, args: &[&str]) -> Command {
+    let mut command = cali_run();
+    command.current_dir(dir).args(options).arg("--").arg(program).args(args).stdin(Stdio::null());
+    command
+}
+
 /// Runs cali-run with `options` on `program args` in `dir`, stdin closed.
 pub fn run_in(dir: &Path, options: &[&str], program: &str, args: &[&str]) -> Output {
-    cali_run()
-        .current_dir(dir)
-        .args(options)
-        .arg("--")
-        .arg(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("cali-run runs")
+    command_in(dir, options, program, args).output().expect("cali-run runs")
+}
+
+/// The records of a `.cali` file, each as (attribute name, value) pairs,
+/// context paths root first.
+pub fn expanded_records(path: &Path) -> Vec<Vec<(String, Variant)>> {
+    let data = std::fs::read(path).expect("result written");
+    let mut db = MetadataDb::new();
+    let records = read_records(&mut db, "result", &data).expect("valid .cali");
+    records
+        .iter()
+        .map(|r| db.expand(r).into_iter().map(|(a, v)| (db.attribute(a).unwrap().name().to_string(), v)).collect())
+        .collect()
 }
 
 /// One function's record of a `.cali` result.
