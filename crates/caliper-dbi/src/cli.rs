@@ -3,6 +3,7 @@
 
 use crate::control::{self, Control};
 use crate::engine::{Collect, Config, Target};
+use caliper_perf::EventCode;
 use std::ffi::OsString;
 use std::time::Duration;
 
@@ -83,13 +84,7 @@ pub fn parse(args: Vec<OsString>) -> Result<Request, String> {
             "-c" | "--collect" => collect = Some(value("a list of collectors")?),
             "-o" | "--output" => output = Some(value("a file name")?),
             "--flow-data" => flow_data = Some(value("a file name")?),
-            "--sample-event" => {
-                let name = value("an event name")?;
-                let code = caliper_perf::event(&name).ok_or(format!(
-                    "unknown event `{name}` (a perf event name such as task-clock, cycles, instructions, or r<hex>)"
-                ))?;
-                sample_event = Some((name, code));
-            }
+            "--sample-event" => sample_event = Some(event(value("an event name")?)?),
             "-i" | "--include" => config.filter.include.extend(patterns(&value("patterns")?)),
             "-x" | "--exclude" => config.filter.exclude.extend(patterns(&value("patterns")?)),
             "--follow" => set_follow(&mut config, &value("fork, exec or none")?)?,
@@ -106,6 +101,9 @@ pub fn parse(args: Vec<OsString>) -> Result<Request, String> {
                 let control = control::parse(&file, &text).map_err(|e| e.to_string())?;
                 let outputs = Outputs { cali: &mut output, flow_data: &mut flow_data };
                 apply_control(&control, &mut config, &mut collect, outputs, &mut program)?;
+                if let Some(name) = &control.sample_event {
+                    sample_event = Some(event(name.clone())?);
+                }
             }
             "--" => program.extend(args.by_ref()),
             _ if name.starts_with('-') && program.is_empty() => return Err(format!("unknown option `{name}`")),
@@ -168,6 +166,16 @@ fn apply_control(
         config.start = Some(Duration::try_from_secs_f64(s).map_err(|_| format!("start {s} is out of range"))?);
     }
     Ok(())
+}
+
+/// The event called `name`, with its name, for `sample`.
+fn event(name: String) -> Result<(String, EventCode), String> {
+    match caliper_perf::event(&name) {
+        Some(code) => Ok((name, code)),
+        None => Err(format!(
+            "unknown event `{name}` (a perf event name such as task-clock, cycles, instructions, or r<hex>)"
+        )),
+    }
 }
 
 fn patterns(value: &str) -> Vec<String> {
@@ -282,6 +290,9 @@ mod tests {
         assert_eq!(inv.output, None);
         let Target::Launch { program, args } = inv.target else { panic!("a launch") };
         assert_eq!((program.to_str(), args.len()), (Some("gzip"), 2));
+        std::fs::write(&file, "application = \"gzip\"\nsample_event = cpu-clock\n").unwrap();
+        let inv = run(&["--control", file.to_str().unwrap()]).unwrap();
+        assert!(inv.config.collect.sample && inv.config.sample_event.0 == "cpu-clock");
         std::fs::write(&file, "application = \"gzip\"\ncolector = x\n").unwrap();
         let err = run(&["--control", file.to_str().unwrap()]).err().unwrap();
         assert!(err.ends_with("run.ctl:2:1: unknown key `colector`"), "{err}");
