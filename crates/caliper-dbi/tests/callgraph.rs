@@ -8,7 +8,7 @@ mod common;
 
 use caliper_data::Variant;
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// One node of the call graph's tree.
 #[derive(Debug, Clone, PartialEq)]
@@ -48,16 +48,10 @@ fn row<'a>(rows: &'a HashMap<Vec<String>, GraphRow>, tail: &[&str]) -> &'a Graph
     found[0]
 }
 
-fn build_callgraph(dir: &Path) -> PathBuf {
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/callgraph.c");
-    common::gcc(dir, &["-O2", "-o", "callgraph", source.to_str().unwrap()]);
-    dir.join("callgraph")
-}
-
 #[test]
 fn self_and_inclusive_calls_are_exact_and_the_cycle_is_one_node() {
     let dir = tempfile::tempdir().unwrap();
-    build_callgraph(dir.path());
+    common::build(dir.path(), "callgraph", &[]);
     let file = dir.path().join("cg.cali");
     let output = common::run_in(
         dir.path(),
@@ -105,7 +99,7 @@ fn self_and_inclusive_calls_are_exact_and_the_cycle_is_one_node() {
 #[test]
 fn the_text_report_lists_callers_and_callees() {
     let dir = tempfile::tempdir().unwrap();
-    build_callgraph(dir.path());
+    common::build(dir.path(), "callgraph", &[]);
     let output = common::run_in(dir.path(), &["-c", "call_graph", "-i", "callgraph"], "./callgraph", &[]);
     assert_eq!(output.status.code(), Some(7));
     let report = String::from_utf8_lossy(&output.stderr);

@@ -33,8 +33,7 @@ fn caliper_reader_and_hatchet_read_the_counts() {
 #[test]
 fn hatchet_reads_the_call_graph() {
     let out = tempfile::tempdir().unwrap();
-    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/callgraph.c");
-    common::gcc(out.path(), &["-O2", "-o", "callgraph", source.to_str().unwrap()]);
+    common::build(out.path(), "callgraph", &[]);
     let file = out.path().join("cg.cali");
     let options = ["-c", "callgraph", "-i", "callgraph", "-o", file.to_str().unwrap()];
     let output = common::run_in(out.path(), &options, "./callgraph", &[]);

@@ -10,11 +10,6 @@ use std::path::Path;
 use std::process::{Child, ChildStdout, Stdio};
 use std::time::{Duration, Instant};
 
-fn build(dir: &Path, name: &str) {
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/c/{name}.c"));
-    common::gcc(dir, &["-O2", "-o", name, source.to_str().unwrap()]);
-}
-
 /// Starts cali-run with `options` on `program args` in `dir`, its output
 /// piped; the tool and the first line the program printed.
 fn start(dir: &Path, options: &[&str], program: &str, args: &[&str]) -> (Child, BufReader<ChildStdout>, String) {
@@ -62,7 +57,7 @@ fn signal(pid: u32, sig: i32) {
 #[test]
 fn a_stop_signal_stops_the_program_until_sigcont() {
     let dir = tempfile::tempdir().unwrap();
-    build(dir.path(), "stops");
+    common::build(dir.path(), "stops", &[]);
     for how in ["STOP", "TSTP"] {
         let file = dir.path().join("stops.cali");
         let (mut tool, mut out, first) =
@@ -85,7 +80,7 @@ fn a_stop_signal_stops_the_program_until_sigcont() {
 #[test]
 fn a_stop_signal_sent_to_the_tool_stops_the_program_and_the_tool() {
     let dir = tempfile::tempdir().unwrap();
-    build(dir.path(), "attach");
+    common::build(dir.path(), "attach", &[]);
     let (mut tool, mut out, first) = start(dir.path(), &["-i", "attach", "-o", "/dev/null"], "./attach", &["2"]);
     assert_eq!(first, "ready\n");
     let program = child_of(tool.id());
@@ -106,7 +101,7 @@ fn a_stop_signal_sent_to_the_tool_stops_the_program_and_the_tool() {
 #[test]
 fn sigterm_to_the_tool_lets_the_program_finish_unharmed() {
     let dir = tempfile::tempdir().unwrap();
-    build(dir.path(), "attach");
+    common::build(dir.path(), "attach", &[]);
     let file = dir.path().join("term.cali");
     let (tool, mut out, first) =
         start(dir.path(), &["-c", "fcount", "-i", "attach", "-o", file.to_str().unwrap()], "./attach", &["2"]);
@@ -125,7 +120,7 @@ fn sigterm_to_the_tool_lets_the_program_finish_unharmed() {
 #[test]
 fn a_panic_of_the_tool_leaves_the_program_unharmed() {
     let dir = tempfile::tempdir().unwrap();
-    build(dir.path(), "callgraph");
+    common::build(dir.path(), "callgraph", &[]);
     for hit in ["1", "5", "9"] {
         let output = common::command_in(dir.path(), &["-c", "fcount,arcs", "-i", "callgraph"], "./callgraph", &[])
             .env("CALI_RUN_DEBUG_PANIC_AT_HIT", hit)

@@ -6,12 +6,6 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-/// Builds spin.c (with frame pointers) in `dir`.
-fn build_spin(dir: &Path) {
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/spin.c");
-    common::gcc(dir, &["-O2", "-fno-omit-frame-pointer", "-o", "spin", source.to_str().unwrap()]);
-}
-
 /// Runs spin under cali-run with `options`; its output and result file.
 fn sample_spin(dir: &Path, options: &[&str]) -> (Output, PathBuf) {
     let file = dir.join("spin.cali");
@@ -56,7 +50,7 @@ fn assert_spin_sampled(stacks: &[(String, u64)]) {
 #[test]
 fn samples_name_the_call_stack_of_a_busy_function_on_either_clock() {
     let dir = tempfile::tempdir().unwrap();
-    build_spin(dir.path());
+    common::build(dir.path(), "spin", &["-fno-omit-frame-pointer"]);
     for options in [&["-c", "sample"][..], &["--sample-event", "cpu-clock"]] {
         let (output, file) = sample_spin(dir.path(), options);
         assert!(!String::from_utf8_lossy(&output.stderr).contains("== CALIPER"), "no fallback");
@@ -67,7 +61,7 @@ fn samples_name_the_call_stack_of_a_busy_function_on_either_clock() {
 #[test]
 fn a_hardware_event_samples_or_falls_back_to_cpu_time() {
     let dir = tempfile::tempdir().unwrap();
-    build_spin(dir.path());
+    common::build(dir.path(), "spin", &["-fno-omit-frame-pointer"]);
     let (output, file) = sample_spin(dir.path(), &["--sample-event", "cycles"]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     let fallback = "== CALIPER: cali-run: cannot sample on cycles (";

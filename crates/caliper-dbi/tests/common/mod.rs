@@ -29,6 +29,16 @@ pub fn gcc(dir: &Path, args: &[&str]) {
     assert!(status.success(), "gcc {args:?} failed");
 }
 
+/// Builds the test program `tests/c/NAME.c` with -O2 and `flags` into
+/// `dir/NAME`.
+pub fn build(dir: &Path, name: &str, flags: &[&str]) {
+    let source = source(&format!("{name}.c"));
+    let mut args = vec!["-O2"];
+    args.extend(flags);
+    args.extend(["-o", name, source.to_str().unwrap()]);
+    gcc(dir, &args);
+}
+
 /// The directory holding `counts` (linked with `libshared.so`) and
 /// `libplugin.so`, built once per test binary with -O2.
 pub fn counts_dir() -> &'static Path {
