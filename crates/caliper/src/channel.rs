@@ -548,8 +548,10 @@ mod tests {
         let iteration = attr("test.fused.iteration", AttrType::Int, Properties::ASVALUE);
         let unaligned = attr("test.fused.unaligned", AttrType::String, Properties::UNALIGNED);
         let s = ValueKey::string;
-        // Records of other tests' threads are left out.
-        let mine = |record: &Record| {
+        // Whether a record is in one of the test's regions (a record in
+        // none has the process context only: a begin on an empty stack
+        // without snapshot info).
+        let in_region = |record: &Record| {
             record.refs().any(|node| {
                 let mut path = Vec::new();
                 cali.tree.path_to(node, &mut path);
@@ -619,17 +621,17 @@ mod tests {
             let mut records = [Vec::new(), Vec::new()];
             for (channel, out) in [&fused, &generic].into_iter().zip(&mut records) {
                 cali.set_channel_active(channel, false);
-                cali.flush(channel, &mut |r| {
-                    if mine(r) {
-                        out.push(r.clone());
-                    }
-                });
+                cali.flush(channel, &mut |r| out.push(r.clone()));
             }
             // Without event nodes the snapshots of one context aggregate
             // into one record: fewer records.
             let least = if info == "true" { 10 } else { 5 };
             assert!(records[0].len() > least, "{services}: {} records", records[0].len());
             assert_eq!(records[0], records[1], "{services}");
+            // Without event nodes, "a" begins on an empty stack: a record
+            // of the process context only.
+            let outside = records[0].iter().any(|r| !in_region(r));
+            assert_eq!(outside, info == "false", "{services}");
             if measured {
                 // The advances reach the records: 3 * 5 + (1 + 2 + 3) in all.
                 let delta = cali.find_attribute("measurement.a").expect("template attribute").id();

@@ -232,8 +232,9 @@ pub struct RegionSnapshot<'a> {
     /// context's nodes.
     pub context: &'a [Id],
     /// The event node; in a channel without snapshot info, the region
-    /// stack's node before the update.
-    pub event: Id,
+    /// stack's node before the update, none for a begin on an empty
+    /// stack (the snapshot then has the context only).
+    pub event: Option<Id>,
     /// `region.count`, on an end.
     pub count: Option<Id>,
     /// The timer's values, if the channel has a timer.
@@ -243,13 +244,18 @@ pub struct RegionSnapshot<'a> {
 }
 
 impl RegionSnapshot<'_> {
+    /// The snapshot's nodes: the context's, then the event node.
+    #[inline]
+    pub fn nodes(&self) -> impl Iterator<Item = Id> + '_ {
+        self.context.iter().copied().chain(self.event)
+    }
+
     /// Replaces `snapshot`'s entries with this snapshot's, as the generic
     /// pipeline would have built them: the context nodes, the event node,
     /// `region.count`, the timer's values, then the other measurements.
     pub fn write_to(&self, snapshot: &mut Snapshot) {
         snapshot.clear();
-        snapshot.nodes.extend_from_slice(self.context);
-        snapshot.nodes.push(self.event);
+        snapshot.nodes.extend(self.nodes());
         if let Some(count) = self.count {
             snapshot.push_value(count, ValueKey::uint(1));
         }

@@ -61,27 +61,25 @@ impl Channel {
             false => t.blackboard.unaligned.node(cali.tree(), &mut t.cache),
         };
         let regions = &mut t.blackboard.regions;
+        let entry = StackEntry { attr, value };
         let event = match self.events.as_ref().is_some_and(|e| e.snapshot_info) {
             true => {
-                let entry = StackEntry { attr, value };
                 let info = |ct: &mut ChannelThread| ct.event_attribute(cali, self, attr.id(), kind);
                 // An end's entry is on top: the end has checked it.
                 let on_top = true;
                 match ct.event_node(cali.tree(), &mut t.cache, regions, kind, info, entry, on_top) {
-                    Some(event) => event,
+                    Some(event) => Some(event),
                     None => return true,
                 }
             }
             // Without snapshot info the snapshot's node is the region
             // stack's, before the begin or the end changes it; a begin on
-            // an empty stack has none, and goes the generic way.
+            // an empty stack has none.
             false => {
-                if ct.event_attribute(cali, self, attr.id(), kind).is_none() {
-                    return true;
-                }
-                match regions.node(cali.tree(), &mut t.cache) {
+                let triggers = |ct: &mut ChannelThread| ct.event_attribute(cali, self, attr.id(), kind).is_some();
+                match ct.region_node(cali.tree(), &mut t.cache, regions, kind, triggers, entry) {
                     Some(node) => node,
-                    None => return false,
+                    None => return true,
                 }
             }
         };
