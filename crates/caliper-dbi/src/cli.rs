@@ -164,7 +164,8 @@ fn seconds(value: &str) -> Result<Duration, String> {
         .ok_or(format!("`{value}` is not a number of seconds"))
 }
 
-fn set_follow(config: &mut Config, value: &str) -> Result<(), String> {
+/// Sets what `config` follows from a `--follow` list.
+pub fn set_follow(config: &mut Config, value: &str) -> Result<(), String> {
     config.follow_fork = false;
     config.follow_exec = false;
     config.exec_programs.clear();
