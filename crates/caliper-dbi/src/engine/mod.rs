@@ -623,7 +623,9 @@ impl Engine {
         // A group stop (no signal information) is resumed: the program is
         // not stopped by job control while measured.
         let deliver = if ptrace::signal_info(tid).is_ok() { sig } else { 0 };
-        if deliver != 0 {
+        // SIGSTOP is not reported: the engine's own stops end up here, and
+        // the program is not stopped by it while measured anyway.
+        if deliver != 0 && deliver != libc::SIGSTOP {
             let pid = self.threads.get(&tid).map_or(tid, |t| t.pid);
             self.notify(Event::Signal { pid, tid, signal: deliver });
         }
