@@ -248,6 +248,7 @@ mod tests {
         match parse(args.iter().map(OsString::from).collect())? {
             Request::Run(inv) => Ok(*inv),
             Request::Help => Err("help".into()),
+            Request::Script(_) => Err("script".into()),
         }
     }
 
@@ -301,10 +302,9 @@ mod tests {
 
     #[test]
     fn runs_a_script_with_the_program_as_its_arguments() {
-        let parse_script = |args: &[&str]| match parse(args.iter().map(OsString::from).collect()) {
-            Ok(Request::Script(script)) => Ok(script),
-            Ok(_) => Err("not a script".to_string()),
-            Err(e) => Err(e),
+        let parse_script = |args: &[&str]| match parse(args.iter().map(OsString::from).collect())? {
+            Request::Script(script) => Ok(script),
+            _ => Err("not a script".to_string()),
         };
         let script = parse_script(&["--script", "arcs.py", "--", "./a.out", "-v"]).unwrap();
         assert_eq!(script.file, std::path::Path::new("arcs.py"));

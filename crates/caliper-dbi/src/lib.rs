@@ -32,5 +32,5 @@ pub mod memory;
 pub mod ptrace;
 pub mod relocate;
 pub mod results;
-pub mod script;
 pub mod sample;
+pub mod script;

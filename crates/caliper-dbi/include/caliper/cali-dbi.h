@@ -19,7 +19,9 @@
  * Every call returns CALI_DBI_OK or a negative error code, with a one-line
  * message in cali_dbi_last_error(); none panics into the caller. The run
  * and its callbacks happen on the calling thread (ptrace ties a traced
- * program to the thread that started it). */
+ * program to the thread that started it), one run at a time in a process
+ * (the engine waits for any child of the process: CALI_DBI_ESTATE if
+ * another run is in progress). */
 #ifndef CALI_DBI_H
 #define CALI_DBI_H
 
@@ -34,7 +36,7 @@ extern "C" {
 #define CALI_DBI_EINVAL (-1)    /* bad argument: NULL, unknown name, bad pattern or value */
 #define CALI_DBI_ESTART (-2)    /* the program cannot start, or the process be attached to */
 #define CALI_DBI_EIO (-3)       /* a file cannot be written */
-#define CALI_DBI_ESTATE (-4)    /* configured after the run, or run twice */
+#define CALI_DBI_ESTATE (-4)    /* configured after the run, run twice, or while another runs */
 #define CALI_DBI_EINTERNAL (-5) /* an internal error, caught */
 
 #define CALI_DBI_EVENT_EXIT 1         /* a traced process ended */
@@ -98,6 +100,7 @@ int cali_dbi_follow(cali_dbi_process *process, const char *what); /* fork,exec,e
 int cali_dbi_window(cali_dbi_process *process, double start_seconds, double duration_seconds);
 int cali_dbi_on_events(cali_dbi_process *process, cali_dbi_callback callback, void *user, unsigned timer_ms);
 
+/* Measures to the end (fcount if no collector was chosen). */
 int cali_dbi_run(cali_dbi_process *process, cali_dbi_results **results);
 /* In a callback: the results so far. */
 int cali_dbi_live_results(const cali_dbi_live *live, cali_dbi_results **results);

@@ -14,14 +14,15 @@ mod results;
 mod signals;
 
 use crate::cli;
-use crate::engine::{Action, Config, Engine, Event, Exit, Observer, Target};
+use crate::engine::{Action, Collect, Config, Engine, Event, Exit, Observer, Target};
 use std::cell::RefCell;
 use std::ffi::{CStr, CString, OsString, c_char, c_int, c_uint, c_void};
 use std::os::unix::ffi::OsStrExt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-pub use results::cali_dbi_results;
+pub use results::*;
 
 /// Success.
 pub const CALI_DBI_OK: c_int = 0;
@@ -365,7 +366,7 @@ pub unsafe extern "C" fn cali_dbi_on_events(
 }
 
 /// Starts (or attaches to) the process, measures it to the end (its exit,
-/// or a stop), and gives the results in `*results` (to free with
+/// or a stop) with the collectors chosen (`fcount` if none), and gives the results in `*results` (to free with
 /// `cali_dbi_results_free`). The callback is called on this thread.
 /// The tool's handlers of SIGINT, SIGQUIT, SIGTERM, SIGHUP and SIGALRM
 /// are the engine's during the run and restored after it.
@@ -380,9 +381,13 @@ pub unsafe extern "C" fn cali_dbi_run(process: *mut cali_dbi_process, results: *
         // SAFETY: per the caller.
         let results = unsafe { object(results, "the results pointer") }?;
         process.config()?;
+        let _only_run = OnlyRun::claim()?;
         let target = process.target.take().expect("checked by config()");
-        let collect = process.config.collect;
-        let config = std::mem::take(&mut process.config);
+        let mut config = std::mem::take(&mut process.config);
+        if config.collect == Collect::default() {
+            config.collect.fcount = true;
+        }
+        let collect = config.collect;
         let saved = signals::Saved::now();
         let mut engine = Engine::start(config, target).map_err(|e| Error(CALI_DBI_ESTART, e.to_string()))?;
         if let Some((callback, user)) = process.callback {
@@ -394,6 +399,28 @@ pub unsafe extern "C" fn cali_dbi_run(process: *mut cali_dbi_process, results: *
         *results = cali_dbi_results::new(outcome, collect);
         Ok(())
     })
+}
+
+/// Whether a run is in progress in this process.
+static RUNNING: AtomicBool = AtomicBool::new(false);
+
+/// The claim of the one run a process may have at a time: the engine
+/// waits for any child of the process and owns the tool's signals.
+struct OnlyRun;
+
+impl OnlyRun {
+    fn claim() -> Result<OnlyRun, Error> {
+        match RUNNING.swap(true, Ordering::Acquire) {
+            false => Ok(OnlyRun),
+            true => Err(Error(CALI_DBI_ESTATE, "another run is in progress in this process (one at a time)".into())),
+        }
+    }
+}
+
+impl Drop for OnlyRun {
+    fn drop(&mut self) {
+        RUNNING.store(false, Ordering::Release);
+    }
 }
 
 /// The results so far, during a callback (to free with

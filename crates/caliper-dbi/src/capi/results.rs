@@ -206,7 +206,11 @@ pub unsafe extern "C" fn cali_dbi_results_function(
 /// # Safety
 /// `results` NULL or live; `out` NULL or writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cali_dbi_results_arc(results: *mut cali_dbi_results, i: usize, out: *mut cali_dbi_arc) -> c_int {
+pub unsafe extern "C" fn cali_dbi_results_arc(
+    results: *mut cali_dbi_results,
+    i: usize,
+    out: *mut cali_dbi_arc,
+) -> c_int {
     guard("cali_dbi_results_arc", || {
         // SAFETY: per the caller.
         let (results, out) = unsafe { (object(results, "the results")?, object(out, "out")?) };
@@ -268,8 +272,9 @@ pub unsafe extern "C" fn cali_dbi_results_write(
         let collect = match collectors.is_null() {
             true => results.collect,
             // SAFETY: per the caller.
-            false => cli::collectors(&unsafe { text(collectors, "the collectors") }?.to_string_lossy())
-                .map_err(invalid)?,
+            false => {
+                cli::collectors(&unsafe { text(collectors, "the collectors") }?.to_string_lossy()).map_err(invalid)?
+            }
         };
         let path = path.to_string_lossy();
         let format = match format.to_bytes() {

@@ -92,7 +92,8 @@ impl PeriodicTimer {
                 libc::sigaction(signal, &previous, std::ptr::null_mut());
                 return Err(error);
             }
-            let every = libc::timespec { tv_sec: period.as_secs() as libc::time_t, tv_nsec: period.subsec_nanos() as _ };
+            let every =
+                libc::timespec { tv_sec: period.as_secs() as libc::time_t, tv_nsec: period.subsec_nanos() as _ };
             let spec = libc::itimerspec { it_interval: every, it_value: every };
             libc::timer_settime(id, 0, &spec, std::ptr::null_mut());
             Ok(PeriodicTimer { id, signal, previous })
@@ -154,7 +155,7 @@ impl Engine {
     /// Tells the observer of each library in `paths`, loaded by `pid`.
     pub(super) fn notify_loads(&mut self, pid: Pid, paths: &[std::sync::Arc<str>]) {
         for path in paths {
-            self.notify(Event::LibraryLoad { pid, path: &**path });
+            self.notify(Event::LibraryLoad { pid, path });
         }
     }
 
