@@ -96,6 +96,8 @@ void cali_dbi_process_free(cali_dbi_process *process);
 int cali_dbi_collect(cali_dbi_process *process, const char *collectors); /* coverage,fcount,arcs,sample */
 int cali_dbi_include(cali_dbi_process *process, const char *pattern);    /* module or function, '*' */
 int cali_dbi_exclude(cali_dbi_process *process, const char *pattern);
+/* Only functions whose entry (address in the file) is in [low, high) of a matching module. */
+int cali_dbi_address_range(cali_dbi_process *process, const char *module, uint64_t low, uint64_t high);
 int cali_dbi_follow(cali_dbi_process *process, const char *what); /* fork,exec,exec=PROGRAM or none */
 int cali_dbi_window(cali_dbi_process *process, double start_seconds, double duration_seconds);
 int cali_dbi_on_events(cali_dbi_process *process, cali_dbi_callback callback, void *user, unsigned timer_ms);

@@ -92,6 +92,18 @@ def test_exclude_and_function_patterns(in_programs):
     assert not names & {"hot", "shared_hot", "lib_fn", "plugin_fn"}
 
 
+def test_address_ranges_narrow_to_functions(in_programs):
+    proc, calls, _ = measure_counts(include=["counts"])
+    proc.run()
+    entries = {f.name: f.address for f in calls}
+    proc, calls, _ = measure_counts(addresses=[("counts", entries["hot"], entries["hot"] + 1),
+                                               ("count*", entries["fib"], entries["fib"] + 1)])
+    proc.run()
+    assert {(f.name, f.count) for f in calls} == {("hot", 1_000_003), ("fib", 1973)}
+    with pytest.raises(dbi.InvalidArgument, match="bad address range 0x20-0x10 of counts: empty"):
+        dbi.context(dbi.process(["./counts"]), addresses=[("counts", 0x20, 0x10)])
+
+
 def test_coverage_lists_uncalled_functions(in_programs):
     proc = dbi.process(["./counts"])
     cover = dbi.coverage(dbi.context(proc, include=["counts"]))

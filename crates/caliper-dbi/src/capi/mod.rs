@@ -15,6 +15,7 @@ mod signals;
 
 use crate::cli;
 use crate::engine::{Action, Collect, Config, Engine, Event, Exit, Observer, Target};
+use crate::filter::AddressRange;
 use std::cell::RefCell;
 use std::ffi::{CStr, CString, OsString, c_char, c_int, c_uint, c_void};
 use std::os::unix::ffi::OsStrExt;
@@ -295,6 +296,32 @@ pub unsafe extern "C" fn cali_dbi_exclude(process: *mut cali_dbi_process, patter
     unsafe {
         configure("cali_dbi_exclude", process, |config| {
             config.filter.exclude.push(self::pattern(text(pattern, "the pattern")?)?);
+            Ok(())
+        })
+    }
+}
+
+/// Instruments only functions whose entry (its address in the module
+/// file) is in `low..high` of a module matching `module` (file name or
+/// path, `*` wildcards), or in another range given so.
+///
+/// # Safety
+/// `process` is NULL or live; `module` NULL or NUL-terminated.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cali_dbi_address_range(
+    process: *mut cali_dbi_process,
+    module: *const c_char,
+    low: u64,
+    high: u64,
+) -> c_int {
+    // SAFETY: per the caller.
+    unsafe {
+        configure("cali_dbi_address_range", process, |config| {
+            let module = pattern(text(module, "the module pattern")?)?;
+            if low >= high {
+                return Err(invalid(format!("bad address range {low:#x}-{high:#x} of {module}: empty")));
+            }
+            config.filter.ranges.push(AddressRange { module, low, high });
             Ok(())
         })
     }

@@ -120,6 +120,7 @@ for _name, _args, _res in [
     ("cali_dbi_include", [_P, _S], ctypes.c_int),
     ("cali_dbi_exclude", [_P, _S], ctypes.c_int),
     ("cali_dbi_follow", [_P, _S], ctypes.c_int),
+    ("cali_dbi_address_range", [_P, _S, ctypes.c_uint64, ctypes.c_uint64], ctypes.c_int),
     ("cali_dbi_window", [_P, ctypes.c_double, ctypes.c_double], ctypes.c_int),
     ("cali_dbi_on_events", [_P, CALLBACK, _P, ctypes.c_uint], ctypes.c_int),
     ("cali_dbi_run", [_P, ctypes.POINTER(_P)], ctypes.c_int),

@@ -173,12 +173,16 @@ class process:
 class context:
     """What of a process is measured, and when: ``include`` and ``exclude``
     patterns (module file names or paths, or function names; ``*``
-    wildcards), ``start`` and ``duration`` in seconds, and ``follow``
+    wildcards), ``addresses`` (``(module pattern, low, high)`` tuples: only
+    functions whose entry, its address in the module file, is in
+    ``low <= address < high`` of a matching module), ``start`` and
+    ``duration`` in seconds, and ``follow``
     (``"fork"``, ``"exec"``, ``"exec=PROGRAM"``; both by default, an empty
     list for neither). A process has one context: the engine instruments
     one set of functions per run, which all its collectors share."""
 
-    def __init__(self, proc, include=(), exclude=(), start=None, duration=None, follow=("fork", "exec")):
+    def __init__(self, proc, include=(), exclude=(), addresses=(), start=None, duration=None,
+                 follow=("fork", "exec")):
         if not isinstance(proc, process):
             raise InvalidArgument("context: %r is not a caliper.dbi.process" % (proc,))
         if proc.context is not None:
@@ -189,12 +193,15 @@ class context:
             check(lib.cali_dbi_include(handle, encode(pattern)))
         for pattern in _patterns(exclude):
             check(lib.cali_dbi_exclude(handle, encode(pattern)))
+        for module, low, high in addresses:
+            check(lib.cali_dbi_address_range(handle, encode(module), low, high))
         follow = _patterns(follow)
         check(lib.cali_dbi_follow(handle, encode(",".join(follow) if follow else "none")))
         if start is not None or duration is not None:
             check(lib.cali_dbi_window(handle, float(start or 0), float(duration or 0)))
         self.process = proc
         self.include, self.exclude, self.follow = _patterns(include), _patterns(exclude), follow
+        self.addresses = list(addresses)
         self.start, self.duration = start, duration
         proc.context = self
 
