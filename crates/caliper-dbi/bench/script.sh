@@ -7,13 +7,7 @@
 #
 # Usage: crates/caliper-dbi/bench/script.sh [RUNS]   (from the workspace root)
 set -euo pipefail
-runs=${1:-3}
-here=$(cd "$(dirname "$0")" && pwd)
-cargo build --release -p caliper-dbi --quiet
-run=$PWD/target/release/cali-run
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cd "$work"
+source "$(dirname "$0")/setup.sh"
 
 cat >both.py <<'PY'
 import sys, caliper.dbi as dbi

@@ -15,23 +15,6 @@ from conftest import CRATE, cali_run, read_flow_data
 
 MODULES = ["counts", "libshared.so", "libplugin.so"]
 
-# (module file name, function, calls) as counts.c makes them.
-EXPECTED = [
-    ("counts", "main", 1),
-    ("counts", "hot", 1_000_003),
-    ("counts", "three", 3),
-    ("counts", "fib", 1973),
-    ("counts", "tail", 5),
-    ("counts", "leaf", 5),
-    ("counts", "pointed", 7),
-    ("counts", "dispatch", 16),
-    ("counts", "shared_hot", 10_000_001),
-    ("counts", "child_only", 2),
-    ("libshared.so", "lib_fn", 11),
-    ("libplugin.so", "plugin_fn", 13),
-]
-
-
 def measure_counts(**context):
     """Runs ./counts with fcount and arc_count; the process and collectors."""
     proc = dbi.process(["./counts"])
@@ -42,8 +25,12 @@ def measure_counts(**context):
 def test_counts_are_exact_and_the_same_as_cali_run(in_programs, tmp_path):
     proc, calls, arcs = measure_counts(include=MODULES)
     assert proc.run() == 3
-    for module, function, n in EXPECTED:
-        assert calls.count(function, module) == n, (module, function)
+    # Some of counts.c's known counts (tests/counts.rs checks them all
+    # under cali-run, whose counts these must equal below).
+    assert calls.count("hot", "counts") == 1_000_003
+    assert calls.count("fib") == 1973
+    assert calls.count("lib_fn", "libshared.so") == 11
+    assert calls.count("plugin_fn", "libplugin.so") == 13
     assert calls.count("never") == 0
     assert arcs.count("main", "hot") == 1_000_000
     assert arcs.count("thread_fn", "hot") == 3

@@ -15,7 +15,7 @@ mod signals;
 
 use crate::cli;
 use crate::engine::{Action, Collect, Config, Engine, Event, Exit, Observer, Target};
-use crate::filter::AddressRange;
+use crate::filter::{AddressRange, Filter};
 use std::cell::RefCell;
 use std::ffi::{CStr, CString, OsString, c_char, c_int, c_uint, c_void};
 use std::os::unix::ffi::OsStrExt;
@@ -270,6 +270,25 @@ fn pattern(text: &CStr) -> Result<String, Error> {
     Ok(pattern.to_string())
 }
 
+/// Adds `pattern` to the list of the filter that `list` picks.
+///
+/// # Safety
+/// `process` is NULL or live; `pattern` NULL or NUL-terminated.
+unsafe fn add_pattern(
+    entry: &str,
+    process: *mut cali_dbi_process,
+    pattern: *const c_char,
+    list: fn(&mut Filter) -> &mut Vec<String>,
+) -> c_int {
+    // SAFETY: per the caller.
+    unsafe {
+        configure(entry, process, |config| {
+            list(&mut config.filter).push(self::pattern(text(pattern, "the pattern")?)?);
+            Ok(())
+        })
+    }
+}
+
 /// Instruments only modules (file name or path) or functions matching
 /// one of the include patterns (`*` wildcards).
 ///
@@ -278,12 +297,7 @@ fn pattern(text: &CStr) -> Result<String, Error> {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cali_dbi_include(process: *mut cali_dbi_process, pattern: *const c_char) -> c_int {
     // SAFETY: per the caller.
-    unsafe {
-        configure("cali_dbi_include", process, |config| {
-            config.filter.include.push(self::pattern(text(pattern, "the pattern")?)?);
-            Ok(())
-        })
-    }
+    unsafe { add_pattern("cali_dbi_include", process, pattern, |f| &mut f.include) }
 }
 
 /// Never instruments modules or functions matching the pattern.
@@ -293,12 +307,7 @@ pub unsafe extern "C" fn cali_dbi_include(process: *mut cali_dbi_process, patter
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cali_dbi_exclude(process: *mut cali_dbi_process, pattern: *const c_char) -> c_int {
     // SAFETY: per the caller.
-    unsafe {
-        configure("cali_dbi_exclude", process, |config| {
-            config.filter.exclude.push(self::pattern(text(pattern, "the pattern")?)?);
-            Ok(())
-        })
-    }
+    unsafe { add_pattern("cali_dbi_exclude", process, pattern, |f| &mut f.exclude) }
 }
 
 /// Instruments only functions whose entry (its address in the module

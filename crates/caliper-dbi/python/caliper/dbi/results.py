@@ -43,22 +43,42 @@ def format_of(path, format=None):
 
 
 class Results:
-    """The engine's results, read once into Python lists; the C object is
-    kept for writing until :meth:`close`."""
+    """The engine's results: the exit at once, the functions, arcs and
+    stacks read into Python lists on first use (a script that only writes
+    a file never pays for them); the C object is kept until :meth:`close`."""
 
     def __init__(self, handle):
         self._handle = handle
         sizes = [ctypes.c_size_t() for _ in range(3)]
         lost = ctypes.c_uint64()
         check(lib.cali_dbi_results_sizes(handle, *[ctypes.byref(s) for s in sizes], ctypes.byref(lost)))
+        self._sizes = [s.value for s in sizes]
         self.samples_lost = lost.value
         status, signal = ctypes.c_int(), ctypes.c_int()
         check(lib.cali_dbi_results_exit(handle, ctypes.byref(status), ctypes.byref(signal)))
         self.status = status.value if status.value >= 0 else None
         self.signal = signal.value or None
-        self.functions = [self._function(i) for i in range(sizes[0].value)]
-        self.arcs = [self._arc(i) for i in range(sizes[1].value)]
-        self.stacks = [self._stack(i) for i in range(sizes[2].value)]
+        self._lists = {}
+
+    def _list(self, kind, read):
+        if kind not in self._lists:
+            self._lists[kind] = [read(i) for i in range(self._sizes[kind])]
+        return self._lists[kind]
+
+    @property
+    def functions(self):
+        """Every instrumented function, as :class:`FunctionCount`."""
+        return self._list(0, self._function)
+
+    @property
+    def arcs(self):
+        """Every arc, as :class:`ArcCount`."""
+        return self._list(1, self._arc)
+
+    @property
+    def stacks(self):
+        """Every sampled stack, as :class:`SampledStack`, most samples first."""
+        return self._list(2, self._stack)
 
     def _function(self, i):
         f = Function()
