@@ -30,6 +30,11 @@ measure() {
     /usr/bin/time -o times -f "%e %U %S" "$@" >/dev/null 2>/dev/null || true
     awk '{ printf "wall %.2f s, cpu %.2f s", $1, $2 + $3 }' times
 }
+echo "== /bin/true, fcount,arcs: the fixed cost of the script (python3 start, the package, the library)"
+for i in $(seq "$runs"); do
+    echo "cali-run:          $(measure "$run" -c fcount,arcs -o run.cali -- true)"
+    echo "cali-run --script: $(measure "$run" --script both.py -- true)"
+done
 echo "== gzip -6 -c of $(du -h text | cut -f1) text, fcount,arcs"
 for i in $(seq "$runs"); do
     echo "cali-run:          $(measure "$run" -c fcount,arcs -o run.cali -- gzip -6 -c text)"
