@@ -67,3 +67,20 @@ for i in $(seq "$runs"); do
     with=$("$run" --script signals.py callback)
     echo "without a callback: $without us, with on_signal: $with us, callback: $(echo "$with - $without" | bc -l) us"
 done
+cat >thunk.py <<'PY'
+import ctypes, signal, time, caliper.dbi as dbi
+from caliper.dbi import _lib
+proc = dbi.process(["true"])
+proc.on_signal(lambda sig, pid, tid: None)
+thunk = _lib.CALLBACK(proc._dispatch)
+event = _lib.Event(kind=_lib.EVENT_SIGNAL, pid=1, tid=1, status=-1, signal=signal.SIGUSR1)
+n = 200000
+start = time.perf_counter()
+for _ in range(n):
+    thunk(None, ctypes.byref(event), None)
+print("%.2f" % ((time.perf_counter() - start) * 1e6 / n))
+PY
+echo "== one on_signal callback called through its C function pointer from Python (both transitions: an upper bound)"
+for i in $(seq "$runs"); do
+    echo "$("$run" --script thunk.py) us"
+done
