@@ -1,5 +1,5 @@
 """Helpers of the caliper.dbi tests: the C test programs of caliper-dbi's
-Rust tests (built once per session with gcc), the engine library and
+Rust tests (built once per pytest run with gcc), the engine library and
 cali-run of a cargo build, and reading cali-run's flow data.
 
 ``scripts/test-all.sh`` installs the package into ``target/test-venv`` and
