@@ -3,6 +3,7 @@
 
 use crate::control::{self, Control};
 use crate::engine::{Collect, Config, Target};
+use crate::script::Script;
 use std::ffi::OsString;
 use std::time::Duration;
 
@@ -11,6 +12,7 @@ pub const USAGE: &str = "\
 usage: cali-run [OPTIONS] -- PROGRAM [ARGS...]
        cali-run [OPTIONS] --pid PID
        cali-run [OPTIONS] --control FILE
+       cali-run --script FILE.py [--] PROGRAM [ARGS...]
 
 Measures an unmodified program by lazy dynamic instrumentation.
 
@@ -31,6 +33,15 @@ Measures an unmodified program by lazy dynamic instrumentation.
       --breakpoints-only count every call at a breakpoint (no trampolines)
   -p, --pid PID          attach to a running process (until SIGINT)
       --control FILE     read the measurement from a control file
+      --script FILE.py   run a Python script that drives the engine with
+                         the caliper.dbi package (built in), with PROGRAM
+                         ARGS as its sys.argv[1:]; exits with its code.
+                         The first option, and the only one:
+                           import sys, caliper.dbi as dbi
+                           proc = dbi.process(sys.argv[1:])
+                           arcs = dbi.arc_count(dbi.context(proc))
+                           proc.run()
+                           arcs.write(\"flow.dat\")
   -h, --help             this text
 ";
 
@@ -48,6 +59,7 @@ pub struct Invocation {
 pub enum Request {
     Help,
     Run(Box<Invocation>),
+    Script(Script),
 }
 
 /// Parses the arguments after the program name. Errors are one line.
@@ -58,6 +70,9 @@ pub fn parse(args: Vec<OsString>) -> Result<Request, String> {
     let mut flow_data = None;
     let mut pid = None;
     let mut program: Vec<OsString> = Vec::new();
+    if let Some(script) = script(&args)? {
+        return Ok(Request::Script(script));
+    }
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
         let arg_text = arg.to_string_lossy().to_string();
@@ -93,6 +108,7 @@ pub fn parse(args: Vec<OsString>) -> Result<Request, String> {
                 let outputs = Outputs { cali: &mut output, flow_data: &mut flow_data };
                 apply_control(&control, &mut config, &mut collect, outputs, &mut program)?;
             }
+            "--script" => return Err("--script comes first, and alone: cali-run --script FILE.py [--] PROGRAM".into()),
             "--" => program.extend(args.by_ref()),
             _ if name.starts_with('-') && program.is_empty() => return Err(format!("unknown option `{name}`")),
             _ => {
@@ -109,6 +125,25 @@ pub fn parse(args: Vec<OsString>) -> Result<Request, String> {
         (None, false) => Target::Launch { program: program.remove(0), args: program },
     };
     Ok(Request::Run(Box::new(Invocation { config, target, output, flow_data })))
+}
+
+/// A script run (`--script FILE` first): the file and its arguments,
+/// without a leading `--`.
+fn script(args: &[OsString]) -> Result<Option<Script>, String> {
+    let Some(first) = args.first().map(|a| a.to_string_lossy()) else { return Ok(None) };
+    let (file, rest) = match first.strip_prefix("--script") {
+        Some("") => match args.get(1) {
+            Some(file) => (file.clone(), &args[2..]),
+            None => return Err("--script needs a file name".into()),
+        },
+        Some(inline) if inline.starts_with('=') => (OsString::from(&inline[1..]), &args[1..]),
+        _ => return Ok(None),
+    };
+    let rest = match rest.first() {
+        Some(dashes) if dashes == "--" => &rest[1..],
+        _ => rest,
+    };
+    Ok(Some(Script { file: file.into(), args: rest.to_vec() }))
 }
 
 /// Where the results go, as options or the control file set them.
@@ -164,7 +199,8 @@ fn seconds(value: &str) -> Result<Duration, String> {
         .ok_or(format!("`{value}` is not a number of seconds"))
 }
 
-fn set_follow(config: &mut Config, value: &str) -> Result<(), String> {
+/// Sets what `config` follows from a `--follow` list.
+pub fn set_follow(config: &mut Config, value: &str) -> Result<(), String> {
     config.follow_fork = false;
     config.follow_exec = false;
     config.exec_programs.clear();
@@ -212,6 +248,7 @@ mod tests {
         match parse(args.iter().map(OsString::from).collect())? {
             Request::Run(inv) => Ok(*inv),
             Request::Help => Err("help".into()),
+            Request::Script(_) => Err("script".into()),
         }
     }
 
@@ -261,6 +298,21 @@ mod tests {
         std::fs::write(&file, "application = \"gzip\"\ncolector = x\n").unwrap();
         let err = run(&["--control", file.to_str().unwrap()]).err().unwrap();
         assert!(err.ends_with("run.ctl:2:1: unknown key `colector`"), "{err}");
+    }
+
+    #[test]
+    fn runs_a_script_with_the_program_as_its_arguments() {
+        let parse_script = |args: &[&str]| match parse(args.iter().map(OsString::from).collect())? {
+            Request::Script(script) => Ok(script),
+            _ => Err("not a script".to_string()),
+        };
+        let script = parse_script(&["--script", "arcs.py", "--", "./a.out", "-v"]).unwrap();
+        assert_eq!(script.file, std::path::Path::new("arcs.py"));
+        assert_eq!(script.args, ["./a.out", "-v"]);
+        let script = parse_script(&["--script=arcs.py", "--include", "x", "--", "./a.out"]).unwrap();
+        assert_eq!(script.args, ["--include", "x", "--", "./a.out"]);
+        assert!(parse_script(&["--script"]).is_err());
+        assert!(parse_script(&["-c", "arcs", "--script", "arcs.py", "ls"]).is_err());
     }
 
     #[test]

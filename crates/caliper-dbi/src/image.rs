@@ -223,7 +223,7 @@ impl Image {
                 let selected: Vec<(u64, usize)> = info
                     .functions
                     .iter()
-                    .filter(|f| filter.selects(path, &f.name))
+                    .filter(|f| filter.selects(path, &f.name) && filter.in_ranges(path, f.address))
                     .map(|f| (f.address.wrapping_add(bias), functions.intern(&module, &f.name, f.address, f.size)))
                     .filter(|(addr, _)| (low..high).contains(addr))
                     .collect();

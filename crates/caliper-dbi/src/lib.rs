@@ -14,8 +14,10 @@
 //! (perf_event_open sampling); [`engine`] (the event loop and the
 //! collectors); [`results`] (the text report, the `.cali` records and the
 //! flow-data file); [`control`] and [`cli`] (the control file and the
-//! command line of `cali-run`).
+//! command line of `cali-run`); [`capi`] (the C-callable API of
+//! `libcaliper-dbi.so`, for scripts) and [`script`] (`cali-run --script`).
 
+pub mod capi;
 pub mod cli;
 pub mod control;
 pub mod counters;
@@ -31,3 +33,4 @@ pub mod ptrace;
 pub mod relocate;
 pub mod results;
 pub mod sample;
+pub mod script;

@@ -11,6 +11,7 @@
 //! missing).
 
 mod arcs;
+mod events;
 mod probes;
 mod samples;
 mod threads;
@@ -24,6 +25,7 @@ use crate::ptrace::{self, Pid, Status};
 use crate::sample::Sampler;
 pub use arcs::MAX_SITES;
 use arcs::SiteList;
+pub use events::{Action, Event, Observer};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::ffi::OsString;
 use std::io;
@@ -211,9 +213,18 @@ pub struct Engine {
     deadline: Option<Instant>,
     /// Whether probes are in (false until a delayed start).
     measuring: bool,
+    events: events::Events,
 }
 
 impl Engine {
+    /// The trampoline counters by slot, as they stand.
+    fn read_counters(&self) -> Vec<u64> {
+        self.counters.read_all().unwrap_or_else(|e| {
+            eprintln!("== CALIPER: cali-run: cannot read the counters: {e}");
+            Vec::new()
+        })
+    }
+
     /// Starts or attaches to the target; the program is stopped, probed
     /// and ready for [`Engine::run`].
     pub fn start(config: Config, target: Target) -> Result<Engine, StartError> {
@@ -240,6 +251,7 @@ impl Engine {
             attached,
             shared: attached,
             exit: None,
+            events: events::Events::default(),
         };
         // The handlers come before an attach, so that an interrupt during it
         // lets the process go cleanly, and after a launch, so that the
@@ -400,6 +412,10 @@ impl Engine {
             if self.take_tool_signal() {
                 break;
             }
+            if self.take_events() {
+                self.let_go_all();
+                break;
+            }
             let (tid, status) = match self.pending.pop_front() {
                 Some(event) => event,
                 None => match ptrace::wait(None) {
@@ -454,11 +470,15 @@ impl Engine {
 
     fn gone(&mut self, tid: Pid, how: Exit) {
         self.threads.remove(&tid);
-        if let Some(process) = self.processes.remove(&tid) {
+        let process = self.processes.remove(&tid);
+        if let Some(process) = &process {
             self.drop_image_if_unused(process.image);
         }
         if tid == self.main {
             self.exit = Some(how);
+        }
+        if process.is_some() || tid == self.main {
+            self.notify(Event::Exit { pid: tid, exit: how });
         }
     }
 
@@ -603,15 +623,18 @@ impl Engine {
         // A group stop (no signal information) is resumed: the program is
         // not stopped by job control while measured.
         let deliver = if ptrace::signal_info(tid).is_ok() { sig } else { 0 };
+        // SIGSTOP is not reported: the engine's own stops end up here, and
+        // the program is not stopped by it while measured anyway.
+        if deliver != 0 && deliver != libc::SIGSTOP {
+            let pid = self.threads.get(&tid).map_or(tid, |t| t.pid);
+            self.notify(Event::Signal { pid, tid, signal: deliver });
+        }
         self.resume(tid, deliver);
     }
 
     fn finish(mut self) -> Outcome {
         self.take_samples();
-        let counters = self.counters.read_all().unwrap_or_else(|e| {
-            eprintln!("== CALIPER: cali-run: cannot read the counters: {e}");
-            Vec::new()
-        });
+        let counters = self.read_counters();
         let samples_lost = self.sampler.as_ref().map_or(0, |s| s.lost);
         Outcome {
             exit: self.exit.unwrap_or(Exit::Detached),

@@ -31,8 +31,10 @@ impl Engine {
         if probe.internal == Some(Internal::LinkerRendezvous) {
             let image = self.images.get_mut(&image_id).expect("image of a live process");
             let arm = self.config.collect.probes();
-            if let Err(e) = image.scan(arm, &self.config.filter, &mut self.functions, &mut self.modules) {
-                eprintln!("== CALIPER: cali-run: cannot read the loaded libraries: {e}");
+            let pid = image.pid;
+            match image.scan(arm, &self.config.filter, &mut self.functions, &mut self.modules) {
+                Ok(loaded) => self.notify_loads(pid, &loaded),
+                Err(e) => eprintln!("== CALIPER: cali-run: cannot read the loaded libraries: {e}"),
             }
         }
         let resume_at = match (probe.function, &probe.state) {
