@@ -211,7 +211,12 @@ fn message_report(name: &str) -> Vec<String> {
         "MPI_Allreduce" | "MPI_Scan" | "MPI_Exscan" | "MPI_Reduce_scatter_block" => {
             vec![coll(2, None, Some((2, 3)))]
         }
-        "MPI_Allgather" | "MPI_Alltoall" => vec![coll(2, None, Some((1, 2)))],
+        "MPI_Allgather" | "MPI_Alltoall" | "MPI_Allgatherv" => vec![coll(2, None, Some((1, 2)))],
+        "MPI_Gatherv" => vec![coll(4, Some(7), Some((1, 2)))],
+        "MPI_Scatterv" => vec![coll(3, Some(7), Some((5, 6)))],
+        // Per-rank counts: the sum over the communicator's ranks.
+        "MPI_Alltoallv" => vec!["crate::messages::collective_v(2, a1, ptr(&a3), ptr(&a8))".to_string()],
+        "MPI_Reduce_scatter" => vec!["crate::messages::collective_v(2, a2, ptr(&a3), ptr(&a5))".to_string()],
         _ => Vec::new(),
     }
 }
@@ -228,6 +233,13 @@ fn completion_report(name: &str) -> Option<(&'static str, &'static str)> {
         }
         "MPI_Testall" => {
             ("crate::messages::watch(a1, a0)", "crate::messages::completed_if(a2.cast(), &watched, a3, true)")
+        }
+        "MPI_Waitany" => ("crate::messages::watch(a1, a0)", "crate::messages::completed_one(&watched, a2.cast(), a3)"),
+        "MPI_Testany" => {
+            ("crate::messages::watch(a1, a0)", "crate::messages::completed_one_if(a3.cast(), &watched, a2.cast(), a4)")
+        }
+        "MPI_Waitsome" | "MPI_Testsome" => {
+            ("crate::messages::watch(a1, a0)", "crate::messages::completed_some(&watched, a2.cast(), a3.cast(), a4)")
         }
         _ => return None,
     })
@@ -275,7 +287,7 @@ fn generate(functions: &[Function], handle: &str) -> String {
         if let Some((before, _)) = completion {
             let _ = writeln!(
                 s,
-                "    let watched = if runtime::mpi::message_tracing() {{ {before} }} else {{ Vec::new() }};"
+                "    let watched = if runtime::mpi::reports_messages() {{ {before} }} else {{ Default::default() }};"
             );
         }
         let _ = writeln!(s, "    let entered = crate::layer::enter({index});");
@@ -286,7 +298,7 @@ fn generate(functions: &[Function], handle: &str) -> String {
         }
         let reports = message_report(&f.name);
         if !reports.is_empty() {
-            let _ = writeln!(s, "    if result == 0 && runtime::mpi::message_tracing() {{");
+            let _ = writeln!(s, "    if result == 0 && runtime::mpi::reports_messages() {{");
             for report in reports {
                 let _ = writeln!(s, "        {report};");
             }

@@ -1,11 +1,13 @@
-//! What the generated wrappers report to message tracing
-//! (`CALI_MPI_MSG_TRACING`, see `caliper::mpi_messages`): the peer, tag
+//! What the generated wrappers report to message tracing and the
+//! communication pattern (`CALI_MPI_MSG_TRACING`, `CALI_MPI_MSG_PATTERN`,
+//! see `caliper::mpi_messages`, `caliper::mpi_pattern`): the peer, tag
 //! and bytes of each completed send and receive, and the kind, root and
 //! bytes of each collective, worked out from the call's arguments with
 //! `mpi.h`'s help (`src/shim.c`). Handles come as pointers to them, so that
 //! this side needs not know their type.
 
 use runtime::mpi_messages::{Message, record};
+use runtime::mpi_pattern;
 use std::ffi::{c_int, c_void};
 use std::sync::Mutex;
 
@@ -20,6 +22,8 @@ unsafe extern "C" {
     );
     fn cali_mpi_shim_status_at(statuses: *const c_void, i: c_int) -> *const c_void;
     fn cali_mpi_shim_handle_size() -> c_int;
+    fn cali_mpi_shim_bytes_v(counts: *const c_int, datatype: *const c_void, comm: *const c_void) -> i64;
+    fn cali_mpi_shim_undefined() -> c_int;
 }
 
 /// An MPI handle's bytes (a pointer or an `int`).
@@ -33,6 +37,9 @@ struct Posted {
     datatype: Handle,
     src: c_int,
     tag: c_int,
+    /// When it was posted (with the communication pattern on), on the
+    /// runtime's clock.
+    posted_ns: Option<u64>,
 }
 
 /// The receives posted and not yet completed.
@@ -77,47 +84,127 @@ pub(crate) fn collective(kind: i64, root: c_int, count: c_int, datatype: *const 
     record(Message::Collective { kind, root: (root >= 0).then_some(root.into()), bytes });
 }
 
+/// A collective of `kind` without a root whose rank moves `counts[r]`
+/// elements of `*datatype` for each rank `r` of `*comm`.
+pub(crate) fn collective_v(kind: i64, counts: *const c_void, datatype: *const c_void, comm: *const c_void) {
+    // SAFETY: the caller's counts (one per rank of the communicator),
+    // datatype and communicator.
+    let bytes = unsafe { cali_mpi_shim_bytes_v(counts.cast(), datatype, comm) };
+    record(Message::Collective { kind, root: None, bytes });
+}
+
 /// `MPI_Irecv` posted a receive: it is reported when a wait or test
 /// completes `*request`.
 pub(crate) fn posted(count: c_int, datatype: *const c_void, src: c_int, tag: c_int, request: *const c_void) {
-    let posted = Posted { request: handle_at(request), count, datatype: handle_at(datatype), src, tag };
+    let posted_ns = runtime::mpi::message_pattern().then(mpi_pattern::now_ns);
+    let posted = Posted { request: handle_at(request), count, datatype: handle_at(datatype), src, tag, posted_ns };
     if let Ok(mut pending) = POSTED.lock() {
         pending.push(posted);
     }
 }
 
-/// Before a wait or test on `count` requests at `requests`: their handles
-/// (the call replaces completed ones), if any receive is pending.
-pub(crate) fn watch(requests: *const c_void, count: c_int) -> Vec<Handle> {
+/// The requests a wait or test was given, as they were before the call
+/// (it replaces completed ones), and when it began.
+#[derive(Default)]
+pub(crate) struct Watched {
+    requests: Vec<Handle>,
+    since_ns: u64,
+}
+
+impl Watched {
+    /// Whether there is nothing to look for after the call: no receive
+    /// was pending.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.requests.is_empty()
+    }
+}
+
+/// Before a wait or test on `count` requests at `requests`: their handles,
+/// if any receive is pending.
+pub(crate) fn watch(requests: *const c_void, count: c_int) -> Watched {
     if POSTED.lock().map_or(true, |p| p.is_empty()) {
-        return Vec::new();
+        return Watched::default();
     }
     // SAFETY: as `handle_at`: the handles are `size` bytes apart.
     let size = unsafe { cali_mpi_shim_handle_size() } as usize;
-    (0..count.max(0) as usize).map(|i| handle_at(requests.cast::<u8>().wrapping_add(i * size).cast())).collect()
+    let requests =
+        (0..count.max(0) as usize).map(|i| handle_at(requests.cast::<u8>().wrapping_add(i * size).cast())).collect();
+    let since_ns = if runtime::mpi::message_pattern() { mpi_pattern::now_ns() } else { 0 };
+    Watched { requests, since_ns }
 }
 
-/// After a wait or test completed the `watched` requests (with `statuses`,
-/// one or an array of them, or ignored): each that was a posted receive is
-/// reported with its status.
-pub(crate) fn completed(watched: &[Handle], statuses: *const c_void, array: bool) {
+/// Reports the posted receives among the `completed` requests: each a
+/// watched request's index and its status (or `MPI_STATUS_IGNORE`).
+fn complete(watched: &Watched, completed: impl Iterator<Item = (usize, *const c_void)>) {
     let Ok(mut pending) = POSTED.lock() else { return };
-    for (i, request) in watched.iter().enumerate() {
+    for (i, status) in completed {
+        let Some(request) = watched.requests.get(i) else { continue };
         let Some(at) = pending.iter().position(|p| p.request == *request) else { continue };
         let p = pending.swap_remove(at);
-        let status = match array {
-            // SAFETY: the caller's status array (or MPI_STATUSES_IGNORE).
-            true => unsafe { cali_mpi_shim_status_at(statuses, i as c_int) },
-            false => statuses,
-        };
         received(p.count, p.datatype.as_ptr().cast(), p.src, p.tag, status);
+        if let Some(posted_ns) = p.posted_ns {
+            mpi_pattern::irecv_wait_gap(watched.since_ns.saturating_sub(posted_ns));
+        }
     }
+}
+
+/// The `i`-th status of the array `statuses` (or `MPI_STATUS_IGNORE` for
+/// `MPI_STATUSES_IGNORE`).
+fn status_at(statuses: *const c_void, i: usize) -> *const c_void {
+    // SAFETY: the caller's status array (or MPI_STATUSES_IGNORE).
+    unsafe { cali_mpi_shim_status_at(statuses, i as c_int) }
+}
+
+/// After a wait or test completed all the watched requests (with
+/// `statuses`, one or an array of them, or ignored).
+pub(crate) fn completed(watched: &Watched, statuses: *const c_void, array: bool) {
+    let status = |i| if array { status_at(statuses, i) } else { statuses };
+    complete(watched, (0..watched.requests.len()).map(|i| (i, status(i))));
 }
 
 /// [`completed`] for a test, which completed the requests only if `*flag`.
-pub(crate) fn completed_if(flag: *const c_int, watched: &[Handle], statuses: *const c_void, array: bool) {
+pub(crate) fn completed_if(flag: *const c_int, watched: &Watched, statuses: *const c_void, array: bool) {
     // SAFETY: the caller's flag, set by the test.
-    if !watched.is_empty() && unsafe { *flag } != 0 {
+    if unsafe { *flag } != 0 {
         completed(watched, statuses, array);
     }
+}
+
+/// After `MPI_Waitany` completed the watched request `*index` (unless
+/// `MPI_UNDEFINED`: none was active), with `status`.
+pub(crate) fn completed_one(watched: &Watched, index: *const c_int, status: *const c_void) {
+    // SAFETY: the caller's index, set by the call.
+    let index = unsafe { *index };
+    // SAFETY: a constant of the MPI library.
+    if index != unsafe { cali_mpi_shim_undefined() } && index >= 0 {
+        complete(watched, std::iter::once((index as usize, status)));
+    }
+}
+
+/// [`completed_one`] for `MPI_Testany`, which completed one only if `*flag`.
+pub(crate) fn completed_one_if(flag: *const c_int, watched: &Watched, index: *const c_int, status: *const c_void) {
+    // SAFETY: the caller's flag, set by the test.
+    if unsafe { *flag } != 0 {
+        completed_one(watched, index, status);
+    }
+}
+
+/// After `MPI_Waitsome` or `MPI_Testsome` completed `*outcount` of the
+/// watched requests (unless `MPI_UNDEFINED`), at `indices`, with the
+/// statuses of the array `statuses` in the same order.
+pub(crate) fn completed_some(
+    watched: &Watched,
+    outcount: *const c_int,
+    indices: *const c_int,
+    statuses: *const c_void,
+) {
+    // SAFETY: the caller's count, set by the call.
+    let outcount = unsafe { *outcount };
+    // SAFETY: a constant of the MPI library.
+    if outcount == unsafe { cali_mpi_shim_undefined() } || outcount <= 0 {
+        return;
+    }
+    // SAFETY: the call wrote `outcount` indices.
+    let indices = unsafe { std::slice::from_raw_parts(indices, outcount as usize) };
+    complete(watched, indices.iter().enumerate().map(|(k, &i)| (i as usize, status_at(statuses, k))));
 }

@@ -96,6 +96,26 @@ long long cali_mpi_shim_bytes(int count, const void *datatype)
     return (long long)count * size;
 }
 
+/* The bytes of counts[r] elements of *datatype for each rank r of *comm
+ * (a collective's per-rank counts). */
+long long cali_mpi_shim_bytes_v(const int *counts, const void *datatype, const void *comm)
+{
+    int ranks = 0;
+    long long elements = 0;
+    PMPI_Comm_size(*(const MPI_Comm *)comm, &ranks);
+    for (int r = 0; r < ranks; ++r)
+        elements += counts[r];
+    int size = 0;
+    PMPI_Type_size(*(const MPI_Datatype *)datatype, &size);
+    return elements * size;
+}
+
+/* MPI_UNDEFINED: the index a wait or test on inactive requests gives. */
+int cali_mpi_shim_undefined(void)
+{
+    return MPI_UNDEFINED;
+}
+
 /* The source, tag and bytes of a completed receive: from its status, or
  * (MPI_STATUS_IGNORE) from the call's own source, tag and count. */
 void cali_mpi_shim_received(const void *status, const void *datatype, int *source, int *tag, long long *bytes)

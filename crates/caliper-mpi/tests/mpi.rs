@@ -285,8 +285,7 @@ fn message_tracing_counts_and_sizes_messages() {
         &["10"],
     );
     let report = std::fs::read_to_string(dir.join("messages.txt")).unwrap();
-    let rows: BTreeMap<String, BTreeMap<String, String>> =
-        report.lines().map(expand_line).filter_map(|r| Some((r.get("mpi.function")?.clone(), r))).collect();
+    let rows = rows_by_function(&report);
     // 4 ranks, 10 rounds of the ring: 40 messages of one int each way.
     let send = &rows["MPI_Send"];
     assert_eq!(send["sum#mpi.send.count"], "40", "{report}");
@@ -311,11 +310,116 @@ fn message_tracing_counts_and_sizes_messages() {
         &["10"],
     );
     let report = std::fs::read_to_string(dir.join("nonblocking.txt")).unwrap();
-    let rows: BTreeMap<String, BTreeMap<String, String>> =
-        report.lines().map(expand_line).filter_map(|r| Some((r.get("mpi.function")?.clone(), r))).collect();
+    let rows = rows_by_function(&report);
     assert_eq!(rows["MPI_Wait"]["sum#mpi.recv.count"], "40", "{report}");
     assert_eq!(rows["MPI_Wait"]["sum#mpi.msg.size"], "160", "{report}");
     assert!(!rows["MPI_Irecv"].contains_key("sum#mpi.recv.count"), "{report}");
+}
+
+/// The `expand` lines of a report, by their `mpi.function`.
+fn rows_by_function(report: &str) -> BTreeMap<String, BTreeMap<String, String>> {
+    report.lines().map(expand_line).filter_map(|r| Some((r.get("mpi.function")?.clone(), r))).collect()
+}
+
+/// The message test program (`tests/c/mpi-messages.c`), built once.
+fn messages_app() -> &'static Path {
+    static APP: OnceLock<PathBuf> = OnceLock::new();
+    APP.get_or_init(|| build("mpicc", &source("c/mpi-messages.c"), &scratch("messages-app").join("mpi-messages")))
+}
+
+/// Message tracing of receives posted with `MPI_Irecv` and completed by
+/// `MPI_Waitany`, `MPI_Waitsome`, `MPI_Testany` or `MPI_Testsome`, and of
+/// the `v` collectives: exact counts and bytes, summed over 4 ranks.
+#[test]
+fn message_tracing_covers_completions_and_v_collectives() {
+    let dir = scratch("messages-complete");
+    let functions = "MPI_Waitany,MPI_Waitsome,MPI_Testany,MPI_Testsome,\
+                     MPI_Gatherv,MPI_Scatterv,MPI_Allgatherv,MPI_Alltoallv,MPI_Reduce_scatter";
+    let cross = "select mpi.function,sum(mpi.recv.count),sum(mpi.coll.count),sum(mpi.msg.size) \
+                 group by mpi.function format expand";
+    mpirun(
+        4,
+        &dir,
+        &[
+            ("CALI_SERVICES_ENABLE", "aggregate,event,timer,mpi,mpireport"),
+            ("CALI_MPI_MSG_TRACING", "true"),
+            ("CALI_MPI_WHITELIST", functions),
+            ("CALI_MPIREPORT_FILENAME", "messages.txt"),
+            ("CALI_MPIREPORT_CONFIG", cross),
+        ],
+        messages_app(),
+        &[],
+    );
+    let report = std::fs::read_to_string(dir.join("messages.txt")).unwrap();
+    let rows = rows_by_function(&report);
+    // Each rank receives an int and two ints per completion function.
+    for function in ["MPI_Waitany", "MPI_Waitsome", "MPI_Testany", "MPI_Testsome"] {
+        let row = &rows[function];
+        assert_eq!((row["sum#mpi.recv.count"].as_str(), row["sum#mpi.msg.size"].as_str()), ("8", "48"), "{report}");
+    }
+    // Bytes of the 4 ranks: ranks send or receive (r + 1) ints in the
+    // first three; each sends 10 ints in MPI_Alltoallv, and contributes 4
+    // to MPI_Reduce_scatter.
+    for (function, bytes) in [
+        ("MPI_Gatherv", "40"),
+        ("MPI_Scatterv", "40"),
+        ("MPI_Allgatherv", "40"),
+        ("MPI_Alltoallv", "160"),
+        ("MPI_Reduce_scatter", "64"),
+    ] {
+        let row = &rows[function];
+        assert_eq!((row["sum#mpi.coll.count"].as_str(), row["sum#mpi.msg.size"].as_str()), ("4", bytes), "{report}");
+    }
+}
+
+/// The value in column `label` of the row of region `name` in a report
+/// tree (numbers end where their column's label does); `None` if the cell
+/// is empty.
+fn cell(report: &str, name: &str, label: &str) -> Option<f64> {
+    let header = report.lines().next()?;
+    let end = header.find(label).unwrap_or_else(|| panic!("no column {label}:\n{report}")) + label.len();
+    let row = report
+        .lines()
+        .find(|l| l.trim_start().starts_with(&format!("{name} ")))
+        .unwrap_or_else(|| panic!("no row {name}:\n{report}"));
+    let upto = row.get(..end)?;
+    if upto.ends_with(' ') {
+        return None;
+    }
+    upto.split_whitespace().last()?.parse().ok()
+}
+
+/// `comm.stats`: what each comm region communicated, across 4 ranks, in
+/// the reference's columns; MPI_Irecv's wait gaps where they were waited
+/// for.
+#[test]
+fn comm_stats_reports_each_comm_regions_communication() {
+    let dir = scratch("comm-stats");
+    mpirun(4, &dir, &[("CALI_CONFIG", "runtime-report(output=comm.txt,comm.stats)")], messages_app(), &[]);
+    let report = std::fs::read_to_string(dir.join("comm.txt")).unwrap();
+    let expect = |region: &str, label: &str, want: f64| {
+        assert_eq!(cell(&report, region, label), Some(want), "{region}: {label}\n{report}");
+    };
+    for (region, messages, bytes, peers, collectives) in
+        [("exchange", 8.0, 48.0, 1.0, 4.0), ("spread", 3.0, 12.0, 3.0, 0.0)]
+    {
+        for (what, n) in [("Sends", messages), ("Recvs", messages), ("Bytes sent", bytes), ("Bytes recvd", bytes)] {
+            expect(region, &format!("{what} (min)"), n);
+            expect(region, &format!("{what} (max)"), n);
+            expect(region, &format!("{what} (total)"), 4.0 * n);
+        }
+        for what in ["Dest ranks", "Src ranks"] {
+            for statistic in ["min", "avg", "max"] {
+                expect(region, &format!("{what} ({statistic})"), peers);
+            }
+        }
+        expect(region, "Collectives (max)", collectives);
+    }
+    expect("colls", "Collectives (max)", 5.0);
+    expect("colls", "Sends (total)", 0.0);
+    let gap = cell(&report, "MPI_Waitany", "Irecv gap (max)");
+    assert!(gap.is_some_and(|g| g >= 0.0), "{report}");
+    assert_eq!(cell(&report, "spread", "Irecv gap (max)"), None, "no MPI_Irecv there\n{report}");
 }
 
 /// `loop-report` across the ranks: one summary and one time series for

@@ -38,6 +38,7 @@ pub mod log;
 pub mod mpi;
 pub mod mpi_finalize;
 pub mod mpi_messages;
+pub mod mpi_pattern;
 pub mod query_report;
 pub mod region_filter;
 pub mod region_profile;

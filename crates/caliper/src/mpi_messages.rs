@@ -6,7 +6,8 @@
 //! `mpi.send.count`, `mpi.recv.count`, `mpi.coll.count`; collectives carry
 //! `mpi.coll.type` (1 barrier, 2 N-to-N, 3 1-to-N, 4 N-to-1) and
 //! `mpi.coll.root`. Sizes and counters are aggregatable, so profiles sum
-//! them (`mpi.message.size`, `mpi.message.count`).
+//! them (`mpi.message.size`, `mpi.message.count`). The same reports feed
+//! the communication pattern (`crate::mpi_pattern`).
 
 use crate::attributes::Attribute;
 use crate::mpi;
@@ -60,9 +61,13 @@ impl Attributes {
     }
 }
 
-/// Takes the snapshot of `message` on the calling thread, if an `mpi`
-/// service traces messages.
+/// Accounts for `message` on the calling thread: its snapshot, if an
+/// `mpi` service traces messages, and its part of the communication
+/// pattern (see [`crate::mpi_pattern`]), if one keeps that.
 pub fn record(message: Message) {
+    if mpi::message_pattern() {
+        crate::mpi_pattern::tally(&message);
+    }
     if !mpi::message_tracing() {
         return;
     }
