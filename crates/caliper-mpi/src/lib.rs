@@ -48,3 +48,29 @@ pub unsafe extern "C" fn cali_mpi_flush_on(
     // SAFETY: the caller's communicator and callback.
     unsafe { layer::collective_flush(comm, || flush(arg)) };
 }
+
+/// `cali_mpi_flush_to_stream(comm, flush, arg, write, stream)`: as
+/// [`cali_mpi_flush_on`], with the outputs that `flush(arg)` writes (on
+/// the rank that writes them: rank 0 of `*comm`) handed to
+/// `write(stream, text, length)` instead of their streams or files.
+/// `CollectiveOutputChannel::collective_flush(std::ostream&, MPI_Comm)`
+/// is built on it.
+///
+/// # Safety
+/// As [`cali_mpi_flush_on`]; `write` is a valid function.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cali_mpi_flush_to_stream(
+    comm: *const std::ffi::c_void,
+    flush: Option<unsafe extern "C" fn(*mut std::ffi::c_void)>,
+    arg: *mut std::ffi::c_void,
+    write: Option<unsafe extern "C" fn(*mut std::ffi::c_void, *const std::ffi::c_char, usize)>,
+    stream: *mut std::ffi::c_void,
+) {
+    let (Some(flush), Some(write)) = (flush.filter(|_| !comm.is_null()), write) else { return };
+    // SAFETY: the caller's communicator and callback.
+    let text = runtime::capture_output(|| unsafe { layer::collective_flush(comm, || flush(arg)) });
+    if !text.is_empty() {
+        // SAFETY: the caller's callback, given our buffer and its length.
+        unsafe { write(stream, text.as_ptr().cast(), text.len()) };
+    }
+}

@@ -629,6 +629,14 @@ fn preloaded_fortran_and_cxx_programs_are_profiled() {
         assert_eq!(report_rows(&report)["solve"].last(), Some(&2.0), "half of rank {first}:\n{report}");
     }
     assert!(!dir.join("sub-2.txt").exists() && !dir.join("sub-3.txt").exists());
+    // CollectiveOutputChannel::collective_flush(std::ostream&, comm): the
+    // report of all four ranks in rank 0's stream, nothing in the others'.
+    let streamed = std::fs::read_to_string(dir.join("stream-0.txt")).unwrap();
+    assert!(streamed.starts_with("Path") && streamed.contains("Min time/rank"), "{streamed}");
+    assert_eq!(report_rows(&streamed)["solve"].last(), Some(&4.0), "{streamed}");
+    for rank in 1..4 {
+        assert_eq!(std::fs::read_to_string(dir.join(format!("stream-{rank}.txt"))).unwrap(), "", "rank {rank}");
+    }
 }
 
 /// Built through CMake's `find_package(caliper)` and the `caliper-mpi`
