@@ -10,6 +10,7 @@
 //! reduce over ([`layer`]). A library constructor registers the binding
 //! before the runtime starts.
 
+mod fortran;
 pub mod layer;
 mod messages;
 #[cfg(feature = "rsmpi")]

@@ -27,7 +27,7 @@ unsafe extern "C" {
 }
 
 /// An MPI handle's bytes (a pointer or an `int`).
-type Handle = [u8; 8];
+pub(crate) type Handle = [u8; 8];
 
 /// A receive posted with `MPI_Irecv`, reported when a wait or test
 /// completes its request.
@@ -84,13 +84,13 @@ pub(crate) fn collective(kind: i64, root: c_int, count: c_int, datatype: *const 
     record(Message::Collective { kind, root: (root >= 0).then_some(root.into()), bytes });
 }
 
-/// A collective of `kind` without a root whose rank moves `counts[r]`
-/// elements of `*datatype` for each rank `r` of `*comm`.
-pub(crate) fn collective_v(kind: i64, counts: *const c_void, datatype: *const c_void, comm: *const c_void) {
+/// An N-to-N collective whose rank moves `counts[r]` elements of
+/// `*datatype` for each rank `r` of `*comm`.
+pub(crate) fn collective_v(counts: *const c_void, datatype: *const c_void, comm: *const c_void) {
     // SAFETY: the caller's counts (one per rank of the communicator),
     // datatype and communicator.
     let bytes = unsafe { cali_mpi_shim_bytes_v(counts.cast(), datatype, comm) };
-    record(Message::Collective { kind, root: None, bytes });
+    record(Message::Collective { kind: 2, root: None, bytes });
 }
 
 /// `MPI_Irecv` posted a receive: it is reported when a wait or test
@@ -101,6 +101,11 @@ pub(crate) fn posted(count: c_int, datatype: *const c_void, src: c_int, tag: c_i
     if let Ok(mut pending) = POSTED.lock() {
         pending.push(posted);
     }
+}
+
+/// Whether a receive posted with `MPI_Irecv` waits to be completed.
+pub(crate) fn any_posted() -> bool {
+    POSTED.lock().is_ok_and(|p| !p.is_empty())
 }
 
 /// The requests a wait or test was given, as they were before the call
@@ -119,10 +124,10 @@ impl Watched {
     }
 }
 
-/// Before a wait or test on `count` requests at `requests`: their handles,
-/// if any receive is pending.
+/// Before a wait or test on `count` requests at `requests` (C handles):
+/// their handles, if any receive is pending.
 pub(crate) fn watch(requests: *const c_void, count: c_int) -> Watched {
-    if POSTED.lock().map_or(true, |p| p.is_empty()) {
+    if !any_posted() {
         return Watched::default();
     }
     // SAFETY: as `handle_at`: the handles are `size` bytes apart.
@@ -155,56 +160,49 @@ fn status_at(statuses: *const c_void, i: usize) -> *const c_void {
     unsafe { cali_mpi_shim_status_at(statuses, i as c_int) }
 }
 
-/// After a wait or test completed all the watched requests (with
-/// `statuses`, one or an array of them, or ignored).
-pub(crate) fn completed(watched: &Watched, statuses: *const c_void, array: bool) {
-    let status = |i| if array { status_at(statuses, i) } else { statuses };
-    complete(watched, (0..watched.requests.len()).map(|i| (i, status(i))));
+/// After a wait or test completed the watched request, with `status`.
+pub(crate) fn completed(watched: &Watched, status: *const c_void) {
+    complete(watched, std::iter::once((0, status)));
 }
 
-/// [`completed`] for a test, which completed the requests only if `*flag`.
-pub(crate) fn completed_if(flag: *const c_int, watched: &Watched, statuses: *const c_void, array: bool) {
-    // SAFETY: the caller's flag, set by the test.
-    if unsafe { *flag } != 0 {
-        completed(watched, statuses, array);
-    }
+/// After a wait or test completed all the watched requests, with the
+/// array `statuses` (or `MPI_STATUSES_IGNORE`).
+pub(crate) fn completed_all(watched: &Watched, statuses: *const c_void) {
+    complete(watched, (0..watched.requests.len()).map(|i| (i, status_at(statuses, i))));
 }
 
-/// After `MPI_Waitany` completed the watched request `*index` (unless
-/// `MPI_UNDEFINED`: none was active), with `status`.
-pub(crate) fn completed_one(watched: &Watched, index: *const c_int, status: *const c_void) {
-    // SAFETY: the caller's index, set by the call.
-    let index = unsafe { *index };
+/// After `MPI_Waitany` or `MPI_Testany` completed the watched request
+/// `index` (unless `MPI_UNDEFINED`: none was active), with `status`.
+pub(crate) fn completed_one(watched: &Watched, index: c_int, status: *const c_void) {
     // SAFETY: a constant of the MPI library.
     if index != unsafe { cali_mpi_shim_undefined() } && index >= 0 {
         complete(watched, std::iter::once((index as usize, status)));
     }
 }
 
-/// [`completed_one`] for `MPI_Testany`, which completed one only if `*flag`.
-pub(crate) fn completed_one_if(flag: *const c_int, watched: &Watched, index: *const c_int, status: *const c_void) {
-    // SAFETY: the caller's flag, set by the test.
-    if unsafe { *flag } != 0 {
-        completed_one(watched, index, status);
-    }
-}
-
-/// After `MPI_Waitsome` or `MPI_Testsome` completed `*outcount` of the
-/// watched requests (unless `MPI_UNDEFINED`), at `indices`, with the
-/// statuses of the array `statuses` in the same order.
+/// After `MPI_Waitsome` or `MPI_Testsome` completed `outcount` of the
+/// watched requests (unless `MPI_UNDEFINED`), those at `indices` (counted
+/// from `base`), with the statuses of the array `statuses` in the same
+/// order.
 pub(crate) fn completed_some(
     watched: &Watched,
-    outcount: *const c_int,
-    indices: *const c_int,
+    outcount: c_int,
+    indices: *const c_void,
+    base: c_int,
     statuses: *const c_void,
 ) {
-    // SAFETY: the caller's count, set by the call.
-    let outcount = unsafe { *outcount };
     // SAFETY: a constant of the MPI library.
     if outcount == unsafe { cali_mpi_shim_undefined() } || outcount <= 0 {
         return;
     }
     // SAFETY: the call wrote `outcount` indices.
-    let indices = unsafe { std::slice::from_raw_parts(indices, outcount as usize) };
-    complete(watched, indices.iter().enumerate().map(|(k, &i)| (i as usize, status_at(statuses, k))));
+    let indices = unsafe { std::slice::from_raw_parts(indices.cast::<c_int>(), outcount as usize) };
+    complete(watched, indices.iter().enumerate().map(|(k, &i)| ((i - base) as usize, status_at(statuses, k))));
+}
+
+/// The `int` that `p` points to: an argument of a Fortran call, or one a
+/// C call set.
+pub(crate) fn int_at(p: *const c_int) -> c_int {
+    // SAFETY: the caller's argument, an int.
+    unsafe { *p }
 }

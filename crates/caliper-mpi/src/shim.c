@@ -139,3 +139,50 @@ const void *cali_mpi_shim_status_at(const void *statuses, int i)
         return MPI_STATUS_IGNORE;
     return (const MPI_Status *)statuses + i;
 }
+
+/* Fortran's handles and statuses (MPI_Fint), converted for the Rust side,
+ * which then reports a Fortran call's messages as a C call's. */
+
+/* The integers of a Fortran status (Fortran's MPI_STATUS_SIZE): MPI 4
+ * names it in C; Open MPI's is the C status's size in integers. */
+#ifdef MPI_F_STATUS_SIZE
+enum { CALI_F_STATUS_SIZE = MPI_F_STATUS_SIZE };
+#else
+enum { CALI_F_STATUS_SIZE = sizeof(MPI_Status) / sizeof(MPI_Fint) };
+#endif
+
+void cali_mpi_shim_f2c_datatype(const MPI_Fint *f, void *out)
+{
+    *(MPI_Datatype *)out = PMPI_Type_f2c(*f);
+}
+
+void cali_mpi_shim_f2c_comm(const MPI_Fint *f, void *out)
+{
+    *(MPI_Comm *)out = PMPI_Comm_f2c(*f);
+}
+
+/* n request handles. */
+void cali_mpi_shim_f2c_requests(const MPI_Fint *f, int n, void *out)
+{
+    for (int i = 0; i < n; ++i)
+        ((MPI_Request *)out)[i] = PMPI_Request_f2c(f[i]);
+}
+
+int cali_mpi_shim_status_size(void)
+{
+    return (int)sizeof(MPI_Status);
+}
+
+/* n Fortran statuses as C ones in `out` (n * sizeof(MPI_Status) bytes),
+ * or MPI_STATUSES_IGNORE for MPI_F_STATUSES_IGNORE (and MPI_STATUS_IGNORE
+ * for MPI_F_STATUS_IGNORE, when single is set). */
+const void *cali_mpi_shim_f2c_statuses(const MPI_Fint *f, int n, int single, void *out)
+{
+    if (single && f == MPI_F_STATUS_IGNORE)
+        return MPI_STATUS_IGNORE;
+    if (!single && f == MPI_F_STATUSES_IGNORE)
+        return MPI_STATUSES_IGNORE;
+    for (int i = 0; i < n; ++i)
+        PMPI_Status_f2c(f + (size_t)i * CALI_F_STATUS_SIZE, (MPI_Status *)out + i);
+    return out;
+}

@@ -372,6 +372,45 @@ fn message_tracing_covers_completions_and_v_collectives() {
     }
 }
 
+/// Message tracing of a Fortran program's calls (which the MPI library's
+/// Fortran bindings pass to `PMPI_*` directly, past the C wrappers): the
+/// same counts and bytes as C's, summed over 4 ranks.
+#[test]
+fn message_tracing_covers_fortran_calls() {
+    let dir = scratch("messages-fortran");
+    let program = build("mpif90", &source("fortran/mpi-messages.f90"), &dir.join("mpi-messages-fortran"));
+    let functions = "MPI_Send,MPI_Recv,MPI_Irecv,MPI_Waitany,MPI_Waitsome,MPI_Waitall,MPI_Gatherv,MPI_Allreduce";
+    let cross = "select mpi.function,sum(mpi.send.count),sum(mpi.recv.count),sum(mpi.coll.count),sum(mpi.msg.size) \
+                 group by mpi.function format expand";
+    mpirun(
+        4,
+        &dir,
+        &[
+            ("CALI_SERVICES_ENABLE", "aggregate,event,timer,mpi,mpireport"),
+            ("CALI_MPI_MSG_TRACING", "true"),
+            ("CALI_MPI_WHITELIST", functions),
+            ("CALI_MPIREPORT_FILENAME", "messages.txt"),
+            ("CALI_MPIREPORT_CONFIG", cross),
+        ],
+        &program,
+        &[],
+    );
+    let report = std::fs::read_to_string(dir.join("messages.txt")).unwrap();
+    let rows = rows_by_function(&report);
+    let counted = |function: &str, counter: &str| {
+        let row = &rows[function];
+        (row[&format!("sum#mpi.{counter}.count")].as_str(), row["sum#mpi.msg.size"].as_str())
+    };
+    assert_eq!(counted("MPI_Send", "send"), ("28", "160"), "{report}");
+    assert_eq!(counted("MPI_Recv", "recv"), ("4", "16"), "{report}");
+    for function in ["MPI_Waitany", "MPI_Waitsome", "MPI_Waitall"] {
+        assert_eq!(counted(function, "recv"), ("8", "48"), "{function}\n{report}");
+    }
+    assert!(!rows["MPI_Irecv"].contains_key("sum#mpi.recv.count"), "{report}");
+    assert_eq!(counted("MPI_Gatherv", "coll"), ("4", "40"), "{report}");
+    assert_eq!(counted("MPI_Allreduce", "coll"), ("4", "16"), "{report}");
+}
+
 /// The value in column `label` of the row of region `name` in a report
 /// tree (numbers end where their column's label does); `None` if the cell
 /// is empty.
