@@ -269,23 +269,7 @@ fn profile_mpi_shows_the_mpi_functions_as_regions() {
 #[test]
 fn message_tracing_counts_and_sizes_messages() {
     let dir = scratch("messages");
-    let cross = "select mpi.function,sum(mpi.send.count),sum(mpi.recv.count),sum(mpi.msg.size) \
-                 group by mpi.function format expand";
-    mpirun(
-        4,
-        &dir,
-        &[
-            ("CALI_SERVICES_ENABLE", "aggregate,event,timer,mpi,mpireport"),
-            ("CALI_MPI_MSG_TRACING", "true"),
-            ("CALI_MPI_WHITELIST", "MPI_Send,MPI_Recv"),
-            ("CALI_MPIREPORT_FILENAME", "messages.txt"),
-            ("CALI_MPIREPORT_CONFIG", cross),
-        ],
-        app(),
-        &["10"],
-    );
-    let report = std::fs::read_to_string(dir.join("messages.txt")).unwrap();
-    let rows = rows_by_function(&report);
+    let (report, rows) = traced_messages(&dir, app(), &["10"], "MPI_Send,MPI_Recv", &[]);
     // 4 ranks, 10 rounds of the ring: 40 messages of one int each way.
     let send = &rows["MPI_Send"];
     assert_eq!(send["sum#mpi.send.count"], "40", "{report}");
@@ -295,30 +279,37 @@ fn message_tracing_counts_and_sizes_messages() {
     assert_eq!(recv["sum#mpi.msg.size"], "160", "{report}");
 
     // Receives posted with MPI_Irecv count where MPI_Wait completes them.
-    mpirun(
-        4,
-        &dir,
-        &[
-            ("CALI_SERVICES_ENABLE", "aggregate,event,timer,mpi,mpireport"),
-            ("CALI_MPI_MSG_TRACING", "true"),
-            ("CALI_MPI_WHITELIST", "MPI_Send,MPI_Irecv,MPI_Wait"),
-            ("CALI_MPIREPORT_FILENAME", "nonblocking.txt"),
-            ("CALI_MPIREPORT_CONFIG", cross),
-            ("APP_IRECV", "1"),
-        ],
-        app(),
-        &["10"],
-    );
-    let report = std::fs::read_to_string(dir.join("nonblocking.txt")).unwrap();
-    let rows = rows_by_function(&report);
+    let (report, rows) = traced_messages(&dir, app(), &["10"], "MPI_Send,MPI_Irecv,MPI_Wait", &[("APP_IRECV", "1")]);
     assert_eq!(rows["MPI_Wait"]["sum#mpi.recv.count"], "40", "{report}");
     assert_eq!(rows["MPI_Wait"]["sum#mpi.msg.size"], "160", "{report}");
     assert!(!rows["MPI_Irecv"].contains_key("sum#mpi.recv.count"), "{report}");
 }
 
-/// The `expand` lines of a report, by their `mpi.function`.
-fn rows_by_function(report: &str) -> BTreeMap<String, BTreeMap<String, String>> {
-    report.lines().map(expand_line).filter_map(|r| Some((r.get("mpi.function")?.clone(), r))).collect()
+/// Runs `program` on 4 ranks in `dir` (with `env` besides) tracing the
+/// messages of `functions`; returns the cross-rank report and its rows by
+/// MPI function: the sums of `mpi.send.count`, `mpi.recv.count`,
+/// `mpi.coll.count` and `mpi.msg.size` over the ranks.
+fn traced_messages(
+    dir: &Path,
+    program: &Path,
+    args: &[&str],
+    functions: &str,
+    env: &[(&str, &str)],
+) -> (String, BTreeMap<String, BTreeMap<String, String>>) {
+    let cross = "select mpi.function,sum(mpi.send.count),sum(mpi.recv.count),sum(mpi.coll.count),sum(mpi.msg.size) \
+                 group by mpi.function format expand";
+    let tracing = [
+        ("CALI_SERVICES_ENABLE", "aggregate,event,timer,mpi,mpireport"),
+        ("CALI_MPI_MSG_TRACING", "true"),
+        ("CALI_MPI_WHITELIST", functions),
+        ("CALI_MPIREPORT_FILENAME", "messages.txt"),
+        ("CALI_MPIREPORT_CONFIG", cross),
+    ];
+    let _ = std::fs::remove_file(dir.join("messages.txt"));
+    mpirun(4, dir, &[&tracing[..], env].concat(), program, args);
+    let report = std::fs::read_to_string(dir.join("messages.txt")).unwrap();
+    let rows = report.lines().map(expand_line).filter_map(|r| Some((r.get("mpi.function")?.clone(), r))).collect();
+    (report, rows)
 }
 
 /// The message test program (`tests/c/mpi-messages.c`), built once.
@@ -335,23 +326,7 @@ fn message_tracing_covers_completions_and_v_collectives() {
     let dir = scratch("messages-complete");
     let functions = "MPI_Waitany,MPI_Waitsome,MPI_Testany,MPI_Testsome,\
                      MPI_Gatherv,MPI_Scatterv,MPI_Allgatherv,MPI_Alltoallv,MPI_Reduce_scatter";
-    let cross = "select mpi.function,sum(mpi.recv.count),sum(mpi.coll.count),sum(mpi.msg.size) \
-                 group by mpi.function format expand";
-    mpirun(
-        4,
-        &dir,
-        &[
-            ("CALI_SERVICES_ENABLE", "aggregate,event,timer,mpi,mpireport"),
-            ("CALI_MPI_MSG_TRACING", "true"),
-            ("CALI_MPI_WHITELIST", functions),
-            ("CALI_MPIREPORT_FILENAME", "messages.txt"),
-            ("CALI_MPIREPORT_CONFIG", cross),
-        ],
-        messages_app(),
-        &[],
-    );
-    let report = std::fs::read_to_string(dir.join("messages.txt")).unwrap();
-    let rows = rows_by_function(&report);
+    let (report, rows) = traced_messages(&dir, messages_app(), &[], functions, &[]);
     // Each rank receives an int and two ints per completion function.
     for function in ["MPI_Waitany", "MPI_Waitsome", "MPI_Testany", "MPI_Testsome"] {
         let row = &rows[function];
@@ -380,23 +355,7 @@ fn message_tracing_covers_fortran_calls() {
     let dir = scratch("messages-fortran");
     let program = build("mpif90", &source("fortran/mpi-messages.f90"), &dir.join("mpi-messages-fortran"));
     let functions = "MPI_Send,MPI_Recv,MPI_Irecv,MPI_Waitany,MPI_Waitsome,MPI_Waitall,MPI_Gatherv,MPI_Allreduce";
-    let cross = "select mpi.function,sum(mpi.send.count),sum(mpi.recv.count),sum(mpi.coll.count),sum(mpi.msg.size) \
-                 group by mpi.function format expand";
-    mpirun(
-        4,
-        &dir,
-        &[
-            ("CALI_SERVICES_ENABLE", "aggregate,event,timer,mpi,mpireport"),
-            ("CALI_MPI_MSG_TRACING", "true"),
-            ("CALI_MPI_WHITELIST", functions),
-            ("CALI_MPIREPORT_FILENAME", "messages.txt"),
-            ("CALI_MPIREPORT_CONFIG", cross),
-        ],
-        &program,
-        &[],
-    );
-    let report = std::fs::read_to_string(dir.join("messages.txt")).unwrap();
-    let rows = rows_by_function(&report);
+    let (report, rows) = traced_messages(&dir, &program, &[], functions, &[]);
     let counted = |function: &str, counter: &str| {
         let row = &rows[function];
         (row[&format!("sum#mpi.{counter}.count")].as_str(), row["sum#mpi.msg.size"].as_str())
