@@ -31,10 +31,10 @@ struct Captured;
 
 impl Write for Captured {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        CAPTURED.with(|c| match c.borrow_mut().as_mut() {
-            Some(captured) => captured.extend_from_slice(buf),
-            None => log::error(format_args!("output written after its capture ended: dropped")),
-        });
+        let kept = CAPTURED.try_with(|c| c.borrow_mut().as_mut().map(|captured| captured.extend_from_slice(buf)));
+        if !matches!(kept, Ok(Some(()))) {
+            log::error(format_args!("output written after its capture ended: dropped"));
+        }
         Ok(buf.len())
     }
 
@@ -48,7 +48,8 @@ impl Write for Captured {
 /// while a [`capture`] runs on this thread. A stream that cannot be
 /// opened is logged and `None` is returned.
 pub fn open(name: &str, append: bool) -> Option<Box<dyn Write>> {
-    if CAPTURED.with(|c| c.borrow().is_some()) {
+    // (At exit the thread's locals may be gone: no capture runs then.)
+    if CAPTURED.try_with(|c| c.borrow().is_some()).unwrap_or(false) {
         return Some(Box::new(Captured));
     }
     match name {
