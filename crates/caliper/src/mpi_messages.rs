@@ -74,18 +74,19 @@ pub fn record(message: Message) {
     let Some(cali) = Caliper::instance() else { return };
     let a = ATTRIBUTES.get_or_init(|| Attributes::new(cali));
     let entry = |attr: Attribute, v: i64| Entry::Immediate(attr.id(), Variant::Int(v));
-    let entries: Vec<Entry> = match message {
+    // On the stack: a message's snapshot allocates nothing of its own.
+    let (entries, n) = match message {
         Message::Sent { dst, tag, bytes } => {
-            vec![entry(a.dst, dst), entry(a.tag, tag), entry(a.size, bytes), entry(a.send_count, 1)]
+            ([entry(a.dst, dst), entry(a.tag, tag), entry(a.size, bytes), entry(a.send_count, 1)], 4)
         }
         Message::Received { src, tag, bytes } => {
-            vec![entry(a.src, src), entry(a.tag, tag), entry(a.size, bytes), entry(a.recv_count, 1)]
+            ([entry(a.src, src), entry(a.tag, tag), entry(a.size, bytes), entry(a.recv_count, 1)], 4)
         }
         Message::Collective { kind, root, bytes } => {
-            let mut entries = vec![entry(a.coll_type, kind), entry(a.size, bytes), entry(a.coll_count, 1)];
-            entries.extend(root.map(|r| entry(a.coll_root, r)));
-            entries
+            let n = if root.is_some() { 4 } else { 3 };
+            let root = entry(a.coll_root, root.unwrap_or(0));
+            ([entry(a.coll_type, kind), entry(a.size, bytes), entry(a.coll_count, 1), root], n)
         }
     };
-    cali.push_snapshot(&entries);
+    cali.push_snapshot(&entries[..n]);
 }
