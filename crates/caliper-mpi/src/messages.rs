@@ -6,8 +6,8 @@
 //! `mpi.h`'s help (`src/shim.c`). Handles come as pointers to them, so that
 //! this side needs not know their type.
 
-use runtime::mpi_messages::{Message, record};
-use runtime::mpi_pattern;
+use runtime::mpi::Message;
+use runtime::mpi_messages::{irecv_wait_gap, now_ns, record};
 use std::ffi::{c_int, c_void};
 use std::sync::Mutex;
 
@@ -96,7 +96,7 @@ pub(crate) fn collective_v(counts: *const c_void, datatype: *const c_void, comm:
 /// `MPI_Irecv` posted a receive: it is reported when a wait or test
 /// completes `*request`.
 pub(crate) fn posted(count: c_int, datatype: *const c_void, src: c_int, tag: c_int, request: *const c_void) {
-    let posted_ns = runtime::mpi::message_pattern().then(mpi_pattern::now_ns);
+    let posted_ns = runtime::mpi::message_pattern().then(now_ns);
     let posted = Posted { request: handle_at(request), count, datatype: handle_at(datatype), src, tag, posted_ns };
     if let Ok(mut pending) = POSTED.lock() {
         pending.push(posted);
@@ -134,7 +134,7 @@ pub(crate) fn watch(requests: *const c_void, count: c_int) -> Watched {
     let size = unsafe { cali_mpi_shim_handle_size() } as usize;
     let requests =
         (0..count.max(0) as usize).map(|i| handle_at(requests.cast::<u8>().wrapping_add(i * size).cast())).collect();
-    let since_ns = if runtime::mpi::message_pattern() { mpi_pattern::now_ns() } else { 0 };
+    let since_ns = if runtime::mpi::message_pattern() { now_ns() } else { 0 };
     Watched { requests, since_ns }
 }
 
@@ -148,7 +148,7 @@ fn complete(watched: &Watched, completed: impl Iterator<Item = (usize, *const c_
         let p = pending.swap_remove(at);
         received(p.count, p.datatype.as_ptr().cast(), p.src, p.tag, status);
         if let Some(posted_ns) = p.posted_ns {
-            mpi_pattern::irecv_wait_gap(watched.since_ns.saturating_sub(posted_ns));
+            irecv_wait_gap(watched.since_ns.saturating_sub(posted_ns));
         }
     }
 }

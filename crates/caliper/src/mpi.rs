@@ -41,6 +41,18 @@ pub trait Comm {
     fn recv(&self, from: usize) -> Result<Vec<u8>, String>;
 }
 
+/// What a wrapped function did.
+#[derive(Clone, Copy, Debug)]
+pub enum Message {
+    /// A message sent to rank `dst` of its communicator.
+    Sent { dst: i64, tag: i64, bytes: i64 },
+    /// A message received from rank `src`.
+    Received { src: i64, tag: i64, bytes: i64 },
+    /// A collective of the reference's `kind` (1 barrier, 2 N-to-N, 3
+    /// 1-to-N, 4 N-to-1), rooted at `root` (1-to-N and N-to-1).
+    Collective { kind: i64, root: Option<i64>, bytes: i64 },
+}
+
 /// A process's MPI binding, as the runtime uses it.
 pub trait MpiLayer: Sync {
     /// The MPI functions the binding wraps; an index into this list names

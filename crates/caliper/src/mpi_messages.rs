@@ -10,22 +10,10 @@
 //! the communication pattern (`crate::mpi_pattern`).
 
 use crate::attributes::Attribute;
-use crate::mpi;
+use crate::mpi::{self, Message};
 use crate::runtime::Caliper;
 use caliper_data::{AttrType, Entry, Properties, Variant};
 use std::sync::OnceLock;
-
-/// What a wrapped function did.
-#[derive(Clone, Copy, Debug)]
-pub enum Message {
-    /// A message sent to rank `dst` of its communicator.
-    Sent { dst: i64, tag: i64, bytes: i64 },
-    /// A message received from rank `src`.
-    Received { src: i64, tag: i64, bytes: i64 },
-    /// A collective of the reference's `kind` (1 barrier, 2 N-to-N, 3
-    /// 1-to-N, 4 N-to-1), rooted at `root` (1-to-N and N-to-1).
-    Collective { kind: i64, root: Option<i64>, bytes: i64 },
-}
 
 /// The attributes of message snapshots.
 struct Attributes {
@@ -89,4 +77,19 @@ pub fn record(message: Message) {
         }
     };
     cali.push_snapshot(&entries[..n]);
+}
+
+/// A receive posted `gap_ns` before the wait or test that completed it:
+/// its `irecv.req_wait_gap` event for the communication pattern (see
+/// [`crate::mpi_pattern`]), if the calling thread is in a comm region.
+pub fn irecv_wait_gap(gap_ns: u64) {
+    let Some(cali) = Caliper::instance() else { return };
+    if cali.get(cali.builtins().comm_region).is_some() {
+        crate::api::emit_async_event("async.end", "irecv.req_wait_gap", Some(gap_ns));
+    }
+}
+
+/// Now, on the runtime's clock (what [`irecv_wait_gap`] measures with).
+pub fn now_ns() -> u64 {
+    crate::clock::clock().now_ns()
 }

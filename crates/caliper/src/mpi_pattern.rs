@@ -18,11 +18,11 @@
 //! A receive posted with `MPI_Irecv` and completed inside a `comm.region`
 //! also gives an asynchronous event `async.end=irecv.req_wait_gap` whose
 //! `event.duration.ns` is the time from the post to the wait or test that
-//! completed it: the time the program had to overlap the transfer.
+//! completed it: the time the program had to overlap the transfer
+//! (`mpi_messages::irecv_wait_gap`).
 
 use crate::attributes::Attribute;
-use crate::mpi_messages::Message;
-use crate::runtime::Caliper;
+use crate::mpi::Message;
 use crate::service::Runtime;
 use caliper_data::hash::FxHashMap;
 use caliper_data::{AttrType, Entry, Properties, Variant};
@@ -164,21 +164,6 @@ impl PatternAttributes {
             .map(|(attr, v)| Entry::Immediate(attr.id(), Variant::Int(v))),
         );
     }
-}
-
-/// A receive posted `gap_ns` before the wait or test that completed it:
-/// its `irecv.req_wait_gap` event, if the calling thread is in a comm
-/// region.
-pub fn irecv_wait_gap(gap_ns: u64) {
-    let Some(cali) = Caliper::instance() else { return };
-    if cali.get(cali.builtins().comm_region).is_some() {
-        crate::api::emit_async_event("async.end", "irecv.req_wait_gap", Some(gap_ns));
-    }
-}
-
-/// Now, on the runtime's clock (what [`irecv_wait_gap`] measures with).
-pub fn now_ns() -> u64 {
-    crate::clock::clock().now_ns()
 }
 
 #[cfg(test)]
