@@ -352,18 +352,21 @@ impl Messages {
         }
     }
 
-    /// After the call, if `success` (a Rust condition): the reports.
+    /// After the call, if `success` (a Rust condition): the reports (a
+    /// panic in them stops at the wrapper).
     fn after(&self, s: &mut String, success: &str) {
         if let Some(c) = &self.completion {
             let flag = c.flag.as_ref().map_or(String::new(), |f| format!(" && {f}"));
-            let _ = writeln!(s, "    if {success} && !watched.is_empty(){flag} {{\n        {};\n    }}", c.completed);
+            let _ = writeln!(s, "    if {success} && !watched.is_empty(){flag} {{");
+            let _ = writeln!(s, "        crate::layer::guarded(|| {});\n    }}", c.completed);
         }
         if !self.reports.is_empty() {
             let _ = writeln!(s, "    if {success} && runtime::mpi::reports_messages() {{");
+            let _ = writeln!(s, "        crate::layer::guarded(|| {{");
             for report in &self.reports {
-                let _ = writeln!(s, "        {report};");
+                let _ = writeln!(s, "            {report};");
             }
-            let _ = writeln!(s, "    }}");
+            let _ = writeln!(s, "        }});\n    }}");
         }
     }
 }

@@ -104,19 +104,22 @@ impl Tally {
     }
 }
 
+// (A thread whose locals are gone, in a destructor at its exit, counts
+// nothing more.)
+
 /// Adds a message to the calling thread's totals.
 pub(crate) fn tally(message: &Message) {
-    TALLY.with(|t| t.borrow_mut().add(message));
+    let _ = TALLY.try_with(|t| t.borrow_mut().add(message));
 }
 
 /// The calling thread's totals now, to count from.
 pub fn mark() -> Counts {
-    TALLY.with(|t| t.borrow().counts)
+    TALLY.try_with(|t| t.borrow().counts).unwrap_or_default()
 }
 
 /// What the calling thread communicated since `mark`.
 pub fn since(mark: &Counts) -> Totals {
-    TALLY.with(|t| t.borrow().since(mark))
+    TALLY.try_with(|t| t.borrow().since(mark)).unwrap_or_default()
 }
 
 /// The attributes of a comm region's snapshot.
