@@ -192,7 +192,9 @@ fn runtime_report_has_the_min_max_and_average_of_the_per_rank_profiles() {
     let config = "runtime-report(output=cross.txt,region.count),\
                   runtime-profile(use.mpi=false,output=rank-%mpi.rank%.cali),\
                   runtime-profile(output=job-%mpi.rank%.cali)";
-    mpirun(4, &dir, &[("CALI_CONFIG", config)], app(), &["10"]);
+    let out = mpirun(4, &dir, &[("CALI_CONFIG", config)], app(), &["10"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("== CALIPER"), "no complaint (e.g. about the key mpi.rank):\n{stderr}");
     let report = std::fs::read_to_string(dir.join("cross.txt")).unwrap();
     let header = report.lines().next().unwrap().split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(

@@ -147,14 +147,10 @@ pub(crate) fn record_rank(cali: &dyn Runtime) {
     RUNTIME.get_or_init(|| cali.global());
     let Some(world) = layer().and_then(|l| l.world()) else { return };
     let attrs = RANK_ATTRIBUTES.get_or_init(|| RankAttributes {
-        // A context node (the reference makes it an as-value entry): a
-        // process's as-value entries keep every region update of every
-        // channel off the fused path, and a node gives aggregation and
-        // queries the same `mpi.rank` to key and group by.
         rank: cali.create_attribute(
             "mpi.rank",
             AttrType::Int,
-            Properties::UNALIGNED | Properties::SKIP_EVENTS | Properties::SCOPE_PROCESS,
+            Properties::ASVALUE | Properties::SKIP_EVENTS | Properties::SCOPE_PROCESS,
             &[],
         ),
         world_size: cali.create_attribute(

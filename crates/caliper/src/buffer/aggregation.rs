@@ -600,6 +600,11 @@ impl ThreadService for AggThread {
     /// known.
     #[inline(always)]
     fn process_region(&mut self, cali: &dyn Runtime, region: &RegionSnapshot<'_>, scratch: &mut Snapshot) {
+        // The process's values (e.g. `mpi.rank`) count only as keys or
+        // metrics, which the generic way handles.
+        if !region.values.is_empty() && region.values.iter().any(|&(a, _)| self.kind_of(cali, a) != PLAIN) {
+            return self.process_other_region(cali, *region, scratch);
+        }
         let e = match (self.key_names.is_empty(), region.context) {
             (true, []) => self.node_entry(region.event),
             (true, &[first]) => self.pair_entry(first, region.event),

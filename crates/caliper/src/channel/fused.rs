@@ -26,7 +26,7 @@ impl Channel {
     /// [`Snapshot`] if it has the common shape (see [`RegionSnapshot`]):
     /// the attribute is on the region stack, and the thread's context has
     /// no other entries than its region stack, its unaligned node (e.g.
-    /// `pthread.id`) and the process's nodes.
+    /// `pthread.id`) and the process's entries (e.g. `mpi.rank`).
     /// Returns whether the update is handled; if not, the generic path
     /// takes it. Inlined into the runtime's loop over the active channels
     /// (a call less per update); the generic path stays out of line, so
@@ -53,9 +53,6 @@ impl Channel {
             return false;
         }
         cali.refresh_process_entries(&mut t.process_entries, &mut t.process_version);
-        if !t.process_entries.values().is_empty() {
-            return false;
-        }
         let unaligned = match t.blackboard.unaligned.is_empty() {
             true => None,
             false => t.blackboard.unaligned.node(cali.tree(), &mut t.cache),
@@ -98,6 +95,7 @@ impl Channel {
         };
         let region = RegionSnapshot {
             context,
+            values: t.process_entries.values(),
             event,
             count: (kind == EventKind::End).then_some(self.region_count.id()),
             time: ct.timer.as_mut().map(Stamps::stamp),
