@@ -418,7 +418,7 @@ impl Channel {
         value: ValueKey,
     ) {
         let fused = match self.fused {
-            Fused::Plain => self.fused_update::<false, H>(cali, t, kind, attr, value),
+            Fused::Plain => self.fused_update::<false, false, H>(cali, t, kind, attr, value),
             Fused::Measured => self.measured_fused_update(cali, t, kind, attr, value),
             Fused::No => false,
         };
