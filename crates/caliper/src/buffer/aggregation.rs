@@ -625,6 +625,11 @@ impl ThreadService for AggThread {
     /// known.
     #[inline(always)]
     fn process_region(&mut self, cali: &dyn Runtime, region: &RegionSnapshot<'_>, scratch: &mut Snapshot) {
+        // The process's values (e.g. `mpi.rank`) count only as keys or
+        // metrics, which the generic way handles.
+        if !region.values.is_empty() && region.values.iter().any(|&(a, _)| self.kind_of(cali, a) != PLAIN) {
+            return self.process_other_region(cali, *region, scratch);
+        }
         let e = match (self.key_names.is_empty(), region.context, region.event) {
             (true, [], Some(event)) => self.node_entry(event),
             (true, &[first], Some(event)) => self.pair_entry(first, event),

@@ -557,7 +557,12 @@ impl ThreadService for TraceThread {
     }
 
     #[inline]
-    fn process_region(&mut self, cali: &dyn Runtime, region: &RegionSnapshot<'_>, _scratch: &mut Snapshot) {
+    fn process_region(&mut self, cali: &dyn Runtime, region: &RegionSnapshot<'_>, scratch: &mut Snapshot) {
+        // The region encoding has no place for the process's values.
+        if !region.values.is_empty() {
+            region.write_to(scratch);
+            return self.process(cali, scratch);
+        }
         if let Some((encoder, chunk)) = self.chunk(cali, region.context.len() + 4 + region.measured.len()) {
             encoder.encode_region(region, &mut chunk.writer());
         }
@@ -631,6 +636,7 @@ mod tests {
             let values = [5 * i, 7];
             let region = RegionSnapshot {
                 context: &context[..(i % 3) as usize % 2],
+                values: &[],
                 event: Some(300 + i),
                 count: (i % 2 == 1).then_some(22),
                 time: (i != 4).then_some(time),

@@ -18,7 +18,22 @@ impl Channel {
         attr: Attribute,
         value: ValueKey,
     ) -> bool {
-        self.fused_update::<true, H>(cali, t, kind, attr, value)
+        self.fused_update::<true, false, H>(cali, t, kind, attr, value)
+    }
+
+    /// [`Channel::fused_update`] in a process with as-value entries (e.g.
+    /// `mpi.rank`), which its region snapshots carry: out of line, so that
+    /// the path of other processes does not hold them.
+    #[inline(never)]
+    pub(super) fn valued_fused_update<const MEASURED: bool, H: Host>(
+        &self,
+        cali: &H,
+        t: &mut ThreadData,
+        kind: EventKind,
+        attr: Attribute,
+        value: ValueKey,
+    ) -> bool {
+        self.fused_update::<MEASURED, true, H>(cali, t, kind, attr, value)
     }
 
     /// Handles an update in a channel that takes fused region snapshots:
@@ -26,16 +41,17 @@ impl Channel {
     /// [`Snapshot`] if it has the common shape (see [`RegionSnapshot`]):
     /// the attribute is on the region stack, and the thread's context has
     /// no other entries than its region stack, its unaligned node (e.g.
-    /// `pthread.id`) and the process's nodes.
+    /// `pthread.id`) and the process's entries (e.g. `mpi.rank`).
     /// Returns whether the update is handled; if not, the generic path
     /// takes it. Inlined into the runtime's loop over the active channels
     /// (a call less per update); the generic path stays out of line, so
     /// that the common case is a short function that spills little.
     /// `MEASURED`: whether the channel has region counters (see
     /// [`Service::region_counters`]); a channel without compiles to a
-    /// path without them.
+    /// path without them. `VALUED`: whether the process has as-value
+    /// entries (see [`Channel::valued_fused_update`]).
     #[inline(always)]
-    pub(super) fn fused_update<const MEASURED: bool, H: Host>(
+    pub(super) fn fused_update<const MEASURED: bool, const VALUED: bool, H: Host>(
         &self,
         cali: &H,
         t: &mut ThreadData,
@@ -53,8 +69,8 @@ impl Channel {
             return false;
         }
         cali.refresh_process_entries(&mut t.process_entries, &mut t.process_version);
-        if !t.process_entries.values().is_empty() {
-            return false;
+        if !VALUED && !t.process_entries.values().is_empty() {
+            return self.valued_fused_update::<MEASURED, H>(cali, t, kind, attr, value);
         }
         let unaligned = match t.blackboard.unaligned.is_empty() {
             true => None,
@@ -96,6 +112,7 @@ impl Channel {
         };
         let region = RegionSnapshot {
             context,
+            values: if VALUED { t.process_entries.values() } else { &[] },
             event,
             count: (kind == EventKind::End).then_some(self.region_count.id()),
             time: ct.timer.as_mut().map(Stamps::stamp),
