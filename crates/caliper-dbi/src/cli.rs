@@ -2,8 +2,10 @@
 //! in a file).
 
 use crate::control::{self, Control};
+use crate::debugger::DebugConfig;
 use crate::engine::{Collect, Config, Target};
 use std::ffi::OsString;
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// The usage text.
@@ -11,6 +13,8 @@ pub const USAGE: &str = "\
 usage: cali-run [OPTIONS] -- PROGRAM [ARGS...]
        cali-run [OPTIONS] --pid PID
        cali-run [OPTIONS] --control FILE
+       cali-run debug [OPTIONS] -- PROGRAM [ARGS...]
+       cali-run debug --connect PATH
 
 Measures an unmodified program by lazy dynamic instrumentation.
 
@@ -31,7 +35,22 @@ Measures an unmodified program by lazy dynamic instrumentation.
       --breakpoints-only count every call at a breakpoint (no trampolines)
   -p, --pid PID          attach to a running process (until SIGINT)
       --control FILE     read the measurement from a control file
+      --debug-on-fault   stop at the cdb prompt when the program gets a
+                         fatal signal (SIGSEGV, SIGILL, SIGBUS, SIGFPE,
+                         SIGABRT, a SIGTRAP not the tool's) or the
+                         instrumentation fails
+      --debug-socket PATH
+                         serve the cdb prompt on a Unix domain socket (for
+                         a program that needs the terminal's input);
+                         implies --debug-on-fault
   -h, --help             this text
+
+cali-run debug runs the program under cdb, the debugger that lives with the
+instrumentation: it stops at the program's entry with a `(cdb) ` prompt
+(break FUNC|*ADDR, continue, stepi, nexti, backtrace, info registers, x/NFU,
+disassemble FUNC: original and instrumented code side by side, info
+instrumented, info threads, thread N, kill, detach, quit; `help` lists
+them). `cali-run debug --connect PATH` is a client of --debug-socket PATH.
 ";
 
 /// A parsed invocation.
@@ -48,6 +67,8 @@ pub struct Invocation {
 pub enum Request {
     Help,
     Run(Box<Invocation>),
+    /// Talk to the `cdb` prompt served on this socket.
+    Connect(PathBuf),
 }
 
 /// Parses the arguments after the program name. Errors are one line.
@@ -58,7 +79,10 @@ pub fn parse(args: Vec<OsString>) -> Result<Request, String> {
     let mut flow_data = None;
     let mut pid = None;
     let mut program: Vec<OsString> = Vec::new();
-    let mut args = args.into_iter();
+    let mut args = args.into_iter().peekable();
+    let interactive = args.next_if(|a| a == "debug").is_some();
+    let mut debug = interactive.then_some(DebugConfig { interactive, socket: None });
+    let mut connect = None;
     while let Some(arg) = args.next() {
         let arg_text = arg.to_string_lossy().to_string();
         let (name, inline) = match arg_text.split_once('=') {
@@ -82,6 +106,11 @@ pub fn parse(args: Vec<OsString>) -> Result<Request, String> {
             "--duration" => config.duration = Some(seconds(&value("seconds")?)?),
             "--start" => config.start = Some(seconds(&value("seconds")?)?),
             "--breakpoints-only" => config.breakpoints_only = true,
+            "--debug-on-fault" => {
+                debug.get_or_insert_with(DebugConfig::default);
+            }
+            "--debug-socket" => debug.get_or_insert_with(DebugConfig::default).socket = Some(value("a path")?.into()),
+            "--connect" if interactive => connect = Some(PathBuf::from(value("a path")?)),
             "-p" | "--pid" => {
                 let v = value("a process id")?;
                 pid = Some(v.parse::<i32>().ok().filter(|p| *p > 0).ok_or(format!("`{v}` is not a process id"))?);
@@ -101,6 +130,16 @@ pub fn parse(args: Vec<OsString>) -> Result<Request, String> {
             }
         }
     }
+    if let Some(path) = connect {
+        return match program.is_empty() && pid.is_none() {
+            true => Ok(Request::Connect(path)),
+            false => Err("--connect takes no program".into()),
+        };
+    }
+    if interactive && pid.is_some() {
+        return Err("cali-run debug runs a program; for an attached process use --debug-on-fault".into());
+    }
+    config.debug = debug;
     config.collect = collectors(collect.as_deref().unwrap_or("fcount"))?;
     let target = match (pid, program.is_empty()) {
         (Some(pid), true) => Target::Attach(pid),
@@ -212,6 +251,7 @@ mod tests {
         match parse(args.iter().map(OsString::from).collect())? {
             Request::Run(inv) => Ok(*inv),
             Request::Help => Err("help".into()),
+            Request::Connect(_) => Err("connect".into()),
         }
     }
 
@@ -261,6 +301,23 @@ mod tests {
         std::fs::write(&file, "application = \"gzip\"\ncolector = x\n").unwrap();
         let err = run(&["--control", file.to_str().unwrap()]).err().unwrap();
         assert!(err.ends_with("run.ctl:2:1: unknown key `colector`"), "{err}");
+    }
+
+    #[test]
+    fn parses_the_debugger_options() {
+        let inv = run(&["debug", "-c", "coverage", "--", "./a.out"]).unwrap();
+        assert_eq!(inv.config.debug, Some(DebugConfig { interactive: true, socket: None }));
+        assert!(inv.config.collect.coverage);
+        let inv = run(&["--debug-on-fault", "./a.out"]).unwrap();
+        assert_eq!(inv.config.debug, Some(DebugConfig { interactive: false, socket: None }));
+        let inv = run(&["--debug-socket", "/tmp/s", "./a.out"]).unwrap();
+        assert_eq!(inv.config.debug.unwrap().socket.as_deref(), Some(std::path::Path::new("/tmp/s")));
+        assert!(run(&["./a.out"]).unwrap().config.debug.is_none());
+        let connect = parse(["debug", "--connect", "/tmp/s"].iter().map(OsString::from).collect());
+        assert!(matches!(connect, Ok(Request::Connect(p)) if p == std::path::Path::new("/tmp/s")));
+        assert!(run(&["debug", "--connect", "/tmp/s", "ls"]).is_err());
+        assert!(run(&["--connect", "/tmp/s"]).is_err(), "--connect belongs to cali-run debug");
+        assert!(run(&["debug", "--pid", "12"]).is_err());
     }
 
     #[test]

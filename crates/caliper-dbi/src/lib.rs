@@ -14,11 +14,13 @@
 //! (perf_event_open sampling); [`engine`] (the event loop and the
 //! collectors); [`results`] (the text report, the `.cali` records and the
 //! flow-data file); [`control`] and [`cli`] (the control file and the
-//! command line of `cali-run`).
+//! command line of `cali-run`); [`debugger`] (`cdb`, the debugger that
+//! lives with the engine; its stops are the engine's `debug` module).
 
 pub mod cli;
 pub mod control;
 pub mod counters;
+pub mod debugger;
 pub mod discover;
 pub mod engine;
 pub mod filter;

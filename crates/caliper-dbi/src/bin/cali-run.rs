@@ -22,6 +22,15 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Ok(Request::Run(invocation)) => invocation,
+        Ok(Request::Connect(path)) => {
+            return match caliper_dbi::debugger::console::connect(&path) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("== CALIPER: cali-run: cannot talk to the debugger on {}: {e}", path.display());
+                    ExitCode::FAILURE
+                }
+            };
+        }
         Err(e) => {
             eprintln!("== CALIPER: cali-run: {e}");
             eprint!("{USAGE}");

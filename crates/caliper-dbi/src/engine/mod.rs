@@ -11,11 +11,13 @@
 //! missing).
 
 mod arcs;
+mod debug;
 mod probes;
 mod samples;
 mod threads;
 
 use crate::counters::Counters;
+use crate::debugger::DebugConfig;
 use crate::discover::ModuleInfo;
 use crate::filter::{self, Filter};
 use crate::functions::{ArcTable, FunctionTable};
@@ -86,6 +88,8 @@ pub struct Config {
     /// Start measuring only after this long (the program runs free until
     /// then: no probes, but processes and threads are followed).
     pub start: Option<Duration>,
+    /// Stop at the `cdb` prompt (see [`crate::debugger`]).
+    pub debug: Option<DebugConfig>,
 }
 
 /// What is measured.
@@ -211,6 +215,8 @@ pub struct Engine {
     deadline: Option<Instant>,
     /// Whether probes are in (false until a delayed start).
     measuring: bool,
+    /// The `cdb` session, with `--debug-on-fault` or `cali-run debug`.
+    debugger: Option<debug::Session>,
 }
 
 impl Engine {
@@ -219,6 +225,7 @@ impl Engine {
     pub fn start(config: Config, target: Target) -> Result<Engine, StartError> {
         let counters = Counters::create().map_err(|e| StartError(format!("cannot create the counter file: {e}")))?;
         let attached = matches!(target, Target::Attach(_));
+        let debugger = config.debug.as_ref().map(debug::Session::open).transpose()?;
         let mut engine = Engine {
             deadline: None,
             measuring: config.start.is_none(),
@@ -240,6 +247,7 @@ impl Engine {
             attached,
             shared: attached,
             exit: None,
+            debugger,
         };
         // The handlers come before an attach, so that an interrupt during it
         // lets the process go cleanly, and after a launch, so that the
@@ -291,6 +299,7 @@ impl Engine {
         self.main = pid;
         self.threads.insert(pid, Thread { pid, running: false, expect_stop: false });
         self.new_image(pid).map_err(|e| StartError(format!("cannot instrument {}: {e}", program.to_string_lossy())))?;
+        self.debug_stop_at_entry(pid);
         self.resume(pid, 0);
         Ok(())
     }
@@ -459,6 +468,7 @@ impl Engine {
         }
         if tid == self.main {
             self.exit = Some(how);
+            self.debug_note_exit(how);
         }
     }
 
@@ -483,7 +493,9 @@ impl Engine {
             libc::PTRACE_EVENT_EXEC => self.on_exec(tid, pid),
             _ => {}
         }
-        self.resume(tid, 0);
+        if !self.debug_failure_stop(tid) {
+            self.resume(tid, 0);
+        }
     }
 
     /// At the first new thread or process (stopped, as its creator is):
@@ -563,7 +575,9 @@ impl Engine {
             return;
         }
         if let Err(e) = self.new_image(pid) {
-            eprintln!("== CALIPER: cali-run: cannot instrument process {pid} after exec: {e}");
+            let failure = format!("cannot instrument process {pid} after exec: {e}");
+            eprintln!("== CALIPER: cali-run: {failure}");
+            self.debug_note_failure(failure);
         }
     }
 
@@ -598,6 +612,9 @@ impl Engine {
             && info.si_code == libc::SI_KERNEL
             && self.on_breakpoint(tid)
         {
+            return;
+        }
+        if self.debug_signal_stop(tid, sig) {
             return;
         }
         // A group stop (no signal information) is resumed: the program is
