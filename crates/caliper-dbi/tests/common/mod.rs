@@ -2,6 +2,8 @@
 
 #![allow(dead_code)]
 
+pub mod pty;
+
 use caliper_data::cali::read_records;
 use caliper_data::{MetadataDb, Variant};
 use std::collections::HashMap;
@@ -54,6 +56,19 @@ pub fn counts_dir() -> &'static Path {
                 "-lpthread",
             ],
         );
+        dir
+    })
+    .path()
+}
+
+/// The directory holding `debuggee` (cdb's test program), built once per
+/// test binary with -O2 and without frame pointers.
+pub fn debuggee_dir() -> &'static Path {
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let debuggee = source("debuggee.c");
+        gcc(dir.path(), &["-O2", "-fomit-frame-pointer", "-o", "debuggee", debuggee.to_str().unwrap()]);
         dir
     })
     .path()
