@@ -111,7 +111,19 @@ fn a_breakpoint_stops_an_instrumented_function_and_shows_its_state() {
     let error = cdb.run("frobnicate");
     assert!(error.contains("error: unknown command `frobnicate`"), "{error}");
 
+    let help = cdb.run("help");
+    assert!(help.contains("disassemble [FUNC]") && help.contains("info instrumented [PAT]"), "{help}");
+
+    // nexti steps over the call in main (whose return address #2 is).
+    let ret = hex_after(line_with(&bt, "#2 "), "#2  ");
     cdb.run("delete 1");
+    let set = cdb.run(&format!("break *{:#x}", ret - 5));
+    assert!(set.contains("Breakpoint 2 at") && set.contains("in main+"), "{set}");
+    let stop = cdb.run("c");
+    assert!(stop.contains("Breakpoint 2, thread"), "{stop}");
+    let over = cdb.run("nexti");
+    assert!(over.contains(&format!("at {ret:#x} in main+")), "{over}");
+    cdb.run("delete");
     cdb.send("continue");
     cdb.expect("The program exited with code 7.");
     let status = cdb.child.wait().unwrap();

@@ -8,6 +8,7 @@
 #define NOIPA __attribute__((noipa))
 
 volatile long sink;
+volatile int rounds = 3; /* a loop bound the compiler cannot unroll: one call site */
 
 NOIPA long work(long x) {
     sink += x;
@@ -30,7 +31,7 @@ int main(int argc, char **argv) {
         }
     }
     long total = 0;
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < rounds; i++) {
         total += middle(i);
     }
     printf("total %ld\n", total);
