@@ -197,3 +197,43 @@ fn the_prompt_is_served_on_a_socket_while_the_program_reads_the_terminal() {
     assert_eq!(out.status.code(), Some(7));
     assert!(!socket.exists(), "the socket is removed at the end");
 }
+
+#[test]
+fn ctrl_c_stops_the_program_without_killing_it() {
+    let mut cdb = debug_session(&["debug"], &["echo"]);
+    cdb.expect("(cdb) ");
+    cdb.send("c");
+    cdb.expect("c\r\n");
+    // The program waits for a line; Ctrl-C at the terminal stops it.
+    cdb.send("\u{3}");
+    let stop = cdb.expect("(cdb) ");
+    assert!(stop.contains("The program received SIGINT; `continue` does not deliver it"), "{stop}");
+    let threads = cdb.run("thread 1");
+    assert!(threads.contains("thread "), "{threads}");
+    assert!(cdb.run("thread 2").contains("error: no thread 2"));
+    cdb.send("c");
+    cdb.expect("c\r\n");
+    cdb.send("a line");
+    cdb.expect("echo: a line");
+    cdb.expect("The program exited with code 7.");
+    assert_eq!(cdb.child.wait().unwrap().code(), Some(7), "{}", cdb.transcript());
+}
+
+#[test]
+fn detach_lets_the_program_finish_and_kill_ends_it() {
+    let mut cdb = debug_session(&["debug"], &[]);
+    cdb.expect("(cdb) ");
+    cdb.run("break work");
+    cdb.run("c");
+    cdb.send("detach");
+    cdb.expect("Detached: the program runs on without instrumentation.");
+    cdb.expect("total 9");
+    assert_eq!(cdb.child.wait().unwrap().code(), Some(7), "{}", cdb.transcript());
+
+    let mut cdb = debug_session(&["debug"], &[]);
+    cdb.expect("(cdb) ");
+    cdb.send("kill");
+    cdb.expect("The program was killed by SIGKILL.");
+    assert_eq!(cdb.child.wait().unwrap().signal(), Some(libc::SIGKILL), "{}", cdb.transcript());
+    assert!(!cdb.transcript().contains("total 9"));
+}

@@ -483,7 +483,6 @@ impl Engine {
         let pid = self.threads.get(&current).map_or(self.main, |t| t.pid);
         // SAFETY: kill has no memory preconditions.
         unsafe { libc::kill(pid, libc::SIGKILL) };
-        self.end_session();
     }
 
     fn detach_all(&mut self) -> Flow {
