@@ -149,6 +149,24 @@ fn a_fault_stops_at_the_prompt_with_debug_on_fault() {
 }
 
 #[test]
+fn an_instrumentation_failure_stops_at_the_prompt_and_the_program_runs_on() {
+    let mut command = cali_run();
+    command.current_dir(debuggee_dir()).args(["--debug-on-fault", "--", "./limited"]);
+    let mut cdb = Terminal::spawn(command);
+    let stop = cdb.expect("(cdb) ");
+    assert!(stop.contains("Instrumentation failure: lib_step is no longer counted: cannot relocate:"), "{stop}");
+    assert!(stop.contains("in lib_step+0x0 (liblimited.so)"), "{stop}");
+    let bt = cdb.run("bt");
+    assert!(line_with(&bt, "#1").contains("in main+"), "{bt}");
+    let list = cdb.run("info instrumented lib_step");
+    assert!(line_with(&list, "lib_step (liblimited.so)").contains("uncounted (cannot relocate:"), "{list}");
+    cdb.send("c");
+    cdb.expect("lib_step 42");
+    cdb.expect("The program exited with code 0.");
+    assert_eq!(cdb.child.wait().unwrap().code(), Some(0), "{}", cdb.transcript());
+}
+
+#[test]
 fn without_the_option_a_fault_kills_the_program_as_before() {
     let out = cali_run()
         .current_dir(debuggee_dir())
@@ -198,14 +216,39 @@ fn the_prompt_is_served_on_a_socket_while_the_program_reads_the_terminal() {
     assert!(!socket.exists(), "the socket is removed at the end");
 }
 
+/// Waits until the program cali-run (process `tool`) runs is asleep in
+/// a system call, not stopped by its tracer.
+fn wait_until_blocked_reading(tool: u32) {
+    // (state, parent) of a process, from the fields after its name.
+    let status = |pid: &str| -> Option<(char, u32)> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let mut fields = stat.rsplit_once(") ")?.1.split(' ');
+        Some((fields.next()?.chars().next()?, fields.next()?.parse().ok()?))
+    };
+    loop {
+        let processes = std::fs::read_dir("/proc").unwrap().flatten();
+        let states: Vec<char> = processes
+            .filter_map(|e| status(e.file_name().to_str()?))
+            .filter(|&(_, parent)| parent == tool)
+            .map(|(state, _)| state)
+            .collect();
+        if states == ['S'] {
+            return;
+        }
+        assert_ne!(status(&tool.to_string()).map(|s| s.0), Some('Z'), "cali-run ended");
+        std::thread::yield_now();
+    }
+}
+
 #[test]
 fn ctrl_c_stops_the_program_without_killing_it() {
     let mut cdb = debug_session(&["debug"], &["echo"]);
     cdb.expect("(cdb) ");
     cdb.send("c");
-    cdb.expect("c\r\n");
-    // The program waits for a line; Ctrl-C at the terminal stops it.
-    cdb.send("\u{3}");
+    // Ctrl-C at the terminal, once the program waits for a line, stops it
+    // (typed earlier, it would discard the `c` not read yet).
+    wait_until_blocked_reading(cdb.child.id());
+    cdb.type_keys("\u{3}");
     let stop = cdb.expect("(cdb) ");
     assert!(stop.contains("The program received SIGINT; `continue` does not deliver it"), "{stop}");
     let threads = cdb.run("thread 1");

@@ -61,14 +61,19 @@ pub fn counts_dir() -> &'static Path {
     .path()
 }
 
-/// The directory holding `debuggee` (cdb's test program), built once per
-/// test binary with -O2 and without frame pointers.
+/// The directory holding cdb's test programs, built once per test binary
+/// with -O2: `debuggee` (without frame pointers), and `limited` with its
+/// `liblimited.so`.
 pub fn debuggee_dir() -> &'static Path {
     static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
     DIR.get_or_init(|| {
         let dir = tempfile::tempdir().unwrap();
-        let debuggee = source("debuggee.c");
+        let (debuggee, limited, library) = (source("debuggee.c"), source("limited.c"), source("limitlib.c"));
         gcc(dir.path(), &["-O2", "-fomit-frame-pointer", "-o", "debuggee", debuggee.to_str().unwrap()]);
+        let library = library.to_str().unwrap();
+        gcc(dir.path(), &["-O2", "-shared", "-fPIC", "-nostartfiles", "-o", "liblimited.so", library]);
+        let limited = limited.to_str().unwrap();
+        gcc(dir.path(), &["-O2", "-o", "limited", limited, "-L.", "-llimited", "-Wl,-rpath,$ORIGIN"]);
         dir
     })
     .path()

@@ -64,7 +64,12 @@ impl Terminal {
 
     /// Types a line.
     pub fn send(&mut self, line: &str) {
-        self.master.write_all(format!("{line}\n").as_bytes()).unwrap();
+        self.type_keys(&format!("{line}\n"));
+    }
+
+    /// Types `keys` as they are (a control character, no newline).
+    pub fn type_keys(&mut self, keys: &str) {
+        self.master.write_all(keys.as_bytes()).unwrap();
     }
 
     /// Waits until `needle` appears in the output not consumed yet, and
@@ -97,5 +102,15 @@ impl Terminal {
     /// Everything the terminal showed.
     pub fn transcript(&self) -> String {
         self.output.0.lock().unwrap().clone()
+    }
+}
+
+impl Drop for Terminal {
+    /// A test that fails leaves no program running.
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
     }
 }

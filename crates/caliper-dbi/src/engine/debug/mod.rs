@@ -177,8 +177,8 @@ impl Engine {
         true
     }
 
-    /// Notes an instrumentation failure (already reported on standard
-    /// error), for a stop where the thread that met it goes on.
+    /// Notes an instrumentation failure, for a stop where the thread that
+    /// met it goes on.
     pub(super) fn debug_note_failure(&mut self, what: String) {
         if let Some(session) = self.debugger.as_mut() {
             session.failure = Some(what);
