@@ -148,8 +148,7 @@ impl Engine {
         if breakpoint.kind != Kind::User {
             self.remove_breakpoint(index);
         }
-        self.debug_prompt(tid, headline);
-        true
+        self.debug_prompt(tid, headline)
     }
 
     /// A signal `sig` for thread `tid` that stops the program at the
@@ -163,6 +162,10 @@ impl Engine {
         }
         // A group stop has no signal information: not a delivery.
         let Ok(info) = ptrace::signal_info(tid) else { return false };
+        if self.image_of(tid).is_none() {
+            return false;
+        }
+        let session = self.session();
         if !interrupt {
             session.signals.insert(tid, sig);
         }
@@ -173,8 +176,7 @@ impl Engine {
             })
             .unwrap_or_default();
         let delivered = if interrupt { "; `continue` does not deliver it" } else { "" };
-        self.debug_prompt(tid, format!("The program received {}{fault}{delivered}, ", signal_name(sig)));
-        true
+        self.debug_prompt(tid, format!("The program received {}{fault}{delivered}, ", signal_name(sig)))
     }
 
     /// Notes an instrumentation failure, for a stop where the thread that
@@ -189,8 +191,7 @@ impl Engine {
     /// handling thread `tid`'s stop; true if the thread was dealt with.
     pub(super) fn debug_failure_stop(&mut self, tid: Pid) -> bool {
         let Some(what) = self.debugger.as_mut().and_then(|s| s.failure.take()) else { return false };
-        self.debug_prompt(tid, format!("Instrumentation failure: {what}; "));
-        true
+        self.debug_prompt(tid, format!("Instrumentation failure: {what}; "))
     }
 
     /// Tells the debugger's user how the measured process ended.
@@ -205,11 +206,12 @@ impl Engine {
     }
 
     /// The prompt, with thread `tid` stopped (and `headline` said of it),
-    /// until a command lets the program go on.
-    fn debug_prompt(&mut self, tid: Pid, headline: String) {
-        let Some(image_id) = self.image_of(tid) else { return };
+    /// until a command lets the program go on; false (and the thread left
+    /// to the engine) if the thread is of no process the engine measures.
+    fn debug_prompt(&mut self, tid: Pid, headline: String) -> bool {
+        let Some(image_id) = self.image_of(tid) else { return false };
         let held = self.stop_world(image_id, tid);
-        let Some(session) = self.debugger.as_mut() else { return };
+        let session = self.session();
         session.held = held;
         session.stopped = tid;
         session.current = tid;
@@ -217,17 +219,17 @@ impl Engine {
         let session = self.debugger.as_mut().expect("a session");
         if session.console.wait_for_listener().is_err() {
             self.debug_resume();
-            return;
+            return true;
         }
         session.console.write(&context);
         loop {
-            let Some(session) = self.debugger.as_mut() else { return };
+            let Some(session) = self.debugger.as_mut() else { return true };
             let Some(line) = session.console.read_command(&context) else {
                 // The end of the debugger's input: the program goes on,
                 // measured, without breakpoints or further stops.
                 self.debug_resume();
                 self.end_session();
-                return;
+                return true;
             };
             let flow = match command::parse(&line) {
                 Ok(command) => self.debug_command(command),
@@ -237,7 +239,7 @@ impl Engine {
                 }
             };
             if let Flow::Leave = flow {
-                return;
+                return true;
             }
         }
     }
