@@ -88,6 +88,12 @@ fn a_breakpoint_stops_an_instrumented_function_and_shows_its_state() {
     assert!(moved.len() > column && moved[column..].starts_with("0x"), "both columns: {listing}");
     assert!(listing.contains("; back into the function"), "{listing}");
 
+    // The bytes the jump replaced take no breakpoint; nor does a page of no module.
+    let refused = cdb.run(&format!("break *{:#x}", work + 1));
+    assert!(refused.contains(&format!("error: inside the jump that replaced the entry at {work:#x}")), "{refused}");
+    assert!(cdb.run("break *0x10").contains("error: 0x10 is not in the code of a loaded module"));
+    assert!(cdb.run("x/4xb 0").contains("error: cannot read memory at 0x0"));
+
     let list = cdb.run("info instrumented work");
     let row = line_with(&list, "work (debuggee)");
     assert!(row.starts_with(&format!("{work:#x}")), "{list}");
