@@ -619,7 +619,7 @@ impl Image {
 }
 
 /// (path, low, high) of each file with executable mappings, in order.
-fn executable_files(maps: &[Mapping]) -> Vec<(&str, u64, u64)> {
+pub fn executable_files(maps: &[Mapping]) -> Vec<(&str, u64, u64)> {
     let mut out: Vec<(&str, u64, u64)> = Vec::new();
     for m in maps.iter().filter(|m| m.executable && m.path.starts_with('/')) {
         match out.iter_mut().find(|(p, _, high)| *p == m.path && *high == m.start) {

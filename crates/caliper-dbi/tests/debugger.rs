@@ -189,7 +189,7 @@ fn the_prompt_is_served_on_a_socket_while_the_program_reads_the_terminal() {
     let socket = dir.path().join("cdb.sock");
     let mut program = cali_run()
         .current_dir(debuggee_dir())
-        .args(["debug", "--debug-socket", socket.to_str().unwrap(), "--", "./debuggee", "echo"])
+        .args(["debug", "-x", "libc*", "--debug-socket", socket.to_str().unwrap(), "--", "./debuggee", "echo"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -214,6 +214,8 @@ fn the_prompt_is_served_on_a_socket_while_the_program_reads_the_terminal() {
     assert!(transcript.contains("The program is stopped at its entry"), "{transcript}");
     assert!(transcript.contains("Breakpoint 1, thread"), "{transcript}");
     assert!(line_with(&transcript, "#1 ").contains("in middle+"), "{transcript}");
+    // The C library is not instrumented (-x), and its frames are named by offset.
+    assert!(line_with(&transcript, "#3 ").contains("in libc.so.6+0x"), "{transcript}");
     assert!(transcript.contains("The program exited with code 7."), "{transcript}");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("echo: hello from the terminal") && stdout.contains("total 9"), "{stdout}");

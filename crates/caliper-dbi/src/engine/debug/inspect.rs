@@ -101,8 +101,9 @@ impl Engine {
         let image = &self.images[&image_id];
         let memory = &image.memory;
         let session = self.debugger.as_mut().expect("a session");
+        let files = session.tables.code_files(image.pid, &image.modules);
         let frames = session.tables.backtrace(
-            &image.modules,
+            &files,
             (regs.rip, regs.rsp, regs.rbp),
             |a| memory.read_u64(a).ok(),
             |a| stands_for(image, a),
@@ -111,7 +112,11 @@ impl Engine {
         for (n, frame) in frames.iter().enumerate() {
             // A return address names its caller by the call before it.
             let looked_up = frame.stands_for.unwrap_or(frame.address).wrapping_sub(u64::from(n > 0));
-            let name = symbol(image, looked_up).unwrap_or_else(|| "??".into());
+            let name = symbol(image, looked_up)
+                .or_else(|| {
+                    files.iter().find(|f| (f.low..f.high).contains(&looked_up)).map(|f| f.offset_name(looked_up))
+                })
+                .unwrap_or_else(|| "??".into());
             text += &format!("#{n:<2} {:#x} in {name}", frame.address);
             if frame.stands_for.is_some() {
                 text += &format!("    [{}]", self.describe_address(image_id, frame.address));
