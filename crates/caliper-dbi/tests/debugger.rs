@@ -24,7 +24,7 @@ fn line_with<'a>(text: &'a str, needle: &str) -> &'a str {
 }
 
 /// cali-run with `options` on one of the test programs, in a terminal.
-fn debug_session(options: &[&str], program: &str, args: &[&str]) -> Terminal {
+fn in_terminal(options: &[&str], program: &str, args: &[&str]) -> Terminal {
     let mut command = cali_run();
     command.current_dir(debuggee_dir()).args(options).arg("--").arg(program).args(args);
     Terminal::spawn(command)
@@ -32,7 +32,7 @@ fn debug_session(options: &[&str], program: &str, args: &[&str]) -> Terminal {
 
 #[test]
 fn a_breakpoint_stops_an_instrumented_function_and_shows_its_state() {
-    let mut cdb = debug_session(&["debug"], "./debuggee", &[]);
+    let mut cdb = in_terminal(&["debug"], "./debuggee", &[]);
     let entry = cdb.expect("(cdb) ");
     assert!(entry.contains("The program is stopped at its entry"), "{entry}");
     assert!(entry.contains("_start+0x0 (debuggee)"), "{entry}");
@@ -140,7 +140,7 @@ fn a_breakpoint_stops_an_instrumented_function_and_shows_its_state() {
 
 #[test]
 fn a_fault_stops_at_the_prompt_with_debug_on_fault() {
-    let mut cdb = debug_session(&["--debug-on-fault"], "./debuggee", &["crash"]);
+    let mut cdb = in_terminal(&["--debug-on-fault"], "./debuggee", &["crash"]);
     let stop = cdb.expect("(cdb) ");
     assert!(stop.contains("The program received SIGSEGV, fault address 0x10"), "{stop}");
     assert!(stop.contains("crash: trampoline at 0x"), "the instrumentation there: {stop}");
@@ -157,7 +157,7 @@ fn a_fault_stops_at_the_prompt_with_debug_on_fault() {
 
 #[test]
 fn an_instrumentation_failure_stops_at_the_prompt_and_the_program_runs_on() {
-    let mut cdb = debug_session(&["--debug-on-fault"], "./limited", &[]);
+    let mut cdb = in_terminal(&["--debug-on-fault"], "./limited", &[]);
     let stop = cdb.expect("(cdb) ");
     assert!(stop.contains("Instrumentation failure: lib_step is no longer counted: cannot relocate:"), "{stop}");
     assert!(stop.contains("in lib_step+0x0 (liblimited.so)"), "{stop}");
@@ -249,7 +249,7 @@ fn wait_until_blocked_reading(tool: u32) {
 
 #[test]
 fn ctrl_c_stops_the_program_without_killing_it() {
-    let mut cdb = debug_session(&["debug"], "./debuggee", &["echo"]);
+    let mut cdb = in_terminal(&["debug"], "./debuggee", &["echo"]);
     cdb.expect("(cdb) ");
     cdb.send("c");
     // Ctrl-C at the terminal, once the program waits for a line, stops it
@@ -271,7 +271,7 @@ fn ctrl_c_stops_the_program_without_killing_it() {
 
 #[test]
 fn detach_lets_the_program_finish_and_kill_ends_it() {
-    let mut cdb = debug_session(&["debug"], "./debuggee", &[]);
+    let mut cdb = in_terminal(&["debug"], "./debuggee", &[]);
     cdb.expect("(cdb) ");
     cdb.run("break work");
     cdb.run("c");
@@ -280,7 +280,7 @@ fn detach_lets_the_program_finish_and_kill_ends_it() {
     cdb.expect("total 9");
     assert_eq!(cdb.child.wait().unwrap().code(), Some(7), "{}", cdb.transcript());
 
-    let mut cdb = debug_session(&["debug"], "./debuggee", &[]);
+    let mut cdb = in_terminal(&["debug"], "./debuggee", &[]);
     cdb.expect("(cdb) ");
     cdb.send("kill");
     cdb.expect("The program was killed by SIGKILL.");

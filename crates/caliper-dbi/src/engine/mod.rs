@@ -215,8 +215,8 @@ pub struct Engine {
     deadline: Option<Instant>,
     /// Whether probes are in (false until a delayed start).
     measuring: bool,
-    /// The `cdb` session, with `--debug-on-fault` or `cali-run debug`.
-    debugger: Option<debug::Session>,
+    /// The `cdb` debugger, with `--debug-on-fault` or `cali-run debug`.
+    debugger: Option<debug::Debugger>,
 }
 
 impl Engine {
@@ -225,7 +225,7 @@ impl Engine {
     pub fn start(config: Config, target: Target) -> Result<Engine, StartError> {
         let counters = Counters::create().map_err(|e| StartError(format!("cannot create the counter file: {e}")))?;
         let attached = matches!(target, Target::Attach(_));
-        let debugger = config.debug.as_ref().map(debug::Session::open).transpose()?;
+        let debugger = config.debug.as_ref().map(debug::Debugger::open).transpose()?;
         let mut engine = Engine {
             deadline: None,
             measuring: config.start.is_none(),

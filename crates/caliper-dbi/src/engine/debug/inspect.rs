@@ -94,15 +94,15 @@ impl Engine {
     }
 
     pub(super) fn backtrace(&mut self) -> String {
-        let tid = self.session().current;
+        let tid = self.debugger_state().current;
         let (Some(image_id), Ok(regs)) = (self.image_of(tid), ptrace::registers(tid)) else {
             return "error: cannot read the thread\n".into();
         };
         let image = &self.images[&image_id];
         let memory = &image.memory;
-        let session = self.debugger.as_mut().expect("a session");
-        let files = session.tables.code_files(image.pid, &image.modules);
-        let frames = session.tables.backtrace(
+        let state = self.debugger.as_mut().expect("a debugger");
+        let files = state.tables.code_files(image.pid, &image.modules);
+        let frames = state.tables.backtrace(
             &files,
             (regs.rip, regs.rsp, regs.rbp),
             |a| memory.read_u64(a).ok(),
@@ -127,7 +127,7 @@ impl Engine {
     }
 
     pub(super) fn registers(&mut self) -> String {
-        let tid = self.session().current;
+        let tid = self.debugger_state().current;
         let Ok(r) = ptrace::registers(tid) else { return "error: cannot read the registers\n".into() };
         let mut text = String::new();
         for (name, value) in register_list(&r) {
@@ -140,7 +140,7 @@ impl Engine {
     }
 
     pub(super) fn examine(&mut self, count: usize, format: Format, at: &AddressExpr) -> String {
-        let tid = self.session().current;
+        let tid = self.debugger_state().current;
         let Some(image_id) = self.image_of(tid) else { return "error: no process\n".into() };
         let image = &self.images[&image_id];
         let base = match &at.base {
@@ -194,7 +194,7 @@ impl Engine {
     }
 
     pub(super) fn disassemble(&mut self, name: Option<&str>) -> String {
-        let tid = self.session().current;
+        let tid = self.debugger_state().current;
         let Some(image_id) = self.image_of(tid) else { return "error: no process\n".into() };
         let image = &self.images[&image_id];
         let found = match name {
@@ -236,7 +236,7 @@ impl Engine {
     }
 
     pub(super) fn list_instrumented(&mut self, pattern: Option<&str>) -> String {
-        let tid = self.session().current;
+        let tid = self.debugger_state().current;
         let Some(image_id) = self.image_of(tid) else { return "error: no process\n".into() };
         let image = &self.images[&image_id];
         let counters = self.counters.read_all().unwrap_or_default();
@@ -274,7 +274,7 @@ impl Engine {
 
     /// The threads of the stopped thread's process, numbered from 1.
     fn numbered_threads(&mut self) -> Vec<Pid> {
-        let stopped = self.session().stopped;
+        let stopped = self.debugger_state().stopped;
         let pid = self.threads.get(&stopped).map_or(stopped, |t| t.pid);
         let mut tids: Vec<Pid> = self.threads.iter().filter(|(_, t)| t.pid == pid).map(|(&tid, _)| tid).collect();
         tids.sort_unstable();
@@ -282,9 +282,9 @@ impl Engine {
     }
 
     pub(super) fn list_threads(&mut self) -> String {
-        let current = self.session().current;
-        let held: Vec<Pid> = self.session().held.clone();
-        let stopped = self.session().stopped;
+        let current = self.debugger_state().current;
+        let held: Vec<Pid> = self.debugger_state().held.clone();
+        let stopped = self.debugger_state().stopped;
         let mut text = String::new();
         for (n, tid) in self.numbered_threads().into_iter().enumerate() {
             let mark = if tid == current { '*' } else { ' ' };
@@ -303,11 +303,11 @@ impl Engine {
         let Some(&tid) = n.checked_sub(1).and_then(|i| tids.get(i)) else {
             return format!("error: no thread {n} (info threads lists them)\n");
         };
-        let session = self.session();
-        if tid != session.stopped && !session.held.contains(&tid) {
+        let state = self.debugger_state();
+        if tid != state.stopped && !state.held.contains(&tid) {
             return format!("error: thread {n} is not stopped\n");
         }
-        session.current = tid;
+        state.current = tid;
         self.describe_thread(tid)
     }
 }

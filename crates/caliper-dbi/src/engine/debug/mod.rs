@@ -47,7 +47,7 @@ struct Breakpoint {
 }
 
 /// The debugger's state between stops.
-pub(super) struct Session {
+pub(super) struct Debugger {
     console: Console,
     interactive: bool,
     breakpoints: Vec<Breakpoint>,
@@ -77,16 +77,16 @@ enum Flow {
 const STOPPING_SIGNALS: [i32; 6] =
     [libc::SIGSEGV, libc::SIGILL, libc::SIGBUS, libc::SIGFPE, libc::SIGABRT, libc::SIGTRAP];
 
-impl Session {
-    /// The session a run asks for; a socket that cannot be made stops the run.
-    pub(super) fn open(config: &DebugConfig) -> Result<Session, StartError> {
+impl Debugger {
+    /// The debugger a run asks for; a socket that cannot be made stops the run.
+    pub(super) fn open(config: &DebugConfig) -> Result<Debugger, StartError> {
         let console = match &config.socket {
             Some(path) => {
                 Console::listen(path).map_err(|e| StartError(format!("cannot listen on {}: {e}", path.display())))?
             }
             None => Console::Terminal,
         };
-        Ok(Session {
+        Ok(Debugger {
             console,
             interactive: config.interactive,
             breakpoints: Vec::new(),
@@ -127,18 +127,18 @@ impl Engine {
     /// A hit of a breakpoint of the user's at `addr`: the prompt. False if
     /// no breakpoint of the user's is there.
     pub(super) fn debug_breakpoint_hit(&mut self, tid: Pid, image_id: usize, addr: u64) -> bool {
-        let Some(session) = self.debugger.as_mut() else { return false };
+        let Some(state) = self.debugger.as_mut() else { return false };
         if !self.images.get(&image_id).and_then(|i| i.probes.get(&addr)).is_some_and(|p| p.user_break) {
             return false;
         }
-        let Some(index) = session.breakpoints.iter().position(|b| b.addrs.contains(&addr)) else { return false };
+        let Some(index) = state.breakpoints.iter().position(|b| b.addrs.contains(&addr)) else { return false };
         let Ok(mut regs) = ptrace::registers(tid) else { return false };
         // The thread is shown at the breakpoint, not after its int3.
         regs.rip = addr;
         if ptrace::set_registers(tid, &regs).is_err() {
             return false;
         }
-        let breakpoint = &mut session.breakpoints[index];
+        let breakpoint = &mut state.breakpoints[index];
         breakpoint.hits += 1;
         let headline = match breakpoint.kind {
             Kind::User => format!("Breakpoint {}, ", breakpoint.number),
@@ -155,8 +155,8 @@ impl Engine {
     /// prompt: a fatal one, or with `cali-run debug` an interrupt. False
     /// if the signal goes on to the program as without the debugger.
     pub(super) fn debug_signal_stop(&mut self, tid: Pid, sig: i32) -> bool {
-        let Some(session) = self.debugger.as_mut() else { return false };
-        let interrupt = sig == libc::SIGINT && session.interactive;
+        let Some(state) = self.debugger.as_mut() else { return false };
+        let interrupt = sig == libc::SIGINT && state.interactive;
         if !STOPPING_SIGNALS.contains(&sig) && !interrupt {
             return false;
         }
@@ -165,9 +165,9 @@ impl Engine {
         if self.image_of(tid).is_none() {
             return false;
         }
-        let session = self.session();
+        let state = self.debugger_state();
         if !interrupt {
-            session.signals.insert(tid, sig);
+            state.signals.insert(tid, sig);
         }
         let fault = matches!(sig, libc::SIGSEGV | libc::SIGBUS | libc::SIGILL | libc::SIGFPE)
             .then(|| {
@@ -182,8 +182,8 @@ impl Engine {
     /// Notes an instrumentation failure, for a stop where the thread that
     /// met it goes on.
     pub(super) fn debug_note_failure(&mut self, what: String) {
-        if let Some(session) = self.debugger.as_mut() {
-            session.failure = Some(what);
+        if let Some(state) = self.debugger.as_mut() {
+            state.failure = Some(what);
         }
     }
 
@@ -196,13 +196,13 @@ impl Engine {
 
     /// Tells the debugger's user how the measured process ended.
     pub(super) fn debug_note_exit(&mut self, how: super::Exit) {
-        let Some(session) = self.debugger.as_mut() else { return };
+        let Some(state) = self.debugger.as_mut() else { return };
         let text = match how {
             super::Exit::Code(code) => format!("The program exited with code {code}.\n"),
             super::Exit::Signal(sig) => format!("The program was killed by {}.\n", signal_name(sig)),
             super::Exit::Detached => return,
         };
-        session.console.write(&text);
+        state.console.write(&text);
     }
 
     /// The prompt, with thread `tid` stopped (and `headline` said of it),
@@ -211,24 +211,24 @@ impl Engine {
     fn debug_prompt(&mut self, tid: Pid, headline: String) -> bool {
         let Some(image_id) = self.image_of(tid) else { return false };
         let held = self.stop_world(image_id, tid);
-        let session = self.session();
-        session.held = held;
-        session.stopped = tid;
-        session.current = tid;
+        let state = self.debugger_state();
+        state.held = held;
+        state.stopped = tid;
+        state.current = tid;
         let context = format!("{headline}{}", self.describe_thread(tid));
-        let session = self.debugger.as_mut().expect("a session");
-        if session.console.wait_for_listener().is_err() {
+        let state = self.debugger.as_mut().expect("a debugger");
+        if state.console.wait_for_listener().is_err() {
             self.debug_resume();
             return true;
         }
-        session.console.write(&context);
+        state.console.write(&context);
         loop {
-            let Some(session) = self.debugger.as_mut() else { return true };
-            let Some(line) = session.console.read_command(&context) else {
+            let Some(state) = self.debugger.as_mut() else { return true };
+            let Some(line) = state.console.read_command(&context) else {
                 // The end of the debugger's input: the program goes on,
                 // measured, without breakpoints or further stops.
                 self.debug_resume();
-                self.end_session();
+                self.stop_debugging();
                 return true;
             };
             let flow = match command::parse(&line) {
@@ -245,25 +245,25 @@ impl Engine {
     }
 
     fn say(&mut self, text: &str) {
-        if let Some(session) = self.debugger.as_mut() {
-            session.console.write(text);
+        if let Some(state) = self.debugger.as_mut() {
+            state.console.write(text);
         }
     }
 
-    fn session(&mut self) -> &mut Session {
-        self.debugger.as_mut().expect("the prompt runs in a session")
+    fn debugger_state(&mut self) -> &mut Debugger {
+        self.debugger.as_mut().expect("the prompt runs with a debugger")
     }
 
     fn debug_command(&mut self, command: Command) -> Flow {
         let command = match command {
-            Command::Repeat => match self.session().last_step.clone() {
+            Command::Repeat => match self.debugger_state().last_step.clone() {
                 Some(step) => step,
                 None => return Flow::Stay,
             },
             other => other,
         };
         if matches!(command, Command::StepInstruction | Command::NextInstruction) {
-            self.session().last_step = Some(command.clone());
+            self.debugger_state().last_step = Some(command.clone());
         }
         let text = match command {
             Command::Break(location) => self.break_at(location),
@@ -272,7 +272,7 @@ impl Engine {
                 false => format!("error: no breakpoint {number}\n"),
             },
             Command::Delete(None) => {
-                let numbers: Vec<usize> = self.session().breakpoints.iter().map(|b| b.number).collect();
+                let numbers: Vec<usize> = self.debugger_state().breakpoints.iter().map(|b| b.number).collect();
                 for number in numbers {
                     self.delete_breakpoint(number);
                 }
@@ -312,18 +312,18 @@ impl Engine {
     /// Adds a breakpoint; its number (0 for one of the debugger's own,
     /// which the user does not see).
     fn add_breakpoint(&mut self, kind: Kind, what: String, addrs: Vec<u64>) -> usize {
-        let Some(session) = self.debugger.as_mut() else { return 0 };
+        let Some(state) = self.debugger.as_mut() else { return 0 };
         let mut number = 0;
         if kind == Kind::User {
-            number = session.next_number;
-            session.next_number += 1;
+            number = state.next_number;
+            state.next_number += 1;
         }
-        session.breakpoints.push(Breakpoint { number, kind, what, addrs, hits: 0 });
+        state.breakpoints.push(Breakpoint { number, kind, what, addrs, hits: 0 });
         number
     }
 
     fn break_at(&mut self, location: Location) -> String {
-        let tid = self.session().current;
+        let tid = self.debugger_state().current;
         let Some(image_id) = self.image_of(tid) else { return "error: no process\n".into() };
         let (what, addrs) = match location {
             Location::Address(addr) => (format!("*{addr:#x}"), vec![addr]),
@@ -357,17 +357,17 @@ impl Engine {
 
     /// Deletes the user's breakpoint `number`; false if there is none.
     fn delete_breakpoint(&mut self, number: usize) -> bool {
-        let Some(session) = self.debugger.as_mut() else { return false };
-        let found = session.breakpoints.iter().position(|b| b.number == number && b.kind == Kind::User);
+        let Some(state) = self.debugger.as_mut() else { return false };
+        let found = state.breakpoints.iter().position(|b| b.number == number && b.kind == Kind::User);
         found.inspect(|&index| self.remove_breakpoint(index)).is_some()
     }
 
     /// Removes the breakpoint at `index`, and its `int3`s where no other
     /// breakpoint needs them.
     fn remove_breakpoint(&mut self, index: usize) {
-        let Some(session) = self.debugger.as_mut() else { return };
-        let gone = session.breakpoints.remove(index);
-        let still: Vec<u64> = session.breakpoints.iter().flat_map(|b| b.addrs.iter().copied()).collect();
+        let Some(state) = self.debugger.as_mut() else { return };
+        let gone = state.breakpoints.remove(index);
+        let still: Vec<u64> = state.breakpoints.iter().flat_map(|b| b.addrs.iter().copied()).collect();
         for addr in gone.addrs.into_iter().filter(|a| !still.contains(a)) {
             for image in self.images.values_mut() {
                 if let Err(e) = image.clear_user_break(addr) {
@@ -378,8 +378,8 @@ impl Engine {
     }
 
     fn list_breakpoints(&mut self) -> String {
-        let session = self.session();
-        let user: Vec<&Breakpoint> = session.breakpoints.iter().filter(|b| b.kind == Kind::User).collect();
+        let state = self.debugger_state();
+        let user: Vec<&Breakpoint> = state.breakpoints.iter().filter(|b| b.kind == Kind::User).collect();
         if user.is_empty() {
             return "No breakpoints.\n".into();
         }
@@ -394,9 +394,9 @@ impl Engine {
     /// Lets every held thread go on (each past an `int3` of the tool's at
     /// its pc, with the signal it stopped with).
     fn debug_resume(&mut self) {
-        let Some(session) = self.debugger.as_mut() else { return };
-        let mut threads = std::mem::take(&mut session.held);
-        threads.push(session.stopped);
+        let Some(state) = self.debugger.as_mut() else { return };
+        let mut threads = std::mem::take(&mut state.held);
+        threads.push(state.stopped);
         // A thread whose stop waits to be handled is resumed by the loop.
         threads.retain(|tid| !self.pending.iter().any(|(t, _)| t == tid));
         for tid in threads {
@@ -422,7 +422,7 @@ impl Engine {
     }
 
     fn step_instruction(&mut self) -> Flow {
-        let tid = self.session().current;
+        let tid = self.debugger_state().current;
         let from = ptrace::registers(tid).map(|r| r.rip).unwrap_or(0);
         let mut text = String::new();
         if let Some(to) = self.pass_tool_int3(tid) {
@@ -441,7 +441,7 @@ impl Engine {
                 Flow::Stay
             }
             Ok(Some((_, Status::Stopped(sig)))) => {
-                self.session().signals.insert(tid, sig);
+                self.debugger_state().signals.insert(tid, sig);
                 text += &format!("The program received {}, {}", signal_name(sig), self.describe_thread(tid));
                 self.say(&text);
                 Flow::Stay
@@ -462,7 +462,7 @@ impl Engine {
     }
 
     fn next_instruction(&mut self) -> Flow {
-        let tid = self.session().current;
+        let tid = self.debugger_state().current;
         let Some(image_id) = self.image_of(tid) else { return Flow::Stay };
         let Ok(regs) = ptrace::registers(tid) else { return Flow::Stay };
         let image = &self.images[&image_id];
@@ -481,25 +481,25 @@ impl Engine {
     }
 
     fn kill_program(&mut self) {
-        let current = self.session().current;
+        let current = self.debugger_state().current;
         let pid = self.threads.get(&current).map_or(self.main, |t| t.pid);
         // SAFETY: kill has no memory preconditions.
         unsafe { libc::kill(pid, libc::SIGKILL) };
     }
 
     fn detach_all(&mut self) -> Flow {
-        let session = self.session();
-        let signals: Vec<(Pid, i32)> = session.signals.drain().collect();
+        let state = self.debugger_state();
+        let signals: Vec<(Pid, i32)> = state.signals.drain().collect();
         // A signal a thread stopped with reaches it at the detach.
         self.pending.extend(signals.into_iter().map(|(tid, sig)| (tid, Status::Stopped(sig))));
         self.say("Detached: the program runs on without instrumentation.\n");
-        self.end_session();
+        self.stop_debugging();
         self.let_go_all();
         Flow::Leave
     }
 
     /// No more stops: breakpoints out, the console closed.
-    fn end_session(&mut self) {
+    fn stop_debugging(&mut self) {
         while self.debugger.as_ref().is_some_and(|s| !s.breakpoints.is_empty()) {
             self.remove_breakpoint(0);
         }
