@@ -290,6 +290,8 @@ impl Engine {
             let mark = if tid == current { '*' } else { ' ' };
             let place = if tid == stopped || held.contains(&tid) {
                 self.describe_thread(tid).lines().next().unwrap_or_default().to_string()
+            } else if self.pending.iter().any(|(t, _)| *t == tid) {
+                format!("thread {tid} (stopped at an event the engine handles when the program goes on)")
             } else {
                 format!("thread {tid} (not stopped)")
             };

@@ -244,16 +244,19 @@ impl Engine {
         }
     }
 
+    /// Writes to the debugger's console.
     fn say(&mut self, text: &str) {
         if let Some(state) = self.debugger.as_mut() {
             state.console.write(text);
         }
     }
 
+    /// The debugger, which the commands (run only at its prompt) have.
     fn debugger_state(&mut self) -> &mut Debugger {
         self.debugger.as_mut().expect("the prompt runs with a debugger")
     }
 
+    /// Runs one command at the prompt; whether the prompt stays.
     fn debug_command(&mut self, command: Command) -> Flow {
         let command = match command {
             Command::Repeat => match self.debugger_state().last_step.clone() {
