@@ -200,6 +200,9 @@ fn the_prompt_is_served_on_a_socket_while_the_program_reads_the_terminal() {
         assert!(program.try_wait().unwrap().is_none(), "cali-run ended early");
         std::thread::yield_now();
     }
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&socket).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600, "only its owner may control the program");
     let mut client = cali_run()
         .args(["debug", "--connect", socket.to_str().unwrap()])
         .stdin(Stdio::piped())

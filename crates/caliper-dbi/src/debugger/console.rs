@@ -18,12 +18,20 @@ pub enum Console {
 }
 
 impl Console {
-    /// The console on a socket at `path` (a stale socket there is replaced).
+    /// The console on a socket at `path` (a stale socket there is
+    /// replaced), for its owner only: a client controls the program.
     pub fn listen(path: &Path) -> io::Result<Console> {
         if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket()) {
             std::fs::remove_file(path)?;
         }
-        let listener = UnixListener::bind(path)?;
+        // Made with the owner's permissions only from the start (the tool
+        // has one thread while it starts, so the mask changes nothing else).
+        // SAFETY: umask only swaps the process's file mode mask.
+        let mask = unsafe { libc::umask(0o177) };
+        let bound = UnixListener::bind(path);
+        // SAFETY: as above.
+        unsafe { libc::umask(mask) };
+        let listener = bound?;
         Ok(Console::Socket { listener, path: path.to_path_buf(), client: None })
     }
 
