@@ -2,9 +2,11 @@
 //! in a file).
 
 use crate::control::{self, Control};
+use crate::debugger::DebugConfig;
 use crate::engine::{Collect, Config, Target};
 use crate::script::Script;
 use std::ffi::OsString;
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// The usage text.
@@ -13,6 +15,8 @@ usage: cali-run [OPTIONS] -- PROGRAM [ARGS...]
        cali-run [OPTIONS] --pid PID
        cali-run [OPTIONS] --control FILE
        cali-run --script FILE.py [--] PROGRAM [ARGS...]
+       cali-run debug [OPTIONS] -- PROGRAM [ARGS...]
+       cali-run debug --connect PATH
 
 Measures an unmodified program by lazy dynamic instrumentation.
 
@@ -42,7 +46,22 @@ Measures an unmodified program by lazy dynamic instrumentation.
                            arcs = dbi.arc_count(dbi.context(proc))
                            proc.run()
                            arcs.write(\"flow.dat\")
+      --debug-on-fault   stop at the cdb prompt when the program gets a
+                         fatal signal (SIGSEGV, SIGILL, SIGBUS, SIGFPE,
+                         SIGABRT, a SIGTRAP not the tool's) or the
+                         instrumentation fails
+      --debug-socket PATH
+                         serve the cdb prompt on a Unix domain socket (for
+                         a program that needs the terminal's input);
+                         implies --debug-on-fault
   -h, --help             this text
+
+cali-run debug runs the program under cdb, the debugger that lives with the
+instrumentation: it stops at the program's entry with a `(cdb) ` prompt
+(break FUNC|*ADDR, continue, stepi, nexti, backtrace, info registers, x/NFU,
+disassemble FUNC: original and instrumented code side by side, info
+instrumented, info threads, thread N, kill, detach, quit; `help` lists
+them). `cali-run debug --connect PATH` is a client of --debug-socket PATH.
 ";
 
 /// A parsed invocation.
@@ -60,6 +79,8 @@ pub enum Request {
     Help,
     Run(Box<Invocation>),
     Script(Script),
+    /// Talk to the `cdb` prompt served on this socket.
+    Connect(PathBuf),
 }
 
 /// Parses the arguments after the program name. Errors are one line.
@@ -73,7 +94,10 @@ pub fn parse(args: Vec<OsString>) -> Result<Request, String> {
     if let Some(script) = script(&args)? {
         return Ok(Request::Script(script));
     }
-    let mut args = args.into_iter();
+    let mut args = args.into_iter().peekable();
+    let interactive = args.next_if(|a| a == "debug").is_some();
+    let mut debug = interactive.then_some(DebugConfig { interactive, socket: None });
+    let mut connect = None;
     while let Some(arg) = args.next() {
         let arg_text = arg.to_string_lossy().to_string();
         let (name, inline) = match arg_text.split_once('=') {
@@ -97,6 +121,11 @@ pub fn parse(args: Vec<OsString>) -> Result<Request, String> {
             "--duration" => config.duration = Some(seconds(&value("seconds")?)?),
             "--start" => config.start = Some(seconds(&value("seconds")?)?),
             "--breakpoints-only" => config.breakpoints_only = true,
+            "--debug-on-fault" => {
+                debug.get_or_insert_with(DebugConfig::default);
+            }
+            "--debug-socket" => debug.get_or_insert_with(DebugConfig::default).socket = Some(value("a path")?.into()),
+            "--connect" if interactive => connect = Some(PathBuf::from(value("a path")?)),
             "-p" | "--pid" => {
                 let v = value("a process id")?;
                 pid = Some(v.parse::<i32>().ok().filter(|p| *p > 0).ok_or(format!("`{v}` is not a process id"))?);
@@ -117,6 +146,16 @@ pub fn parse(args: Vec<OsString>) -> Result<Request, String> {
             }
         }
     }
+    if let Some(path) = connect {
+        return match program.is_empty() && pid.is_none() {
+            true => Ok(Request::Connect(path)),
+            false => Err("--connect takes no program".into()),
+        };
+    }
+    if interactive && pid.is_some() {
+        return Err("cali-run debug runs a program; for an attached process use --debug-on-fault".into());
+    }
+    config.debug = debug;
     config.collect = collectors(collect.as_deref().unwrap_or("fcount"))?;
     let target = match (pid, program.is_empty()) {
         (Some(pid), true) => Target::Attach(pid),
@@ -249,6 +288,7 @@ mod tests {
             Request::Run(inv) => Ok(*inv),
             Request::Help => Err("help".into()),
             Request::Script(_) => Err("script".into()),
+            Request::Connect(_) => Err("connect".into()),
         }
     }
 
@@ -313,6 +353,23 @@ mod tests {
         assert_eq!(script.args, ["--include", "x", "--", "./a.out"]);
         assert!(parse_script(&["--script"]).is_err());
         assert!(parse_script(&["-c", "arcs", "--script", "arcs.py", "ls"]).is_err());
+    }
+
+    #[test]
+    fn parses_the_debugger_options() {
+        let inv = run(&["debug", "-c", "coverage", "--", "./a.out"]).unwrap();
+        assert_eq!(inv.config.debug, Some(DebugConfig { interactive: true, socket: None }));
+        assert!(inv.config.collect.coverage);
+        let inv = run(&["--debug-on-fault", "./a.out"]).unwrap();
+        assert_eq!(inv.config.debug, Some(DebugConfig { interactive: false, socket: None }));
+        let inv = run(&["--debug-socket", "/tmp/s", "./a.out"]).unwrap();
+        assert_eq!(inv.config.debug.unwrap().socket.as_deref(), Some(std::path::Path::new("/tmp/s")));
+        assert!(run(&["./a.out"]).unwrap().config.debug.is_none());
+        let connect = parse(["debug", "--connect", "/tmp/s"].iter().map(OsString::from).collect());
+        assert!(matches!(connect, Ok(Request::Connect(p)) if p == std::path::Path::new("/tmp/s")));
+        assert!(run(&["debug", "--connect", "/tmp/s", "ls"]).is_err());
+        assert!(run(&["--connect", "/tmp/s"]).is_err(), "--connect belongs to cali-run debug");
+        assert!(run(&["debug", "--pid", "12"]).is_err());
     }
 
     #[test]

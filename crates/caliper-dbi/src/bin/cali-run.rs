@@ -25,6 +25,15 @@ fn main() -> ExitCode {
         }
         Ok(Request::Run(invocation)) => invocation,
         Ok(Request::Script(run)) => return run_script(&run),
+        Ok(Request::Connect(path)) => {
+            return match caliper_dbi::debugger::console::connect(&path) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("== CALIPER: cali-run: cannot talk to the debugger on {}: {e}", path.display());
+                    ExitCode::FAILURE
+                }
+            };
+        }
         Err(e) => {
             eprintln!("== CALIPER: cali-run: {e}");
             eprint!("{USAGE}");

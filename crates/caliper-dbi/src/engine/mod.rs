@@ -11,12 +11,14 @@
 //! missing).
 
 mod arcs;
+mod debug;
 mod events;
 mod probes;
 mod samples;
 mod threads;
 
 use crate::counters::Counters;
+use crate::debugger::DebugConfig;
 use crate::discover::ModuleInfo;
 use crate::filter::{self, Filter};
 use crate::functions::{ArcTable, FunctionTable};
@@ -88,6 +90,8 @@ pub struct Config {
     /// Start measuring only after this long (the program runs free until
     /// then: no probes, but processes and threads are followed).
     pub start: Option<Duration>,
+    /// Stop at the `cdb` prompt (see [`crate::debugger`]).
+    pub debug: Option<DebugConfig>,
 }
 
 /// What is measured.
@@ -214,6 +218,8 @@ pub struct Engine {
     /// Whether probes are in (false until a delayed start).
     measuring: bool,
     events: events::Events,
+    /// The `cdb` debugger, with `--debug-on-fault` or `cali-run debug`.
+    debugger: Option<debug::Debugger>,
 }
 
 impl Engine {
@@ -230,6 +236,7 @@ impl Engine {
     pub fn start(config: Config, target: Target) -> Result<Engine, StartError> {
         let counters = Counters::create().map_err(|e| StartError(format!("cannot create the counter file: {e}")))?;
         let attached = matches!(target, Target::Attach(_));
+        let debugger = config.debug.as_ref().map(debug::Debugger::open).transpose()?;
         let mut engine = Engine {
             deadline: None,
             measuring: config.start.is_none(),
@@ -252,6 +259,7 @@ impl Engine {
             shared: attached,
             exit: None,
             events: events::Events::default(),
+            debugger,
         };
         // The handlers come before an attach, so that an interrupt during it
         // lets the process go cleanly, and after a launch, so that the
@@ -303,6 +311,7 @@ impl Engine {
         self.main = pid;
         self.threads.insert(pid, Thread { pid, running: false, expect_stop: false });
         self.new_image(pid).map_err(|e| StartError(format!("cannot instrument {}: {e}", program.to_string_lossy())))?;
+        self.debug_stop_at_entry(pid);
         self.resume(pid, 0);
         Ok(())
     }
@@ -476,6 +485,7 @@ impl Engine {
         }
         if tid == self.main {
             self.exit = Some(how);
+            self.debug_note_exit(how);
         }
         if process.is_some() || tid == self.main {
             self.notify(Event::Exit { pid: tid, exit: how });
@@ -503,7 +513,9 @@ impl Engine {
             libc::PTRACE_EVENT_EXEC => self.on_exec(tid, pid),
             _ => {}
         }
-        self.resume(tid, 0);
+        if !self.debug_failure_stop(tid) {
+            self.resume(tid, 0);
+        }
     }
 
     /// At the first new thread or process (stopped, as its creator is):
@@ -583,7 +595,9 @@ impl Engine {
             return;
         }
         if let Err(e) = self.new_image(pid) {
-            eprintln!("== CALIPER: cali-run: cannot instrument process {pid} after exec: {e}");
+            let failure = format!("cannot instrument process {pid} after exec: {e}");
+            eprintln!("== CALIPER: cali-run: {failure}");
+            self.debug_note_failure(failure);
         }
     }
 
@@ -618,6 +632,9 @@ impl Engine {
             && info.si_code == libc::SI_KERNEL
             && self.on_breakpoint(tid)
         {
+            return;
+        }
+        if self.debug_signal_stop(tid, sig) {
             return;
         }
         // A group stop (no signal information) is resumed: the program is
