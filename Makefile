@@ -15,6 +15,14 @@
 # MPI, found through mpicc), bin/mpi-caliquery, caliper/cali-mpi.h and its
 # C++ headers, and the pkg-config package caliper-mpi (CMake: the target
 # caliper-mpi).
+#
+#     make install-dbi PREFIX=/opt/caliper
+#
+# installs cali-run (bin/), the instrumentation engine's C-callable API
+# lib/libcaliper-dbi.so and include/caliper/cali-dbi.h (x86-64 Linux);
+# `cali-run --script` finds the library in ../lib beside itself and carries
+# the caliper.dbi Python package (which pip installs from
+# crates/caliper-dbi/python).
 
 PREFIX ?= /usr/local
 CARGO ?= cargo
@@ -28,7 +36,7 @@ VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
 # What a static libcaliper.a needs besides libc (from rustc --print native-static-libs).
 NATIVE_LIBS := -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc
 
-.PHONY: all install install-mpi
+.PHONY: all install install-mpi install-dbi
 
 all:
 	$(CARGO) build --release -p caliper-c -p caliper-cli
@@ -66,3 +74,11 @@ install-mpi: install
 	cp -R $(MPI)/include/caliper $(PREFIX)/include/
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' -e 's|@NATIVE_LIBS@|$(NATIVE_LIBS)|g' \
 		$(MPI)/pkg/caliper-mpi.pc.in > $(PREFIX)/lib/pkgconfig/caliper-mpi.pc
+
+install-dbi:
+	$(CARGO) build --release -p caliper-dbi
+	install -d $(PREFIX)/lib $(PREFIX)/bin $(PREFIX)/include/caliper
+	install -m 755 $(RELEASE)/cali-run $(PREFIX)/bin/
+	install -m 755 $(RELEASE)/libcaliper_dbi.so $(PREFIX)/lib/libcaliper-dbi.so
+	strip --strip-debug $(PREFIX)/lib/libcaliper-dbi.so
+	install -m 644 crates/caliper-dbi/include/caliper/cali-dbi.h $(PREFIX)/include/caliper/

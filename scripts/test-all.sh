@@ -13,7 +13,9 @@
 # with the reference's clients from crates/caliper-testutil/py/requirements.txt
 # (the interoperability tests run them), maturin and pytest from
 # crates/caliper-python/requirements-test.txt (the pycaliper wheel is
-# built with maturin, installed there, and tested with pytest), and the
+# built with maturin, installed there, and tested with pytest; so is the
+# pure-Python caliper.dbi package of crates/caliper-dbi/python, whose tests
+# read .cali files with caliper-reader), and the
 # Debian programs that cali-run's tests measure (gzip, bzip2, xz, sqlite3,
 # python3; strip and nm from binutils). $PYTHON picks the Python.
 set -euo pipefail
@@ -66,6 +68,9 @@ rm -rf "$target/wheels/pycaliper"
     -i "$venv/bin/python" -o "$target/wheels/pycaliper"
 "$venv/bin/python" -m pip install --quiet --force-reinstall --no-deps "$target"/wheels/pycaliper/*.whl
 CALIPER_TOOLS_DIR="$target/release" "$venv/bin/python" -m pytest -q crates/caliper-python/tests
+echo "== caliper.dbi: the package installed in $venv, its tests on the release libcaliper_dbi.so and cali-run"
+"$venv/bin/python" -m pip install --quiet --force-reinstall --no-deps crates/caliper-dbi/python
+CALIPER_TOOLS_DIR="$target/release" "$venv/bin/python" -m pytest -q crates/caliper-dbi/python/tests
 echo "== fuzz targets, 15 s each"
 scripts/fuzz-smoke.sh 15
 echo "== all tests passed"

@@ -182,25 +182,93 @@ impl Function {
     }
 }
 
-/// What a traced function reports (`CALI_MPI_MSG_TRACING`), as Rust
-/// calls on its arguments `aN` (handles passed as pointers to them).
-fn message_report(name: &str) -> Vec<String> {
-    let send = |c: usize, t: usize, d: usize, g: usize| format!("crate::messages::sent(a{c}, ptr(&a{t}), a{d}, a{g})");
-    let recv = |c: usize, t: usize, s: usize, g: usize, st: usize| {
-        format!("crate::messages::received(a{c}, ptr(&a{t}), a{s}, a{g}, a{st})")
-    };
+/// The calling convention of a wrapper: C's, or Fortran's (every argument
+/// a pointer to a Fortran `INTEGER`, handles and statuses Fortran's).
+#[derive(Clone, Copy, PartialEq)]
+enum Lang {
+    C,
+    Fortran,
+}
+
+/// An argument of a wrapper, by position, as message reporting reads it.
+#[derive(Clone, Copy)]
+enum Arg {
+    /// An `int` (a count, rank or tag).
+    Int(usize),
+    /// An `int` pointed to, set by the call (an index or count).
+    IntOut(usize),
+    /// A flag pointed to (Fortran: a `LOGICAL`), set by the call.
+    Flag(usize),
+    /// An index pointed to, set by the call (Fortran's from 1).
+    Index(usize),
+    /// An array of `int`.
+    Ints(usize),
+    Datatype(usize),
+    Comm(usize),
+    /// A request pointed to, set by the call.
+    Request(usize),
+    /// A status (or `MPI_STATUS_IGNORE`).
+    Status(usize),
+    /// An array of as many statuses as the `int` argument says.
+    Statuses(usize, usize),
+    /// The first index of arrays of indices: 0 in C, 1 in Fortran.
+    IndexBase,
+}
+
+impl Arg {
+    /// The Rust expression of the argument for a report: C's value or
+    /// pointer (handles as pointers to them), also from Fortran's.
+    fn render(self, lang: Lang) -> String {
+        use Arg::*;
+        let f = "crate::fortran";
+        match (self, lang) {
+            (Int(i), Lang::C) => format!("a{i}"),
+            (Int(i) | IntOut(i), _) => format!("crate::messages::int_at(a{i}.cast())"),
+            (Flag(i), _) => format!("crate::messages::int_at(a{i}.cast()) != 0"),
+            (Index(i), Lang::C) => format!("crate::messages::int_at(a{i}.cast())"),
+            (Index(i), Lang::Fortran) => format!("{f}::index(a{i})"),
+            (Ints(i) | Status(i), Lang::C) => format!("a{i}"),
+            (Ints(i), Lang::Fortran) => format!("a{i}"),
+            (Datatype(i) | Comm(i), Lang::C) => format!("ptr(&a{i})"),
+            (Datatype(i), Lang::Fortran) => format!("{f}::datatype(a{i}).as_ptr().cast()"),
+            (Comm(i), Lang::Fortran) => format!("{f}::comm(a{i}).as_ptr().cast()"),
+            (Request(i), Lang::C) => format!("a{i}"),
+            (Request(i), Lang::Fortran) => format!("{f}::request(a{i}).as_ptr().cast()"),
+            (Status(i), Lang::Fortran) => format!("{f}::status(a{i}).ptr()"),
+            (Statuses(i, _), Lang::C) => format!("a{i}"),
+            (Statuses(i, n), Lang::Fortran) => format!("{f}::statuses(a{i}, {}).ptr()", IntOut(n).render(lang)),
+            (IndexBase, Lang::C) => "0".to_string(),
+            (IndexBase, Lang::Fortran) => "1".to_string(),
+        }
+    }
+}
+
+/// A call of a function of `crate::messages` on arguments.
+fn call(function: &str, args: &[Arg], lang: Lang) -> String {
+    let args: Vec<String> = args.iter().map(|a| a.render(lang)).collect();
+    format!("crate::messages::{function}({})", args.join(", "))
+}
+
+/// What a traced function reports (`CALI_MPI_MSG_TRACING`,
+/// `CALI_MPI_MSG_PATTERN`) after a successful call, as Rust calls on its
+/// arguments `aN`.
+fn message_report(name: &str, lang: Lang) -> Vec<String> {
+    use Arg::*;
+    let send = |c, t, d, g| call("sent", &[Int(c), Datatype(t), Int(d), Int(g)], lang);
+    let recv = |c, t, s, g, st| call("received", &[Int(c), Datatype(t), Int(s), Int(g), Status(st)], lang);
     let coll = |kind: u8, root: Option<usize>, count_type: Option<(usize, usize)>| {
-        let root = root.map_or("-1".to_string(), |r| format!("a{r}"));
+        let root = root.map_or("-1".to_string(), |r| Int(r).render(lang));
         let (count, datatype) = count_type.map_or(("0".to_string(), "std::ptr::null()".to_string()), |(c, t)| {
-            (format!("a{c}"), format!("ptr(&a{t})"))
+            (Int(c).render(lang), Datatype(t).render(lang))
         });
         format!("crate::messages::collective({kind}, {root}, {count}, {datatype})")
     };
+    let coll_v = |counts, t, comm| call("collective_v", &[Ints(counts), Datatype(t), Comm(comm)], lang);
     match name {
         "MPI_Send" | "MPI_Bsend" | "MPI_Ssend" | "MPI_Rsend" | "MPI_Isend" | "MPI_Ibsend" | "MPI_Issend"
         | "MPI_Irsend" => vec![send(1, 2, 3, 4)],
         "MPI_Recv" => vec![recv(1, 2, 3, 4, 6)],
-        "MPI_Irecv" => vec!["crate::messages::posted(a1, ptr(&a2), a3, a4, a6)".to_string()],
+        "MPI_Irecv" => vec![call("posted", &[Int(1), Datatype(2), Int(3), Int(4), Request(6)], lang)],
         "MPI_Sendrecv" => vec![send(1, 2, 3, 4), recv(6, 7, 8, 9, 11)],
         "MPI_Sendrecv_replace" => vec![send(1, 2, 3, 4), recv(1, 2, 5, 6, 8)],
         "MPI_Barrier" => vec![coll(1, None, None)],
@@ -211,26 +279,96 @@ fn message_report(name: &str) -> Vec<String> {
         "MPI_Allreduce" | "MPI_Scan" | "MPI_Exscan" | "MPI_Reduce_scatter_block" => {
             vec![coll(2, None, Some((2, 3)))]
         }
-        "MPI_Allgather" | "MPI_Alltoall" => vec![coll(2, None, Some((1, 2)))],
+        "MPI_Allgather" | "MPI_Alltoall" | "MPI_Allgatherv" => vec![coll(2, None, Some((1, 2)))],
+        "MPI_Gatherv" => vec![coll(4, Some(7), Some((1, 2)))],
+        "MPI_Scatterv" => vec![coll(3, Some(7), Some((5, 6)))],
+        // Per-rank counts: the sum over the communicator's ranks.
+        "MPI_Alltoallv" => vec![coll_v(1, 3, 8)],
+        "MPI_Reduce_scatter" => vec![coll_v(2, 3, 5)],
         _ => Vec::new(),
     }
 }
 
-/// What a wait or test on receives posted with `MPI_Irecv` does under
-/// message tracing: before the call (the requests' handles, `watched`)
-/// and after it (the completed ones reported).
-fn completion_report(name: &str) -> Option<(&'static str, &'static str)> {
-    Some(match name {
-        "MPI_Wait" => ("crate::messages::watch(a0, 1)", "crate::messages::completed(&watched, a1, false)"),
-        "MPI_Waitall" => ("crate::messages::watch(a1, a0)", "crate::messages::completed(&watched, a2, true)"),
-        "MPI_Test" => {
-            ("crate::messages::watch(a0, 1)", "crate::messages::completed_if(a1.cast(), &watched, a2, false)")
+/// What a wait or test on receives posted with `MPI_Irecv` does while
+/// messages are reported, as Rust expressions.
+struct Completion {
+    /// Before the call: the requests' handles (`watched`).
+    watch: String,
+    /// After a successful call, the condition that it completed requests
+    /// (a test's flag), if any.
+    flag: Option<String>,
+    /// Then: the completed ones reported.
+    completed: String,
+}
+
+fn completion_report(name: &str, lang: Lang) -> Option<Completion> {
+    use Arg::*;
+    let watch = |requests, count: Option<usize>| {
+        let count = count.map_or("1".to_string(), |c| Int(c).render(lang));
+        match lang {
+            Lang::C => format!("crate::messages::watch(a{requests}, {count})"),
+            Lang::Fortran => format!("crate::fortran::watch(a{requests}, {count})"),
         }
-        "MPI_Testall" => {
-            ("crate::messages::watch(a1, a0)", "crate::messages::completed_if(a2.cast(), &watched, a3, true)")
+    };
+    let watched = |function: &str, args: &[Arg]| {
+        let args: Vec<String> = args.iter().map(|a| a.render(lang)).collect();
+        format!("crate::messages::{function}(&watched, {})", args.join(", "))
+    };
+    let (watch, flag, completed) = match name {
+        "MPI_Wait" => (watch(0, None), None, watched("completed", &[Status(1)])),
+        "MPI_Waitall" => (watch(1, Some(0)), None, watched("completed_all", &[Statuses(2, 0)])),
+        "MPI_Test" => (watch(0, None), Some(1), watched("completed", &[Status(2)])),
+        "MPI_Testall" => (watch(1, Some(0)), Some(2), watched("completed_all", &[Statuses(3, 0)])),
+        "MPI_Waitany" => (watch(1, Some(0)), None, watched("completed_one", &[Index(2), Status(3)])),
+        "MPI_Testany" => (watch(1, Some(0)), Some(3), watched("completed_one", &[Index(2), Status(4)])),
+        "MPI_Waitsome" | "MPI_Testsome" => {
+            (watch(1, Some(0)), None, watched("completed_some", &[IntOut(2), Ints(3), IndexBase, Statuses(4, 2)]))
         }
         _ => return None,
-    })
+    };
+    Some(Completion { watch, flag: flag.map(|f| Flag(f).render(lang)), completed })
+}
+
+/// The message reporting of one wrapper: what it reports after the call,
+/// and what it does around a wait or test.
+struct Messages {
+    reports: Vec<String>,
+    completion: Option<Completion>,
+}
+
+impl Messages {
+    fn of(name: &str, lang: Lang) -> Messages {
+        Messages { reports: message_report(name, lang), completion: completion_report(name, lang) }
+    }
+
+    /// Before the call: the requests a wait or test watches.
+    fn before(&self, s: &mut String) {
+        if let Some(c) = &self.completion {
+            let _ = writeln!(
+                s,
+                "    let watched = if runtime::mpi::reports_messages() {{ {} }} else {{ Default::default() }};",
+                c.watch
+            );
+        }
+    }
+
+    /// After the call, if `success` (a Rust condition): the reports (a
+    /// panic in them stops at the wrapper).
+    fn after(&self, s: &mut String, success: &str) {
+        if let Some(c) = &self.completion {
+            let flag = c.flag.as_ref().map_or(String::new(), |f| format!(" && {f}"));
+            let _ = writeln!(s, "    if {success} && !watched.is_empty(){flag} {{");
+            let _ = writeln!(s, "        crate::layer::guarded(|| {});\n    }}", c.completed);
+        }
+        if !self.reports.is_empty() {
+            let _ = writeln!(s, "    if {success} && runtime::mpi::reports_messages() {{");
+            let _ = writeln!(s, "        crate::layer::guarded(|| {{");
+            for report in &self.reports {
+                let _ = writeln!(s, "            {report};");
+            }
+            let _ = writeln!(s, "        }});\n    }}");
+        }
+    }
 }
 
 #[derive(PartialEq)]
@@ -271,27 +409,12 @@ fn generate(functions: &[Function], handle: &str) -> String {
         if f.hook() == Hook::BeforeFinalize {
             let _ = writeln!(s, "    crate::layer::finalizing();");
         }
-        let completion = completion_report(&f.name);
-        if let Some((before, _)) = completion {
-            let _ = writeln!(
-                s,
-                "    let watched = if runtime::mpi::message_tracing() {{ {before} }} else {{ Vec::new() }};"
-            );
-        }
+        let messages = Messages::of(&f.name, Lang::C);
+        messages.before(&mut s);
         let _ = writeln!(s, "    let entered = crate::layer::enter({index});");
         let _ = writeln!(s, "    // SAFETY: the caller's arguments, passed on unchanged.");
         let _ = writeln!(s, "    let result = unsafe {{ P{}({}) }};", f.name, args.join(", "));
-        if let Some((_, after)) = completion {
-            let _ = writeln!(s, "    if result == 0 && !watched.is_empty() {{\n        {after};\n    }}");
-        }
-        let reports = message_report(&f.name);
-        if !reports.is_empty() {
-            let _ = writeln!(s, "    if result == 0 && runtime::mpi::message_tracing() {{");
-            for report in reports {
-                let _ = writeln!(s, "        {report};");
-            }
-            let _ = writeln!(s, "    }}");
-        }
+        messages.after(&mut s, "result == 0");
         let _ = writeln!(s, "    crate::layer::leave(entered);");
         if f.hook() == Hook::AfterInit {
             let _ = writeln!(s, "    crate::layer::initialized();");
@@ -325,9 +448,13 @@ fn generate(functions: &[Function], handle: &str) -> String {
         if f.hook() == Hook::BeforeFinalize {
             let _ = writeln!(s, "    crate::layer::finalizing();");
         }
+        // A subroutine's error code is its argument after C's.
+        let messages = Messages::of(&f.name, Lang::Fortran);
+        messages.before(&mut s);
         let _ = writeln!(s, "    let entered = crate::layer::enter({index});");
         let _ = writeln!(s, "    // SAFETY: the caller's arguments, passed on unchanged.");
         let _ = writeln!(s, "    {bind}unsafe {{ next({}) }};", args.join(", "));
+        messages.after(&mut s, &format!("crate::messages::int_at(a{}.cast()) == 0", f.params.len()));
         let _ = writeln!(s, "    crate::layer::leave(entered);");
         if f.hook() == Hook::AfterInit {
             let _ = writeln!(s, "    crate::layer::initialized();");

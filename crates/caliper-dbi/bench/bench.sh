@@ -6,13 +6,7 @@
 #
 # Usage: crates/caliper-dbi/bench/bench.sh [RUNS]   (from the workspace root)
 set -euo pipefail
-runs=${1:-3}
-here=$(cd "$(dirname "$0")" && pwd)
-cargo build --release -p caliper-dbi --quiet
-run=$PWD/target/release/cali-run
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cd "$work"
+source "$(dirname "$0")/setup.sh"
 
 gcc -O2 -o callcost "$here/callcost.c" -lpthread
 echo "== one call of an empty function (100 million calls)"

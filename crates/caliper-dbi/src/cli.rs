@@ -2,9 +2,12 @@
 //! in a file).
 
 use crate::control::{self, Control};
+use crate::debugger::DebugConfig;
 use crate::engine::{Collect, Config, Target};
+use crate::script::Script;
 use caliper_perf::EventCode;
 use std::ffi::OsString;
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// The usage text.
@@ -12,6 +15,9 @@ pub const USAGE: &str = "\
 usage: cali-run [OPTIONS] -- PROGRAM [ARGS...]
        cali-run [OPTIONS] --pid PID
        cali-run [OPTIONS] --control FILE
+       cali-run --script FILE.py [--] PROGRAM [ARGS...]
+       cali-run debug [OPTIONS] -- PROGRAM [ARGS...]
+       cali-run debug --connect PATH
 
 Measures an unmodified program by lazy dynamic instrumentation.
 
@@ -38,7 +44,31 @@ Measures an unmodified program by lazy dynamic instrumentation.
       --breakpoints-only count every call at a breakpoint (no trampolines)
   -p, --pid PID          attach to a running process (until SIGINT)
       --control FILE     read the measurement from a control file
+      --script FILE.py   run a Python script that drives the engine with
+                         the caliper.dbi package (built in), with PROGRAM
+                         ARGS as its sys.argv[1:]; exits with its code.
+                         The first option, and the only one:
+                           import sys, caliper.dbi as dbi
+                           proc = dbi.process(sys.argv[1:])
+                           arcs = dbi.arc_count(dbi.context(proc))
+                           proc.run()
+                           arcs.write(\"flow.dat\")
+      --debug-on-fault   stop at the cdb prompt when the program gets a
+                         fatal signal (SIGSEGV, SIGILL, SIGBUS, SIGFPE,
+                         SIGABRT, a SIGTRAP not the tool's) or the
+                         instrumentation fails
+      --debug-socket PATH
+                         serve the cdb prompt on a Unix domain socket (for
+                         a program that needs the terminal's input);
+                         implies --debug-on-fault
   -h, --help             this text
+
+cali-run debug runs the program under cdb, the debugger that lives with the
+instrumentation: it stops at the program's entry with a `(cdb) ` prompt
+(break FUNC|*ADDR, continue, stepi, nexti, backtrace, info registers, x/NFU,
+disassemble FUNC: original and instrumented code side by side, info
+instrumented, info threads, thread N, kill, detach, quit; `help` lists
+them). `cali-run debug --connect PATH` is a client of --debug-socket PATH.
 ";
 
 /// A parsed invocation.
@@ -55,6 +85,9 @@ pub struct Invocation {
 pub enum Request {
     Help,
     Run(Box<Invocation>),
+    Script(Script),
+    /// Talk to the `cdb` prompt served on this socket.
+    Connect(PathBuf),
 }
 
 /// Parses the arguments after the program name. Errors are one line.
@@ -66,7 +99,13 @@ pub fn parse(args: Vec<OsString>) -> Result<Request, String> {
     let mut pid = None;
     let mut sample_event = None;
     let mut program: Vec<OsString> = Vec::new();
-    let mut args = args.into_iter();
+    if let Some(script) = script(&args)? {
+        return Ok(Request::Script(script));
+    }
+    let mut args = args.into_iter().peekable();
+    let interactive = args.next_if(|a| a == "debug").is_some();
+    let mut debug = interactive.then_some(DebugConfig { interactive, socket: None });
+    let mut connect = None;
     while let Some(arg) = args.next() {
         let arg_text = arg.to_string_lossy().to_string();
         let (name, inline) = match arg_text.split_once('=') {
@@ -91,6 +130,11 @@ pub fn parse(args: Vec<OsString>) -> Result<Request, String> {
             "--duration" => config.duration = Some(seconds(&value("seconds")?)?),
             "--start" => config.start = Some(seconds(&value("seconds")?)?),
             "--breakpoints-only" => config.breakpoints_only = true,
+            "--debug-on-fault" => {
+                debug.get_or_insert_with(DebugConfig::default);
+            }
+            "--debug-socket" => debug.get_or_insert_with(DebugConfig::default).socket = Some(value("a path")?.into()),
+            "--connect" if interactive => connect = Some(PathBuf::from(value("a path")?)),
             "-p" | "--pid" => {
                 let v = value("a process id")?;
                 pid = Some(v.parse::<i32>().ok().filter(|p| *p > 0).ok_or(format!("`{v}` is not a process id"))?);
@@ -105,6 +149,7 @@ pub fn parse(args: Vec<OsString>) -> Result<Request, String> {
                     sample_event = Some(event(name.clone())?);
                 }
             }
+            "--script" => return Err("--script comes first, and alone: cali-run --script FILE.py [--] PROGRAM".into()),
             "--" => program.extend(args.by_ref()),
             _ if name.starts_with('-') && program.is_empty() => return Err(format!("unknown option `{name}`")),
             _ => {
@@ -113,6 +158,16 @@ pub fn parse(args: Vec<OsString>) -> Result<Request, String> {
             }
         }
     }
+    if let Some(path) = connect {
+        return match program.is_empty() && pid.is_none() {
+            true => Ok(Request::Connect(path)),
+            false => Err("--connect takes no program".into()),
+        };
+    }
+    if interactive && pid.is_some() {
+        return Err("cali-run debug runs a program; for an attached process use --debug-on-fault".into());
+    }
+    config.debug = debug;
     config.collect =
         collectors(collect.as_deref().unwrap_or(if sample_event.is_some() { "sample" } else { "fcount" }))?;
     if let Some(event) = sample_event {
@@ -126,6 +181,25 @@ pub fn parse(args: Vec<OsString>) -> Result<Request, String> {
         (None, false) => Target::Launch { program: program.remove(0), args: program },
     };
     Ok(Request::Run(Box::new(Invocation { config, target, output, flow_data })))
+}
+
+/// A script run (`--script FILE` first): the file and its arguments,
+/// without a leading `--`.
+fn script(args: &[OsString]) -> Result<Option<Script>, String> {
+    let Some(first) = args.first().map(|a| a.to_string_lossy()) else { return Ok(None) };
+    let (file, rest) = match first.strip_prefix("--script") {
+        Some("") => match args.get(1) {
+            Some(file) => (file.clone(), &args[2..]),
+            None => return Err("--script needs a file name".into()),
+        },
+        Some(inline) if inline.starts_with('=') => (OsString::from(&inline[1..]), &args[1..]),
+        _ => return Ok(None),
+    };
+    let rest = match rest.first() {
+        Some(dashes) if dashes == "--" => &rest[1..],
+        _ => rest,
+    };
+    Ok(Some(Script { file: file.into(), args: rest.to_vec() }))
 }
 
 /// Where the results go, as options or the control file set them.
@@ -191,7 +265,8 @@ fn seconds(value: &str) -> Result<Duration, String> {
         .ok_or(format!("`{value}` is not a number of seconds"))
 }
 
-fn set_follow(config: &mut Config, value: &str) -> Result<(), String> {
+/// Sets what `config` follows from a `--follow` list.
+pub fn set_follow(config: &mut Config, value: &str) -> Result<(), String> {
     config.follow_fork = false;
     config.follow_exec = false;
     config.exec_programs.clear();
@@ -244,6 +319,8 @@ mod tests {
         match parse(args.iter().map(OsString::from).collect())? {
             Request::Run(inv) => Ok(*inv),
             Request::Help => Err("help".into()),
+            Request::Script(_) => Err("script".into()),
+            Request::Connect(_) => Err("connect".into()),
         }
     }
 
@@ -309,6 +386,38 @@ mod tests {
         assert_eq!(run(&["ls"]).unwrap().config.sample_event.0, "task-clock");
         let err = run(&["--sample-event", "spoons", "ls"]).err().unwrap();
         assert!(err.starts_with("unknown event `spoons`"), "{err}");
+    }
+
+    #[test]
+    fn runs_a_script_with_the_program_as_its_arguments() {
+        let parse_script = |args: &[&str]| match parse(args.iter().map(OsString::from).collect())? {
+            Request::Script(script) => Ok(script),
+            _ => Err("not a script".to_string()),
+        };
+        let script = parse_script(&["--script", "arcs.py", "--", "./a.out", "-v"]).unwrap();
+        assert_eq!(script.file, std::path::Path::new("arcs.py"));
+        assert_eq!(script.args, ["./a.out", "-v"]);
+        let script = parse_script(&["--script=arcs.py", "--include", "x", "--", "./a.out"]).unwrap();
+        assert_eq!(script.args, ["--include", "x", "--", "./a.out"]);
+        assert!(parse_script(&["--script"]).is_err());
+        assert!(parse_script(&["-c", "arcs", "--script", "arcs.py", "ls"]).is_err());
+    }
+
+    #[test]
+    fn parses_the_debugger_options() {
+        let inv = run(&["debug", "-c", "coverage", "--", "./a.out"]).unwrap();
+        assert_eq!(inv.config.debug, Some(DebugConfig { interactive: true, socket: None }));
+        assert!(inv.config.collect.coverage);
+        let inv = run(&["--debug-on-fault", "./a.out"]).unwrap();
+        assert_eq!(inv.config.debug, Some(DebugConfig { interactive: false, socket: None }));
+        let inv = run(&["--debug-socket", "/tmp/s", "./a.out"]).unwrap();
+        assert_eq!(inv.config.debug.unwrap().socket.as_deref(), Some(std::path::Path::new("/tmp/s")));
+        assert!(run(&["./a.out"]).unwrap().config.debug.is_none());
+        let connect = parse(["debug", "--connect", "/tmp/s"].iter().map(OsString::from).collect());
+        assert!(matches!(connect, Ok(Request::Connect(p)) if p == std::path::Path::new("/tmp/s")));
+        assert!(run(&["debug", "--connect", "/tmp/s", "ls"]).is_err());
+        assert!(run(&["--connect", "/tmp/s"]).is_err(), "--connect belongs to cali-run debug");
+        assert!(run(&["debug", "--pid", "12"]).is_err());
     }
 
     #[test]

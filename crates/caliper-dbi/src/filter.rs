@@ -6,12 +6,25 @@
 //! an exclude pattern never is. The dynamic linker is excluded unless an
 //! include pattern names it: its functions run while it holds its own
 //! locks and during the rendezvous the engine itself uses.
+//!
+//! Address ranges narrow further: with any, only functions whose entry
+//! (its address in the module file) lies in a range of their module are
+//! instrumented.
 
-/// Include and exclude patterns.
+/// Include and exclude patterns, and address ranges.
 #[derive(Debug, Clone, Default)]
 pub struct Filter {
     pub include: Vec<String>,
     pub exclude: Vec<String>,
+    pub ranges: Vec<AddressRange>,
+}
+
+/// Addresses `low..high` in the files of the modules that match `module`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AddressRange {
+    pub module: String,
+    pub low: u64,
+    pub high: u64,
 }
 
 impl Filter {
@@ -22,6 +35,13 @@ impl Filter {
             return true;
         }
         is_dynamic_linker(path) && !self.include.iter().any(named)
+    }
+
+    /// Whether an entry at `address` (in the file) of module `path` is in
+    /// the address ranges (always, without ranges).
+    pub fn in_ranges(&self, path: &str, address: u64) -> bool {
+        self.ranges.is_empty()
+            || self.ranges.iter().any(|r| (r.low..r.high).contains(&address) && matches_file(&r.module, path))
     }
 
     /// Whether function `name` of module `path` is instrumented.
@@ -86,7 +106,11 @@ mod tests {
 
     #[test]
     fn include_and_exclude_by_module_and_function() {
-        let f = Filter { include: vec!["libm.so*".into(), "main".into()], exclude: vec!["sin".into()] };
+        let f = Filter {
+            include: vec!["libm.so*".into(), "main".into()],
+            exclude: vec!["sin".into()],
+            ..Filter::default()
+        };
         assert!(f.selects("/lib/libm.so.6", "cos"));
         assert!(!f.selects("/lib/libm.so.6", "sin"));
         assert!(f.selects("/bin/prog", "main"));
@@ -94,7 +118,18 @@ mod tests {
         let all = Filter::default();
         assert!(all.selects("/bin/prog", "other"));
         assert!(!all.selects("/lib64/ld-linux-x86-64.so.2", "_dl_start"));
-        let linker = Filter { include: vec!["ld-linux*".into()], exclude: vec![] };
+        let linker = Filter { include: vec!["ld-linux*".into()], ..Filter::default() };
         assert!(linker.selects("/lib64/ld-linux-x86-64.so.2", "_dl_start"));
+    }
+
+    #[test]
+    fn address_ranges_narrow_by_module_file_address() {
+        let range = AddressRange { module: "libm.so*".into(), low: 0x1000, high: 0x2000 };
+        let f = Filter { ranges: vec![range], ..Filter::default() };
+        assert!(f.in_ranges("/lib/libm.so.6", 0x1000));
+        assert!(f.in_ranges("/lib/libm.so.6", 0x1fff));
+        assert!(!f.in_ranges("/lib/libm.so.6", 0x2000));
+        assert!(!f.in_ranges("/bin/prog", 0x1800), "another module");
+        assert!(Filter::default().in_ranges("/bin/prog", 0x1800));
     }
 }

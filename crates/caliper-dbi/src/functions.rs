@@ -41,7 +41,7 @@ pub struct FunctionRecord {
 }
 
 /// Every function, by id (an index).
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct FunctionTable {
     pub records: Vec<FunctionRecord>,
     index: HashMap<(Arc<str>, u64), usize>,
@@ -103,7 +103,7 @@ pub struct ArcRecord {
 }
 
 /// Every arc, by id.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct ArcTable {
     pub records: Vec<ArcRecord>,
     index: HashMap<(usize, Arc<str>, u64), usize>,

@@ -8,7 +8,7 @@
 //! taking everything out again before a detach.
 
 use crate::counters::Counters;
-use crate::discover::{self, ModuleInfo};
+use crate::discover::{self, FunctionEntry, ModuleInfo};
 use crate::filter::{self, Filter};
 use crate::functions::FunctionTable;
 use crate::inject::{self, MapRequest};
@@ -27,6 +27,9 @@ const INT3: u8 = 0xcc;
 /// Bytes of trampoline code per region (after one page of scratch space).
 const CODE_BYTES: u64 = 4 << 20;
 const SCRATCH: u64 = 4096;
+/// The most bytes a patched entry's moved instructions cover: the jump's
+/// five, and the rest of an instruction of at most 15 that they split.
+const MAX_ENTRY_BYTES: u64 = JUMP_LEN + 14;
 /// How far a region may lie from the module it serves: a rel32 reaches
 /// 2 GiB, less the region's own size and a margin.
 const REACH: u64 = (1 << 31) - (64 << 20);
@@ -63,6 +66,34 @@ pub struct Probe {
     /// The byte the `int3` replaced.
     pub original: u8,
     pub state: ProbeState,
+    /// A debugger breakpoint is here: the `int3` stays at the address
+    /// whatever the engine makes of the probe (a patched entry keeps it
+    /// over the first byte of its jump), so that every arrival traps.
+    pub user_break: bool,
+}
+
+/// Why a debugger breakpoint cannot be put at an address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BreakError {
+    /// The address is in no module's code (a trampoline, a heap page).
+    NotInModule(u64),
+    /// The address is inside the jump that replaced the first bytes of
+    /// the patched entry at this address.
+    InsidePatchedEntry(u64),
+    /// The memory could not be read or written.
+    Memory(String),
+}
+
+impl std::fmt::Display for BreakError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BreakError::NotInModule(at) => write!(f, "{at:#x} is not in the code of a loaded module"),
+            BreakError::InsidePatchedEntry(entry) => {
+                write!(f, "inside the jump that replaced the entry at {entry:#x}; break at the entry instead")
+            }
+            BreakError::Memory(why) => write!(f, "cannot write the breakpoint: {why}"),
+        }
+    }
 }
 
 /// A module mapped into the address space.
@@ -228,7 +259,7 @@ impl Image {
                 let selected: Vec<(u64, usize)> = info
                     .functions
                     .iter()
-                    .filter(|f| filter.selects(path, &f.name))
+                    .filter(|f| filter.selects(path, &f.name) && filter.in_ranges(path, f.address))
                     .map(|f| (f.address.wrapping_add(bias), functions.intern(&module, &f.name, f.address, f.size)))
                     .filter(|(addr, _)| (low..high).contains(addr))
                     .collect();
@@ -253,7 +284,13 @@ impl Image {
             self.memory.write(addr, &[INT3])?;
             self.probes.insert(
                 addr,
-                Probe { function: Some(function), internal: None, original: byte[0], state: ProbeState::Armed },
+                Probe {
+                    function: Some(function),
+                    internal: None,
+                    original: byte[0],
+                    state: ProbeState::Armed,
+                    user_break: false,
+                },
             );
         }
         Ok(())
@@ -265,14 +302,86 @@ impl Image {
             probe.internal = Some(internal);
             return Ok(());
         }
+        self.plant(addr, Some(internal), false)
+    }
+
+    /// Puts an `int3` at `addr`, where no probe is, for the engine's own
+    /// work or a debugger's breakpoint.
+    fn plant(&mut self, addr: u64, internal: Option<Internal>, user_break: bool) -> io::Result<()> {
         let mut byte = [0u8];
         self.memory.read(addr, &mut byte)?;
         self.memory.write(addr, &[INT3])?;
-        self.probes.insert(
-            addr,
-            Probe { function: None, internal: Some(internal), original: byte[0], state: ProbeState::Armed },
-        );
+        let probe = Probe { function: None, internal, original: byte[0], state: ProbeState::Armed, user_break };
+        self.probes.insert(addr, probe);
         Ok(())
+    }
+
+    /// Makes every arrival at `addr` trap, for a debugger: the `int3` of
+    /// a probe still armed serves, a patched entry gets one over the first
+    /// byte of its jump (a hit resumes in the trampoline), and any other
+    /// address one of its own (resumed through a moved copy of the
+    /// instruction, as a breakpoint-counted entry is).
+    pub fn set_user_break(&mut self, addr: u64) -> Result<(), BreakError> {
+        if self.module_of(addr).is_none() {
+            return Err(BreakError::NotInModule(addr));
+        }
+        if let Some(entry) = self.patched_entry_covering(addr).filter(|&entry| entry != addr) {
+            return Err(BreakError::InsidePatchedEntry(entry));
+        }
+        let memory_error = |e: io::Error| BreakError::Memory(e.to_string());
+        let Some(probe) = self.probes.get_mut(&addr) else {
+            return self.plant(addr, None, true).map_err(memory_error);
+        };
+        probe.user_break = true;
+        match probe.state {
+            ProbeState::Armed | ProbeState::Displaced { .. } => Ok(()),
+            ProbeState::Patched { .. } => self.memory.write(addr, &[INT3]).map_err(memory_error),
+            ProbeState::Removed => {
+                // Armed again: its next hit decides anew, as a kept breakpoint.
+                probe.state = ProbeState::Armed;
+                self.memory.write(addr, &[INT3]).map_err(memory_error)
+            }
+        }
+    }
+
+    /// Takes a debugger's breakpoint at `addr` out again, leaving what the
+    /// engine has there.
+    pub fn clear_user_break(&mut self, addr: u64) -> io::Result<()> {
+        let Some(probe) = self.probes.get_mut(&addr) else { return Ok(()) };
+        probe.user_break = false;
+        match &probe.state {
+            ProbeState::Patched { trampoline, .. } => {
+                let jump =
+                    relocate::jump(addr, *trampoline).ok_or_else(|| io::Error::other("trampoline out of reach"))?;
+                self.memory.write(addr, &jump)
+            }
+            ProbeState::Armed | ProbeState::Displaced { .. }
+                if probe.function.is_none() && probe.internal.is_none() =>
+            {
+                self.memory.write(addr, &[probe.original])?;
+                self.probes.remove(&addr);
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The patched entry whose replaced bytes hold `addr`, if any.
+    pub fn patched_entry_covering(&self, addr: u64) -> Option<u64> {
+        (addr.saturating_sub(MAX_ENTRY_BYTES)..=addr).find(|at| {
+            matches!(self.probes.get(at), Some(Probe { state: ProbeState::Patched { original, .. }, .. })
+                if at + original.len() as u64 > addr)
+        })
+    }
+
+    /// The function holding `addr`: its module and its entry (as the file
+    /// has it). A function of unknown size holds everything up to the next.
+    pub fn function_at(&self, addr: u64) -> Option<(&LoadedModule, &FunctionEntry)> {
+        let module = &self.modules[self.module_of(addr)?];
+        let in_file = addr.wrapping_sub(module.bias);
+        let functions = &module.info.functions;
+        let f = &functions[functions.partition_point(|f| f.address <= in_file).checked_sub(1)?];
+        (f.size == 0 || in_file < f.address.saturating_add(f.size)).then_some((module, f))
     }
 
     /// Puts the original byte back at a probe.
@@ -283,14 +392,26 @@ impl Image {
         Ok(())
     }
 
-    /// The code at a probe as the program had it (with the `int3` replaced
-    /// by the original byte): up to `len` bytes, fewer at a mapping's end.
-    fn original_code(&self, addr: u64, len: usize) -> io::Result<Vec<u8>> {
+    /// The code at `addr` as the program has it: up to `len` bytes (fewer
+    /// at a mapping's end), every `int3` and jump of ours in them replaced
+    /// by the bytes they cover.
+    pub fn original_code(&self, addr: u64, len: usize) -> io::Result<Vec<u8>> {
         let mut code = vec![0u8; len.max(16)];
         let n = self.memory.read_partial(addr, &mut code)?;
         code.truncate(n);
-        if let (Some(first), Some(probe)) = (code.first_mut(), self.probes.get(&addr)) {
-            *first = probe.original;
+        // A patched entry's jump may start before `addr` and cover it.
+        let first = addr.saturating_sub(MAX_ENTRY_BYTES);
+        for (at, probe) in (first..addr + n as u64).filter_map(|at| Some((at, self.probes.get(&at)?))) {
+            let covered: &[u8] = match &probe.state {
+                ProbeState::Removed => continue,
+                ProbeState::Patched { original, .. } => original,
+                ProbeState::Armed | ProbeState::Displaced { .. } => std::slice::from_ref(&probe.original),
+            };
+            for (i, &byte) in covered.iter().enumerate() {
+                if let Some(slot) = (at + i as u64).checked_sub(addr).and_then(|o| code.get_mut(o as usize)) {
+                    *slot = byte;
+                }
+            }
         }
         Ok(code)
     }
@@ -397,7 +518,7 @@ impl Image {
     ) -> Result<Patch, Unpatchable> {
         let failed = |e: io::Error| Unpatchable::Unencodable(e.to_string());
         let m = self.module_of(addr).ok_or(Unpatchable::Undecodable)?;
-        let body = self.original_code(addr, size.clamp(16, 1 << 16) as usize).map_err(failed)?;
+        let body = self.original_code(addr, 2 * MAX_ENTRY_BYTES as usize).map_err(failed)?;
         let moved = relocate::entry_instructions(&body, addr, JUMP_LEN)?;
         let prefix = relocate::covered_len(&moved);
         let module = &self.modules[m];
@@ -406,6 +527,9 @@ impl Image {
         let size =
             if size > 0 && size < prefix && relocate::ends_in_padding(&moved, addr + size) { prefix } else { size };
         relocate::check_patchable(in_file, size, prefix, next, module.info.branch_targets())?;
+        if (addr + 1..addr + prefix).any(|at| self.probes.contains_key(&at)) {
+            return Err(Unpatchable::BreakpointInEntry);
+        }
         if busy.iter().any(|&pc| pc > addr + 1 && pc < addr + prefix) {
             return Err(Unpatchable::Unencodable("a thread is inside the entry bytes".into()));
         }
@@ -458,8 +582,11 @@ impl Image {
             let returns: Vec<(u64, u64)> = built.returns.iter().map(|&(r, site)| (at + r, site)).collect();
             Ok((built.code, (built.trap.map(|t| at + t), unlocked, returns)))
         })?;
-        let jump =
+        let mut jump =
             relocate::jump(addr, trampoline).ok_or(Unpatchable::Unencodable("trampoline out of reach".into()))?;
+        if self.probes.get(&addr).is_some_and(|p| p.user_break) {
+            jump[0] = INT3;
+        }
         self.memory.write(addr, &jump).map_err(|e| Unpatchable::Unencodable(e.to_string()))?;
         if let Some(t) = trap {
             self.traps.insert(t, addr);
@@ -499,7 +626,7 @@ impl Image {
 }
 
 /// (path, low, high) of each file with executable mappings, in order.
-fn executable_files(maps: &[Mapping]) -> Vec<(&str, u64, u64)> {
+pub fn executable_files(maps: &[Mapping]) -> Vec<(&str, u64, u64)> {
     let mut out: Vec<(&str, u64, u64)> = Vec::new();
     for m in maps.iter().filter(|m| m.executable && m.path.starts_with('/')) {
         match out.iter_mut().find(|(p, _, high)| *p == m.path && *high == m.start) {

@@ -15,12 +15,17 @@
 //! [`engine`] (the event loop and the collectors); [`callgraph`] (the
 //! call graph of the arcs) and [`results`] (the text report, the `.cali`
 //! records and the flow-data file); [`control`] and [`cli`] (the control
-//! file and the command line of `cali-run`).
+//! file and the command line of `cali-run`); [`capi`] (the C-callable API
+//! of `libcaliper-dbi.so`, for scripts) and [`script`] (`cali-run
+//! --script`); [`debugger`] (`cdb`, the debugger that lives with the
+//! engine; its stops are the engine's `debug` module).
 
 pub mod callgraph;
+pub mod capi;
 pub mod cli;
 pub mod control;
 pub mod counters;
+pub mod debugger;
 pub mod discover;
 pub mod engine;
 pub mod filter;
@@ -34,3 +39,4 @@ pub mod ptrace;
 pub mod relocate;
 pub mod results;
 pub mod sample;
+pub mod script;

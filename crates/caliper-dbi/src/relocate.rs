@@ -33,6 +33,8 @@ pub enum Unpatchable {
     BranchIntoEntry(u64),
     /// Another function starts within the bytes the jump would cover.
     OverlapsNext,
+    /// A breakpoint of a debugger is within the bytes the jump would cover.
+    BreakpointInEntry,
     /// The entry bytes do not decode as instructions.
     Undecodable,
     /// The encoder could not place the instructions at the trampoline.
@@ -46,6 +48,7 @@ impl fmt::Display for Unpatchable {
             Unpatchable::UnknownSize => write!(f, "size unknown"),
             Unpatchable::BranchIntoEntry(at) => write!(f, "branch at {at:#x} into the entry bytes"),
             Unpatchable::OverlapsNext => write!(f, "another function starts in the entry bytes"),
+            Unpatchable::BreakpointInEntry => write!(f, "a debugger breakpoint in the entry bytes"),
             Unpatchable::Undecodable => write!(f, "entry instructions do not decode"),
             Unpatchable::Unencodable(why) => write!(f, "cannot relocate: {why}"),
         }

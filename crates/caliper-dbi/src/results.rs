@@ -335,7 +335,7 @@ pub fn write_flow_data(mut out: impl Write, outcome: &Outcome) -> io::Result<()>
 }
 
 /// The sampled stacks, most seen first (then by their frames).
-fn sorted_stacks(outcome: &Outcome) -> Vec<(&Vec<String>, u64)> {
+pub fn sorted_stacks(outcome: &Outcome) -> Vec<(&Vec<String>, u64)> {
     let mut stacks: Vec<(&Vec<String>, u64)> = outcome.stacks.iter().map(|(s, n)| (s, *n)).collect();
     stacks.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
     stacks

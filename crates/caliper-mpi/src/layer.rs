@@ -149,7 +149,7 @@ fn recv_piece(comm: *const c_void, from: usize, piece: &mut [u8]) -> Result<(), 
 
 /// Runs a call into the runtime; a panic there stops at the wrapper and
 /// never reaches the program's MPI call.
-fn guarded(f: impl FnOnce()) {
+pub(crate) fn guarded(f: impl FnOnce()) {
     let _ = catch_unwind(AssertUnwindSafe(f));
 }
 

@@ -96,6 +96,26 @@ long long cali_mpi_shim_bytes(int count, const void *datatype)
     return (long long)count * size;
 }
 
+/* The bytes of counts[r] elements of *datatype for each rank r of *comm
+ * (a collective's per-rank counts). */
+long long cali_mpi_shim_bytes_v(const int *counts, const void *datatype, const void *comm)
+{
+    int ranks = 0;
+    long long elements = 0;
+    PMPI_Comm_size(*(const MPI_Comm *)comm, &ranks);
+    for (int r = 0; r < ranks; ++r)
+        elements += counts[r];
+    int size = 0;
+    PMPI_Type_size(*(const MPI_Datatype *)datatype, &size);
+    return elements * size;
+}
+
+/* MPI_UNDEFINED: the index a wait or test on inactive requests gives. */
+int cali_mpi_shim_undefined(void)
+{
+    return MPI_UNDEFINED;
+}
+
 /* The source, tag and bytes of a completed receive: from its status, or
  * (MPI_STATUS_IGNORE) from the call's own source, tag and count. */
 void cali_mpi_shim_received(const void *status, const void *datatype, int *source, int *tag, long long *bytes)
@@ -118,4 +138,51 @@ const void *cali_mpi_shim_status_at(const void *statuses, int i)
     if (statuses == (const void *)MPI_STATUSES_IGNORE)
         return MPI_STATUS_IGNORE;
     return (const MPI_Status *)statuses + i;
+}
+
+/* Fortran's handles and statuses (MPI_Fint), converted for the Rust side,
+ * which then reports a Fortran call's messages as a C call's. */
+
+/* The integers of a Fortran status (Fortran's MPI_STATUS_SIZE): MPI 4
+ * names it in C; Open MPI's is the C status's size in integers. */
+#ifdef MPI_F_STATUS_SIZE
+enum { CALI_F_STATUS_SIZE = MPI_F_STATUS_SIZE };
+#else
+enum { CALI_F_STATUS_SIZE = sizeof(MPI_Status) / sizeof(MPI_Fint) };
+#endif
+
+void cali_mpi_shim_f2c_datatype(const MPI_Fint *f, void *out)
+{
+    *(MPI_Datatype *)out = PMPI_Type_f2c(*f);
+}
+
+void cali_mpi_shim_f2c_comm(const MPI_Fint *f, void *out)
+{
+    *(MPI_Comm *)out = PMPI_Comm_f2c(*f);
+}
+
+/* n request handles. */
+void cali_mpi_shim_f2c_requests(const MPI_Fint *f, int n, void *out)
+{
+    for (int i = 0; i < n; ++i)
+        ((MPI_Request *)out)[i] = PMPI_Request_f2c(f[i]);
+}
+
+int cali_mpi_shim_status_size(void)
+{
+    return (int)sizeof(MPI_Status);
+}
+
+/* n Fortran statuses as C ones in `out` (n * sizeof(MPI_Status) bytes),
+ * or MPI_STATUSES_IGNORE for MPI_F_STATUSES_IGNORE (and MPI_STATUS_IGNORE
+ * for MPI_F_STATUS_IGNORE, when single is set). */
+const void *cali_mpi_shim_f2c_statuses(const MPI_Fint *f, int n, int single, void *out)
+{
+    if (single && f == MPI_F_STATUS_IGNORE)
+        return MPI_STATUS_IGNORE;
+    if (!single && f == MPI_F_STATUSES_IGNORE)
+        return MPI_STATUSES_IGNORE;
+    for (int i = 0; i < n; ++i)
+        PMPI_Status_f2c(f + (size_t)i * CALI_F_STATUS_SIZE, (MPI_Status *)out + i);
+    return out;
 }

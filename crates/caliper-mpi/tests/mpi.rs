@@ -192,7 +192,9 @@ fn runtime_report_has_the_min_max_and_average_of_the_per_rank_profiles() {
     let config = "runtime-report(output=cross.txt,region.count),\
                   runtime-profile(use.mpi=false,output=rank-%mpi.rank%.cali),\
                   runtime-profile(output=job-%mpi.rank%.cali)";
-    mpirun(4, &dir, &[("CALI_CONFIG", config)], app(), &["10"]);
+    let out = mpirun(4, &dir, &[("CALI_CONFIG", config)], app(), &["10"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("== CALIPER"), "no complaint (e.g. about the key mpi.rank):\n{stderr}");
     let report = std::fs::read_to_string(dir.join("cross.txt")).unwrap();
     let header = report.lines().next().unwrap().split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(
@@ -269,24 +271,7 @@ fn profile_mpi_shows_the_mpi_functions_as_regions() {
 #[test]
 fn message_tracing_counts_and_sizes_messages() {
     let dir = scratch("messages");
-    let cross = "select mpi.function,sum(mpi.send.count),sum(mpi.recv.count),sum(mpi.msg.size) \
-                 group by mpi.function format expand";
-    mpirun(
-        4,
-        &dir,
-        &[
-            ("CALI_SERVICES_ENABLE", "aggregate,event,timer,mpi,mpireport"),
-            ("CALI_MPI_MSG_TRACING", "true"),
-            ("CALI_MPI_WHITELIST", "MPI_Send,MPI_Recv"),
-            ("CALI_MPIREPORT_FILENAME", "messages.txt"),
-            ("CALI_MPIREPORT_CONFIG", cross),
-        ],
-        app(),
-        &["10"],
-    );
-    let report = std::fs::read_to_string(dir.join("messages.txt")).unwrap();
-    let rows: BTreeMap<String, BTreeMap<String, String>> =
-        report.lines().map(expand_line).filter_map(|r| Some((r.get("mpi.function")?.clone(), r))).collect();
+    let (report, rows) = traced_messages(&dir, app(), &["10"], "MPI_Send,MPI_Recv", &[]);
     // 4 ranks, 10 rounds of the ring: 40 messages of one int each way.
     let send = &rows["MPI_Send"];
     assert_eq!(send["sum#mpi.send.count"], "40", "{report}");
@@ -296,26 +281,145 @@ fn message_tracing_counts_and_sizes_messages() {
     assert_eq!(recv["sum#mpi.msg.size"], "160", "{report}");
 
     // Receives posted with MPI_Irecv count where MPI_Wait completes them.
-    mpirun(
-        4,
-        &dir,
-        &[
-            ("CALI_SERVICES_ENABLE", "aggregate,event,timer,mpi,mpireport"),
-            ("CALI_MPI_MSG_TRACING", "true"),
-            ("CALI_MPI_WHITELIST", "MPI_Send,MPI_Irecv,MPI_Wait"),
-            ("CALI_MPIREPORT_FILENAME", "nonblocking.txt"),
-            ("CALI_MPIREPORT_CONFIG", cross),
-            ("APP_IRECV", "1"),
-        ],
-        app(),
-        &["10"],
-    );
-    let report = std::fs::read_to_string(dir.join("nonblocking.txt")).unwrap();
-    let rows: BTreeMap<String, BTreeMap<String, String>> =
-        report.lines().map(expand_line).filter_map(|r| Some((r.get("mpi.function")?.clone(), r))).collect();
+    let (report, rows) = traced_messages(&dir, app(), &["10"], "MPI_Send,MPI_Irecv,MPI_Wait", &[("APP_IRECV", "1")]);
     assert_eq!(rows["MPI_Wait"]["sum#mpi.recv.count"], "40", "{report}");
     assert_eq!(rows["MPI_Wait"]["sum#mpi.msg.size"], "160", "{report}");
     assert!(!rows["MPI_Irecv"].contains_key("sum#mpi.recv.count"), "{report}");
+}
+
+/// Runs `program` on 4 ranks in `dir` (with `env` besides) tracing the
+/// messages of `functions`; returns the cross-rank report and its rows by
+/// MPI function: the sums of `mpi.send.count`, `mpi.recv.count`,
+/// `mpi.coll.count` and `mpi.msg.size` over the ranks.
+fn traced_messages(
+    dir: &Path,
+    program: &Path,
+    args: &[&str],
+    functions: &str,
+    env: &[(&str, &str)],
+) -> (String, BTreeMap<String, BTreeMap<String, String>>) {
+    let cross = "select mpi.function,sum(mpi.send.count),sum(mpi.recv.count),sum(mpi.coll.count),sum(mpi.msg.size) \
+                 group by mpi.function format expand";
+    let tracing = [
+        ("CALI_SERVICES_ENABLE", "aggregate,event,timer,mpi,mpireport"),
+        ("CALI_MPI_MSG_TRACING", "true"),
+        ("CALI_MPI_WHITELIST", functions),
+        ("CALI_MPIREPORT_FILENAME", "messages.txt"),
+        ("CALI_MPIREPORT_CONFIG", cross),
+    ];
+    let _ = std::fs::remove_file(dir.join("messages.txt"));
+    mpirun(4, dir, &[&tracing[..], env].concat(), program, args);
+    let report = std::fs::read_to_string(dir.join("messages.txt")).unwrap();
+    let rows = report.lines().map(expand_line).filter_map(|r| Some((r.get("mpi.function")?.clone(), r))).collect();
+    (report, rows)
+}
+
+/// The message test program (`tests/c/mpi-messages.c`), built once.
+fn messages_app() -> &'static Path {
+    static APP: OnceLock<PathBuf> = OnceLock::new();
+    APP.get_or_init(|| build("mpicc", &source("c/mpi-messages.c"), &scratch("messages-app").join("mpi-messages")))
+}
+
+/// Message tracing of receives posted with `MPI_Irecv` and completed by
+/// `MPI_Waitany`, `MPI_Waitsome`, `MPI_Testany` or `MPI_Testsome`, and of
+/// the `v` collectives: exact counts and bytes, summed over 4 ranks.
+#[test]
+fn message_tracing_covers_completions_and_v_collectives() {
+    let dir = scratch("messages-complete");
+    let functions = "MPI_Waitany,MPI_Waitsome,MPI_Testany,MPI_Testsome,\
+                     MPI_Gatherv,MPI_Scatterv,MPI_Allgatherv,MPI_Alltoallv,MPI_Reduce_scatter";
+    let (report, rows) = traced_messages(&dir, messages_app(), &[], functions, &[]);
+    // Each rank receives an int and two ints per completion function.
+    for function in ["MPI_Waitany", "MPI_Waitsome", "MPI_Testany", "MPI_Testsome"] {
+        let row = &rows[function];
+        assert_eq!((row["sum#mpi.recv.count"].as_str(), row["sum#mpi.msg.size"].as_str()), ("8", "48"), "{report}");
+    }
+    // Bytes of the 4 ranks: ranks send or receive (r + 1) ints in the
+    // first three; each sends 10 ints in MPI_Alltoallv, and contributes 4
+    // to MPI_Reduce_scatter.
+    for (function, bytes) in [
+        ("MPI_Gatherv", "40"),
+        ("MPI_Scatterv", "40"),
+        ("MPI_Allgatherv", "40"),
+        ("MPI_Alltoallv", "160"),
+        ("MPI_Reduce_scatter", "64"),
+    ] {
+        let row = &rows[function];
+        assert_eq!((row["sum#mpi.coll.count"].as_str(), row["sum#mpi.msg.size"].as_str()), ("4", bytes), "{report}");
+    }
+}
+
+/// Message tracing of a Fortran program's calls (which the MPI library's
+/// Fortran bindings pass to `PMPI_*` directly, past the C wrappers): the
+/// same counts and bytes as C's, summed over 4 ranks.
+#[test]
+fn message_tracing_covers_fortran_calls() {
+    let dir = scratch("messages-fortran");
+    let program = build("mpif90", &source("fortran/mpi-messages.f90"), &dir.join("mpi-messages-fortran"));
+    let functions = "MPI_Send,MPI_Recv,MPI_Irecv,MPI_Waitany,MPI_Waitsome,MPI_Waitall,MPI_Gatherv,MPI_Allreduce";
+    let (report, rows) = traced_messages(&dir, &program, &[], functions, &[]);
+    let counted = |function: &str, counter: &str| {
+        let row = &rows[function];
+        (row[&format!("sum#mpi.{counter}.count")].as_str(), row["sum#mpi.msg.size"].as_str())
+    };
+    assert_eq!(counted("MPI_Send", "send"), ("28", "160"), "{report}");
+    assert_eq!(counted("MPI_Recv", "recv"), ("4", "16"), "{report}");
+    for function in ["MPI_Waitany", "MPI_Waitsome", "MPI_Waitall"] {
+        assert_eq!(counted(function, "recv"), ("8", "48"), "{function}\n{report}");
+    }
+    assert!(!rows["MPI_Irecv"].contains_key("sum#mpi.recv.count"), "{report}");
+    assert_eq!(counted("MPI_Gatherv", "coll"), ("4", "40"), "{report}");
+    assert_eq!(counted("MPI_Allreduce", "coll"), ("4", "16"), "{report}");
+}
+
+/// The value in column `label` of the row of region `name` in a report
+/// tree (numbers end where their column's label does); `None` if the cell
+/// is empty.
+fn cell(report: &str, name: &str, label: &str) -> Option<f64> {
+    let header = report.lines().next()?;
+    let end = header.find(label).unwrap_or_else(|| panic!("no column {label}:\n{report}")) + label.len();
+    let row = report
+        .lines()
+        .find(|l| l.trim_start().starts_with(&format!("{name} ")))
+        .unwrap_or_else(|| panic!("no row {name}:\n{report}"));
+    let upto = row.get(..end)?;
+    if upto.ends_with(' ') {
+        return None;
+    }
+    upto.split_whitespace().last()?.parse().ok()
+}
+
+/// `comm.stats`: what each comm region communicated, across 4 ranks, in
+/// the reference's columns; MPI_Irecv's wait gaps where they were waited
+/// for.
+#[test]
+fn comm_stats_reports_each_comm_regions_communication() {
+    let dir = scratch("comm-stats");
+    mpirun(4, &dir, &[("CALI_CONFIG", "runtime-report(output=comm.txt,comm.stats)")], messages_app(), &[]);
+    let report = std::fs::read_to_string(dir.join("comm.txt")).unwrap();
+    let expect = |region: &str, label: &str, want: f64| {
+        assert_eq!(cell(&report, region, label), Some(want), "{region}: {label}\n{report}");
+    };
+    for (region, messages, bytes, peers, collectives) in
+        [("exchange", 8.0, 48.0, 1.0, 4.0), ("spread", 3.0, 12.0, 3.0, 0.0)]
+    {
+        for (what, n) in [("Sends", messages), ("Recvs", messages), ("Bytes sent", bytes), ("Bytes recvd", bytes)] {
+            expect(region, &format!("{what} (min)"), n);
+            expect(region, &format!("{what} (max)"), n);
+            expect(region, &format!("{what} (total)"), 4.0 * n);
+        }
+        for what in ["Dest ranks", "Src ranks"] {
+            for statistic in ["min", "avg", "max"] {
+                expect(region, &format!("{what} ({statistic})"), peers);
+            }
+        }
+        expect(region, "Collectives (max)", collectives);
+    }
+    expect("colls", "Collectives (max)", 5.0);
+    expect("colls", "Sends (total)", 0.0);
+    let gap = cell(&report, "MPI_Waitany", "Irecv gap (max)");
+    assert!(gap.is_some_and(|g| g >= 0.0), "{report}");
+    assert_eq!(cell(&report, "spread", "Irecv gap (max)"), None, "no MPI_Irecv there\n{report}");
 }
 
 /// `loop-report` across the ranks: one summary and one time series for
@@ -525,6 +629,14 @@ fn preloaded_fortran_and_cxx_programs_are_profiled() {
         assert_eq!(report_rows(&report)["solve"].last(), Some(&2.0), "half of rank {first}:\n{report}");
     }
     assert!(!dir.join("sub-2.txt").exists() && !dir.join("sub-3.txt").exists());
+    // CollectiveOutputChannel::collective_flush(std::ostream&, comm): the
+    // report of all four ranks in rank 0's stream, nothing in the others'.
+    let streamed = std::fs::read_to_string(dir.join("stream-0.txt")).unwrap();
+    assert!(streamed.starts_with("Path") && streamed.contains("Min time/rank"), "{streamed}");
+    assert_eq!(report_rows(&streamed)["solve"].last(), Some(&4.0), "{streamed}");
+    for rank in 1..4 {
+        assert_eq!(std::fs::read_to_string(dir.join(format!("stream-{rank}.txt"))).unwrap(), "", "rank {rank}");
+    }
 }
 
 /// Built through CMake's `find_package(caliper)` and the `caliper-mpi`

@@ -434,7 +434,7 @@ pub fn async_event_end(message: &str, start_ns: u64) {
 
 /// Sends an async event to the channels: `attr=message` as a node of its
 /// own (it does not join the region path), and the duration if given.
-fn emit_async_event(attr: &str, message: &str, duration_ns: Option<u64>) {
+pub(crate) fn emit_async_event(attr: &str, message: &str, duration_ns: Option<u64>) {
     let Some(cali) = Caliper::instance() else { return };
     let attr = cali.create_attribute(attr, AttrType::String, Properties::SKIP_EVENTS, &[]);
     let mut info = vec![Entry::Reference(cali.tree().get_child(attr.id(), Variant::string(message), None))];

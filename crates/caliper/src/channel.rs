@@ -418,7 +418,7 @@ impl Channel {
         value: ValueKey,
     ) {
         let fused = match self.fused {
-            Fused::Plain => self.fused_update::<false, H>(cali, t, kind, attr, value),
+            Fused::Plain => self.fused_update::<false, false, H>(cali, t, kind, attr, value),
             Fused::Measured => self.measured_fused_update(cali, t, kind, attr, value),
             Fused::No => false,
         };
@@ -547,9 +547,14 @@ mod tests {
         let phase = attr("test.fused.phase", AttrType::String, Properties::NESTED);
         let iteration = attr("test.fused.iteration", AttrType::Int, Properties::ASVALUE);
         let unaligned = attr("test.fused.unaligned", AttrType::String, Properties::UNALIGNED);
+        // A process's as-value entry, as `mpi.rank`: set for the second
+        // round of configs.
+        let rank = attr("test.fused.rank", AttrType::Int, Properties::ASVALUE | Properties::SCOPE_PROCESS);
         let s = ValueKey::string;
-        // Records of other tests' threads are left out.
-        let mine = |record: &Record| {
+        // Whether a record is in one of the test's regions (a record in
+        // none has the process context only: a begin on an empty stack
+        // without snapshot info).
+        let in_region = |record: &Record| {
             record.refs().any(|node| {
                 let mut path = Vec::new();
                 cali.tree.path_to(node, &mut path);
@@ -563,35 +568,43 @@ mod tests {
         // region counters (the template's source, advanced on the way, read
         // by both channels).
         // Each with snapshot info (event nodes) and without (the region
-        // stack's node, as runtime-report takes them).
+        // stack's node, as runtime-report takes them). Aggregation also
+        // keyed by the process's entry, as the profiles of `use.mpi` are.
         let configs = [
-            "aggregate,event",
-            "event,trace",
-            "aggregate,event,trace",
-            "aggregate,event,measurement_template",
-            "event,measurement_template,trace",
+            ("aggregate,event", ""),
+            ("event,trace", ""),
+            ("aggregate,event,trace", ""),
+            ("aggregate,event,measurement_template", ""),
+            ("event,measurement_template,trace", ""),
+            ("aggregate,event", "test.fused.rank"),
         ]
         .into_iter()
-        .flat_map(|services| [(services, "true"), (services, "false")]);
-        for (services, info) in configs {
+        .flat_map(|(services, key)| [(services, key, "true"), (services, key, "false")]);
+        let rounds = [false, true].into_iter().flat_map(|ranked| configs.clone().map(move |c| (ranked, c)));
+        for (ranked, (services, key, info)) in rounds {
+            if ranked {
+                cali.set(rank, ValueKey::int(3));
+            }
             let open = |services: &str| {
                 let config = RuntimeConfig::from_pairs(
                     [
                         ("CALI_SERVICES_ENABLE", services),
                         ("CALI_EVENT_ENABLE_SNAPSHOT_INFO", info),
+                        ("CALI_AGGREGATE_KEY", key),
                         ("CALI_CHANNEL_FLUSH_ON_EXIT", "false"),
                         ("CALI_CHANNEL_CONFIG_CHECK", "false"),
                     ],
                     false,
                 );
-                let channel = cali.create_channel(&format!("test.fused.{services}.{info}"), config);
+                let name = format!("test.fused.{services}.{info}.{key}.{ranked}");
+                let channel = cali.create_channel(&name, config);
                 cali.set_channel_active(&channel, true);
                 channel
             };
             let (fused, generic) = (open(services), open(&format!("{services},debug")));
             let measured = services.contains("measurement_template");
             let mode = if measured { Fused::Measured } else { Fused::Plain };
-            let services = format!("{services} (snapshot info {info})");
+            let services = format!("{services} (snapshot info {info}, key {key:?}, process value {ranked})");
             assert!(fused.fused == mode && generic.fused == Fused::No, "{services}");
             let one_processor = !services.contains("aggregate,event,trace");
             let thread = fused.new_thread_state(cali, &mut Blackboard::default());
@@ -619,17 +632,20 @@ mod tests {
             let mut records = [Vec::new(), Vec::new()];
             for (channel, out) in [&fused, &generic].into_iter().zip(&mut records) {
                 cali.set_channel_active(channel, false);
-                cali.flush(channel, &mut |r| {
-                    if mine(r) {
-                        out.push(r.clone());
-                    }
-                });
+                cali.flush(channel, &mut |r| out.push(r.clone()));
             }
             // Without event nodes the snapshots of one context aggregate
             // into one record: fewer records.
             let least = if info == "true" { 10 } else { 5 };
             assert!(records[0].len() > least, "{services}: {} records", records[0].len());
             assert_eq!(records[0], records[1], "{services}");
+            // Without event nodes, "a" begins on an empty stack: a record
+            // of the process context only.
+            let outside = records[0].iter().any(|r| !in_region(r));
+            assert_eq!(outside, info == "false", "{services}");
+            let ranked_records = records[0].iter().filter(|r| r.immediates().any(|(a, _)| a == rank.id())).count();
+            let keyed = !key.is_empty() || services.contains("trace");
+            assert_eq!(ranked_records > 0, ranked && keyed, "{services}: the process value where it is kept");
             if measured {
                 // The advances reach the records: 3 * 5 + (1 + 2 + 3) in all.
                 let delta = cali.find_attribute("measurement.a").expect("template attribute").id();

@@ -38,6 +38,7 @@ pub mod log;
 pub mod mpi;
 pub mod mpi_finalize;
 pub mod mpi_messages;
+pub mod mpi_pattern;
 pub mod query_report;
 pub mod region_filter;
 pub mod region_profile;
@@ -63,6 +64,7 @@ pub use caliper_data::{AttrType, Properties, Variant};
 pub use config::RuntimeConfig;
 pub use configmgr::ConfigManager;
 pub use runtime::Caliper;
+pub use services::output::capture as capture_output;
 pub use task::{Instrument, Instrumented, TaskPath};
 
 /// How the runtime starts the configs of `CALI_CONFIG` when it

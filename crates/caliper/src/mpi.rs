@@ -11,8 +11,9 @@
 //!   `MPI_Finalize` calls `mpi_finalize::on_finalize` before the real one
 //!   (the `mpiflush` channels and `CALI_CONFIG`'s configs write their
 //!   output while MPI still works);
-//! * with message tracing on ([`message_tracing`]), the wrappers report
-//!   messages to `mpi_messages::record`;
+//! * with message tracing or the communication pattern on
+//!   ([`reports_messages`]), the wrappers report messages to
+//!   `mpi_messages::record`;
 //! * cross-rank reports reduce per-rank profiles over a [`Comm`] with
 //!   [`reduce`], a binary tree of point-to-point messages, and agree on
 //!   what to reduce next with [`broadcast`].
@@ -25,7 +26,7 @@ use caliper_data::cali::{CaliWriter, read_records};
 use caliper_data::{AttrType, MetadataDb, Properties, Record, Variant};
 use caliper_query::aggregate::Aggregator;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 /// A communicator: the ranks a cross-rank reduction runs over. Messages
 /// are byte strings between two ranks, received in the order sent.
@@ -38,6 +39,18 @@ pub trait Comm {
     fn send(&self, to: usize, data: &[u8]) -> Result<(), String>;
     /// Receives the next message from rank `from`.
     fn recv(&self, from: usize) -> Result<Vec<u8>, String>;
+}
+
+/// What a wrapped function did.
+#[derive(Clone, Copy, Debug)]
+pub enum Message {
+    /// A message sent to rank `dst` of its communicator.
+    Sent { dst: i64, tag: i64, bytes: i64 },
+    /// A message received from rank `src`.
+    Received { src: i64, tag: i64, bytes: i64 },
+    /// A collective of the reference's `kind` (1 barrier, 2 N-to-N, 3
+    /// 1-to-N, 4 N-to-1), rooted at `root` (1-to-N and N-to-1).
+    Collective { kind: i64, root: Option<i64>, bytes: i64 },
 }
 
 /// A process's MPI binding, as the runtime uses it.
@@ -152,18 +165,42 @@ pub(crate) fn record_rank(cali: &dyn Runtime) {
     log::set_rank(world.rank());
 }
 
-static TRACING: AtomicBool = AtomicBool::new(false);
+/// What `mpi` services do with messages: bit [`TRACE`] (take a snapshot
+/// of each) and bit [`PATTERN`] (tally them per `comm.region`).
+static MESSAGES: AtomicU8 = AtomicU8::new(0);
+const TRACE: u8 = 1;
+const PATTERN: u8 = 2;
 
-/// Whether an `mpi` service traces messages (`CALI_MPI_MSG_TRACING`): the
-/// binding then reports them to [`crate::mpi_messages::record`].
+/// Whether the binding reports messages to [`crate::mpi_messages::record`]
+/// (and receives posted with `MPI_Irecv` to the binding's own
+/// bookkeeping): an `mpi` service traces them (`CALI_MPI_MSG_TRACING`) or
+/// keeps their pattern (`CALI_MPI_MSG_PATTERN`). One load, for the
+/// wrappers to skip all message work when neither is on.
+#[inline]
+pub fn reports_messages() -> bool {
+    MESSAGES.load(Ordering::Relaxed) != 0
+}
+
+/// Whether an `mpi` service takes a snapshot of each message.
 #[inline]
 pub fn message_tracing() -> bool {
-    TRACING.load(Ordering::Relaxed)
+    MESSAGES.load(Ordering::Relaxed) & TRACE != 0
+}
+
+/// Whether an `mpi` service keeps the communication pattern.
+#[inline]
+pub fn message_pattern() -> bool {
+    MESSAGES.load(Ordering::Relaxed) & PATTERN != 0
 }
 
 /// Turns message tracing on for the process.
 pub(crate) fn trace_messages() {
-    TRACING.store(true, Ordering::Relaxed);
+    MESSAGES.fetch_or(TRACE, Ordering::Relaxed);
+}
+
+/// Turns the communication pattern's bookkeeping on for the process.
+pub(crate) fn keep_message_pattern() {
+    MESSAGES.fetch_or(PATTERN, Ordering::Relaxed);
 }
 
 static FINALIZING: AtomicBool = AtomicBool::new(false);

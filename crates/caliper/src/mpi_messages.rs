@@ -6,25 +6,14 @@
 //! `mpi.send.count`, `mpi.recv.count`, `mpi.coll.count`; collectives carry
 //! `mpi.coll.type` (1 barrier, 2 N-to-N, 3 1-to-N, 4 N-to-1) and
 //! `mpi.coll.root`. Sizes and counters are aggregatable, so profiles sum
-//! them (`mpi.message.size`, `mpi.message.count`).
+//! them (`mpi.message.size`, `mpi.message.count`). The same reports feed
+//! the communication pattern (`crate::mpi_pattern`).
 
 use crate::attributes::Attribute;
-use crate::mpi;
+use crate::mpi::{self, Message};
 use crate::runtime::Caliper;
 use caliper_data::{AttrType, Entry, Properties, Variant};
 use std::sync::OnceLock;
-
-/// What a wrapped function did.
-#[derive(Clone, Copy, Debug)]
-pub enum Message {
-    /// A message sent to rank `dst` of its communicator.
-    Sent { dst: i64, tag: i64, bytes: i64 },
-    /// A message received from rank `src`.
-    Received { src: i64, tag: i64, bytes: i64 },
-    /// A collective of the reference's `kind` (1 barrier, 2 N-to-N, 3
-    /// 1-to-N, 4 N-to-1), rooted at `root` (1-to-N and N-to-1).
-    Collective { kind: i64, root: Option<i64>, bytes: i64 },
-}
 
 /// The attributes of message snapshots.
 struct Attributes {
@@ -60,27 +49,47 @@ impl Attributes {
     }
 }
 
-/// Takes the snapshot of `message` on the calling thread, if an `mpi`
-/// service traces messages.
+/// Accounts for `message` on the calling thread: its snapshot, if an
+/// `mpi` service traces messages, and its part of the communication
+/// pattern (see [`crate::mpi_pattern`]), if one keeps that.
 pub fn record(message: Message) {
+    if mpi::message_pattern() {
+        crate::mpi_pattern::tally(&message);
+    }
     if !mpi::message_tracing() {
         return;
     }
     let Some(cali) = Caliper::instance() else { return };
     let a = ATTRIBUTES.get_or_init(|| Attributes::new(cali));
     let entry = |attr: Attribute, v: i64| Entry::Immediate(attr.id(), Variant::Int(v));
-    let entries: Vec<Entry> = match message {
+    // On the stack: a message's snapshot allocates nothing of its own.
+    let (entries, n) = match message {
         Message::Sent { dst, tag, bytes } => {
-            vec![entry(a.dst, dst), entry(a.tag, tag), entry(a.size, bytes), entry(a.send_count, 1)]
+            ([entry(a.dst, dst), entry(a.tag, tag), entry(a.size, bytes), entry(a.send_count, 1)], 4)
         }
         Message::Received { src, tag, bytes } => {
-            vec![entry(a.src, src), entry(a.tag, tag), entry(a.size, bytes), entry(a.recv_count, 1)]
+            ([entry(a.src, src), entry(a.tag, tag), entry(a.size, bytes), entry(a.recv_count, 1)], 4)
         }
         Message::Collective { kind, root, bytes } => {
-            let mut entries = vec![entry(a.coll_type, kind), entry(a.size, bytes), entry(a.coll_count, 1)];
-            entries.extend(root.map(|r| entry(a.coll_root, r)));
-            entries
+            let n = if root.is_some() { 4 } else { 3 };
+            let root = entry(a.coll_root, root.unwrap_or(0));
+            ([entry(a.coll_type, kind), entry(a.size, bytes), entry(a.coll_count, 1), root], n)
         }
     };
-    cali.push_snapshot(&entries);
+    cali.push_snapshot(&entries[..n]);
+}
+
+/// A receive posted `gap_ns` before the wait or test that completed it:
+/// its `irecv.req_wait_gap` event for the communication pattern (see
+/// [`crate::mpi_pattern`]), if the calling thread is in a comm region.
+pub fn irecv_wait_gap(gap_ns: u64) {
+    let Some(cali) = Caliper::instance() else { return };
+    if cali.get(cali.builtins().comm_region).is_some() {
+        crate::api::emit_async_event("async.end", "irecv.req_wait_gap", Some(gap_ns));
+    }
+}
+
+/// Now, on the runtime's clock (what [`irecv_wait_gap`] measures with).
+pub fn now_ns() -> u64 {
+    crate::clock::clock().now_ns()
 }

@@ -231,9 +231,13 @@ pub struct RegionSnapshot<'a> {
     /// The thread's unaligned node if it has one, then the process
     /// context's nodes.
     pub context: &'a [Id],
+    /// The process context's as-value entries (e.g. `mpi.rank`); most
+    /// processes have none.
+    pub values: &'a [(Id, ValueKey)],
     /// The event node; in a channel without snapshot info, the region
-    /// stack's node before the update.
-    pub event: Id,
+    /// stack's node before the update, none for a begin on an empty
+    /// stack (the snapshot then has the context only).
+    pub event: Option<Id>,
     /// `region.count`, on an end.
     pub count: Option<Id>,
     /// The timer's values, if the channel has a timer.
@@ -243,13 +247,20 @@ pub struct RegionSnapshot<'a> {
 }
 
 impl RegionSnapshot<'_> {
+    /// The snapshot's nodes: the context's, then the event node.
+    #[inline]
+    pub fn nodes(&self) -> impl Iterator<Item = Id> + '_ {
+        self.context.iter().copied().chain(self.event)
+    }
+
     /// Replaces `snapshot`'s entries with this snapshot's, as the generic
     /// pipeline would have built them: the context nodes, the event node,
-    /// `region.count`, the timer's values, then the other measurements.
+    /// the process's values, `region.count`, the timer's values, then the
+    /// other measurements.
     pub fn write_to(&self, snapshot: &mut Snapshot) {
         snapshot.clear();
-        snapshot.nodes.extend_from_slice(self.context);
-        snapshot.nodes.push(self.event);
+        snapshot.nodes.extend(self.nodes());
+        snapshot.values.extend_from_slice(self.values);
         if let Some(count) = self.count {
             snapshot.push_value(count, ValueKey::uint(1));
         }

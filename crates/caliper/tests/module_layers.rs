@@ -33,7 +33,7 @@ const LAYERS: &[&[&str]] = &[
         "unwind",
         "value",
     ],
-    &["service", "mpi"],
+    &["service", "mpi", "mpi_pattern"],
     &["buffer"],
     &["channel"],
     &["services"],

@@ -129,6 +129,20 @@ fn trace_has_the_reference_structure() {
     assert_eq!(strip(ours), strip(reference));
 }
 
+/// A service named twice in `CALI_SERVICES_ENABLE` (as a config's
+/// options may each add it) is one service: the trace holds each snapshot
+/// once.
+#[test]
+fn a_service_enabled_twice_is_one_service() {
+    let dir = tempfile::tempdir().unwrap();
+    let (once, twice) = (dir.path().join("once.cali"), dir.path().join("twice.cali"));
+    run_with("nested", &trace_env(&once));
+    let mut env = trace_env(&twice);
+    env[0].1 = "event,trace,timer,trace,recorder,event".into();
+    run_with("nested", &env);
+    assert_eq!(expand(&twice), expand(&once));
+}
+
 #[test]
 fn mismatched_end_stops_tracking_on_the_thread() {
     let dir = tempfile::tempdir().unwrap();

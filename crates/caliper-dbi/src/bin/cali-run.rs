@@ -8,6 +8,8 @@
 use caliper_dbi::cli::{self, Request, USAGE};
 use caliper_dbi::engine::{Engine, Exit};
 use caliper_dbi::results;
+use caliper_dbi::script::{self, Script, ScriptError};
+use std::os::unix::process::ExitStatusExt;
 use std::process::ExitCode;
 
 /// The exit code for a usage error, and for a program that cannot start
@@ -22,6 +24,16 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Ok(Request::Run(invocation)) => invocation,
+        Ok(Request::Script(run)) => return run_script(&run),
+        Ok(Request::Connect(path)) => {
+            return match caliper_dbi::debugger::console::connect(&path) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("== CALIPER: cali-run: cannot talk to the debugger on {}: {e}", path.display());
+                    ExitCode::FAILURE
+                }
+            };
+        }
         Err(e) => {
             eprintln!("== CALIPER: cali-run: {e}");
             eprint!("{USAGE}");
@@ -56,6 +68,24 @@ fn main() -> ExitCode {
         Exit::Code(code) => ExitCode::from(code as u8),
         Exit::Signal(sig) => die_of(sig),
         Exit::Detached => ExitCode::SUCCESS,
+    }
+}
+
+/// Runs a script and exits as it did.
+fn run_script(run: &Script) -> ExitCode {
+    match script::run(run) {
+        Ok(status) => match (status.code(), status.signal()) {
+            (Some(code), _) => ExitCode::from(code as u8),
+            (None, Some(sig)) => die_of(sig),
+            (None, None) => ExitCode::FAILURE,
+        },
+        Err(e) => {
+            eprintln!("== CALIPER: cali-run: {e}");
+            ExitCode::from(match e {
+                ScriptError::Unreadable(..) => USAGE_ERROR,
+                _ => CANNOT_RUN,
+            })
+        }
     }
 }
 

@@ -112,7 +112,9 @@ impl Engine {
                 self.sites.insert((image_id, entry), list);
             }
             Err(e) => {
-                eprintln!("== CALIPER: cali-run: cannot add a call site to {}: {e}", self.functions.records[f].name)
+                let failure = format!("cannot add a call site to {}: {e}", self.functions.records[f].name);
+                eprintln!("== CALIPER: cali-run: {failure}");
+                self.debug_note_failure(failure);
             }
         }
     }

@@ -11,12 +11,15 @@
 //! missing).
 
 mod arcs;
+mod debug;
+mod events;
 mod probes;
 mod samples;
 mod signals;
 mod threads;
 
 use crate::counters::Counters;
+use crate::debugger::DebugConfig;
 use crate::discover::ModuleInfo;
 use crate::filter::{self, Filter};
 use crate::functions::{ArcTable, FunctionTable};
@@ -27,6 +30,7 @@ use crate::sample::{Sampler, TASK_CLOCK_EVENT};
 pub use arcs::MAX_SITES;
 use arcs::SiteList;
 use caliper_perf::EventCode;
+pub use events::{Action, Event, Observer};
 use signals::install_signal_handlers;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::ffi::OsString;
@@ -97,6 +101,8 @@ pub struct Config {
     /// The event `sample` samples on, with its name (by default the
     /// threads' CPU time, `task-clock`).
     pub sample_event: (String, EventCode),
+    /// Stop at the `cdb` prompt (see [`crate::debugger`]).
+    pub debug: Option<DebugConfig>,
 }
 
 impl Default for Config {
@@ -111,6 +117,7 @@ impl Default for Config {
             duration: None,
             start: None,
             sample_event: ("task-clock".to_string(), TASK_CLOCK_EVENT),
+            debug: None,
         }
     }
 }
@@ -170,7 +177,7 @@ struct Process {
 struct Thread {
     pid: Pid,
     running: bool,
-    /// A SIGSTOP of ours (or a new thread's first stop) is on its way.
+    /// A new thread's first stop is on its way.
     expect_stop: bool,
     /// In a job control stop, left stopped (`PTRACE_LISTEN`) until a
     /// SIGCONT: not running, but not stopped for the tool either.
@@ -219,14 +226,26 @@ pub struct Engine {
     /// The tool got a stop signal (`SIGTSTP`, ...): when the program
     /// stops, the tool stops too, so that a shell sees the job stopped.
     stop_with_program: bool,
+    events: events::Events,
+    /// The `cdb` debugger, with `--debug-on-fault` or `cali-run debug`.
+    debugger: Option<debug::Debugger>,
 }
 
 impl Engine {
+    /// The trampoline counters by slot, as they stand.
+    fn read_counters(&self) -> Vec<u64> {
+        self.counters.read_all().unwrap_or_else(|e| {
+            eprintln!("== CALIPER: cali-run: cannot read the counters: {e}");
+            Vec::new()
+        })
+    }
+
     /// Starts or attaches to the target; the program is stopped, probed
     /// and ready for [`Engine::run`].
     pub fn start(config: Config, target: Target) -> Result<Engine, StartError> {
         let counters = Counters::create().map_err(|e| StartError(format!("cannot create the counter file: {e}")))?;
         let attached = matches!(target, Target::Attach(_));
+        let debugger = config.debug.as_ref().map(debug::Debugger::open).transpose()?;
         let mut engine = Engine {
             deadline: None,
             measuring: config.start.is_none(),
@@ -249,6 +268,8 @@ impl Engine {
             shared: attached,
             exit: None,
             stop_with_program: false,
+            events: events::Events::default(),
+            debugger,
         };
         // The handlers come before an attach, so that an interrupt during it
         // lets the process go cleanly, and after a launch, so that the
@@ -280,6 +301,7 @@ impl Engine {
         self.main = pid;
         self.threads.insert(pid, Thread::new(pid, false));
         self.new_image(pid).map_err(|e| StartError(format!("cannot instrument {}: {e}", program.to_string_lossy())))?;
+        self.debug_stop_at_entry(pid);
         self.resume(pid, 0);
         Ok(())
     }
@@ -422,6 +444,10 @@ impl Engine {
             if self.take_tool_signal() {
                 break;
             }
+            if self.take_events() {
+                self.let_go_all();
+                break;
+            }
             let (tid, status) = match self.pending.pop_front() {
                 Some(event) => event,
                 None => match ptrace::wait(None) {
@@ -454,11 +480,16 @@ impl Engine {
 
     fn gone(&mut self, tid: Pid, how: Exit) {
         self.threads.remove(&tid);
-        if let Some(process) = self.processes.remove(&tid) {
+        let process = self.processes.remove(&tid);
+        if let Some(process) = &process {
             self.drop_image_if_unused(process.image);
         }
         if tid == self.main {
             self.exit = Some(how);
+            self.debug_note_exit(how);
+        }
+        if process.is_some() || tid == self.main {
+            self.notify(Event::Exit { pid: tid, exit: how });
         }
     }
 
@@ -483,7 +514,9 @@ impl Engine {
             libc::PTRACE_EVENT_EXEC => self.on_exec(tid, pid),
             _ => {}
         }
-        self.resume(tid, 0);
+        if !self.debug_failure_stop(tid) {
+            self.resume(tid, 0);
+        }
     }
 
     /// At the first new thread or process (stopped, as its creator `tid`
@@ -564,7 +597,9 @@ impl Engine {
             return;
         }
         if let Err(e) = self.new_image(pid) {
-            eprintln!("== CALIPER: cali-run: cannot instrument process {pid} after exec: {e}");
+            let failure = format!("cannot instrument process {pid} after exec: {e}");
+            eprintln!("== CALIPER: cali-run: {failure}");
+            self.debug_note_failure(failure);
         }
     }
 
@@ -610,15 +645,17 @@ impl Engine {
         {
             return;
         }
+        if self.debug_signal_stop(tid, sig) {
+            return;
+        }
+        let pid = self.threads.get(&tid).map_or(tid, |t| t.pid);
+        self.notify(Event::Signal { pid, tid, signal: sig });
         self.resume(tid, sig);
     }
 
     fn finish(mut self) -> Outcome {
         self.take_samples();
-        let counters = self.counters.read_all().unwrap_or_else(|e| {
-            eprintln!("== CALIPER: cali-run: cannot read the counters: {e}");
-            Vec::new()
-        });
+        let counters = self.read_counters();
         let samples_lost = self.sampler.as_ref().map_or(0, |s| s.lost);
         Outcome {
             exit: self.exit.unwrap_or(Exit::Detached),

@@ -12,49 +12,70 @@ impl Engine {
     /// Handles an `int3` hit; false if it was not one of ours.
     pub(super) fn on_breakpoint(&mut self, tid: Pid) -> bool {
         super::signals::debug_panic_point();
-        let Some(image_id) = self.threads.get(&tid).and_then(|t| self.processes.get(&t.pid)).map(|p| p.image) else {
-            return false;
-        };
+        let Some(image_id) = self.image_of(tid) else { return false };
         let Ok(mut regs) = ptrace::registers(tid) else { return false };
         let addr = regs.rip.wrapping_sub(1);
-        let Some(image) = self.images.get(&image_id) else { return false };
-        if let Some(&entry) = image.traps.get(&addr) {
-            // A call from a new site in an arc trampoline: the return
-            // address is above the saved RAX. The thread goes on after the
-            // trap, through the rest of the old trampoline.
-            if let Ok(ret) = image.memory.read_u64(regs.rsp.wrapping_add(8)) {
-                self.on_new_site(tid, image_id, entry, ret);
-            }
-            self.resume(tid, 0);
+        if self.debug_breakpoint_hit(tid, image_id, addr) {
             return true;
         }
-        let Some(probe) = image.probes.get(&addr).cloned() else { return false };
-        if probe.internal == Some(Internal::LinkerRendezvous) {
-            let image = self.images.get_mut(&image_id).expect("image of a live process");
-            let arm = self.config.collect.probes();
-            if let Err(e) = image.scan(arm, &self.config.filter, &mut self.functions, &mut self.modules) {
-                eprintln!("== CALIPER: cali-run: cannot read the loaded libraries: {e}");
-            }
-        }
-        let resume_at = match (probe.function, &probe.state) {
-            (_, ProbeState::Patched { trampoline, .. }) => *trampoline,
-            (_, ProbeState::Removed) => addr,
-            (function, ProbeState::Displaced { resume }) => {
-                if let Some(f) = function {
-                    self.count_trap_hit(image_id, f, regs.rsp);
-                }
-                *resume
-            }
-            (function, ProbeState::Armed) => {
-                self.first_hit(tid, image_id, addr, function, probe.internal.is_some(), regs.rsp)
-            }
-        };
+        let Some(resume_at) = self.pass_int3(tid, image_id, addr, regs.rsp) else { return false };
         regs.rip = resume_at;
         if ptrace::set_registers(tid, &regs).is_err() {
             return true;
         }
-        self.resume(tid, 0);
+        if !self.debug_failure_stop(tid) {
+            self.resume(tid, 0);
+        }
         true
+    }
+
+    /// The image of thread `tid`'s address space.
+    pub(super) fn image_of(&self, tid: Pid) -> Option<usize> {
+        self.threads.get(&tid).and_then(|t| self.processes.get(&t.pid)).map(|p| p.image)
+    }
+
+    /// Does what the `int3` of ours at `addr` stands for, for thread
+    /// `tid` that reached it with stack pointer `rsp`: counts, instruments
+    /// on a first hit, reads the loaded libraries at the linker's
+    /// rendezvous. Where the thread goes on; None if the `int3` is not ours.
+    pub(super) fn pass_int3(&mut self, tid: Pid, image_id: usize, addr: u64, rsp: u64) -> Option<u64> {
+        let image = self.images.get(&image_id)?;
+        if let Some(&entry) = image.traps.get(&addr) {
+            // A call from a new site in an arc trampoline: the return
+            // address is above the saved RAX. The thread goes on after the
+            // trap, through the rest of the old trampoline.
+            if let Ok(ret) = image.memory.read_u64(rsp.wrapping_add(8)) {
+                self.on_new_site(tid, image_id, entry, ret);
+            }
+            return Some(addr + 1);
+        }
+        let probe = image.probes.get(&addr).cloned()?;
+        if probe.internal == Some(Internal::LinkerRendezvous) {
+            let image = self.images.get_mut(&image_id).expect("image of a live process");
+            let arm = self.config.collect.probes();
+            let pid = image.pid;
+            match image.scan(arm, &self.config.filter, &mut self.functions, &mut self.modules) {
+                Ok(loaded) => self.notify_loads(pid, &loaded),
+                Err(e) => eprintln!("== CALIPER: cali-run: cannot read the loaded libraries: {e}"),
+            }
+        }
+        Some(match (probe.function, &probe.state) {
+            (_, ProbeState::Patched { trampoline, .. }) => *trampoline,
+            (_, ProbeState::Removed) => addr,
+            (function, ProbeState::Displaced { resume }) => {
+                if let Some(f) = function {
+                    self.count_trap_hit(image_id, f, rsp);
+                }
+                *resume
+            }
+            (function, ProbeState::Armed) => {
+                // A debugger's breakpoint at a counted entry stays over its
+                // trampoline's jump; elsewhere it is kept as a breakpoint.
+                let counted_entry = function.is_some() && self.config.collect.counts();
+                let kept = probe.internal.is_some() || probe.user_break && !counted_entry;
+                self.first_hit(tid, image_id, addr, function, kept, rsp)
+            }
+        })
     }
 
     /// Counts a call of function `f` that the tool saw at its breakpoint
@@ -162,6 +183,7 @@ impl Engine {
             _ => Err(Unpatchable::Unencodable("breakpoint counting chosen".into())),
         };
         let mut counted_here = false;
+        let mut failure = None;
         let resume_at = match patched {
             Ok((patch, slot)) => {
                 if self.counters.peek_next() == Some(slot) {
@@ -186,6 +208,8 @@ impl Engine {
                 Err(cannot_move) => {
                     let _ = image.remove(addr);
                     if let Some(f) = function {
+                        let name = &self.functions.records[f].name;
+                        failure = Some(format!("{name} is no longer counted: {cannot_move}"));
                         self.functions.records[f].mode = Mode::Uncounted(cannot_move);
                         counted_here = true;
                     }
@@ -195,6 +219,9 @@ impl Engine {
         };
         self.resume_world(&stopped);
         self.redeliver(tid, deferred);
+        if let Some(failure) = failure {
+            self.debug_note_failure(failure);
+        }
         if counted_here && let Some(f) = function {
             self.count_trap_hit(image_id, f, rsp);
         }

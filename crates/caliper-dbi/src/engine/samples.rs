@@ -28,21 +28,12 @@ impl Engine {
 /// The function at `addr`, or the module and offset, or the address.
 fn frame_name(image: Option<&Image>, addr: u64) -> String {
     let Some(image) = image else { return format!("{addr:#x}") };
+    if let Some((_, f)) = image.function_at(addr) {
+        return f.name.clone();
+    }
     let Some(m) = image.module_of(addr) else { return format!("{addr:#x}") };
     let module = &image.modules[m];
-    let in_file = addr.wrapping_sub(module.bias);
-    let functions = &module.info.functions;
-    match functions.partition_point(|f| f.address <= in_file) {
-        0 => format!("{}+{in_file:#x}", short(&module.path)),
-        n => {
-            let f = &functions[n - 1];
-            if f.size == 0 || in_file < f.address.saturating_add(f.size) {
-                f.name.clone()
-            } else {
-                format!("{}+{in_file:#x}", short(&module.path))
-            }
-        }
-    }
+    format!("{}+{:#x}", short(&module.path), addr.wrapping_sub(module.bias))
 }
 
 fn short(path: &str) -> &str {

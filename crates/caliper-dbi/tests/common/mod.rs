@@ -2,6 +2,8 @@
 
 #![allow(dead_code)]
 
+pub mod pty;
+
 use caliper_data::cali::read_records;
 use caliper_data::{MetadataDb, Variant};
 use std::collections::HashMap;
@@ -74,6 +76,24 @@ pub fn command_in(dir: &Path, options: &[&str], program: &str, args: &[&str]) ->
     let mut command = cali_run();
     command.current_dir(dir).args(options).arg("--").arg(program).args(args).stdin(Stdio::null());
     command
+}
+
+/// The directory holding cdb's test programs, built once per test binary
+/// with -O2: `debuggee` (without frame pointers), and `limited` with its
+/// `liblimited.so`.
+pub fn debuggee_dir() -> &'static Path {
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let (debuggee, limited, library) = (source("debuggee.c"), source("limited.c"), source("limitlib.c"));
+        gcc(dir.path(), &["-O2", "-fomit-frame-pointer", "-o", "debuggee", debuggee.to_str().unwrap()]);
+        let library = library.to_str().unwrap();
+        gcc(dir.path(), &["-O2", "-shared", "-fPIC", "-nostartfiles", "-o", "liblimited.so", library]);
+        let limited = limited.to_str().unwrap();
+        gcc(dir.path(), &["-O2", "-o", "limited", limited, "-L.", "-llimited", "-Wl,-rpath,$ORIGIN"]);
+        dir
+    })
+    .path()
 }
 
 /// Runs cali-run with `options` on `program args` in `dir`, stdin closed.

@@ -1,8 +1,7 @@
 // Caliper: a config whose output is made collectively over an MPI
 // communicator (drop-in for the reference's
 // caliper/CollectiveOutputChannel.h). Header-only over libcaliper-mpi's C
-// API. Not provided: collective_flush to a program's std::ostream (the
-// output goes where the config's `output` option says).
+// API.
 #ifndef CALI_COLLECTIVE_OUTPUT_CHANNEL_H
 #define CALI_COLLECTIVE_OUTPUT_CHANNEL_H
 
@@ -10,11 +9,27 @@
 
 #include <mpi.h>
 
+#include <cstddef>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <utility>
 
-extern "C" void cali_mpi_flush_on(const void* comm, void (*flush)(void*), void* arg);
+extern "C" {
+void cali_mpi_flush_on(const void* comm, void (*flush)(void*), void* arg);
+void cali_mpi_flush_to_stream(const void* comm,
+                              void (*flush)(void*),
+                              void* arg,
+                              void (*write)(void*, const char*, std::size_t),
+                              void* stream);
+
+// The callback through which libcaliper-mpi hands the output's text to a
+// std::ostream (C linkage, as the function pointer type requires).
+static inline void cali_cxx_write_to_ostream(void* os, const char* text, std::size_t length)
+{
+    static_cast<std::ostream*>(os)->write(text, static_cast<std::streamsize>(length));
+}
+}
 
 namespace cali
 {
@@ -35,6 +50,14 @@ public:
     /// Writes the output, reduced over `comm` (MPI_COMM_NULL: this rank
     /// alone); all ranks of `comm` must call it.
     void collective_flush(MPI_Comm comm) { cali_mpi_flush_on(&comm, flush, &m_mgr); }
+
+    /// Writes the output, reduced over `comm`, to `os` instead of where
+    /// the config's `output` option says; on the ranks other than 0 of
+    /// `comm`, which write nothing, `os` is left alone.
+    void collective_flush(std::ostream& os, MPI_Comm comm)
+    {
+        cali_mpi_flush_to_stream(&comm, flush, &m_mgr, cali_cxx_write_to_ostream, &os);
+    }
 };
 
 /// A collective output channel for the first config of `config_string`,

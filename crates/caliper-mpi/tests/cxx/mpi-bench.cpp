@@ -8,11 +8,13 @@
 //                          CALI_CONFIG=runtime-report,profile.mpi.
 //   mpi-bench self N       each rank sends N messages to itself and
 //                          receives them (a Send/Recv pair without
-//                          waiting for another process); prints the
-//                          nanoseconds per pair. Run with one rank.
+//                          waiting for another process), inside a region
+//                          as in a program (built with Caliper); prints
+//                          the nanoseconds per pair. Run with one rank.
 //   mpi-bench marks N      N times two annotated regions (CALI_MARK_BEGIN/
-//                          END): the region updates a profiled Send/Recv
-//                          pair makes, without MPI; nanoseconds per two.
+//                          END) inside a region: the region updates a
+//                          profiled Send/Recv pair makes, without MPI;
+//                          nanoseconds per two.
 //   mpi-bench reduce NODES each rank enters NODES distinct regions, then
 //                          a runtime-report ConfigManager flushes across
 //                          the ranks; rank 0 prints the flush's seconds.
@@ -54,6 +56,9 @@ static void self_pairs(long n)
 {
     int rank = 0, value = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+#ifndef NO_CALIPER
+    CALI_MARK_BEGIN("self");
+#endif
     for (int warm = 0; warm < 2; ++warm) {
         double t0 = MPI_Wtime();
         for (long i = 0; i < n; ++i) {
@@ -64,11 +69,15 @@ static void self_pairs(long n)
         if (rank == 0 && warm == 1)
             std::printf("self: %.1f ns per Send/Recv pair\n", t / n * 1e9);
     }
+#ifndef NO_CALIPER
+    CALI_MARK_END("self");
+#endif
 }
 
 #ifndef NO_CALIPER
 static void marks(long n)
 {
+    CALI_MARK_BEGIN("marks");
     for (int warm = 0; warm < 2; ++warm) {
         double t0 = MPI_Wtime();
         for (long i = 0; i < n; ++i) {
@@ -81,6 +90,7 @@ static void marks(long n)
         if (warm == 1)
             std::printf("marks: %.1f ns per two regions\n", t / n * 1e9);
     }
+    CALI_MARK_END("marks");
 }
 
 static void reduce(long nodes)

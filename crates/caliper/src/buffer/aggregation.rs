@@ -192,6 +192,8 @@ pub struct AggThread {
     /// point into `long_keys`).
     by_key: FxHashMap<Snapshot, u32>,
     long_keys: Vec<Snapshot>,
+    /// The entry of the empty key (which is in `by_key`), once known.
+    empty: Option<u32>,
     /// A key being looked up, kept for reuse: a key is allocated only
     /// when it is new.
     scratch_key: Snapshot,
@@ -252,6 +254,7 @@ impl AggThread {
             by_other_pair: FxHashMap::default(),
             by_triple: FxHashMap::default(),
             by_key: FxHashMap::default(),
+            empty: None,
             long_keys: Vec::new(),
             scratch_key: Snapshot::default(),
             heads: Vec::new(),
@@ -302,6 +305,7 @@ impl AggThread {
         self.by_other_pair.clear();
         self.by_triple.clear();
         self.by_key.clear();
+        self.empty = None;
         self.long_keys.clear();
         self.heads.clear();
         self.extras.order_of.clear();
@@ -561,16 +565,37 @@ impl AggThread {
             }
             key.sort_values_by_attribute();
         }
-        let i = match self.by_key.get(&key) {
+        let i = self.long_entry(&key);
+        self.scratch_key = key;
+        i as usize
+    }
+
+    /// The entry of a key that is not one to three nodes.
+    fn long_entry(&mut self, key: &Snapshot) -> u32 {
+        match self.by_key.get(key) {
             Some(&i) => i,
             None => {
                 let i = self.push_long_entry(key.clone());
                 self.by_key.insert(key.clone(), i);
                 i
             }
-        };
-        self.scratch_key = key;
-        i as usize
+        }
+    }
+
+    /// The entry of the empty key: the snapshots of regions begun on an
+    /// empty stack in a channel without snapshot info, and no other
+    /// context. Remembered, as a program's outermost region begins there
+    /// on every iteration of its outermost loop.
+    #[inline]
+    fn empty_entry(&mut self) -> usize {
+        match self.empty {
+            Some(e) => e as usize,
+            None => {
+                let e = self.long_entry(&Snapshot::default());
+                self.empty = Some(e);
+                e as usize
+            }
+        }
     }
 }
 
@@ -600,10 +625,19 @@ impl ThreadService for AggThread {
     /// known.
     #[inline(always)]
     fn process_region(&mut self, cali: &dyn Runtime, region: &RegionSnapshot<'_>, scratch: &mut Snapshot) {
-        let e = match (self.key_names.is_empty(), region.context) {
-            (true, []) => self.node_entry(region.event),
-            (true, &[first]) => self.pair_entry(first, region.event),
-            (true, &[first, second]) => self.triple_entry(first, second, region.event),
+        // The process's values (e.g. `mpi.rank`) count only as keys or
+        // metrics, which the generic way handles.
+        if !region.values.is_empty() && region.values.iter().any(|&(a, _)| self.kind_of(cali, a) != PLAIN) {
+            return self.process_other_region(cali, *region, scratch);
+        }
+        let e = match (self.key_names.is_empty(), region.context, region.event) {
+            (true, [], Some(event)) => self.node_entry(event),
+            (true, &[first], Some(event)) => self.pair_entry(first, event),
+            (true, &[first, second], Some(event)) => self.triple_entry(first, second, event),
+            // A begin on an empty region stack (no snapshot info).
+            (true, [], None) => self.empty_entry(),
+            (true, &[first], None) => self.node_entry(first),
+            (true, &[first, second], None) => self.pair_entry(first, second),
             _ => return self.process_other_region(cali, *region, scratch),
         };
         let [count, offset, duration] = self.region_slots;

@@ -244,7 +244,8 @@ impl Deltas {
 /// in a chunk depends on these only.
 #[derive(Copy, Clone, PartialEq, Eq)]
 struct RegionShape {
-    context: usize,
+    /// The number of nodes: the context's and the event node if any.
+    nodes: usize,
     count: Option<Id>,
     time: Option<(Id, Id)>,
     /// The number of other measurements (whose attributes the channel
@@ -255,7 +256,7 @@ struct RegionShape {
 impl RegionShape {
     fn of(region: &RegionSnapshot<'_>) -> RegionShape {
         RegionShape {
-            context: region.context.len(),
+            nodes: region.nodes().count(),
             count: region.count,
             time: region.time.map(|t| (t.offset_attr, t.duration_attr)),
             measured: region.measured.len(),
@@ -272,7 +273,7 @@ struct Encoder {
     /// numbers, by whether they have a count and times: a channel's region
     /// snapshots carry the same attributes (see
     /// [`ThreadService::region_attributes`](crate::service::ThreadService::region_attributes)),
-    /// so that only the length of their context can differ.
+    /// so that only their number of nodes can differ.
     regions: [Option<(RegionShape, u64)>; 4],
     /// A reusable buffer for a shape.
     heads: Vec<u64>,
@@ -340,7 +341,7 @@ impl Encoder {
     fn encode_region(&mut self, region: &RegionSnapshot<'_>, out: &mut Writer<'_>) {
         let which = usize::from(region.count.is_some()) | (usize::from(region.time.is_some()) << 1);
         match self.regions[which] {
-            Some((known, n)) if known.context == region.context.len() => {
+            Some((known, n)) if known.nodes == region.nodes().count() => {
                 // Our invariant, not the host's: the channel fixes the
                 // region attributes of a shape when it starts.
                 debug_assert!(known == RegionShape::of(region), "a channel's region attributes are fixed");
@@ -348,10 +349,9 @@ impl Encoder {
             }
             _ => self.put_region_shape(RegionShape::of(region), region.measured.attrs(), which, out),
         }
-        for &n in region.context {
+        for n in region.nodes() {
             put_varint(out, n);
         }
-        put_varint(out, region.event);
         if let Some(count) = region.count {
             self.put_uint(out, count, 1);
         }
@@ -367,7 +367,7 @@ impl Encoder {
     #[cold]
     fn put_region_shape(&mut self, shape: RegionShape, measured: &[Id], which: usize, out: &mut Writer<'_>) {
         self.heads.clear();
-        self.heads.resize(shape.context + 1, TAG_NODE);
+        self.heads.resize(shape.nodes, TAG_NODE);
         if let Some(count) = shape.count {
             self.heads.push((count << 2) | TAG_UINT);
         }
@@ -557,7 +557,12 @@ impl ThreadService for TraceThread {
     }
 
     #[inline]
-    fn process_region(&mut self, cali: &dyn Runtime, region: &RegionSnapshot<'_>, _scratch: &mut Snapshot) {
+    fn process_region(&mut self, cali: &dyn Runtime, region: &RegionSnapshot<'_>, scratch: &mut Snapshot) {
+        // The region encoding has no place for the process's values.
+        if !region.values.is_empty() {
+            region.write_to(scratch);
+            return self.process(cali, scratch);
+        }
         if let Some((encoder, chunk)) = self.chunk(cali, region.context.len() + 4 + region.measured.len()) {
             encoder.encode_region(region, &mut chunk.writer());
         }
@@ -631,7 +636,8 @@ mod tests {
             let values = [5 * i, 7];
             let region = RegionSnapshot {
                 context: &context[..(i % 3) as usize % 2],
-                event: 300 + i,
+                values: &[],
+                event: Some(300 + i),
                 count: (i % 2 == 1).then_some(22),
                 time: (i != 4).then_some(time),
                 measured: Measured::new(&[23, 24], &values),

@@ -18,7 +18,22 @@ impl Channel {
         attr: Attribute,
         value: ValueKey,
     ) -> bool {
-        self.fused_update::<true, H>(cali, t, kind, attr, value)
+        self.fused_update::<true, false, H>(cali, t, kind, attr, value)
+    }
+
+    /// [`Channel::fused_update`] in a process with as-value entries (e.g.
+    /// `mpi.rank`), which its region snapshots carry: out of line, so that
+    /// the path of other processes does not hold them.
+    #[inline(never)]
+    pub(super) fn valued_fused_update<const MEASURED: bool, H: Host>(
+        &self,
+        cali: &H,
+        t: &mut ThreadData,
+        kind: EventKind,
+        attr: Attribute,
+        value: ValueKey,
+    ) -> bool {
+        self.fused_update::<MEASURED, true, H>(cali, t, kind, attr, value)
     }
 
     /// Handles an update in a channel that takes fused region snapshots:
@@ -26,16 +41,17 @@ impl Channel {
     /// [`Snapshot`] if it has the common shape (see [`RegionSnapshot`]):
     /// the attribute is on the region stack, and the thread's context has
     /// no other entries than its region stack, its unaligned node (e.g.
-    /// `pthread.id`) and the process's nodes.
+    /// `pthread.id`) and the process's entries (e.g. `mpi.rank`).
     /// Returns whether the update is handled; if not, the generic path
     /// takes it. Inlined into the runtime's loop over the active channels
     /// (a call less per update); the generic path stays out of line, so
     /// that the common case is a short function that spills little.
     /// `MEASURED`: whether the channel has region counters (see
     /// [`Service::region_counters`]); a channel without compiles to a
-    /// path without them.
+    /// path without them. `VALUED`: whether the process has as-value
+    /// entries (see [`Channel::valued_fused_update`]).
     #[inline(always)]
-    pub(super) fn fused_update<const MEASURED: bool, H: Host>(
+    pub(super) fn fused_update<const MEASURED: bool, const VALUED: bool, H: Host>(
         &self,
         cali: &H,
         t: &mut ThreadData,
@@ -53,35 +69,33 @@ impl Channel {
             return false;
         }
         cali.refresh_process_entries(&mut t.process_entries, &mut t.process_version);
-        if !t.process_entries.values().is_empty() {
-            return false;
+        if !VALUED && !t.process_entries.values().is_empty() {
+            return self.valued_fused_update::<MEASURED, H>(cali, t, kind, attr, value);
         }
         let unaligned = match t.blackboard.unaligned.is_empty() {
             true => None,
             false => t.blackboard.unaligned.node(cali.tree(), &mut t.cache),
         };
         let regions = &mut t.blackboard.regions;
+        let entry = StackEntry { attr, value };
         let event = match self.events.as_ref().is_some_and(|e| e.snapshot_info) {
             true => {
-                let entry = StackEntry { attr, value };
                 let info = |ct: &mut ChannelThread| ct.event_attribute(cali, self, attr.id(), kind);
                 // An end's entry is on top: the end has checked it.
                 let on_top = true;
                 match ct.event_node(cali.tree(), &mut t.cache, regions, kind, info, entry, on_top) {
-                    Some(event) => event,
+                    Some(event) => Some(event),
                     None => return true,
                 }
             }
             // Without snapshot info the snapshot's node is the region
             // stack's, before the begin or the end changes it; a begin on
-            // an empty stack has none, and goes the generic way.
+            // an empty stack has none.
             false => {
-                if ct.event_attribute(cali, self, attr.id(), kind).is_none() {
-                    return true;
-                }
-                match regions.node(cali.tree(), &mut t.cache) {
+                let triggers = |ct: &mut ChannelThread| ct.event_attribute(cali, self, attr.id(), kind).is_some();
+                match ct.region_node(cali.tree(), &mut t.cache, regions, kind, triggers, entry) {
                     Some(node) => node,
-                    None => return false,
+                    None => return true,
                 }
             }
         };
@@ -98,6 +112,7 @@ impl Channel {
         };
         let region = RegionSnapshot {
             context,
+            values: if VALUED { t.process_entries.values() } else { &[] },
             event,
             count: (kind == EventKind::End).then_some(self.region_count.id()),
             time: ct.timer.as_mut().map(Stamps::stamp),

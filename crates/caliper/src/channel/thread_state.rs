@@ -254,6 +254,46 @@ impl ChannelThread {
         event
     }
 
+    /// The node of a region snapshot in a channel without snapshot info:
+    /// the node of `stack` before the update (`Some(None)` for a begin on
+    /// an empty stack); `None` if the attribute triggers no snapshots
+    /// (`triggers` is asked for a begin only when its node is not
+    /// remembered). A begin tells the stack the node it is about to push,
+    /// remembered as [`Self::event_node`] remembers begins, with the child
+    /// standing for the event node that is not made.
+    #[inline(always)]
+    pub(super) fn region_node(
+        &mut self,
+        tree: &ContextTree,
+        cache: &mut ChildCache,
+        stack: &mut Stack,
+        kind: EventKind,
+        triggers: impl FnOnce(&mut ChannelThread) -> bool,
+        entry: StackEntry,
+    ) -> Option<Option<Id>> {
+        let parent = stack.node(tree, cache);
+        if kind == EventKind::Begin {
+            let (attr, value) = (entry.attr.id(), entry.value);
+            if let Some(m) = self.memo.child(parent.map_or(0, |p| p as usize))
+                && m.child != 0
+                && Id::from(m.child_attr) == attr
+                && m.child_value == value
+            {
+                stack.expect_push(Id::from(m.child));
+                return Some(parent);
+            }
+            if self.recall_begin(stack, attr, value, parent).is_none() {
+                if !triggers(self) {
+                    return None;
+                }
+                let child = cache.child(tree, parent, attr, value);
+                self.remember(stack, parent, attr, value, (child, child));
+            }
+            return Some(parent);
+        }
+        triggers(self).then_some(parent)
+    }
+
     /// The event node of beginning `attr = value` under `parent` when it is
     /// not the child last begun there but a recent begin (see
     /// [`BeginCache`]); it becomes the child last begun.
@@ -287,6 +327,14 @@ impl ChannelThread {
         parent: Option<Id>,
     ) -> Id {
         let (child, event) = (cache.child(tree, parent, attr, value), cache.child(tree, parent, info, value));
+        self.remember(stack, parent, attr, value, (child, event));
+        event
+    }
+
+    /// Makes the begin of `attr = value` under `parent`, which makes node
+    /// `child` with event node `event`, both the child last begun there
+    /// and a recent begin, and tells the stack the node its push makes.
+    fn remember(&mut self, stack: &mut Stack, parent: Option<Id>, attr: Id, value: ValueKey, (child, event): (Id, Id)) {
         let ids = [parent.unwrap_or(0), attr, child, event].map(|id| u32::try_from(id).ok());
         if let [Some(parent), Some(attr), Some(c), Some(e)] = ids {
             self.begins.put(parent, attr, value, c, e);
@@ -294,7 +342,6 @@ impl ChannelThread {
         } else {
             stack.expect_push(child);
         }
-        event
     }
 
     /// Makes the begin of `attr = value` under `parent` (0: the empty

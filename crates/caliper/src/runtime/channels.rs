@@ -26,7 +26,12 @@ impl Caliper {
         let names = config.get_list("CALI_SERVICES_ENABLE", true);
         let mut list = Vec::new();
         let mut events = None;
-        for service in &names {
+        // A service named twice (a config's options may each add it) is
+        // one service: two would each take their snapshots.
+        for (i, service) in names.iter().enumerate() {
+            if names[..i].contains(service) {
+                continue;
+            }
             match services::create(service, self, name, &config) {
                 Ok(Created::Service(s)) => list.push(s),
                 Ok(Created::Events(e)) => events = Some(e),

@@ -4,12 +4,18 @@
 //! means every one) and `CALI_MPI_BLACKLIST`; with neither, none (the rank
 //! is still recorded), as in the reference. Available once an MPI binding
 //! registered (see [`crate::mpi`]). `CALI_MPI_MSG_TRACING` takes a snapshot
-//! of each message (the runtime's `mpi_messages` module).
+//! of each message (the runtime's `mpi_messages` module);
+//! `CALI_MPI_MSG_PATTERN` one of what each `comm.region` communicated
+//! (`mpi_pattern`).
 
 use super::registry::{Created, NotCreated, ServiceSpec, SettingKind, SettingSpec, Setup, Stage};
+use crate::attributes::Attribute;
 use crate::log;
 use crate::mpi;
-use crate::service::Service;
+use crate::mpi_pattern::{self, Counts, PatternAttributes};
+use crate::service::{EventKind, Observation, Runtime, Service, ServiceState, ThreadService};
+use crate::value::ValueKey;
+use caliper_data::Entry;
 use std::sync::Arc;
 
 pub(super) const SPEC: ServiceSpec = ServiceSpec {
@@ -40,7 +46,7 @@ pub(super) const SPEC: ServiceSpec = ServiceSpec {
             key: "msg_pattern",
             kind: SettingKind::Bool,
             default: "false",
-            description: "Record communication pattern statistics (not implemented: a message says so)",
+            description: "Record what each comm.region communicated: messages, bytes, distinct ranks; Irecv wait gaps",
         },
     ],
     create: |setup: &Setup<'_>| -> Result<Created, NotCreated> {
@@ -62,11 +68,12 @@ pub(super) const SPEC: ServiceSpec = ServiceSpec {
         if setup.settings.bool("msg_tracing") {
             mpi::trace_messages();
         }
-        if setup.settings.bool("msg_pattern") {
-            log::error(format_args!("{}: mpi: CALI_MPI_MSG_PATTERN is not supported, ignored", setup.channel));
-        }
+        let pattern = setup.settings.bool("msg_pattern").then(|| {
+            mpi::keep_message_pattern();
+            Arc::new(PatternAttributes::new(setup.cali))
+        });
         mpi::record_rank(setup.cali);
-        Ok(Created::Service(Arc::new(Mpi)))
+        Ok(Created::Service(Arc::new(Mpi { pattern })))
     },
 };
 
@@ -83,11 +90,61 @@ fn selected(name: &str, white: &[String], black: &[String]) -> bool {
     whitelisted && !listed(black)
 }
 
-struct Mpi;
+struct Mpi {
+    /// The attributes of comm regions' snapshots, if the service keeps
+    /// the communication pattern.
+    pattern: Option<Arc<PatternAttributes>>,
+}
 
 impl Service for Mpi {
     fn name(&self) -> &'static str {
         "mpi"
+    }
+
+    /// With the communication pattern on: sees comm regions begin and end.
+    fn observes(&self) -> bool {
+        self.pattern.is_some()
+    }
+
+    fn thread_state(&self) -> ServiceState {
+        match &self.pattern {
+            Some(attributes) => Box::new(CommRegions { attributes: attributes.clone(), marks: Vec::new() }),
+            None => Box::new(()),
+        }
+    }
+}
+
+/// A thread's open comm regions: the communication totals at each begin.
+struct CommRegions {
+    attributes: Arc<PatternAttributes>,
+    marks: Vec<Counts>,
+}
+
+impl ThreadService for CommRegions {
+    /// A comm region's begin marks the totals; its end takes a snapshot,
+    /// inside the region, of what was communicated since.
+    fn observe(
+        &mut self,
+        cali: &dyn Runtime,
+        kind: EventKind,
+        attr: Attribute,
+        _value: ValueKey,
+        trigger: &mut Vec<Entry>,
+    ) -> Observation {
+        if attr != cali.builtins().comm_region {
+            return Observation::Ignore;
+        }
+        match kind {
+            EventKind::Begin => self.marks.push(mpi_pattern::mark()),
+            EventKind::End => {
+                if let Some(mark) = self.marks.pop() {
+                    self.attributes.entries(&mpi_pattern::since(&mark), trigger);
+                    return Observation::Snapshot;
+                }
+            }
+            EventKind::Set | EventKind::Explicit => {}
+        }
+        Observation::Ignore
     }
 }
 

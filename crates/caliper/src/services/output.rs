@@ -6,14 +6,52 @@
 
 use crate::log;
 use crate::service::Runtime;
+use std::cell::RefCell;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::Path;
 
+thread_local! {
+    /// What outputs opened on this thread write while [`capture`] runs.
+    static CAPTURED: RefCell<Option<Vec<u8>>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` with every output stream it opens on this thread (whatever
+/// its name) writing into memory instead, and returns what they wrote:
+/// for a program that wants a report in a stream of its own (the C++
+/// `CollectiveOutputChannel::collective_flush(std::ostream&, MPI_Comm)`).
+pub fn capture(f: impl FnOnce()) -> Vec<u8> {
+    let outer = CAPTURED.with(|c| c.replace(Some(Vec::new())));
+    f();
+    CAPTURED.with(|c| c.replace(outer)).unwrap_or_default()
+}
+
+/// A stream into the buffer of the [`capture`] running on this thread.
+struct Captured;
+
+impl Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let kept = CAPTURED.try_with(|c| c.borrow_mut().as_mut().map(|captured| captured.extend_from_slice(buf)));
+        if !matches!(kept, Ok(Some(()))) {
+            log::error(format_args!("output written after its capture ended: dropped"));
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
 /// Opens an output stream: `stdout`, `stderr`, or a file (parent
-/// directories are created; `append` keeps existing content). A stream
-/// that cannot be opened is logged and `None` is returned.
+/// directories are created; `append` keeps existing content), or memory
+/// while a [`capture`] runs on this thread. A stream that cannot be
+/// opened is logged and `None` is returned.
 pub fn open(name: &str, append: bool) -> Option<Box<dyn Write>> {
+    // (At exit the thread's locals may be gone: no capture runs then.)
+    if CAPTURED.try_with(|c| c.borrow().is_some()).unwrap_or(false) {
+        return Some(Box::new(Captured));
+    }
     match name {
         "stdout" => {
             flush_c_streams();
@@ -124,6 +162,19 @@ mod tests {
         assert_eq!(civil_from_days(0), (1970, 1, 1));
         assert_eq!(civil_from_days(20778), (2026, 11, 21));
         assert_eq!(civil_from_days(11016), (2000, 2, 29));
+    }
+
+    #[test]
+    fn captured_outputs_write_into_memory_whatever_their_names() {
+        let text = capture(|| {
+            for name in ["stdout", "/nonexistent/dir/report.txt"] {
+                let mut out = open(name, false).expect("a captured stream opens");
+                writeln!(out, "to {name}").unwrap();
+            }
+        });
+        assert_eq!(String::from_utf8(text).unwrap(), "to stdout\nto /nonexistent/dir/report.txt\n");
+        assert!(!Path::new("/nonexistent/dir/report.txt").exists());
+        assert!(CAPTURED.with(|c| c.borrow().is_none()), "the capture ended");
     }
 
     #[test]

@@ -1,0 +1,2 @@
+"""Caliper's Python tools. ``caliper.dbi`` scripts cali-run's dynamic
+binary instrumentation engine."""

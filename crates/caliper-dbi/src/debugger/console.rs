@@ -1,0 +1,145 @@
+//! Where `cdb` talks: the terminal (commands from standard input, output
+//! on standard error, so that the program's standard output stays its
+//! own), or a Unix domain socket for a program that needs the terminal's
+//! standard input, served to one client at a time.
+
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::os::unix::fs::FileTypeExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+
+/// The prompt.
+pub const PROMPT: &str = "(cdb) ";
+
+/// The debugger's side of the conversation.
+pub enum Console {
+    Terminal,
+    Socket { listener: UnixListener, path: PathBuf, client: Option<BufReader<UnixStream>> },
+}
+
+impl Console {
+    /// The console on a socket at `path` (a stale socket there is
+    /// replaced), for its owner only: a client controls the program.
+    pub fn listen(path: &Path) -> io::Result<Console> {
+        if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket()) {
+            std::fs::remove_file(path)?;
+        }
+        // Made with the owner's permissions only from the start (the tool
+        // has one thread while it starts, so the mask changes nothing else).
+        // SAFETY: umask only swaps the process's file mode mask.
+        let mask = unsafe { libc::umask(0o177) };
+        let bound = UnixListener::bind(path);
+        // SAFETY: as above.
+        unsafe { libc::umask(mask) };
+        let listener = bound?;
+        Ok(Console::Socket { listener, path: path.to_path_buf(), client: None })
+    }
+
+    /// Writes `text`; a client that went away is dropped (the next
+    /// command waits for another).
+    pub fn write(&mut self, text: &str) {
+        match self {
+            Console::Terminal => {
+                let mut err = io::stderr().lock();
+                let _ = err.write_all(text.as_bytes()).and_then(|()| err.flush());
+            }
+            Console::Socket { client, .. } => {
+                if let Some(stream) = client.as_mut()
+                    && stream.get_mut().write_all(text.as_bytes()).is_err()
+                {
+                    *client = None;
+                }
+            }
+        }
+    }
+
+    /// Makes sure someone listens before a stop is reported: on a socket,
+    /// waits for a client if none is connected.
+    pub fn wait_for_listener(&mut self) -> io::Result<()> {
+        let Console::Socket { listener, path, client } = self else { return Ok(()) };
+        if client.is_none() {
+            eprintln!(
+                "== CALIPER: cali-run: the program is stopped; waiting for a debugger on {} \
+                 (cali-run debug --connect {})",
+                path.display(),
+                path.display()
+            );
+            let (stream, _) = listener.accept()?;
+            *client = Some(BufReader::new(stream));
+        }
+        Ok(())
+    }
+
+    /// Shows the prompt and reads a command line; None at the end of the
+    /// terminal's input. A socket client that leaves is replaced by the
+    /// next to connect, who is told `context` (where the program stands).
+    pub fn read_command(&mut self, context: &str) -> Option<String> {
+        loop {
+            self.write(PROMPT);
+            match self {
+                Console::Terminal => return read_terminal_line(),
+                Console::Socket { client, .. } => {
+                    let mut line = String::new();
+                    match client.as_mut().map(|c| c.read_line(&mut line)) {
+                        Some(Ok(n)) if n > 0 => return Some(line),
+                        _ => *client = None,
+                    }
+                }
+            }
+            if self.wait_for_listener().is_err() {
+                return None;
+            }
+            self.write(context);
+        }
+    }
+}
+
+impl Drop for Console {
+    fn drop(&mut self) {
+        if let Console::Socket { path, .. } = self {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+/// One line of standard input, read a byte at a time so that nothing the
+/// program is to read is taken; None at its end.
+fn read_terminal_line() -> Option<String> {
+    let mut line = Vec::new();
+    let mut stdin = io::stdin().lock();
+    let mut byte = [0u8];
+    loop {
+        match stdin.read(&mut byte) {
+            Ok(0) => return (!line.is_empty()).then(|| String::from_utf8_lossy(&line).into_owned()),
+            Ok(_) if byte[0] == b'\n' => return Some(String::from_utf8_lossy(&line).into_owned()),
+            Ok(_) => line.push(byte[0]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+}
+
+/// `cali-run debug --connect PATH`: the terminal's lines go to the socket
+/// and what comes back to standard output, until the debugger ends the
+/// conversation.
+pub fn connect(path: &Path) -> io::Result<()> {
+    let mut replies = UnixStream::connect(path)?;
+    let mut commands = replies.try_clone()?;
+    std::thread::spawn(move || {
+        let _ = io::copy(&mut io::stdin().lock(), &mut commands);
+        let _ = commands.shutdown(std::net::Shutdown::Write);
+    });
+    let mut out = io::stdout().lock();
+    let mut buf = [0u8; 4096];
+    loop {
+        match replies.read(&mut buf) {
+            Ok(0) => return Ok(()),
+            Ok(n) => {
+                out.write_all(&buf[..n])?;
+                out.flush()?;
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+}

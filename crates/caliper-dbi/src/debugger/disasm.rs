@@ -1,0 +1,208 @@
+//! Disassembly for `cdb`: instructions in Intel syntax, the layout of a
+//! trampoline (the probe, the moved entry instructions, the jump back),
+//! where in that layout an address falls, and a function's original and
+//! instrumented code side by side.
+
+use iced_x86::{Decoder, DecoderOptions, FlowControl, Formatter, Instruction, IntelFormatter, Mnemonic};
+
+/// Decodes every whole instruction of `code` (at address `ip`).
+pub fn decode(code: &[u8], ip: u64) -> Vec<Instruction> {
+    Decoder::with_ip(64, code, ip, DecoderOptions::NONE).into_iter().filter(|i| !i.is_invalid()).collect()
+}
+
+/// `0xADDR  mnemonic operands`.
+pub fn format(insn: &Instruction) -> String {
+    let mut formatter = IntelFormatter::new();
+    let options = formatter.options_mut();
+    options.set_hex_prefix("0x");
+    options.set_hex_suffix("");
+    options.set_uppercase_hex(false);
+    options.set_space_after_operand_separator(true);
+    options.set_branch_leading_zeros(false);
+    let mut text = String::new();
+    formatter.format(insn, &mut text);
+    format!("{:#x}  {text}", insn.ip())
+}
+
+/// Code the engine wrote to run a function's entry elsewhere: a
+/// trampoline (probe, moved instructions, jump back) or the moved copy of
+/// a breakpoint's instruction (no probe).
+#[derive(Debug, Clone)]
+pub struct Layout {
+    /// Every instruction, the jump back last.
+    pub instructions: Vec<Instruction>,
+    /// How many come first as the probe.
+    pub probe: usize,
+}
+
+impl Layout {
+    /// Decodes the code at `at` (`code` its bytes, maybe more than it
+    /// needs) that runs `moved` instructions of the entry and jumps back
+    /// to `back`; None if no such jump follows them.
+    pub fn decode(code: &[u8], at: u64, moved: usize, back: u64) -> Option<Layout> {
+        let mut instructions = Vec::new();
+        for insn in Decoder::with_ip(64, code, at, DecoderOptions::NONE) {
+            if insn.is_invalid() {
+                return None;
+            }
+            instructions.push(insn);
+            let is_back = insn.flow_control() == FlowControl::UnconditionalBranch && insn.near_branch_target() == back;
+            if is_back && instructions.len() > moved {
+                let probe = instructions.len() - 1 - moved;
+                return Some(Layout { instructions, probe });
+            }
+        }
+        None
+    }
+
+    /// The first address past the code.
+    pub fn end(&self) -> u64 {
+        self.instructions.last().map_or(0, |i| i.next_ip())
+    }
+
+    /// The moved instructions, as they are encoded here.
+    pub fn moved(&self) -> &[Instruction] {
+        &self.instructions[self.probe..self.instructions.len() - 1]
+    }
+
+    /// Where `pc` falls in the code.
+    pub fn place(&self, pc: u64) -> Option<Place> {
+        let index = self.instructions.iter().position(|i| i.ip() == pc)?;
+        Some(if index < self.probe {
+            // The arc probe saves RAX below the return address until its end.
+            let pushes = self.instructions[..index].iter().filter(|i| i.mnemonic() == Mnemonic::Push).count();
+            let pops = self.instructions[..index].iter().filter(|i| i.mnemonic() == Mnemonic::Pop).count();
+            Place::Probe { stack_adjust: 8 * pushes.saturating_sub(pops) as u64 }
+        } else if index + 1 < self.instructions.len() {
+            Place::Moved(index - self.probe)
+        } else {
+            Place::JumpBack
+        })
+    }
+}
+
+/// Where an address falls in a [`Layout`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    /// In the probe, with this many bytes pushed since the entry.
+    Probe { stack_adjust: u64 },
+    /// At the n-th moved instruction (the entry's n-th).
+    Moved(usize),
+    /// At the jump back into the function.
+    JumpBack,
+}
+
+/// One row of a side-by-side listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Row {
+    pub original: String,
+    pub instrumented: String,
+}
+
+/// A function's `original` instructions beside what runs instead: the
+/// `entry` as it is now (a description of its first bytes), then the
+/// code that runs the moved instructions (`elsewhere`), if any, and the
+/// rest of the function, unchanged.
+pub fn side_by_side(original: &[Instruction], entry: &str, elsewhere: Option<&Layout>) -> Vec<Row> {
+    let row = |original: String, instrumented: String| Row { original, instrumented };
+    let mut rows = vec![row("original code".into(), "instrumented code".into()), row(String::new(), entry.into())];
+    let mut unchanged = original;
+    if let Some(layout) = elsewhere {
+        for insn in &layout.instructions[..layout.probe] {
+            rows.push(row(String::new(), format!("{}    ; probe", format(insn))));
+        }
+        for (moved, insn) in layout.moved().iter().enumerate() {
+            rows.push(row(original.get(moved).map(format).unwrap_or_default(), format(insn)));
+        }
+        if let Some(back) = layout.instructions.last() {
+            rows.push(row(String::new(), format!("{}    ; back into the function", format(back))));
+        }
+        unchanged = original.get(layout.moved().len()..).unwrap_or_default();
+    }
+    rows.extend(unchanged.iter().map(|insn| row(format(insn), "(unchanged)".into())));
+    rows
+}
+
+/// The rows as text, the original code in a column of its own width.
+pub fn render(rows: &[Row]) -> String {
+    let width = rows.iter().map(|r| r.original.len()).max().unwrap_or(0) + 4;
+    rows.iter().map(|r| format!("{:width$}{}", r.original, r.instrumented).trim_end().to_string() + "\n").collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::relocate::{self, JUMP_LEN, Probe};
+
+    /// push rbp; mov rbp,rsp; sub rsp,0x10; ret at 0x1000.
+    const ENTRY: [u8; 9] = [0x55, 0x48, 0x89, 0xe5, 0x48, 0x83, 0xec, 0x10, 0xc3];
+
+    #[test]
+    fn finds_the_probe_the_moved_instructions_and_the_jump_back() {
+        let moved = relocate::entry_instructions(&ENTRY, 0x1000, JUMP_LEN).unwrap();
+        let at = 0x7000_0000;
+        let built = relocate::build(
+            at,
+            Probe::Count { counter: 0x7000_2000, increment: relocate::Increment::Unlocked },
+            &moved,
+            0x1008,
+        )
+        .unwrap();
+        let mut code = built.code.clone();
+        code.extend([0xcc; 32]);
+        let layout = Layout::decode(&code, at, moved.len(), 0x1008).expect("layout");
+        assert_eq!(layout.probe, 1);
+        assert_eq!(layout.moved().len(), 3);
+        assert_eq!(layout.end(), at + built.code.len() as u64);
+        let first_moved = layout.moved()[0].ip();
+        assert_eq!(layout.place(at), Some(Place::Probe { stack_adjust: 0 }));
+        assert_eq!(layout.place(first_moved), Some(Place::Moved(0)));
+        assert_eq!(layout.place(layout.instructions.last().unwrap().ip()), Some(Place::JumpBack));
+        assert_eq!(layout.place(at + 1), None, "not an instruction boundary");
+        assert!(Layout::decode(&code, at, moved.len(), 0x2000).is_none(), "no jump back there");
+    }
+
+    #[test]
+    fn counts_what_the_arc_probe_pushed() {
+        let moved = relocate::entry_instructions(&ENTRY, 0x1000, JUMP_LEN).unwrap();
+        let at = 0x7000_0000;
+        let probe = Probe::Arcs {
+            counter: 0x7000_2000,
+            sites: &[],
+            miss: relocate::Miss::Trap,
+            increment: relocate::Increment::Locked,
+        };
+        let built = relocate::build(at, probe, &moved, 0x1008).unwrap();
+        let layout = Layout::decode(&built.code, at, moved.len(), 0x1008).unwrap();
+        let after_push = layout.instructions[2].ip();
+        assert_eq!(layout.place(after_push), Some(Place::Probe { stack_adjust: 8 }));
+        let trap = at + built.trap.unwrap();
+        assert_eq!(layout.place(trap), Some(Place::Probe { stack_adjust: 8 }));
+    }
+
+    #[test]
+    fn lines_up_original_and_moved_instructions() {
+        let original = decode(&ENTRY, 0x1000);
+        let moved = relocate::entry_instructions(&ENTRY, 0x1000, JUMP_LEN).unwrap();
+        let built = relocate::build(
+            0x7000_0000,
+            Probe::Count { counter: 0x7000_2000, increment: relocate::Increment::Locked },
+            &moved,
+            0x1008,
+        )
+        .unwrap();
+        let layout = Layout::decode(&built.code, 0x7000_0000, moved.len(), 0x1008).unwrap();
+        let rows = side_by_side(&original, "0x1000  jmp 0x70000000", Some(&layout));
+        let text = render(&rows);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].starts_with("original code") && lines[0].ends_with("instrumented code"));
+        let column = lines[0].find("instrumented").unwrap();
+        assert_eq!(&lines[1][column..], "0x1000  jmp 0x70000000", "in the right column");
+        assert!(lines[2][column..].starts_with("0x70000000  lock inc qword ptr [") && lines[2].ends_with("; probe"));
+        assert!(lines[3].starts_with("0x1000  push rbp") && lines[3].ends_with("push rbp"), "{text}");
+        assert!(lines[5].starts_with("0x1004  sub rsp, 0x10") && lines[5].ends_with("sub rsp, 0x10"), "{text}");
+        assert_eq!(&lines[6][column..], "0x70000010  jmp 0x1008    ; back into the function", "{text}");
+        assert!(lines[7].starts_with("0x1008  ret") && lines[7].ends_with("(unchanged)"), "{text}");
+        assert_eq!(lines.len(), 8);
+    }
+}
