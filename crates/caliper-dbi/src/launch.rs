@@ -100,12 +100,16 @@ fn pipe() -> io::Result<(i32, i32)> {
     Ok((fds[0], fds[1]))
 }
 
-/// Ends a child that did not start and collects it.
+/// Ends a child that did not start and collects it. It is traced: its
+/// stops on the way out (the exit event) are continued until it is gone,
+/// so that no stopped child is left for a later wait.
 fn reap(pid: Pid) {
-    // SAFETY: kill and waitpid on our own child.
-    unsafe {
-        libc::kill(pid, libc::SIGKILL);
-        let mut status = 0;
-        libc::waitpid(pid, &mut status, libc::__WALL);
+    // SAFETY: a signal to our own child.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    while let Ok(Some((_, status))) = ptrace::wait(Some(pid)) {
+        if matches!(status, Status::Exited(_) | Status::Killed(_)) {
+            break;
+        }
+        let _ = ptrace::cont(pid, 0);
     }
 }

@@ -31,6 +31,7 @@ pub use arcs::MAX_SITES;
 use arcs::SiteList;
 use caliper_perf::EventCode;
 pub use events::{Action, Event, Observer};
+pub use signals::HANDLED_SIGNALS;
 use signals::install_signal_handlers;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::ffi::OsString;

@@ -31,15 +31,25 @@ extern "C" fn note_signal(sig: libc::c_int, info: *mut libc::siginfo_t, _context
     TOOL_SIGNAL.store(sig, Ordering::Relaxed);
 }
 
+/// Every signal whose handler the engine may set (a library that runs the
+/// engine restores them after a run).
+pub const HANDLED_SIGNALS: [libc::c_int; 8] = [
+    libc::SIGTERM,
+    libc::SIGHUP,
+    libc::SIGALRM,
+    libc::SIGINT,
+    libc::SIGQUIT,
+    libc::SIGTSTP,
+    libc::SIGTTIN,
+    libc::SIGTTOU,
+];
+
 /// Routes the tool's signals to `TOOL_SIGNAL` (without SA_RESTART, so a
 /// blocked wait returns): SIGTERM, SIGHUP, SIGALRM, SIGINT and SIGQUIT, and
 /// for a launched program the stop signals of job control.
 pub(super) fn install_signal_handlers(attached: bool) {
-    let mut signals = vec![libc::SIGTERM, libc::SIGHUP, libc::SIGALRM, libc::SIGINT, libc::SIGQUIT];
-    if !attached {
-        signals.extend([libc::SIGTSTP, libc::SIGTTIN, libc::SIGTTOU]);
-    }
-    for sig in signals {
+    let job_control = [libc::SIGTSTP, libc::SIGTTIN, libc::SIGTTOU];
+    for sig in HANDLED_SIGNALS.into_iter().filter(|sig| !attached || !job_control.contains(sig)) {
         // SAFETY: the handler only stores into atomics.
         unsafe {
             let mut action: libc::sigaction = std::mem::zeroed();
