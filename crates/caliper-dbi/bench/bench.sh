@@ -8,12 +8,18 @@
 set -euo pipefail
 source "$(dirname "$0")/setup.sh"
 
-gcc -O2 -o callcost "$here/callcost.c"
+gcc -O2 -o callcost "$here/callcost.c" -lpthread
 echo "== one call of an empty function (100 million calls)"
 for i in $(seq "$runs"); do
     echo "plain:              $(./callcost)"
     echo "fcount trampoline:  $("$run" -c fcount -i callcost -o /dev/null -- ./callcost)"
     echo "arcs trampoline:    $("$run" -c arcs -i callcost -o /dev/null -- ./callcost)"
+done
+echo "== the same in two threads at once (100 million calls each; their counters shared)"
+for i in $(seq "$runs"); do
+    echo "plain:              $(./callcost 100000000 2)"
+    echo "fcount trampoline:  $("$run" -c fcount -i callcost -o /dev/null -- ./callcost 100000000 2)"
+    echo "arcs trampoline:    $("$run" -c arcs -i callcost -o /dev/null -- ./callcost 100000000 2)"
 done
 echo "breakpoint (ptrace): $("$run" -c fcount --breakpoints-only -i callcost -o /dev/null -- ./callcost 20000)"
 

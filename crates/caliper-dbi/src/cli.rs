@@ -5,6 +5,7 @@ use crate::control::{self, Control};
 use crate::debugger::DebugConfig;
 use crate::engine::{Collect, Config, Target};
 use crate::script::Script;
+use caliper_perf::EventCode;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -21,11 +22,17 @@ usage: cali-run [OPTIONS] -- PROGRAM [ARGS...]
 Measures an unmodified program by lazy dynamic instrumentation.
 
   -c, --collect LIST     what to measure: coverage, fcount, arcs (calls per
-                         call site), sample (call stacks sampled on CPU
-                         time); default fcount
+                         call site), callgraph (the call graph of the arcs,
+                         with inclusive calls), sample (call stacks sampled
+                         on CPU time); default fcount
   -o, --output FILE      write the results as a .cali file (default: a text
                          report on standard error)
       --flow-data FILE   also write function and arc counts as flow data
+      --sample-event EVENT  sample on this event (with sample, which it
+                         implies): task-clock (the default), cpu-clock,
+                         cycles, instructions, ... or a raw PMU code r<hex>;
+                         an event that cannot be opened falls back to
+                         task-clock
   -i, --include PATTERNS instrument only these modules or functions
                          (comma-separated, `*` wildcards; repeatable)
   -x, --exclude PATTERNS never instrument these modules or functions
@@ -90,6 +97,7 @@ pub fn parse(args: Vec<OsString>) -> Result<Request, String> {
     let mut output = None;
     let mut flow_data = None;
     let mut pid = None;
+    let mut sample_event = None;
     let mut program: Vec<OsString> = Vec::new();
     if let Some(script) = script(&args)? {
         return Ok(Request::Script(script));
@@ -115,6 +123,7 @@ pub fn parse(args: Vec<OsString>) -> Result<Request, String> {
             "-c" | "--collect" => collect = Some(value("a list of collectors")?),
             "-o" | "--output" => output = Some(value("a file name")?),
             "--flow-data" => flow_data = Some(value("a file name")?),
+            "--sample-event" => sample_event = Some(event(value("an event name")?)?),
             "-i" | "--include" => config.filter.include.extend(patterns(&value("patterns")?)),
             "-x" | "--exclude" => config.filter.exclude.extend(patterns(&value("patterns")?)),
             "--follow" => set_follow(&mut config, &value("fork, exec or none")?)?,
@@ -136,6 +145,9 @@ pub fn parse(args: Vec<OsString>) -> Result<Request, String> {
                 let control = control::parse(&file, &text).map_err(|e| e.to_string())?;
                 let outputs = Outputs { cali: &mut output, flow_data: &mut flow_data };
                 apply_control(&control, &mut config, &mut collect, outputs, &mut program)?;
+                if let Some(name) = &control.sample_event {
+                    sample_event = Some(event(name.clone())?);
+                }
             }
             "--script" => return Err("--script comes first, and alone: cali-run --script FILE.py [--] PROGRAM".into()),
             "--" => program.extend(args.by_ref()),
@@ -156,7 +168,12 @@ pub fn parse(args: Vec<OsString>) -> Result<Request, String> {
         return Err("cali-run debug runs a program; for an attached process use --debug-on-fault".into());
     }
     config.debug = debug;
-    config.collect = collectors(collect.as_deref().unwrap_or("fcount"))?;
+    config.collect =
+        collectors(collect.as_deref().unwrap_or(if sample_event.is_some() { "sample" } else { "fcount" }))?;
+    if let Some(event) = sample_event {
+        config.collect.sample = true;
+        config.sample_event = event;
+    }
     let target = match (pid, program.is_empty()) {
         (Some(pid), true) => Target::Attach(pid),
         (Some(_), false) => return Err("give either --pid or a program, not both".into()),
@@ -225,6 +242,16 @@ fn apply_control(
     Ok(())
 }
 
+/// The event called `name`, with its name, for `sample`.
+fn event(name: String) -> Result<(String, EventCode), String> {
+    match caliper_perf::event(&name) {
+        Some(code) => Ok((name, code)),
+        None => Err(format!(
+            "unknown event `{name}` (a perf event name such as task-clock, cycles, instructions, or r<hex>)"
+        )),
+    }
+}
+
 fn patterns(value: &str) -> Vec<String> {
     value.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect()
 }
@@ -261,7 +288,8 @@ pub fn set_follow(config: &mut Config, value: &str) -> Result<(), String> {
 }
 
 /// The collectors of a comma-separated list; HP Caliper's names are
-/// accepted too (`fcover`, `func_count`, `arc_count`).
+/// accepted too (`fcover`, `func_count`, `arc_count`, `call_graph`).
+/// `callgraph` implies `arcs`, whose counts it is built from.
 pub fn collectors(list: &str) -> Result<Collect, String> {
     let mut collect = Collect::default();
     for name in patterns(list) {
@@ -269,8 +297,12 @@ pub fn collectors(list: &str) -> Result<Collect, String> {
             "coverage" | "fcover" => collect.coverage = true,
             "fcount" | "func_count" => collect.fcount = true,
             "arcs" | "arc_count" => collect.arcs = true,
+            "callgraph" | "call_graph" => {
+                collect.callgraph = true;
+                collect.arcs = true;
+            }
             "sample" => collect.sample = true,
-            other => return Err(format!("unknown collector `{other}` (coverage, fcount, arcs, sample)")),
+            other => return Err(format!("unknown collector `{other}` (coverage, fcount, arcs, callgraph, sample)")),
         }
     }
     if collect == Collect::default() {
@@ -335,9 +367,25 @@ mod tests {
         assert_eq!(inv.output, None);
         let Target::Launch { program, args } = inv.target else { panic!("a launch") };
         assert_eq!((program.to_str(), args.len()), (Some("gzip"), 2));
+        std::fs::write(&file, "application = \"gzip\"\nsample_event = cpu-clock\n").unwrap();
+        let inv = run(&["--control", file.to_str().unwrap()]).unwrap();
+        assert!(inv.config.collect.sample && inv.config.sample_event.0 == "cpu-clock");
         std::fs::write(&file, "application = \"gzip\"\ncolector = x\n").unwrap();
         let err = run(&["--control", file.to_str().unwrap()]).err().unwrap();
         assert!(err.ends_with("run.ctl:2:1: unknown key `colector`"), "{err}");
+    }
+
+    #[test]
+    fn a_sample_event_implies_sampling() {
+        let inv = run(&["--sample-event", "cycles", "ls"]).unwrap();
+        assert!(inv.config.collect.sample && !inv.config.collect.fcount);
+        assert_eq!(inv.config.sample_event.0, "cycles");
+        let inv = run(&["-c", "fcount", "--sample-event=r00c0", "ls"]).unwrap();
+        assert!(inv.config.collect.sample && inv.config.collect.fcount);
+        assert_eq!(inv.config.sample_event.1, caliper_perf::event("r00c0").unwrap());
+        assert_eq!(run(&["ls"]).unwrap().config.sample_event.0, "task-clock");
+        let err = run(&["--sample-event", "spoons", "ls"]).err().unwrap();
+        assert!(err.starts_with("unknown event `spoons`"), "{err}");
     }
 
     #[test]

@@ -13,7 +13,8 @@
 //! at spaces, quotes group), `collector`, `output`, `pbo_out` (the
 //! flow-data file), `include`, `exclude` (comma-separated patterns),
 //! `start`, `duration` (seconds), `follow` (`fork`, `exec`, both
-//! comma-separated, or `none`).
+//! comma-separated, or `none`), `sample_event` (the event `sample`
+//! samples on).
 
 use std::fmt;
 
@@ -30,6 +31,7 @@ pub struct Control {
     pub start: Option<f64>,
     pub duration: Option<f64>,
     pub follow: Option<String>,
+    pub sample_event: Option<String>,
 }
 
 /// A control file error, with its place.
@@ -79,6 +81,7 @@ pub fn parse(file: &str, text: &str) -> Result<Control, ControlError> {
             "start" => control.start = Some(seconds(&value)?),
             "duration" => control.duration = Some(seconds(&value)?),
             "follow" => control.follow = Some(value),
+            "sample_event" => control.sample_event = Some(value),
             _ => return Err(error(key_col, format!("unknown key `{key}`"))),
         }
     }

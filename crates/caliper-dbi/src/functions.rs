@@ -68,6 +68,12 @@ impl FunctionTable {
         id
     }
 
+    /// The id of the function at `address` in the file of `module`, if
+    /// it is known.
+    pub fn find(&self, module: &Arc<str>, address: u64) -> Option<usize> {
+        self.index.get(&(module.clone(), address)).copied()
+    }
+
     /// The total calls of function `id`, given the counter values.
     pub fn calls(&self, id: usize, counters: &[u64]) -> u64 {
         let r = &self.records[id];
@@ -85,6 +91,10 @@ pub struct ArcRecord {
     pub caller_module: Arc<str>,
     /// The function holding the call site ("?" if none is known).
     pub caller: String,
+    /// That function's entry address in the caller's module file, if known
+    /// (which finds its record in the [`FunctionTable`] when it is
+    /// instrumented too).
+    pub caller_entry: Option<u64>,
     /// The call instruction's address in the caller's module file; for the
     /// calls from sites past a trampoline's limit, 0.
     pub callsite: u64,
@@ -101,7 +111,14 @@ pub struct ArcTable {
 
 impl ArcTable {
     /// The id of an arc, added if new.
-    pub fn intern(&mut self, callee: usize, caller_module: &Arc<str>, caller: &str, callsite: u64) -> usize {
+    pub fn intern(
+        &mut self,
+        callee: usize,
+        caller_module: &Arc<str>,
+        caller: &str,
+        caller_entry: Option<u64>,
+        callsite: u64,
+    ) -> usize {
         let key = (callee, caller_module.clone(), callsite);
         if let Some(&id) = self.index.get(&key) {
             return id;
@@ -110,6 +127,7 @@ impl ArcTable {
             callee,
             caller_module: caller_module.clone(),
             caller: caller.to_string(),
+            caller_entry,
             callsite,
             trap_hits: 0,
             slots: Vec::new(),

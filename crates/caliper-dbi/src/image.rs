@@ -7,7 +7,7 @@
 //! copy of an entry instruction that a breakpoint resumes through, and
 //! taking everything out again before a detach.
 
-use crate::counters::{self, Counters};
+use crate::counters::Counters;
 use crate::discover::{self, FunctionEntry, ModuleInfo};
 use crate::filter::{self, Filter};
 use crate::functions::FunctionTable;
@@ -15,7 +15,7 @@ use crate::inject::{self, MapRequest};
 use crate::maps::{self, Mapping};
 use crate::memory::Memory;
 use crate::ptrace::Pid;
-use crate::relocate::{self, JUMP_LEN, Miss, Probe as TrampolineProbe, Site, Unpatchable};
+use crate::relocate::{self, Increment, JUMP_LEN, Miss, Probe as TrampolineProbe, Site, Unpatchable};
 use std::collections::HashMap;
 use std::ffi::CString;
 use std::io;
@@ -165,6 +165,9 @@ pub struct Image {
     pub traps: HashMap<u64, u64>,
     /// The prefix bytes of the trampolines' unlocked increments.
     pub unlocked: Vec<u64>,
+    /// The return addresses of calls moved into trampolines, with the
+    /// address each call had in place (its call site).
+    pub moved_calls: HashMap<u64, u64>,
     pub regions: Vec<Region>,
 }
 
@@ -186,6 +189,7 @@ impl Image {
             probes: HashMap::new(),
             traps: HashMap::new(),
             unlocked: Vec::new(),
+            moved_calls: HashMap::new(),
             regions: Vec::new(),
         })
     }
@@ -200,6 +204,7 @@ impl Image {
             probes: self.probes.clone(),
             traps: self.traps.clone(),
             unlocked: self.unlocked.clone(),
+            moved_calls: self.moved_calls.clone(),
             regions: self.regions.clone(),
         })
     }
@@ -417,7 +422,7 @@ impl Image {
             return Ok(r);
         }
         let (low, high) = (self.modules[m].low, self.modules[m].high);
-        let total = CODE_BYTES + counters::BYTES;
+        let total = CODE_BYTES + thread.counters.mapped_len();
         let pid_maps = maps::read(self.pid)?;
         let at = maps::free_range_near(&pid_maps, low, high, total, REACH)
             .ok_or_else(|| io::Error::other("no free address range near the module"))?;
@@ -436,7 +441,7 @@ impl Image {
         let fd = inject::checked(inject::syscall(&self.memory, thread.tid, libc::SYS_openat, open, d)?)?;
         let shared = MapRequest {
             addr: at + CODE_BYTES,
-            len: counters::BYTES,
+            len: thread.counters.mapped_len(),
             prot: libc::PROT_READ | libc::PROT_WRITE,
             flags: libc::MAP_SHARED,
             fd: fd as i64,
@@ -507,7 +512,7 @@ impl Image {
         addr: u64,
         size: u64,
         counting: &Counting,
-        locked: bool,
+        increment: Increment,
         busy: &[u64],
         thread: &mut Stopped,
     ) -> Result<Patch, Unpatchable> {
@@ -529,7 +534,7 @@ impl Image {
             return Err(Unpatchable::Unencodable("a thread is inside the entry bytes".into()));
         }
         let entry = MovedEntry { addr, module: m, moved: &moved, original: body[..prefix as usize].to_vec() };
-        self.install(entry, counting, locked, thread)
+        self.install(entry, counting, increment, thread)
     }
 
     /// Replaces the trampoline of the patched entry at `addr` by one that
@@ -538,7 +543,7 @@ impl Image {
         &mut self,
         addr: u64,
         counting: &Counting,
-        locked: bool,
+        increment: Increment,
         thread: &mut Stopped,
     ) -> Result<Patch, Unpatchable> {
         let Some(Probe { state: ProbeState::Patched { original, .. }, .. }) = self.probes.get(&addr) else {
@@ -547,34 +552,35 @@ impl Image {
         let original = original.clone();
         let moved = relocate::entry_instructions(&original, addr, JUMP_LEN)?;
         let m = self.module_of(addr).ok_or(Unpatchable::Undecodable)?;
-        self.install(MovedEntry { addr, module: m, moved: &moved, original }, counting, locked, thread)
+        self.install(MovedEntry { addr, module: m, moved: &moved, original }, counting, increment, thread)
     }
 
     fn install(
         &mut self,
         entry: MovedEntry,
         counting: &Counting,
-        locked: bool,
+        increment: Increment,
         thread: &mut Stopped,
     ) -> Result<Patch, Unpatchable> {
         let MovedEntry { addr, module: m, moved, original } = entry;
         let back = addr + original.len() as u64;
-        let (trampoline, (trap, unlocked)) = self.place(m, thread, |at, counters| {
+        let (trampoline, (trap, unlocked, returns)) = self.place(m, thread, |at, counters| {
             let slot = |s: usize| counters + s as u64 * 8;
             let built = match counting {
                 Counting::Calls { slot: s } => {
-                    relocate::build(at, TrampolineProbe::Count { counter: slot(*s), locked }, moved, back)?
+                    relocate::build(at, TrampolineProbe::Count { counter: slot(*s), increment }, moved, back)?
                 }
                 Counting::Arcs { slot: s, sites, other } => {
                     let sites: Vec<Site> =
                         sites.iter().map(|x| Site { value: slot(x.value), counter: slot(x.count) }).collect();
                     let miss = other.map_or(Miss::Trap, |o| Miss::Count(slot(o)));
-                    let probe = TrampolineProbe::Arcs { counter: slot(*s), sites: &sites, miss, locked };
+                    let probe = TrampolineProbe::Arcs { counter: slot(*s), sites: &sites, miss, increment };
                     relocate::build(at, probe, moved, back)?
                 }
             };
             let unlocked: Vec<u64> = built.unlocked.iter().map(|u| at + u).collect();
-            Ok((built.code, (built.trap.map(|t| at + t), unlocked)))
+            let returns: Vec<(u64, u64)> = built.returns.iter().map(|&(r, site)| (at + r, site)).collect();
+            Ok((built.code, (built.trap.map(|t| at + t), unlocked, returns)))
         })?;
         let mut jump =
             relocate::jump(addr, trampoline).ok_or(Unpatchable::Unencodable("trampoline out of reach".into()))?;
@@ -586,6 +592,7 @@ impl Image {
             self.traps.insert(t, addr);
         }
         self.unlocked.extend(unlocked);
+        self.moved_calls.extend(returns);
         if let Some(p) = self.probes.get_mut(&addr) {
             p.state = ProbeState::Patched { trampoline, original };
         }

@@ -45,6 +45,8 @@ fn step_once(tid: Pid, deferred: &mut Vec<i32>) -> io::Result<()> {
         ptrace::single_step(tid)?;
         match ptrace::wait(Some(tid))? {
             Some((_, Status::Stopped(libc::SIGTRAP))) => return Ok(()),
+            // An interrupt of the tool's came first: step again.
+            Some((_, Status::Event(ptrace::PTRACE_EVENT_STOP))) => {}
             Some((_, Status::Stopped(sig))) => deferred.push(sig),
             Some((_, other)) => {
                 return Err(io::Error::other(format!("thread {tid} did not step: {other:?}")));

@@ -9,16 +9,18 @@
 //! [`maps`] (process control); [`discover`] (functions of an ELF file),
 //! [`filter`] (which to instrument) and [`functions`] (what is known of
 //! each); [`relocate`] (trampolines), [`inject`] (system calls run in the
-//! tracee) and [`counters`] (the shared counter file); [`image`] (one
-//! address space's modules, probes and trampoline regions); [`sample`]
-//! (perf_event_open sampling); [`engine`] (the event loop and the
-//! collectors); [`results`] (the text report, the `.cali` records and the
-//! flow-data file); [`control`] and [`cli`] (the control file and the
-//! command line of `cali-run`); [`capi`] (the C-callable API of
-//! `libcaliper-dbi.so`, for scripts) and [`script`] (`cali-run --script`);
-//! [`debugger`] (`cdb`, the debugger that lives with the engine; its stops
-//! are the engine's `debug` module).
+//! tracee), [`launch`] (starting a program seized) and [`counters`] (the
+//! shared counter file); [`image`] (one address space's modules, probes
+//! and trampoline regions); [`sample`] (perf_event_open sampling);
+//! [`engine`] (the event loop and the collectors); [`callgraph`] (the
+//! call graph of the arcs) and [`results`] (the text report, the `.cali`
+//! records and the flow-data file); [`control`] and [`cli`] (the control
+//! file and the command line of `cali-run`); [`capi`] (the C-callable API
+//! of `libcaliper-dbi.so`, for scripts) and [`script`] (`cali-run
+//! --script`); [`debugger`] (`cdb`, the debugger that lives with the
+//! engine; its stops are the engine's `debug` module).
 
+pub mod callgraph;
 pub mod capi;
 pub mod cli;
 pub mod control;
@@ -30,6 +32,7 @@ pub mod filter;
 pub mod functions;
 pub mod image;
 pub mod inject;
+pub mod launch;
 pub mod maps;
 pub mod memory;
 pub mod ptrace;

@@ -50,9 +50,24 @@ pub fn detach(tid: Pid, signal: i32) -> io::Result<()> {
     request(libc::PTRACE_DETACH, tid, 0, signal as usize).map(drop)
 }
 
-/// Attaches to a running thread (it stops with SIGSTOP).
-pub fn attach(tid: Pid) -> io::Result<()> {
-    request(libc::PTRACE_ATTACH, tid, 0, 0).map(drop)
+/// Attaches to a running thread without stopping it (`PTRACE_SEIZE`), with
+/// ptrace `options`. Unlike `PTRACE_ATTACH`, a seized thread reports job
+/// control stops as such, which [`listen`] keeps stopped as without a
+/// tracer; the threads and children it starts are seized too.
+pub fn seize(tid: Pid, options: libc::c_int) -> io::Result<()> {
+    request(libc::PTRACE_SEIZE, tid, 0, options as usize).map(drop)
+}
+
+/// Stops a seized thread (it reports a `PTRACE_EVENT_STOP`), with no signal.
+pub fn interrupt(tid: Pid) -> io::Result<()> {
+    request(libc::PTRACE_INTERRUPT, tid, 0, 0).map(drop)
+}
+
+/// Leaves a thread in its job control stop ([`Status::JobStop`]) stopped
+/// as the program's job, as without a tracer: a `SIGCONT` wakes it, and it
+/// reports to the tracer again then (a `PTRACE_EVENT_STOP`).
+pub fn listen(tid: Pid) -> io::Result<()> {
+    request(libc::PTRACE_LISTEN, tid, 0, 0).map(drop)
 }
 
 /// Sets the ptrace options of a stopped thread.
@@ -95,6 +110,9 @@ pub fn kill_thread(pid: Pid, tid: Pid, signal: i32) -> io::Result<()> {
     check(unsafe { libc::syscall(libc::SYS_tgkill, pid, tid, signal) }).map(drop)
 }
 
+/// The event of a seized thread's stops for the tracer and job control.
+pub const PTRACE_EVENT_STOP: i32 = 128;
+
 /// What `wait` reported for a thread.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Status {
@@ -104,8 +122,13 @@ pub enum Status {
     Killed(i32),
     /// The thread stopped with this signal (a signal-delivery or group stop).
     Stopped(i32),
-    /// The thread stopped at a ptrace event (`PTRACE_EVENT_*`).
+    /// The thread stopped at a ptrace event (`PTRACE_EVENT_*`; for
+    /// `PTRACE_EVENT_STOP`, a stop for the tracer: a new thread's first
+    /// stop, an [`interrupt`], or the end of a job control stop).
     Event(i32),
+    /// The thread's process entered a job control stop (group stop) for
+    /// this signal: `SIGSTOP`, `SIGTSTP`, `SIGTTIN` or `SIGTTOU`.
+    JobStop(i32),
     /// The thread stopped at a system call (not requested; passed on).
     Syscall,
 }
@@ -119,7 +142,10 @@ impl Status {
         } else {
             let sig = libc::WSTOPSIG(raw);
             let event = raw >> 16;
-            if event != 0 {
+            let stopping = matches!(sig, libc::SIGSTOP | libc::SIGTSTP | libc::SIGTTIN | libc::SIGTTOU);
+            if event == PTRACE_EVENT_STOP && stopping {
+                Status::JobStop(sig)
+            } else if event != 0 {
                 Status::Event(event)
             } else if sig == libc::SIGTRAP | 0x80 {
                 Status::Syscall

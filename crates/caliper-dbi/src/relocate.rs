@@ -11,8 +11,8 @@
 //! breakpoint, and [`Unpatchable`] says why.
 
 use iced_x86::{
-    BlockEncoder, BlockEncoderOptions, Code, Decoder, DecoderOptions, Instruction, InstructionBlock, MemoryOperand,
-    OpKind, Register,
+    BlockEncoder, BlockEncoderOptions, Code, Decoder, DecoderOptions, FlowControl, Instruction, InstructionBlock,
+    MemoryOperand, OpKind, Register,
 };
 use std::fmt;
 
@@ -171,19 +171,40 @@ pub enum Probe<'a> {
     /// Nothing: the trampoline only runs the moved instructions (used to
     /// resume after a breakpoint that stays in place).
     None,
-    /// `inc qword [counter]`: one increment of the function's counter,
-    /// with a `lock` prefix when `locked`, else a `ds` prefix of the same
-    /// length, which the tool turns into `lock` in place the moment a
-    /// second thread or process could run the code (an unlocked increment
-    /// costs a third of a locked one). It changes the arithmetic flags,
-    /// which no function expects to keep across a call.
-    Count { counter: u64, locked: bool },
+    /// One increment of the function's counter (see [`Increment`]). It
+    /// changes the arithmetic flags, which no function expects to keep
+    /// across a call.
+    Count { counter: u64, increment: Increment },
     /// The call count, then the count of the call site: the return address
     /// (at `[rsp]` on entry) compared with each known site's, and that
     /// site's counter incremented. A return address that matches none
     /// takes the `miss` path. RAX is saved on the stack below the return
     /// address, which at a function's entry is free.
-    Arcs { counter: u64, sites: &'a [Site], miss: Miss, locked: bool },
+    Arcs { counter: u64, sites: &'a [Site], miss: Miss, increment: Increment },
+}
+
+/// How a trampoline increments a counter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Increment {
+    /// `ds inc qword [counter]`: while one thread runs the code. The tool
+    /// turns the `ds` prefix into `lock` in place the moment a second
+    /// thread or process could run it (an unlocked increment costs a third
+    /// of a locked one).
+    Unlocked,
+    /// `lock inc qword [counter]`.
+    Locked,
+    /// `lock inc` of the running processor's copy of the counter, the
+    /// copies `1 << stride_log2` bytes apart, processor N's the (N+1)th
+    /// (the first holds what the tool writes, such as the call sites'
+    /// return addresses, which every processor reads): threads on different
+    /// processors do not fight for one cache line (a contended `lock inc`
+    /// costs three times an uncontended one), and the lock keeps the count
+    /// exact when a thread moves to another processor between reading the
+    /// processor number and the increment. The processor number is
+    /// `rdpid`'s (Linux keeps it in TSC_AUX, with the NUMA node above bit
+    /// 12); R11, which no call passes anything in, holds the copy's offset,
+    /// RAX (saved) the counter's address.
+    PerCpu { stride_log2: u32 },
 }
 
 /// The byte before an unlocked increment (`ds`), and what makes it locked.
@@ -218,6 +239,11 @@ pub struct Trampoline {
     pub trap: Option<u64>,
     /// The offsets of the unlocked increments' [`UNLOCKED_PREFIX`] bytes.
     pub unlocked: Vec<u64>,
+    /// For each call among the moved instructions: the offset of its
+    /// return address in the trampoline, and the call's address in place
+    /// (a call moved from a function's entry returns into the trampoline,
+    /// which the tool must not mistake for the caller).
+    pub returns: Vec<(u64, u64)>,
 }
 
 /// Branch targets inside a trampoline are labels: instruction addresses
@@ -225,15 +251,41 @@ pub struct Trampoline {
 /// has and the block encoder resolves to the instructions carrying them.
 const LABEL: u64 = 0xffff_8000_0000_0000;
 
-fn increment(counter: u64, locked: bool) -> Result<Instruction, Unpatchable> {
-    let mut inc = Instruction::with1(Code::Inc_rm64, MemoryOperand::with_base_displ(Register::RIP, counter as i64))
-        .map_err(unencodable)?;
-    if locked {
-        inc.set_has_lock_prefix(true);
-    } else {
-        inc.set_segment_prefix(Register::DS);
+/// The instructions that increment `counter` as `how` says.
+fn increment(counter: u64, how: Increment) -> Result<Vec<Instruction>, Unpatchable> {
+    let at_counter = MemoryOperand::with_base_displ(Register::RIP, counter as i64);
+    let stride = match how {
+        Increment::PerCpu { stride_log2 } => 1i64 << stride_log2,
+        _ => 0,
+    };
+    let mut inc = match how {
+        Increment::Unlocked | Increment::Locked => Instruction::with1(Code::Inc_rm64, at_counter),
+        Increment::PerCpu { .. } => {
+            Instruction::with1(Code::Inc_rm64, MemoryOperand::with_base_index_scale(Register::RAX, Register::R11, 1))
+        }
     }
-    Ok(inc)
+    .map_err(unencodable)?;
+    match how {
+        Increment::Unlocked => inc.set_segment_prefix(Register::DS),
+        Increment::Locked | Increment::PerCpu { .. } => inc.set_has_lock_prefix(true),
+    }
+    let Increment::PerCpu { stride_log2 } = how else { return Ok(vec![inc]) };
+    Ok(vec![
+        Instruction::with1(Code::Push_r64, Register::RAX).map_err(unencodable)?,
+        Instruction::with1(Code::Push_r64, Register::R11).map_err(unencodable)?,
+        Instruction::with1(Code::Rdpid_r64, Register::R11).map_err(unencodable)?,
+        Instruction::with2(Code::And_rm32_imm32, Register::R11D, 0xfff).map_err(unencodable)?,
+        Instruction::with2(Code::Shl_rm64_imm8, Register::R11, stride_log2).map_err(unencodable)?,
+        Instruction::with2(
+            Code::Lea_r64_m,
+            Register::RAX,
+            MemoryOperand::with_base_displ(Register::RIP, counter as i64 + stride),
+        )
+        .map_err(unencodable)?,
+        inc,
+        Instruction::with1(Code::Pop_r64, Register::R11).map_err(unencodable)?,
+        Instruction::with1(Code::Pop_r64, Register::RAX).map_err(unencodable)?,
+    ])
 }
 
 fn unencodable(e: iced_x86::IcedError) -> Unpatchable {
@@ -245,7 +297,7 @@ fn arc_probe(
     list: &mut Vec<Instruction>,
     sites: &[Site],
     miss: Miss,
-    locked: bool,
+    increment_by: Increment,
 ) -> Result<Option<usize>, Unpatchable> {
     let done = LABEL;
     let next = |i: usize| LABEL + 1 + i as u64;
@@ -260,18 +312,18 @@ fn arc_probe(
         }
         list.push(cmp);
         list.push(Instruction::with_branch(Code::Jne_rel32_64, next(i)).map_err(unencodable)?);
-        list.push(increment(site.counter, locked)?);
+        list.extend(increment(site.counter, increment_by)?);
         list.push(Instruction::with_branch(Code::Jmp_rel32_64, done).map_err(unencodable)?);
     }
     let mut on_miss = match miss {
-        Miss::Trap => Instruction::with(Code::Int3),
-        Miss::Count(counter) => increment(counter, locked)?,
+        Miss::Trap => vec![Instruction::with(Code::Int3)],
+        Miss::Count(counter) => increment(counter, increment_by)?,
     };
     if !sites.is_empty() {
-        on_miss.set_ip(next(sites.len() - 1));
+        on_miss[0].set_ip(next(sites.len() - 1));
     }
-    list.push(on_miss);
-    let trap = (miss == Miss::Trap).then_some(list.len() - 1);
+    let trap = (miss == Miss::Trap).then_some(list.len());
+    list.extend(on_miss);
     let mut pop = Instruction::with1(Code::Pop_r64, Register::RAX).map_err(unencodable)?;
     pop.set_ip(done);
     list.push(pop);
@@ -286,10 +338,10 @@ pub fn build(at: u64, probe: Probe, moved: &[Instruction], resume: u64) -> Resul
     let mut trap = None;
     match probe {
         Probe::None => {}
-        Probe::Count { counter, locked } => list.push(increment(counter, locked)?),
-        Probe::Arcs { counter, sites, miss, locked } => {
-            list.push(increment(counter, locked)?);
-            trap = arc_probe(&mut list, sites, miss, locked)?;
+        Probe::Count { counter, increment: how } => list.extend(increment(counter, how)?),
+        Probe::Arcs { counter, sites, miss, increment: how } => {
+            list.extend(increment(counter, how)?);
+            trap = arc_probe(&mut list, sites, miss, how)?;
         }
     }
     let probe_len = list.len();
@@ -304,7 +356,12 @@ pub fn build(at: u64, probe: Probe, moved: &[Instruction], resume: u64) -> Resul
         .filter(|&i| list[i].code() == Code::Inc_rm64 && !list[i].has_lock_prefix())
         .map(|i| offsets[i] as u64)
         .collect();
-    Ok(Trampoline { code: encoded.code_buffer, trap, unlocked })
+    // The jump back follows the moved instructions, so each has a next.
+    let returns = (probe_len..probe_len + moved.len())
+        .filter(|&i| matches!(list[i].flow_control(), FlowControl::Call | FlowControl::IndirectCall))
+        .map(|i| (offsets[i + 1] as u64, list[i].ip()))
+        .collect();
+    Ok(Trampoline { code: encoded.code_buffer, trap, unlocked, returns })
 }
 
 /// The address of the call instruction that ends at `ret` (a return
@@ -348,7 +405,9 @@ mod tests {
         let moved = entry_instructions(&code, 0x1000, 8).unwrap();
         assert_eq!(covered_len(&moved), 9);
         let at = 0x7000_0000;
-        let out = build(at, Probe::Count { counter: 0x7000_2000, locked: true }, &moved, 0x1009).unwrap().code;
+        let out = build(at, Probe::Count { counter: 0x7000_2000, increment: Increment::Locked }, &moved, 0x1009)
+            .unwrap()
+            .code;
         let back = decode_all(&out, at);
         assert_eq!(back[0].code(), Code::Inc_rm64);
         assert!(back[0].has_lock_prefix());
@@ -357,6 +416,20 @@ mod tests {
         assert_eq!(back[1].memory_displacement64(), 0x1107, "same absolute target as in place");
         assert_eq!(back[2].near_branch64(), 0x1019, "the short jump's target kept");
         assert_eq!(back.last().unwrap().near_branch64(), 0x1009);
+    }
+
+    #[test]
+    fn a_moved_call_says_where_it_returned_in_place() {
+        // sub rsp,8; call 0x1200 ; at 0x1000
+        let code = [0x48, 0x83, 0xec, 0x08, 0xe8, 0xf7, 0x01, 0x00, 0x00];
+        let moved = entry_instructions(&code, 0x1000, JUMP_LEN).unwrap();
+        assert_eq!(moved.len(), 2);
+        let at = 0x7000_0000;
+        let t =
+            build(at, Probe::Count { counter: 0x7000_2000, increment: Increment::Unlocked }, &moved, 0x1009).unwrap();
+        let back = decode_all(&t.code, at);
+        assert_eq!(back[2].near_branch64(), 0x1200, "the call still reaches its callee");
+        assert_eq!(t.returns, [(back[3].ip() - at, 0x1004)], "returns to the jump back; in place, called at 0x1004");
     }
 
     #[test]
@@ -388,7 +461,7 @@ mod tests {
         let sites =
             [Site { value: 0x7000_3000, counter: 0x7000_3008 }, Site { value: 0x7000_3010, counter: 0x7000_3018 }];
         let at = 0x7000_0000;
-        let probe = Probe::Arcs { counter: 0x7000_2000, sites: &sites, miss: Miss::Trap, locked: true };
+        let probe = Probe::Arcs { counter: 0x7000_2000, sites: &sites, miss: Miss::Trap, increment: Increment::Locked };
         let t = build(at, probe, &moved, 0x1005).unwrap();
         let back = decode_all(&t.code, at);
         let codes: Vec<Code> = back.iter().map(|i| i.code()).collect();
@@ -409,7 +482,7 @@ mod tests {
         assert_eq!(back[3].memory_displacement64(), 0x7000_3000);
         assert_eq!(back[9].memory_displacement64(), 0x7000_3018);
         let counted =
-            build(at, Probe::Arcs { counter: 1 << 30, sites: &[], miss: Miss::Count(0x7000_4000), locked: true }, &moved, 0x1005)
+            build(at, Probe::Arcs { counter: 1 << 30, sites: &[], miss: Miss::Count(0x7000_4000), increment: Increment::Locked }, &moved, 0x1005)
                 .unwrap();
         assert_eq!(counted.trap, None);
     }
@@ -429,7 +502,8 @@ mod tests {
     fn an_unlocked_increment_becomes_locked_by_one_byte() {
         let moved = entry_instructions(&[0x55, 0x48, 0x89, 0xe5, 0x90], 0x1000, JUMP_LEN).unwrap();
         let sites = [Site { value: 0x7000_3000, counter: 0x7000_3008 }];
-        let probe = Probe::Arcs { counter: 0x7000_2000, sites: &sites, miss: Miss::Trap, locked: false };
+        let probe =
+            Probe::Arcs { counter: 0x7000_2000, sites: &sites, miss: Miss::Trap, increment: Increment::Unlocked };
         let mut t = build(0x7000_0000, probe, &moved, 0x1005).unwrap();
         assert_eq!(t.unlocked.len(), 2, "the call and the site counter");
         for &at in &t.unlocked {
@@ -441,6 +515,27 @@ mod tests {
         assert_eq!(incs.len(), 2);
         assert!(incs.iter().all(|i| i.has_lock_prefix()));
         assert_eq!(incs[1].memory_displacement64(), 0x7000_3008, "the same operand after the change");
+    }
+
+    #[test]
+    fn a_per_cpu_increment_reaches_the_running_processors_copy() {
+        let moved = entry_instructions(&[0x55, 0x48, 0x89, 0xe5, 0x90], 0x1000, JUMP_LEN).unwrap();
+        let probe = Probe::Count { counter: 0x7000_2000, increment: Increment::PerCpu { stride_log2: 23 } };
+        let t = build(0x7000_0000, probe, &moved, 0x1005).unwrap();
+        assert!(t.unlocked.is_empty());
+        let back = decode_all(&t.code, 0x7000_0000);
+        let codes: Vec<Code> = back.iter().take(9).map(|i| i.code()).collect();
+        use Code::*;
+        assert_eq!(
+            codes,
+            [Push_r64, Push_r64, Rdpid_r64, And_rm32_imm32, Shl_rm64_imm8, Lea_r64_m, Inc_rm64, Pop_r64, Pop_r64]
+        );
+        assert_eq!((back[1].op0_register(), back[7].op0_register()), (Register::R11, Register::R11), "R11 kept");
+        assert_eq!(back[3].immediate32(), 0xfff, "the processor, without the node");
+        assert_eq!(back[4].immediate8(), 23);
+        assert_eq!(back[5].memory_displacement64(), 0x7000_2000 + (1 << 23), "processor 0's copy, the second");
+        assert!(back[6].has_lock_prefix());
+        assert_eq!((back[6].memory_base(), back[6].memory_index()), (Register::RAX, Register::R11));
     }
 
     #[test]

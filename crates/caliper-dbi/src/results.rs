@@ -15,14 +15,22 @@
 //! instruction's address in the caller's file `dbi.callsite`, and
 //! `dbi.count`, the calls made there.
 //!
+//! With `callgraph`, one record per node of the call graph's tree (see
+//! [`crate::callgraph`]): the nested `dbi.callgraph` path from a root of
+//! the tree (a cycle is a node `<cycle N>` with its members beneath),
+//! `dbi.calls` (the node's own calls), `dbi.calls.inclusive` (its calls
+//! and the calls beneath it), `dbi.callgraph.module` (a function's module)
+//! and, for a cycle and its members, `dbi.cycle` (N).
+//!
 //! With `sample`, one record per sampled call stack: the nested
 //! `dbi.frame` path (outermost first, so `format tree` shows a call tree
 //! and `format folded` flame-graph input) and `dbi.samples`.
 
+use crate::callgraph::CallGraph;
 use crate::engine::{Collect, Outcome};
 use crate::functions::{FunctionRecord, Mode};
 use caliper_data::cali::CaliWriter;
-use caliper_data::{AttrType, MetadataDb, Properties, Record, Variant};
+use caliper_data::{AttrType, Id, MetadataDb, Properties, Record, Variant};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::{self, Write};
@@ -113,7 +121,58 @@ pub fn write_cali(out: impl Write, outcome: &Outcome, collect: Collect) -> io::R
             writer.write_record(&db, &record)?;
         }
     }
+    if collect.callgraph {
+        let graph = CallGraph::build(&outcome.functions, &outcome.arcs, &outcome.counters);
+        write_callgraph(&mut db, &mut writer, &graph)?;
+    }
     writer.finish()?.flush()
+}
+
+/// The call graph's records: one per node of its tree, and one per member
+/// of a cycle, beneath the cycle's.
+fn write_callgraph<W: Write>(db: &mut MetadataDb, writer: &mut CaliWriter<W>, graph: &CallGraph) -> io::Result<()> {
+    let path_attr = db.create_attribute("dbi.callgraph", AttrType::String, Properties::NESTED, &[]);
+    let module_attr = db.create_attribute("dbi.callgraph.module", AttrType::String, Properties::DEFAULT, &[]);
+    let aggregatable = Properties::ASVALUE | Properties::AGGREGATABLE;
+    let calls_attr = db.create_attribute("dbi.calls", AttrType::Uint, aggregatable, &[]);
+    let inclusive_attr = db.create_attribute("dbi.calls.inclusive", AttrType::Double, aggregatable, &[]);
+    let cycle_attr = db.create_attribute("dbi.cycle", AttrType::Uint, Properties::ASVALUE, &[]);
+    // The tree's context nodes, made once per component.
+    let mut placed: Vec<Option<Id>> = vec![None; graph.components.len()];
+    for c in 0..graph.components.len() {
+        let mut parent = None;
+        for step in graph.path(c) {
+            let node = *placed[step].get_or_insert_with(|| {
+                db.get_or_create_node(path_attr, Variant::from(graph.label(step).as_str()), parent)
+            });
+            parent = Some(node);
+        }
+        let component = &graph.components[c];
+        let mut record = Record::ctx();
+        record.push_ref(parent.expect("a path ends at its component"));
+        if let [only] = component.members[..] {
+            record.push_ref(db.get_or_create_node(module_attr, Variant::from(&*graph.nodes[only].module), None));
+        }
+        record.push_imm(calls_attr, Variant::Uint(component.calls));
+        record.push_imm(inclusive_attr, Variant::Double(component.inclusive));
+        let Some(cycle) = component.cycle else {
+            writer.write_record(db, &record)?;
+            continue;
+        };
+        record.push_imm(cycle_attr, Variant::Uint(cycle as u64));
+        writer.write_record(db, &record)?;
+        for &n in &component.members {
+            let node = &graph.nodes[n];
+            let mut record = Record::ctx();
+            record.push_ref(db.get_or_create_node(path_attr, Variant::from(node.name.as_str()), parent));
+            record.push_ref(db.get_or_create_node(module_attr, Variant::from(&*node.module), None));
+            record.push_imm(calls_attr, Variant::Uint(node.calls));
+            record.push_imm(inclusive_attr, Variant::Double(node.inclusive));
+            record.push_imm(cycle_attr, Variant::Uint(cycle as u64));
+            writer.write_record(db, &record)?;
+        }
+    }
+    Ok(())
 }
 
 /// The text report: per module, the functions called and their counts
@@ -152,6 +211,9 @@ pub fn text_report(outcome: &Outcome, collect: Collect) -> String {
             let _ = writeln!(out, "{calls:>14} {} -> {callee} ({:#x})", arc.caller, arc.callsite);
         }
     }
+    if collect.callgraph {
+        callgraph_report(&mut out, &CallGraph::build(&outcome.functions, &outcome.arcs, &outcome.counters));
+    }
     if collect.sample {
         let total: u64 = outcome.stacks.values().sum();
         let _ = writeln!(out, "== {total} samples ({} lost), by call stack:", outcome.samples_lost);
@@ -169,6 +231,80 @@ pub fn text_report(outcome: &Outcome, collect: Collect) -> String {
         let _ = writeln!(out, "== {n} functions: {why}");
     }
     out
+}
+
+/// The call graph in gprof's layout: an entry per function (and per
+/// cycle), largest inclusive figure first; above its line its callers,
+/// with the calls along each arc out of its calls, below it its callees,
+/// with the calls along each arc out of the callee's calls.
+fn callgraph_report(out: &mut String, graph: &CallGraph) {
+    let _ = writeln!(
+        out,
+        "== call graph: inclusive = a function's calls and, shared out along the arcs, the calls beneath it;\n\
+         == above a function its callers, below it its callees, with calls along the arc / calls in all"
+    );
+    let _ = writeln!(out, "{:>8} {:>16} {:>12}  function", "index", "inclusive", "calls");
+    let mut order: Vec<usize> = (0..graph.components.len()).collect();
+    order.sort_by(|&a, &b| {
+        let (x, y) = (&graph.components[a], &graph.components[b]);
+        y.inclusive.total_cmp(&x.inclusive).then_with(|| graph.label(a).cmp(&graph.label(b)))
+    });
+    // Index numbers: a cycle's, then its members'.
+    let mut node_index = vec![0; graph.nodes.len()];
+    let mut cycle_index = vec![0; graph.components.len()];
+    let mut next = 1;
+    for &c in &order {
+        if graph.components[c].cycle.is_some() {
+            cycle_index[c] = next;
+            next += 1;
+        }
+        for &n in &graph.components[c].members {
+            node_index[n] = next;
+            next += 1;
+        }
+    }
+    let name = |n: usize| {
+        let node = &graph.nodes[n];
+        match graph.components[node.component].cycle {
+            Some(cycle) => format!("{} <cycle {cycle}> [{}]", node.name, node_index[n]),
+            None => format!("{} [{}]", node.name, node_index[n]),
+        }
+    };
+    let arc_line = |out: &mut String, calls: String, who: String| {
+        let _ = writeln!(out, "{:>8} {:>16} {calls:>12}      {who}", "", "");
+    };
+    for &c in &order {
+        let component = &graph.components[c];
+        if let Some(cycle) = component.cycle {
+            for &n in &component.members {
+                for e in graph.callers(n).filter(|e| graph.nodes[e.caller].component != c) {
+                    arc_line(out, format!("{}/{}", e.calls, component.entries), name(e.caller));
+                }
+            }
+            let index = format!("[{}]", cycle_index[c]);
+            let _ = writeln!(
+                out,
+                "{index:>8} {:>16.2} {:>12}  <cycle {cycle} as a whole> {index}",
+                component.inclusive, component.calls
+            );
+            for &n in &component.members {
+                arc_line(out, graph.nodes[n].calls.to_string(), name(n));
+            }
+            let _ = writeln!(out);
+        }
+        for &n in &component.members {
+            let node = &graph.nodes[n];
+            for e in graph.callers(n) {
+                arc_line(out, format!("{}/{}", e.calls, node.calls), name(e.caller));
+            }
+            let index = format!("[{}]", node_index[n]);
+            let _ = writeln!(out, "{index:>8} {:>16.2} {:>12}  {}", node.inclusive, node.calls, name(n));
+            for e in graph.callees(n) {
+                arc_line(out, format!("{}/{}", e.calls, graph.nodes[e.callee].calls), name(e.callee));
+            }
+            let _ = writeln!(out);
+        }
+    }
 }
 
 /// Writes the flow-data file (HP Caliper's `pbo_out`, for profile-based

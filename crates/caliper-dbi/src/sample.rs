@@ -1,8 +1,9 @@
 //! The `sample` collector: the program's instruction pointer and call
 //! chain, sampled by the kernel through `perf_event_open` on the CPU time
-//! of each of its threads (the software `task-clock` event, which needs no
-//! PMU), with `inherit` so that threads and children started later are
-//! sampled too. The kernel maps no buffer for an inherited event that
+//! of each of its threads (by default the software `task-clock` event,
+//! which needs no PMU; or on any event, `cycles` say, at a frequency the
+//! kernel keeps by adjusting the period), with `inherit` so that threads
+//! and children started later are sampled too. The kernel maps no buffer for an inherited event that
 //! follows a task on every processor, so there is one event and one ring
 //! buffer per processor, each following the task there.
 //!
@@ -11,47 +12,19 @@
 //! frame-pointer walk finds).
 
 use crate::ptrace::Pid;
+use caliper_perf::{
+    EXCLUDE_CALLCHAIN_KERNEL, EXCLUDE_HV, EXCLUDE_KERNEL, EventCode, FREQ, INHERIT, PERF_FLAG_FD_CLOEXEC,
+    PERF_TYPE_SOFTWARE, PerfEventAttr, RECORD_LOST, RECORD_SAMPLE, SAMPLE_CALLCHAIN, SAMPLE_IP, SAMPLE_TID,
+};
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 
-/// `struct perf_event_attr` up to `sample_max_stack` (`PERF_ATTR_SIZE_VER5`),
-/// the kernel's layout.
-#[repr(C)]
-#[derive(Default)]
-struct PerfEventAttr {
-    kind: u32,
-    size: u32,
-    config: u64,
-    sample_period: u64,
-    sample_type: u64,
-    read_format: u64,
-    flags: u64,
-    wakeup_events: u32,
-    bp_type: u32,
-    config1: u64,
-    config2: u64,
-    branch_sample_type: u64,
-    sample_regs_user: u64,
-    sample_stack_user: u32,
-    clockid: i32,
-    sample_regs_intr: u64,
-    aux_watermark: u32,
-    sample_max_stack: u16,
-    reserved: u16,
-}
+/// The software clocks, whose period is in nanoseconds of CPU time.
+const CPU_CLOCK: u64 = 0;
+const TASK_CLOCK: u64 = 1;
+/// The default event: each thread's CPU time.
+pub const TASK_CLOCK_EVENT: EventCode = EventCode { kind: PERF_TYPE_SOFTWARE, config: TASK_CLOCK };
 
-const PERF_TYPE_SOFTWARE: u32 = 1;
-const PERF_COUNT_SW_TASK_CLOCK: u64 = 1;
-const SAMPLE_IP: u64 = 1 << 0;
-const SAMPLE_TID: u64 = 1 << 1;
-const SAMPLE_CALLCHAIN: u64 = 1 << 5;
-const INHERIT: u64 = 1 << 1;
-const EXCLUDE_KERNEL: u64 = 1 << 5;
-const EXCLUDE_HV: u64 = 1 << 6;
-const EXCLUDE_CALLCHAIN_KERNEL: u64 = 1 << 21;
-const PERF_FLAG_FD_CLOEXEC: u64 = 8;
-const RECORD_LOST: u32 = 2;
-const RECORD_SAMPLE: u32 = 9;
 /// Call-chain entries at or above this are context markers, not addresses.
 const CONTEXT_MARKERS: u64 = 0xffff_ffff_ffff_f000;
 /// Data pages of the ring buffer (16 MiB).
@@ -80,12 +53,27 @@ struct Ring {
 }
 
 impl Sampler {
-    /// Samples process `pid` (and what it starts later) `frequency` times
-    /// per second of each thread's CPU time.
-    pub fn open(pid: Pid, frequency: u64) -> io::Result<Sampler> {
+    /// Samples process `pid` (and what it starts later) on `event`:
+    /// `frequency` times per second of each thread's CPU time for the
+    /// software clocks, else about `frequency` times per second of the
+    /// event's occurrence.
+    pub fn open(pid: Pid, event: EventCode, frequency: u64) -> io::Result<Sampler> {
         // SAFETY: sysconf has no preconditions.
         let cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) }.max(1) as i32;
-        let rings = (0..cpus).map(|cpu| Ring::open(pid, cpu, frequency)).collect::<io::Result<Vec<Ring>>>()?;
+        let frequency = frequency.clamp(1, 100_000);
+        let clock = event.kind == PERF_TYPE_SOFTWARE && matches!(event.config, CPU_CLOCK | TASK_CLOCK);
+        let attr = PerfEventAttr {
+            kind: event.kind,
+            config: event.config,
+            // A clock's period is its nanoseconds; with FREQ, the field is
+            // the frequency and the kernel sets the period.
+            sample_period: if clock { 1_000_000_000 / frequency } else { frequency },
+            sample_type: SAMPLE_IP | SAMPLE_TID | SAMPLE_CALLCHAIN,
+            flags: INHERIT | EXCLUDE_KERNEL | EXCLUDE_HV | EXCLUDE_CALLCHAIN_KERNEL | if clock { 0 } else { FREQ },
+            wakeup_events: 1,
+            ..PerfEventAttr::default()
+        };
+        let rings = (0..cpus).map(|cpu| Ring::open(&attr, pid, cpu)).collect::<io::Result<Vec<Ring>>>()?;
         Ok(Sampler { rings, lost: 0 })
     }
 
@@ -100,27 +88,10 @@ impl Sampler {
 }
 
 impl Ring {
-    fn open(pid: Pid, cpu: i32, frequency: u64) -> io::Result<Ring> {
-        let attr = PerfEventAttr {
-            kind: PERF_TYPE_SOFTWARE,
-            size: std::mem::size_of::<PerfEventAttr>() as u32,
-            config: PERF_COUNT_SW_TASK_CLOCK,
-            sample_period: 1_000_000_000 / frequency.clamp(1, 100_000),
-            sample_type: SAMPLE_IP | SAMPLE_TID | SAMPLE_CALLCHAIN,
-            flags: INHERIT | EXCLUDE_KERNEL | EXCLUDE_HV | EXCLUDE_CALLCHAIN_KERNEL,
-            wakeup_events: 1,
-            ..PerfEventAttr::default()
-        };
-        // SAFETY: a valid attribute struct; the event follows process
-        // `pid` (and, inherited, its new threads and children) on `cpu`.
-        let fd = unsafe {
-            libc::syscall(libc::SYS_perf_event_open, &attr as *const PerfEventAttr, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC)
-        };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: a descriptor the kernel just gave, owned here.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+    fn open(attr: &PerfEventAttr, pid: Pid, cpu: i32) -> io::Result<Ring> {
+        // The event follows process `pid` (and, inherited, its new threads
+        // and children) on `cpu`.
+        let fd = caliper_perf::open(attr, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC)?;
         // SAFETY: sysconf has no preconditions.
         let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
         let ring_len = page * (1 + DATA_PAGES);

@@ -11,8 +11,7 @@ use std::time::Duration;
 #[test]
 fn attach_counts_then_detaches_and_the_program_runs_on() {
     let dir = tempfile::tempdir().unwrap();
-    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/attach.c");
-    common::gcc(dir.path(), &["-O2", "-o", "attach", source.to_str().unwrap()]);
+    common::build(dir.path(), "attach", &[]);
     let mut program = Command::new(dir.path().join("attach")).arg("3").stdout(Stdio::piped()).spawn().unwrap();
     let mut out = BufReader::new(program.stdout.take().unwrap());
     let mut line = String::new();
@@ -45,8 +44,7 @@ fn attach_counts_then_detaches_and_the_program_runs_on() {
 #[test]
 fn a_duration_ends_the_measurement_and_the_program_runs_on() {
     let dir = tempfile::tempdir().unwrap();
-    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/attach.c");
-    common::gcc(dir.path(), &["-O2", "-o", "attach", source.to_str().unwrap()]);
+    common::build(dir.path(), "attach", &[]);
     let file = dir.path().join("duration.cali");
     let output = common::run_in(
         dir.path(),
@@ -64,8 +62,7 @@ fn a_duration_ends_the_measurement_and_the_program_runs_on() {
 #[test]
 fn a_delayed_start_measures_only_from_then_on() {
     let dir = tempfile::tempdir().unwrap();
-    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/attach.c");
-    common::gcc(dir.path(), &["-O2", "-o", "attach", source.to_str().unwrap()]);
+    common::build(dir.path(), "attach", &[]);
     let file = dir.path().join("start.cali");
     let options = ["-c", "fcount", "-i", "attach", "--start", "1", "--duration", "1", "-o", file.to_str().unwrap()];
     let output = common::run_in(dir.path(), &options, "./attach", &["3"]);

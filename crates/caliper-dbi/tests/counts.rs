@@ -323,8 +323,7 @@ fn a_pipeline_is_followed_through_fork_and_exec() {
 #[test]
 fn many_children_at_once_are_counted_or_let_go() {
     let out = tempfile::tempdir().unwrap();
-    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/forks.c");
-    common::gcc(out.path(), &["-O2", "-o", "forks", source.to_str().unwrap()]);
+    common::build(out.path(), "forks", &[]);
     let file = out.path().join("forks.cali");
     let output = run_in(out.path(), &["-i", "forks", "-o", file.to_str().unwrap()], "./forks", &[]);
     assert_eq!(String::from_utf8_lossy(&output.stdout), "bad 0\n");

@@ -1,6 +1,6 @@
 //! The reference's clients read cali-run's results: the `caliper-reader`
 //! Python package reads the `.cali` records, and Hatchet builds its graph
-//! from their json-split.
+//! from their json-split, of the call counts and of the call graph.
 
 mod common;
 
@@ -28,4 +28,37 @@ fn caliper_reader_and_hatchet_read_the_counts() {
     let paths: Vec<&str> = summary["paths"].as_array().unwrap().iter().map(|p| p.as_str().unwrap()).collect();
     assert!(paths.iter().any(|p| p.contains("'hot'")), "{paths:?}");
     assert!(summary["rows"].as_array().unwrap().iter().any(|r| r.as_str().unwrap().contains("1000003")), "{summary}");
+}
+
+#[test]
+fn hatchet_reads_the_call_graph() {
+    let out = tempfile::tempdir().unwrap();
+    common::build(out.path(), "callgraph", &[]);
+    let file = out.path().join("cg.cali");
+    let options = ["-c", "callgraph", "-i", "callgraph", "-o", file.to_str().unwrap()];
+    let output = common::run_in(out.path(), &options, "./callgraph", &[]);
+    assert_eq!(output.status.code(), Some(7));
+
+    let json = out.path().join("cg.json");
+    let calql =
+        "select path,sum(dbi.calls),sum(dbi.calls.inclusive) where dbi.callgraph group by path format json-split";
+    std::fs::write(&json, common::query(&file, calql)).unwrap();
+    let summary = &hatchet_summaries(&[(HatchetReader::JsonSplit, &json)])[0];
+    let paths: Vec<&str> = summary["paths"].as_array().unwrap().iter().map(|p| p.as_str().unwrap()).collect();
+    assert!(paths.iter().any(|p| p.contains("'<cycle 1>'")), "{paths:?}");
+    // Each node's row carries its inclusive calls.
+    let rows: Vec<serde_json::Value> = summary["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| serde_json::from_str(r.as_str().unwrap()).unwrap())
+        .collect();
+    let inclusive = |name: &str| {
+        let row = rows.iter().find(|r| r["name"] == name).unwrap_or_else(|| panic!("{name} in {rows:?}"));
+        let value = row.as_object().unwrap().iter().find(|(k, _)| k.ends_with("dbi.calls.inclusive"));
+        value.and_then(|(_, v)| v.as_str()?.parse::<f64>().ok())
+    };
+    assert_eq!(inclusive("main"), Some(29.0));
+    assert_eq!(inclusive("<cycle 1>"), Some(7.0));
+    assert_eq!(inclusive("leaf"), Some(10.0));
 }

@@ -1,29 +1,31 @@
-//! The `sample` collector: call stacks sampled on CPU time through
-//! perf_event_open, named by the program's functions.
+//! The `sample` collector: call stacks sampled through perf_event_open,
+//! on CPU time or another event, named by the program's functions.
 
 mod common;
 
-#[test]
-fn samples_name_the_call_stack_of_a_busy_function() {
-    let dir = tempfile::tempdir().unwrap();
-    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/spin.c");
-    common::gcc(dir.path(), &["-O2", "-fno-omit-frame-pointer", "-o", "spin", source.to_str().unwrap()]);
-    let file = dir.path().join("spin.cali");
-    let output = common::run_in(dir.path(), &["-c", "sample", "-o", file.to_str().unwrap()], "./spin", &[]);
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+/// Runs spin under cali-run with `options`; its output and result file.
+fn sample_spin(dir: &Path, options: &[&str]) -> (Output, PathBuf) {
+    let file = dir.join("spin.cali");
+    let mut all = options.to_vec();
+    all.extend(["-o", file.to_str().unwrap()]);
+    let output = common::run_in(dir, &all, "./spin", &[]);
     assert_eq!(String::from_utf8_lossy(&output.stdout), "spun\n");
     assert_eq!(output.status.code(), Some(6), "{}", String::from_utf8_lossy(&output.stderr));
+    (output, file)
+}
 
-    // Stacks as "outermost;...;innermost" with their sample counts.
-    use caliper_data::{MetadataDb, Variant};
-    let data = std::fs::read(&file).unwrap();
-    let mut db = MetadataDb::new();
-    let records = caliper_data::cali::read_records(&mut db, "spin", &data).unwrap();
+/// The sampled stacks as "outermost;...;innermost" with their counts.
+fn stacks(file: &Path) -> Vec<(String, u64)> {
+    use caliper_data::Variant;
     let mut stacks = Vec::new();
-    for r in &records {
+    for record in common::expanded_records(file) {
         let mut frames = Vec::new();
         let mut count = 0;
-        for (attr, value) in db.expand(r) {
-            match (db.attribute(attr).unwrap().name(), value) {
+        for (name, value) in record {
+            match (name.as_str(), value) {
                 ("dbi.frame", Variant::Str(f)) => frames.push(f.to_string()),
                 ("dbi.samples", Variant::Uint(n)) => count = n,
                 _ => {}
@@ -33,9 +35,63 @@ fn samples_name_the_call_stack_of_a_busy_function() {
             stacks.push((frames.join(";"), count));
         }
     }
+    stacks
+}
+
+/// Half a second of CPU time, at about 1 kHz, mostly in main > outer > spin.
+fn assert_spin_sampled(stacks: &[(String, u64)]) {
     let total: u64 = stacks.iter().map(|s| s.1).sum();
     assert!(total >= 100, "half a second at 1 kHz: {stacks:?}");
     let in_spin: u64 = stacks.iter().filter(|s| s.0.contains("main;outer;spin")).map(|s| s.1).sum();
     assert!(in_spin * 10 >= total * 8, "most samples in main > outer > spin: {stacks:?}");
     assert!(!stacks.iter().any(|s| s.0.contains("outer;main")), "outermost first");
+}
+
+#[test]
+fn samples_name_the_call_stack_of_a_busy_function_on_either_clock() {
+    let dir = tempfile::tempdir().unwrap();
+    common::build(dir.path(), "spin", &["-fno-omit-frame-pointer"]);
+    for options in [&["-c", "sample"][..], &["--sample-event", "cpu-clock"]] {
+        let (output, file) = sample_spin(dir.path(), options);
+        assert!(!String::from_utf8_lossy(&output.stderr).contains("== CALIPER"), "no fallback");
+        assert_spin_sampled(&stacks(&file));
+    }
+}
+
+#[test]
+fn a_hardware_event_samples_or_falls_back_to_cpu_time() {
+    let dir = tempfile::tempdir().unwrap();
+    common::build(dir.path(), "spin", &["-fno-omit-frame-pointer"]);
+    let (output, file) = sample_spin(dir.path(), &["--sample-event", "cycles"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let fallback = "== CALIPER: cali-run: cannot sample on cycles (";
+    // Where the processor's counters are visible, cycles open; in a
+    // virtual machine without them, the one-line message and task-clock.
+    let cycles_open = caliper_perf::open(
+        &caliper_perf::PerfEventAttr {
+            kind: caliper_perf::PERF_TYPE_HARDWARE,
+            flags: caliper_perf::EXCLUDE_KERNEL | caliper_perf::EXCLUDE_HV,
+            ..Default::default()
+        },
+        0,
+        -1,
+        -1,
+        0,
+    )
+    .is_ok();
+    if cycles_open {
+        assert!(!stderr.contains(fallback), "{stderr}");
+    } else {
+        let line = stderr.lines().find(|l| l.starts_with(fallback)).unwrap_or_else(|| panic!("{stderr}"));
+        assert!(line.ends_with("); sampling on task-clock instead"), "{line}");
+    }
+    assert_spin_sampled(&stacks(&file));
+}
+
+#[test]
+fn an_unknown_event_is_a_usage_error() {
+    let output = common::cali_run().args(["--sample-event", "spoons", "--", "true"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.starts_with("== CALIPER: cali-run: unknown event `spoons`"), "{stderr}");
 }

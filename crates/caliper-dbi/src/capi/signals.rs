@@ -1,10 +1,8 @@
 //! The host's signal dispositions, kept across a run: the engine routes
-//! the tool's signals to itself (and ignores SIGINT and SIGQUIT while a
-//! launched program has the terminal), which in a library must not
-//! outlive the run.
+//! the tool's signals to itself, which in a library must not outlive the
+//! run.
 
-/// The signals whose handlers the engine sets.
-const ENGINE_SIGNALS: [libc::c_int; 5] = [libc::SIGINT, libc::SIGQUIT, libc::SIGTERM, libc::SIGHUP, libc::SIGALRM];
+use crate::engine::HANDLED_SIGNALS;
 
 /// The handlers as they were, restored on drop (with the real-time
 /// interval timer of the start and duration delays disarmed).
@@ -14,7 +12,7 @@ pub(super) struct Saved {
 
 impl Saved {
     pub(super) fn now() -> Saved {
-        let actions = ENGINE_SIGNALS
+        let actions = HANDLED_SIGNALS
             .iter()
             .filter_map(|&sig| {
                 // SAFETY: sigaction with a NULL new action only reads the old one.

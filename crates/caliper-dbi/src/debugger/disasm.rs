@@ -141,7 +141,13 @@ mod tests {
     fn finds_the_probe_the_moved_instructions_and_the_jump_back() {
         let moved = relocate::entry_instructions(&ENTRY, 0x1000, JUMP_LEN).unwrap();
         let at = 0x7000_0000;
-        let built = relocate::build(at, Probe::Count { counter: 0x7000_2000, locked: false }, &moved, 0x1008).unwrap();
+        let built = relocate::build(
+            at,
+            Probe::Count { counter: 0x7000_2000, increment: relocate::Increment::Unlocked },
+            &moved,
+            0x1008,
+        )
+        .unwrap();
         let mut code = built.code.clone();
         code.extend([0xcc; 32]);
         let layout = Layout::decode(&code, at, moved.len(), 0x1008).expect("layout");
@@ -160,7 +166,12 @@ mod tests {
     fn counts_what_the_arc_probe_pushed() {
         let moved = relocate::entry_instructions(&ENTRY, 0x1000, JUMP_LEN).unwrap();
         let at = 0x7000_0000;
-        let probe = Probe::Arcs { counter: 0x7000_2000, sites: &[], miss: relocate::Miss::Trap, locked: true };
+        let probe = Probe::Arcs {
+            counter: 0x7000_2000,
+            sites: &[],
+            miss: relocate::Miss::Trap,
+            increment: relocate::Increment::Locked,
+        };
         let built = relocate::build(at, probe, &moved, 0x1008).unwrap();
         let layout = Layout::decode(&built.code, at, moved.len(), 0x1008).unwrap();
         let after_push = layout.instructions[2].ip();
@@ -173,8 +184,13 @@ mod tests {
     fn lines_up_original_and_moved_instructions() {
         let original = decode(&ENTRY, 0x1000);
         let moved = relocate::entry_instructions(&ENTRY, 0x1000, JUMP_LEN).unwrap();
-        let built =
-            relocate::build(0x7000_0000, Probe::Count { counter: 0x7000_2000, locked: true }, &moved, 0x1008).unwrap();
+        let built = relocate::build(
+            0x7000_0000,
+            Probe::Count { counter: 0x7000_2000, increment: relocate::Increment::Locked },
+            &moved,
+            0x1008,
+        )
+        .unwrap();
         let layout = Layout::decode(&built.code, 0x7000_0000, moved.len(), 0x1008).unwrap();
         let rows = side_by_side(&original, "0x1000  jmp 0x70000000", Some(&layout));
         let text = render(&rows);

@@ -40,31 +40,38 @@ impl Engine {
     pub(super) fn arc_of(&mut self, image_id: usize, f: usize, ret: u64) -> usize {
         let image = &self.images[&image_id];
         let unknown: Arc<str> = Arc::from("?");
+        // A call moved into a trampoline is known; any other is the call
+        // before the return address.
+        let moved = image.moved_calls.get(&ret).copied();
+        let site = moved.unwrap_or(ret);
         // Not a return address into code (a thread's start, or a function
         // entered by a jump, finds other data there): an arc from nowhere.
-        let Some(m) = image.module_of(ret.wrapping_sub(1)).filter(|_| ret >= 8) else {
-            return self.arcs.intern(f, &unknown, "?", ret);
+        let Some(m) = image.module_of(site.wrapping_sub(1)).filter(|_| site >= 8) else {
+            return self.arcs.intern(f, &unknown, "?", None, ret);
         };
         let module = &image.modules[m];
         let mut before = [0u8; 8];
-        let site = match image.memory.read(ret.wrapping_sub(8), &mut before) {
-            Ok(()) => relocate::call_before(&before, ret),
-            Err(_) => ret,
+        let site = match moved {
+            Some(site) => site,
+            None => match image.memory.read(ret.wrapping_sub(8), &mut before) {
+                Ok(()) => relocate::call_before(&before, ret),
+                Err(_) => ret,
+            },
         };
         let in_file = site.wrapping_sub(module.bias);
         let functions = &module.info.functions;
         let caller = match functions.partition_point(|x| x.address <= in_file) {
-            0 => "?",
+            0 => None,
             n if functions[n - 1].size == 0
                 || in_file < functions[n - 1].address.saturating_add(functions[n - 1].size) =>
             {
-                &functions[n - 1].name
+                Some(&functions[n - 1])
             }
-            _ => "?",
+            _ => None,
         };
         let path = module.path.clone();
-        let caller = caller.to_string();
-        self.arcs.intern(f, &path, &caller, in_file)
+        let (caller, entry) = caller.map_or(("?".to_string(), None), |c| (c.name.clone(), Some(c.address)));
+        self.arcs.intern(f, &path, &caller, entry, in_file)
     }
 
     /// A call from a site the arc trampoline at `entry` does not know:
@@ -89,7 +96,7 @@ impl Engine {
         } else {
             let Some(other) = self.counters.allocate() else { return };
             let unknown: Arc<str> = Arc::from("?");
-            let others = self.arcs.intern(f, &unknown, "(other call sites)", 0);
+            let others = self.arcs.intern(f, &unknown, "(other call sites)", None, 0);
             self.arcs.records[others].slots.push(other);
             list.other = Some(other);
         }
@@ -97,7 +104,7 @@ impl Engine {
         let mut deferred = Vec::new();
         let image = self.images.get_mut(&image_id).expect("live image");
         let mut thread = Stopped { tid, counters: &self.counters, deferred: &mut deferred };
-        let repatched = image.repatch(entry, &list.counting(), self.shared, &mut thread);
+        let repatched = image.repatch(entry, &list.counting(), self.counters.increment(self.shared), &mut thread);
         self.resume_world(&stopped);
         self.redeliver(tid, deferred);
         match repatched {

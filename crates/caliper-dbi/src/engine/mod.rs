@@ -15,6 +15,7 @@ mod debug;
 mod events;
 mod probes;
 mod samples;
+mod signals;
 mod threads;
 
 use crate::counters::Counters;
@@ -23,18 +24,19 @@ use crate::discover::ModuleInfo;
 use crate::filter::{self, Filter};
 use crate::functions::{ArcTable, FunctionTable};
 use crate::image::{Image, Internal};
+use crate::launch;
 use crate::ptrace::{self, Pid, Status};
-use crate::sample::Sampler;
+use crate::sample::{Sampler, TASK_CLOCK_EVENT};
 pub use arcs::MAX_SITES;
 use arcs::SiteList;
+use caliper_perf::EventCode;
 pub use events::{Action, Event, Observer};
+pub use signals::HANDLED_SIGNALS;
+use signals::install_signal_handlers;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::ffi::OsString;
 use std::io;
-use std::os::unix::process::CommandExt;
-use std::process::Command;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 use threads::thread_group;
 
@@ -47,13 +49,20 @@ pub struct Collect {
     pub arcs: bool,
     /// Call chains sampled on CPU time.
     pub sample: bool,
+    /// The call graph of the arcs, with inclusive calls (needs `arcs`).
+    pub callgraph: bool,
 }
 
 impl Collect {
     /// The collectors' names, comma-separated.
     pub fn names(&self) -> String {
-        let chosen =
-            [(self.coverage, "coverage"), (self.fcount, "fcount"), (self.arcs, "arcs"), (self.sample, "sample")];
+        let chosen = [
+            (self.coverage, "coverage"),
+            (self.fcount, "fcount"),
+            (self.arcs, "arcs"),
+            (self.callgraph, "callgraph"),
+            (self.sample, "sample"),
+        ];
         chosen.iter().filter(|c| c.0).map(|c| c.1).collect::<Vec<_>>().join(",")
     }
 
@@ -69,7 +78,7 @@ impl Collect {
 }
 
 /// How to run the measurement.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Config {
     pub collect: Collect,
     pub filter: Filter,
@@ -90,8 +99,28 @@ pub struct Config {
     /// Start measuring only after this long (the program runs free until
     /// then: no probes, but processes and threads are followed).
     pub start: Option<Duration>,
+    /// The event `sample` samples on, with its name (by default the
+    /// threads' CPU time, `task-clock`).
+    pub sample_event: (String, EventCode),
     /// Stop at the `cdb` prompt (see [`crate::debugger`]).
     pub debug: Option<DebugConfig>,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            collect: Collect::default(),
+            filter: Filter::default(),
+            follow_fork: false,
+            follow_exec: false,
+            exec_programs: Vec::new(),
+            breakpoints_only: false,
+            duration: None,
+            start: None,
+            sample_event: ("task-clock".to_string(), TASK_CLOCK_EVENT),
+            debug: None,
+        }
+    }
 }
 
 /// What is measured.
@@ -149,44 +178,22 @@ struct Process {
 struct Thread {
     pid: Pid,
     running: bool,
-    /// A SIGSTOP of ours (or a new thread's first) is on its way.
+    /// A new thread's first stop is on its way.
     expect_stop: bool,
+    /// In a job control stop, left stopped (`PTRACE_LISTEN`) until a
+    /// SIGCONT: not running, but not stopped for the tool either.
+    listening: bool,
+}
+
+impl Thread {
+    /// A thread of process `pid`, stopped.
+    fn new(pid: Pid, expect_stop: bool) -> Thread {
+        Thread { pid, running: false, expect_stop, listening: false }
+    }
 }
 
 /// Samples per second of a thread's CPU time, with `sample`.
 const SAMPLES_PER_SECOND: u64 = 1000;
-
-/// The last signal the tool received (0 for none), for the loop to act on.
-static TOOL_SIGNAL: AtomicI32 = AtomicI32::new(0);
-
-extern "C" fn note_signal(sig: libc::c_int) {
-    TOOL_SIGNAL.store(sig, Ordering::Relaxed);
-}
-
-/// Routes SIGTERM, SIGHUP and SIGALRM to `TOOL_SIGNAL` (without
-/// SA_RESTART, so a blocked wait returns), and SIGINT and SIGQUIT too
-/// when attached (a terminal sends those to the launched program itself).
-fn install_signal_handlers(attached: bool) {
-    let mut signals = vec![libc::SIGTERM, libc::SIGHUP, libc::SIGALRM];
-    if attached {
-        signals.extend([libc::SIGINT, libc::SIGQUIT]);
-    } else {
-        // SAFETY: ignoring a signal has no preconditions.
-        unsafe {
-            libc::signal(libc::SIGINT, libc::SIG_IGN);
-            libc::signal(libc::SIGQUIT, libc::SIG_IGN);
-        }
-    }
-    for sig in signals {
-        // SAFETY: the handler only stores into an atomic.
-        unsafe {
-            let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = note_signal as *const () as usize;
-            libc::sigemptyset(&mut action.sa_mask);
-            libc::sigaction(sig, &action, std::ptr::null_mut());
-        }
-    }
-}
 
 /// The engine's state.
 pub struct Engine {
@@ -217,6 +224,9 @@ pub struct Engine {
     deadline: Option<Instant>,
     /// Whether probes are in (false until a delayed start).
     measuring: bool,
+    /// The tool got a stop signal (`SIGTSTP`, ...): when the program
+    /// stops, the tool stops too, so that a shell sees the job stopped.
+    stop_with_program: bool,
     events: events::Events,
     /// The `cdb` debugger, with `--debug-on-fault` or `cali-run debug`.
     debugger: Option<debug::Debugger>,
@@ -258,6 +268,7 @@ impl Engine {
             attached,
             shared: attached,
             exit: None,
+            stop_with_program: false,
             events: events::Events::default(),
             debugger,
         };
@@ -286,30 +297,10 @@ impl Engine {
     }
 
     fn launch(&mut self, program: &OsString, args: &[OsString]) -> Result<(), StartError> {
-        let mut command = Command::new(program);
-        command.args(args);
-        // SAFETY: PTRACE_TRACEME is async-signal-safe (a system call).
-        unsafe {
-            command.pre_exec(|| {
-                if libc::ptrace(libc::PTRACE_TRACEME, 0, 0, 0) == -1 {
-                    return Err(io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-        let child =
-            command.spawn().map_err(|e| StartError(format!("cannot run {}: {e}", program.to_string_lossy())))?;
-        let pid = child.id() as Pid;
-        match ptrace::wait(Some(pid)) {
-            Ok(Some((_, Status::Stopped(libc::SIGTRAP)))) => {}
-            other => {
-                return Err(StartError(format!("{} did not stop at its start: {other:?}", program.to_string_lossy())));
-            }
-        }
-        ptrace::set_options(pid, ptrace::trace_options(true))
-            .map_err(|e| StartError(format!("ptrace options: {e}")))?;
+        let pid = launch::spawn_seized(program, args, ptrace::trace_options(true))
+            .map_err(|e| StartError(format!("cannot run {}: {e}", program.to_string_lossy())))?;
         self.main = pid;
-        self.threads.insert(pid, Thread { pid, running: false, expect_stop: false });
+        self.threads.insert(pid, Thread::new(pid, false));
         self.new_image(pid).map_err(|e| StartError(format!("cannot instrument {}: {e}", program.to_string_lossy())))?;
         self.debug_stop_at_entry(pid);
         self.resume(pid, 0);
@@ -320,23 +311,36 @@ impl Engine {
         let tasks =
             std::fs::read_dir(format!("/proc/{pid}/task")).map_err(|e| StartError(format!("no process {pid}: {e}")))?;
         self.main = pid;
+        // The signal each thread stopped with instead, to deliver.
+        let mut signals = HashMap::new();
         for task in tasks.flatten() {
             let Some(tid) = task.file_name().to_str().and_then(|s| s.parse::<Pid>().ok()) else { continue };
-            if ptrace::attach(tid).is_err() {
+            if ptrace::seize(tid, ptrace::trace_options(false)).is_err() || ptrace::interrupt(tid).is_err() {
                 continue;
             }
-            if let Ok(Some((_, Status::Stopped(_)))) = ptrace::wait(Some(tid)) {
-                let _ = ptrace::set_options(tid, ptrace::trace_options(false));
-                self.threads.insert(tid, Thread { pid, running: false, expect_stop: false });
+            let mut thread = Thread::new(pid, false);
+            match ptrace::wait(Some(tid)) {
+                Ok(Some((_, Status::JobStop(_)))) => thread.listening = true,
+                // The interrupt's stop follows this one; it is resumed then.
+                Ok(Some((_, Status::Stopped(sig)))) => {
+                    signals.insert(tid, sig);
+                }
+                Ok(Some((_, Status::Event(_)))) => {}
+                _ => continue,
             }
+            self.threads.insert(tid, thread);
         }
         if !self.threads.contains_key(&pid) {
             return Err(StartError(format!("cannot attach to process {pid} (permissions, or already traced)")));
         }
         self.new_image(pid).map_err(|e| StartError(format!("cannot instrument process {pid}: {e}")))?;
-        let tids: Vec<Pid> = self.threads.keys().copied().collect();
-        for tid in tids {
-            self.resume(tid, 0);
+        let tids: Vec<(Pid, bool)> = self.threads.iter().map(|(&tid, t)| (tid, t.listening)).collect();
+        for (tid, listening) in tids {
+            if listening {
+                let _ = ptrace::listen(tid);
+            } else {
+                self.resume(tid, signals.get(&tid).copied().unwrap_or(0));
+            }
         }
         Ok(())
     }
@@ -397,7 +401,16 @@ impl Engine {
         if !self.config.collect.sample {
             return;
         }
-        match Sampler::open(self.main, SAMPLES_PER_SECOND) {
+        let (name, event) = &self.config.sample_event;
+        let opened = Sampler::open(self.main, *event, SAMPLES_PER_SECOND).or_else(|e| {
+            if *event == TASK_CLOCK_EVENT {
+                return Err(e);
+            }
+            let why = caliper_perf::why_refused(*event, &e);
+            eprintln!("== CALIPER: cali-run: cannot sample on {name} ({why}); sampling on task-clock instead");
+            Sampler::open(self.main, TASK_CLOCK_EVENT, SAMPLES_PER_SECOND)
+        });
+        match opened {
             Ok(sampler) => self.sampler = Some(sampler),
             Err(e) => eprintln!("== CALIPER: cali-run: cannot sample process {}: {e}", self.main),
         }
@@ -417,6 +430,17 @@ impl Engine {
 
     /// Runs until every traced process has exited (or been let go).
     pub fn run(mut self) -> Outcome {
+        // A bug of the tool must not cost the program its life: on a panic
+        // the probes come out and the program runs on untraced.
+        let followed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.follow()));
+        if let Err(panic) = followed {
+            self.recover(panic.as_ref());
+        }
+        self.finish()
+    }
+
+    /// The event loop, until every traced process has exited or been let go.
+    fn follow(&mut self) {
         loop {
             if self.take_tool_signal() {
                 break;
@@ -439,30 +463,6 @@ impl Engine {
             };
             self.handle(tid, status);
         }
-        self.finish()
-    }
-
-    /// Acts on a signal to the tool; true when measuring should stop.
-    fn take_tool_signal(&mut self) -> bool {
-        let sig = TOOL_SIGNAL.swap(0, Ordering::Relaxed);
-        if sig == 0 {
-            return false;
-        }
-        if sig == libc::SIGALRM && !self.measuring {
-            self.begin_measuring();
-            return false;
-        }
-        let expired =
-            sig == libc::SIGALRM && self.deadline.is_some_and(|d| Instant::now() + Duration::from_millis(10) >= d);
-        if self.attached || expired {
-            self.let_go_all();
-            return true;
-        }
-        if sig != libc::SIGALRM {
-            // SAFETY: kill has no memory preconditions.
-            unsafe { libc::kill(self.main, sig) };
-        }
-        false
     }
 
     fn handle(&mut self, tid: Pid, status: Status) {
@@ -471,7 +471,9 @@ impl Engine {
         match status {
             Status::Exited(code) => self.gone(tid, Exit::Code(code)),
             Status::Killed(sig) => self.gone(tid, Exit::Signal(sig)),
+            Status::Event(ptrace::PTRACE_EVENT_STOP) => self.on_trap_stop(tid),
             Status::Event(event) => self.on_event(tid, event),
+            Status::JobStop(_) => self.on_job_stop(tid),
             Status::Syscall => self.resume(tid, 0),
             Status::Stopped(sig) => self.on_stop(tid, sig),
         }
@@ -500,15 +502,15 @@ impl Engine {
         match event {
             libc::PTRACE_EVENT_CLONE => {
                 if let Ok(new) = ptrace::event_message(tid) {
-                    self.threads.entry(new as Pid).or_insert(Thread { pid, running: false, expect_stop: true });
+                    self.threads.entry(new as Pid).or_insert(Thread::new(pid, true));
                 }
-                self.share_counters();
+                self.share_counters(tid);
             }
             libc::PTRACE_EVENT_FORK | libc::PTRACE_EVENT_VFORK => {
                 if let Ok(child) = ptrace::event_message(tid) {
                     self.new_process(pid, child as Pid, event == libc::PTRACE_EVENT_VFORK);
                 }
-                self.share_counters();
+                self.share_counters(tid);
             }
             libc::PTRACE_EVENT_EXEC => self.on_exec(tid, pid),
             _ => {}
@@ -518,9 +520,9 @@ impl Engine {
         }
     }
 
-    /// At the first new thread or process (stopped, as its creator is):
-    /// every increment becomes atomic before a second one can run it.
-    fn share_counters(&mut self) {
+    /// At the first new thread or process (stopped, as its creator `tid`
+    /// is): every increment becomes atomic before a second one can run it.
+    fn share_counters(&mut self, tid: Pid) {
         if self.shared {
             return;
         }
@@ -530,6 +532,7 @@ impl Engine {
                 eprintln!("== CALIPER: cali-run: cannot make the counters atomic in process {}: {e}", image.pid);
             }
         }
+        self.spread_counters(tid);
     }
 
     fn new_process(&mut self, parent: Pid, child: Pid, vfork: bool) {
@@ -569,7 +572,7 @@ impl Engine {
             }
             return;
         }
-        self.threads.insert(child, Thread { pid: child, running: false, expect_stop: true });
+        self.threads.insert(child, Thread::new(child, true));
     }
 
     fn on_exec(&mut self, tid: Pid, pid: Pid) {
@@ -577,7 +580,7 @@ impl Engine {
         self.threads.retain(|&t, th| th.pid != pid || t == pid);
         if tid != pid {
             self.threads.remove(&tid);
-            self.threads.insert(pid, Thread { pid, running: false, expect_stop: false });
+            self.threads.insert(pid, Thread::new(pid, false));
         }
         let let_go = self.processes.get(&pid).is_some_and(|p| p.detach_at_exec)
             || !self.config.follow_exec
@@ -601,14 +604,17 @@ impl Engine {
         }
     }
 
-    fn on_stop(&mut self, tid: Pid, sig: i32) {
+    /// A stop for the tool with no signal (`PTRACE_EVENT_STOP`): a new
+    /// thread's first stop, an interrupt of the tool's that a stop of
+    /// world did not wait for, or a thread woken from its job control stop.
+    fn on_trap_stop(&mut self, tid: Pid) {
         let Some(thread) = self.threads.get_mut(&tid) else {
             // A new thread or process whose first stop came before the
             // clone or fork event that announces it.
             let pid = thread_group(tid);
-            self.threads.insert(tid, Thread { pid, running: false, expect_stop: sig != libc::SIGSTOP });
+            self.threads.insert(tid, Thread::new(pid, false));
             if self.processes.contains_key(&pid) {
-                self.resume(tid, if sig == libc::SIGSTOP { 0 } else { sig });
+                self.resume(tid, 0);
             } else {
                 // A forked child: it must not run before its probes are
                 // known (or taken out, if it is not followed).
@@ -617,15 +623,21 @@ impl Engine {
             return;
         };
         thread.running = false;
-        if sig == libc::SIGSTOP && thread.expect_stop {
-            thread.expect_stop = false;
-            let pid = thread.pid;
-            if tid == pid && self.processes.get(&pid).is_some_and(|p| p.detach_at_start) {
-                self.let_go(pid, &HashMap::new());
-                return;
-            }
-            self.resume(tid, 0);
+        thread.listening = false;
+        let first = std::mem::take(&mut thread.expect_stop);
+        let pid = thread.pid;
+        if first && tid == pid && self.processes.get(&pid).is_some_and(|p| p.detach_at_start) {
+            self.let_go(pid, &HashMap::new());
             return;
+        }
+        self.resume(tid, 0);
+    }
+
+    /// A signal for thread `tid`: one of our breakpoints, or the program's
+    /// own signal, delivered.
+    fn on_stop(&mut self, tid: Pid, sig: i32) {
+        if let Some(thread) = self.threads.get_mut(&tid) {
+            thread.running = false;
         }
         if sig == libc::SIGTRAP
             && let Ok(info) = ptrace::signal_info(tid)
@@ -637,16 +649,9 @@ impl Engine {
         if self.debug_signal_stop(tid, sig) {
             return;
         }
-        // A group stop (no signal information) is resumed: the program is
-        // not stopped by job control while measured.
-        let deliver = if ptrace::signal_info(tid).is_ok() { sig } else { 0 };
-        // SIGSTOP is not reported: the engine's own stops end up here, and
-        // the program is not stopped by it while measured anyway.
-        if deliver != 0 && deliver != libc::SIGSTOP {
-            let pid = self.threads.get(&tid).map_or(tid, |t| t.pid);
-            self.notify(Event::Signal { pid, tid, signal: deliver });
-        }
-        self.resume(tid, deliver);
+        let pid = self.threads.get(&tid).map_or(tid, |t| t.pid);
+        self.notify(Event::Signal { pid, tid, signal: sig });
+        self.resume(tid, sig);
     }
 
     fn finish(mut self) -> Outcome {

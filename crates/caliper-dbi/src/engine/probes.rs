@@ -6,11 +6,12 @@ use super::{Engine, SiteList};
 use crate::functions::Mode;
 use crate::image::{Counting, Internal, ProbeState, Stopped};
 use crate::ptrace::{self, Pid};
-use crate::relocate::Unpatchable;
+use crate::relocate::{Increment, Unpatchable};
 
 impl Engine {
     /// Handles an `int3` hit; false if it was not one of ours.
     pub(super) fn on_breakpoint(&mut self, tid: Pid) -> bool {
+        super::signals::debug_panic_point();
         let Some(image_id) = self.image_of(tid) else { return false };
         let Ok(mut regs) = ptrace::registers(tid) else { return false };
         let addr = regs.rip.wrapping_sub(1);
@@ -89,6 +90,44 @@ impl Engine {
         self.arcs.records[arc].trap_hits += 1;
     }
 
+    /// At the first new thread or process, when the counters have a copy
+    /// per processor: every trampoline of the image of thread `tid` (which
+    /// is stopped) rebuilt to count in the running processor's copy, so
+    /// that threads on different processors do not contend for one
+    /// counter. (The old trampolines' increments are locked by then.)
+    pub(super) fn spread_counters(&mut self, tid: Pid) {
+        let increment = self.counters.increment(true);
+        if !matches!(increment, Increment::PerCpu { .. }) {
+            return;
+        }
+        let Some(image_id) = self.threads.get(&tid).and_then(|t| self.processes.get(&t.pid)).map(|p| p.image) else {
+            return;
+        };
+        let stopped = self.stop_world(image_id, tid);
+        let mut deferred = Vec::new();
+        let image = self.images.get_mut(&image_id).expect("live image");
+        let patched: Vec<(u64, usize)> = image
+            .probes
+            .iter()
+            .filter(|(_, p)| matches!(p.state, ProbeState::Patched { .. }))
+            .filter_map(|(&entry, p)| Some((entry, p.function?)))
+            .collect();
+        for (entry, f) in patched {
+            let counting = match (self.sites.get(&(image_id, entry)), self.functions.records[f].slot) {
+                (Some(list), _) => list.counting(),
+                (None, Some(slot)) => Counting::Calls { slot },
+                (None, None) => continue,
+            };
+            let mut thread = Stopped { tid, counters: &self.counters, deferred: &mut deferred };
+            if let Err(e) = image.repatch(entry, &counting, increment, &mut thread) {
+                let name = &self.functions.records[f].name;
+                eprintln!("== CALIPER: cali-run: cannot give {name} per-processor counters: {e}");
+            }
+        }
+        self.resume_world(&stopped);
+        self.redeliver(tid, deferred);
+    }
+
     pub(super) fn redeliver(&self, tid: Pid, deferred: Vec<i32>) {
         let pid = self.threads.get(&tid).map_or(tid, |t| t.pid);
         for sig in deferred {
@@ -135,7 +174,8 @@ impl Engine {
                             Counting::Calls { slot }
                         };
                         let size = self.functions.records[f].size;
-                        image.patch(addr, size, &counting, self.shared, &busy, &mut thread).map(|p| (p, slot))
+                        let increment = self.counters.increment(self.shared);
+                        image.patch(addr, size, &counting, increment, &busy, &mut thread).map(|p| (p, slot))
                     }
                     None => Err(Unpatchable::Unencodable("counter slots exhausted".into())),
                 }

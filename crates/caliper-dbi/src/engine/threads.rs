@@ -2,6 +2,7 @@
 //! while its code changes, resuming, and letting processes go.
 
 use super::{Engine, Exit};
+use crate::image::ProbeState;
 use crate::ptrace::{self, Pid, Status};
 use std::collections::HashMap;
 
@@ -18,24 +19,20 @@ impl Engine {
             })
             .map(|(tid, t)| (*tid, t.pid))
             .collect();
-        for &(tid, pid) in &targets {
-            if ptrace::kill_thread(pid, tid, libc::SIGSTOP).is_ok()
-                && let Some(t) = self.threads.get_mut(&tid)
-            {
-                t.expect_stop = true;
-            }
-        }
+        // An interrupt, not a SIGSTOP: no signal the program could see.
+        let targets: Vec<Pid> =
+            targets.into_iter().filter(|&(tid, _)| ptrace::interrupt(tid).is_ok()).map(|t| t.0).collect();
         let mut stopped = Vec::new();
-        for (tid, _) in targets {
+        for tid in targets {
             let Ok(Some((_, status))) = ptrace::wait(Some(tid)) else { continue };
             if let Some(t) = self.threads.get_mut(&tid) {
                 t.running = false;
-                if status == Status::Stopped(libc::SIGSTOP) && t.expect_stop {
-                    t.expect_stop = false;
+                if status == Status::Event(ptrace::PTRACE_EVENT_STOP) {
                     stopped.push(tid);
                     continue;
                 }
             }
+            // Something else came first (the interrupt's stop follows it).
             self.pending.push_back((tid, status));
         }
         stopped
@@ -71,21 +68,22 @@ impl Engine {
         }
     }
 
-    /// Stops every thread, takes all probes out and detaches.
+    /// Stops every thread, takes all probes out and detaches. Processes in
+    /// a job control stop stay stopped.
     pub(super) fn let_go_all(&mut self) {
         self.take_samples();
-        let tids: Vec<(Pid, Pid)> =
-            self.threads.iter().filter(|(_, t)| t.running).map(|(&tid, t)| (tid, t.pid)).collect();
-        for &(tid, pid) in &tids {
-            let _ = ptrace::kill_thread(pid, tid, libc::SIGSTOP);
+        // The running threads, and those left in a job control stop (which
+        // must be stopped for the tool to detach, and stay in the job's
+        // stop after).
+        let tids: Vec<Pid> =
+            self.threads.iter().filter(|(_, t)| t.running || t.listening).map(|(&tid, _)| tid).collect();
+        for &tid in &tids {
+            let _ = ptrace::interrupt(tid);
         }
         let mut signals = HashMap::new();
-        for &(tid, _) in &tids {
-            // Whatever each reports, it is stopped now; a SIGSTOP of ours
-            // still queued is cancelled by the SIGCONT below.
-            if let Ok(Some((_, Status::Stopped(sig)))) = ptrace::wait(Some(tid))
-                && sig != libc::SIGSTOP
-            {
+        for &tid in &tids {
+            // Whatever each reports, it is stopped now.
+            if let Ok(Some((_, Status::Stopped(sig)))) = ptrace::wait(Some(tid)) {
                 signals.insert(tid, sig);
             }
         }
@@ -95,20 +93,12 @@ impl Engine {
                 signals.insert(tid, sig);
             }
         }
-        // A thread stopped at one of our breakpoints goes back to the
-        // instruction, which is the program's own again after the strip.
-        let trapped: Vec<Pid> = signals.iter().filter(|(_, s)| **s == libc::SIGTRAP).map(|(t, _)| *t).collect();
-        for tid in trapped {
-            let Some(image) =
-                self.threads.get(&tid).and_then(|t| self.processes.get(&t.pid)).and_then(|p| self.images.get(&p.image))
-            else {
-                continue;
-            };
-            if let Ok(mut regs) = ptrace::registers(tid)
-                && image.probes.contains_key(&regs.rip.wrapping_sub(1))
-            {
-                regs.rip -= 1;
-                let _ = ptrace::set_registers(tid, &regs);
+        // A thread stopped at one of our breakpoints (or stopped at one
+        // while the tool handled it) goes back to the instruction, which is
+        // the program's own again after the strip.
+        let all: Vec<Pid> = self.threads.keys().copied().collect();
+        for tid in all {
+            if self.rewind_from_breakpoint(tid) && signals.get(&tid) == Some(&libc::SIGTRAP) {
                 signals.remove(&tid);
             }
         }
@@ -116,15 +106,17 @@ impl Engine {
         for pid in &pids {
             self.let_go(*pid, &signals);
         }
-        for pid in pids {
-            // SAFETY: kill has no memory preconditions.
-            unsafe { libc::kill(pid, libc::SIGCONT) };
-        }
         if !self.attached {
             // The launched program is still our child: its exit code is ours.
             let mut raw = 0;
-            // SAFETY: waitpid writes the status only.
-            if unsafe { libc::waitpid(self.main, &mut raw, 0) } == self.main {
+            let waited = loop {
+                // SAFETY: waitpid writes the status only.
+                let ret = unsafe { libc::waitpid(self.main, &mut raw, 0) };
+                if ret != -1 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+                    break ret;
+                }
+            };
+            if waited == self.main {
                 self.exit = Some(if libc::WIFEXITED(raw) {
                     Exit::Code(libc::WEXITSTATUS(raw))
                 } else {
@@ -132,6 +124,25 @@ impl Engine {
                 });
             }
         }
+    }
+
+    /// Moves stopped thread `tid` back onto the `int3` it has just
+    /// executed, if it did; whether it had.
+    fn rewind_from_breakpoint(&self, tid: Pid) -> bool {
+        let Some(image) =
+            self.threads.get(&tid).and_then(|t| self.processes.get(&t.pid)).and_then(|p| self.images.get(&p.image))
+        else {
+            return false;
+        };
+        let Ok(mut regs) = ptrace::registers(tid) else { return false };
+        let at = regs.rip.wrapping_sub(1);
+        let trapped =
+            image.probes.get(&at).is_some_and(|p| matches!(p.state, ProbeState::Armed | ProbeState::Displaced { .. }));
+        if trapped {
+            regs.rip = at;
+            let _ = ptrace::set_registers(tid, &regs);
+        }
+        trapped
     }
 }
 

@@ -31,6 +31,16 @@ pub fn gcc(dir: &Path, args: &[&str]) {
     assert!(status.success(), "gcc {args:?} failed");
 }
 
+/// Builds the test program `tests/c/NAME.c` with -O2 and `flags` into
+/// `dir/NAME`.
+pub fn build(dir: &Path, name: &str, flags: &[&str]) {
+    let source = source(&format!("{name}.c"));
+    let mut args = vec!["-O2"];
+    args.extend(flags);
+    args.extend(["-o", name, source.to_str().unwrap()]);
+    gcc(dir, &args);
+}
+
 /// The directory holding `counts` (linked with `libshared.so`) and
 /// `libplugin.so`, built once per test binary with -O2.
 pub fn counts_dir() -> &'static Path {
@@ -61,6 +71,13 @@ pub fn counts_dir() -> &'static Path {
     .path()
 }
 
+/// cali-run with `options` on `program args` in `dir`, stdin closed.
+pub fn command_in(dir: &Path, options: &[&str], program: &str, args: &[&str]) -> Command {
+    let mut command = cali_run();
+    command.current_dir(dir).args(options).arg("--").arg(program).args(args).stdin(Stdio::null());
+    command
+}
+
 /// The directory holding cdb's test programs, built once per test binary
 /// with -O2: `debuggee` (without frame pointers), and `limited` with its
 /// `liblimited.so`.
@@ -81,15 +98,19 @@ pub fn debuggee_dir() -> &'static Path {
 
 /// Runs cali-run with `options` on `program args` in `dir`, stdin closed.
 pub fn run_in(dir: &Path, options: &[&str], program: &str, args: &[&str]) -> Output {
-    cali_run()
-        .current_dir(dir)
-        .args(options)
-        .arg("--")
-        .arg(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("cali-run runs")
+    command_in(dir, options, program, args).output().expect("cali-run runs")
+}
+
+/// The records of a `.cali` file, each as (attribute name, value) pairs,
+/// context paths root first.
+pub fn expanded_records(path: &Path) -> Vec<Vec<(String, Variant)>> {
+    let data = std::fs::read(path).expect("result written");
+    let mut db = MetadataDb::new();
+    let records = read_records(&mut db, "result", &data).expect("valid .cali");
+    records
+        .iter()
+        .map(|r| db.expand(r).into_iter().map(|(a, v)| (db.attribute(a).unwrap().name().to_string(), v)).collect())
+        .collect()
 }
 
 /// One function's record of a `.cali` result.
@@ -102,7 +123,8 @@ pub struct Row {
 }
 
 /// The function records of a `.cali` result by (module file name,
-/// function); arc records (those with a `dbi.caller`) are left out.
+/// function); arc records (those with a `dbi.caller`) and call-graph
+/// records (`dbi.callgraph`) are left out.
 pub fn read_result(path: &Path) -> HashMap<(String, String), Row> {
     let data = std::fs::read(path).expect("result written");
     let mut db = MetadataDb::new();
@@ -113,7 +135,7 @@ pub fn read_result(path: &Path) -> HashMap<(String, String), Row> {
     let mut rows = HashMap::new();
     for r in records.iter().filter(|r| r.kind == caliper_data::RecordKind::Ctx) {
         let expanded = db.expand(r);
-        if expanded.iter().any(|(a, _)| db.attribute(*a).unwrap().name() == "dbi.caller") {
+        if expanded.iter().any(|(a, _)| matches!(db.attribute(*a).unwrap().name(), "dbi.caller" | "dbi.callgraph")) {
             continue;
         }
         let (mut module, mut function, mut row) = (String::new(), String::new(), Row::default());

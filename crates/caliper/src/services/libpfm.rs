@@ -11,8 +11,9 @@
 //! `alignment-faults`, `emulation-faults`) work everywhere; hardware events
 //! (`cycles`, `instructions`, `cache-references`, `cache-misses`,
 //! `branches`, `branch-misses`, `bus-cycles`, `ref-cycles`,
-//! `stalled-cycles-frontend`, `stalled-cycles-backend`) where the machine
-//! has a PMU. An event the kernel refuses (no PMU in a virtual machine, or
+//! `stalled-cycles-frontend`, `stalled-cycles-backend`, and raw PMU codes
+//! `r<hex>` as `perf -e` takes them) where the machine has a PMU. An event
+//! the kernel refuses (no PMU in a virtual machine, or
 //! `perf_event_paranoid`) is left out with a one-line message, once.
 //!
 //! With `CALI_LIBPFM_ENABLE_SAMPLING`, every thread also samples its events
@@ -22,8 +23,7 @@
 
 use super::event_sampling::{self, ThreadSampling};
 use super::perf_events::{
-    CounterGroup, EXCLUDE_HV, EXCLUDE_KERNEL, EventCode, Mode, PERF_TYPE_HARDWARE, PERF_TYPE_SOFTWARE,
-    PRECISE_IP_SHIFT, open, why_refused,
+    CounterGroup, EXCLUDE_HV, EXCLUDE_KERNEL, EventCode, Mode, PRECISE_IP_SHIFT, open, why_refused,
 };
 use super::registry::{Created, NotCreated, ServiceSpec, SettingKind, SettingSpec, Setup, Stage};
 use crate::attributes::Attribute;
@@ -78,34 +78,6 @@ pub(super) const SPEC: ServiceSpec = ServiceSpec {
     },
 };
 
-/// The events known by name (the perf tool's names).
-const EVENTS: &[(&str, EventCode)] = &[
-    ("cycles", EventCode { kind: PERF_TYPE_HARDWARE, config: 0 }),
-    ("cpu-cycles", EventCode { kind: PERF_TYPE_HARDWARE, config: 0 }),
-    ("instructions", EventCode { kind: PERF_TYPE_HARDWARE, config: 1 }),
-    ("cache-references", EventCode { kind: PERF_TYPE_HARDWARE, config: 2 }),
-    ("cache-misses", EventCode { kind: PERF_TYPE_HARDWARE, config: 3 }),
-    ("branches", EventCode { kind: PERF_TYPE_HARDWARE, config: 4 }),
-    ("branch-instructions", EventCode { kind: PERF_TYPE_HARDWARE, config: 4 }),
-    ("branch-misses", EventCode { kind: PERF_TYPE_HARDWARE, config: 5 }),
-    ("bus-cycles", EventCode { kind: PERF_TYPE_HARDWARE, config: 6 }),
-    ("stalled-cycles-frontend", EventCode { kind: PERF_TYPE_HARDWARE, config: 7 }),
-    ("stalled-cycles-backend", EventCode { kind: PERF_TYPE_HARDWARE, config: 8 }),
-    ("ref-cycles", EventCode { kind: PERF_TYPE_HARDWARE, config: 9 }),
-    ("cpu-clock", EventCode { kind: PERF_TYPE_SOFTWARE, config: 0 }),
-    ("task-clock", EventCode { kind: PERF_TYPE_SOFTWARE, config: 1 }),
-    ("page-faults", EventCode { kind: PERF_TYPE_SOFTWARE, config: 2 }),
-    ("faults", EventCode { kind: PERF_TYPE_SOFTWARE, config: 2 }),
-    ("context-switches", EventCode { kind: PERF_TYPE_SOFTWARE, config: 3 }),
-    ("cs", EventCode { kind: PERF_TYPE_SOFTWARE, config: 3 }),
-    ("cpu-migrations", EventCode { kind: PERF_TYPE_SOFTWARE, config: 4 }),
-    ("migrations", EventCode { kind: PERF_TYPE_SOFTWARE, config: 4 }),
-    ("minor-faults", EventCode { kind: PERF_TYPE_SOFTWARE, config: 5 }),
-    ("major-faults", EventCode { kind: PERF_TYPE_SOFTWARE, config: 6 }),
-    ("alignment-faults", EventCode { kind: PERF_TYPE_SOFTWARE, config: 7 }),
-    ("emulation-faults", EventCode { kind: PERF_TYPE_SOFTWARE, config: 8 }),
-];
-
 struct Libpfm {
     /// The events counted, with their attributes (those the calling thread
     /// could open when the service was made).
@@ -126,7 +98,7 @@ impl Libpfm {
         let mut events = Vec::new();
         let mut names = Vec::new();
         for name in s.list("events", false) {
-            let Some(&(_, code)) = EVENTS.iter().find(|(n, _)| *n == name) else {
+            let Some(code) = caliper_perf::event(&name) else {
                 log::error(format_args!("libpfm: unknown event \"{name}\"; left out"));
                 continue;
             };

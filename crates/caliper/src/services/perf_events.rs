@@ -3,50 +3,10 @@
 //! calling thread to count in a group or to sample, and a thread's counter
 //! group read with one system call, as counts since the previous read.
 
-use std::os::fd::{FromRawFd, OwnedFd};
+pub(super) use caliper_perf::{EXCLUDE_HV, EXCLUDE_KERNEL, EventCode, PRECISE_IP_SHIFT, why_refused};
+use caliper_perf::{PERF_FORMAT_GROUP, PerfEventAttr};
+use std::os::fd::OwnedFd;
 use std::os::unix::io::AsRawFd;
-
-/// An event: its `perf_event_attr` type and config.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct EventCode {
-    pub(super) kind: u32,
-    pub(super) config: u64,
-}
-
-pub(super) const PERF_TYPE_HARDWARE: u32 = 0;
-pub(super) const PERF_TYPE_SOFTWARE: u32 = 1;
-
-/// `struct perf_event_attr` up to `sample_max_stack` (`PERF_ATTR_SIZE_VER5`).
-#[repr(C)]
-#[derive(Default)]
-struct PerfEventAttr {
-    kind: u32,
-    size: u32,
-    config: u64,
-    sample_period: u64,
-    sample_type: u64,
-    read_format: u64,
-    flags: u64,
-    wakeup_events: u32,
-    bp_type: u32,
-    config1: u64,
-    config2: u64,
-    branch_sample_type: u64,
-    sample_regs_user: u64,
-    sample_stack_user: u32,
-    clockid: i32,
-    sample_regs_intr: u64,
-    aux_watermark: u32,
-    sample_max_stack: u16,
-    reserved: u16,
-}
-
-const PERF_FORMAT_GROUP: u64 = 1 << 3;
-/// `exclude_hv`: the hypervisor's share is never the program's.
-pub(super) const EXCLUDE_HV: u64 = 1 << 6;
-/// `exclude_kernel`, for when the kernel allows user counting only.
-pub(super) const EXCLUDE_KERNEL: u64 = 1 << 5;
-pub(super) const PRECISE_IP_SHIFT: u64 = 15;
 
 /// How an event is opened: counting in a group, or sampling on its own.
 #[derive(Clone, Copy)]
@@ -59,14 +19,7 @@ pub(super) enum Mode {
 
 /// Opens `event` on the calling thread.
 pub(super) fn open(event: EventCode, mode: Mode, flags: u64, config1: u64) -> std::io::Result<OwnedFd> {
-    let mut attr = PerfEventAttr {
-        kind: event.kind,
-        size: std::mem::size_of::<PerfEventAttr>() as u32,
-        config: event.config,
-        flags,
-        config1,
-        ..PerfEventAttr::default()
-    };
+    let mut attr = PerfEventAttr { kind: event.kind, config: event.config, flags, config1, ..PerfEventAttr::default() };
     let group = match mode {
         Mode::Count { group } => {
             attr.read_format = PERF_FORMAT_GROUP;
@@ -79,29 +32,8 @@ pub(super) fn open(event: EventCode, mode: Mode, flags: u64, config1: u64) -> st
             -1
         }
     };
-    // SAFETY: a valid attribute struct; pid 0 and cpu -1 count the
-    // calling thread on any processor.
-    let fd = unsafe { libc::syscall(libc::SYS_perf_event_open, &attr as *const PerfEventAttr, 0, -1, group, 0) };
-    match fd {
-        fd if fd >= 0 => {
-            // SAFETY: a descriptor the kernel just gave, owned here.
-            Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
-        }
-        _ => Err(std::io::Error::last_os_error()),
-    }
-}
-
-/// Why the kernel refused an event, in words.
-pub(super) fn why_refused(event: EventCode, e: &std::io::Error) -> String {
-    match (event.kind, e.raw_os_error()) {
-        (PERF_TYPE_HARDWARE, Some(libc::ENOENT | libc::EOPNOTSUPP | libc::ENODEV)) => {
-            "no hardware performance counters on this machine".to_string()
-        }
-        (_, Some(libc::EACCES | libc::EPERM)) => {
-            format!("not permitted ({e}; see /proc/sys/kernel/perf_event_paranoid)")
-        }
-        _ => e.to_string(),
-    }
+    // pid 0 and cpu -1: the calling thread on any processor.
+    caliper_perf::open(&attr, 0, -1, group, 0)
 }
 
 /// A thread's counter group: the events it could open, and their counts
