@@ -164,15 +164,18 @@ fn executable() -> Option<String> {
 mod tests {
     use super::*;
 
+    /// Its code is its own (no inlined code at its entry, whose address
+    /// would name the inlined function's file).
     #[inline(never)]
-    fn a_function_with_a_known_name() -> u64 {
-        std::hint::black_box(42)
+    fn a_function_with_a_known_name(x: u64) -> u64 {
+        x.wrapping_mul(x) ^ 42
     }
 
     #[test]
     fn an_address_of_this_program_resolves_to_its_function_file_and_module() {
         let mut symbols = Symbolizer::new();
         let address = a_function_with_a_known_name as *const () as u64;
+        assert_eq!(std::hint::black_box(a_function_with_a_known_name)(2), 46);
         let info = symbols.lookup(address);
         let function = info.function.as_deref().unwrap_or_default();
         assert!(function.ends_with("a_function_with_a_known_name"), "{info:?}");
