@@ -539,6 +539,22 @@ fn ld_preload_samples_land_in_the_hot_function() {
     );
 }
 
+/// `runtime-report` of a program that marks no regions: its output and
+/// exit code come through, and the report is an empty tree, without a
+/// word about the columns no record has.
+#[test]
+fn ld_preload_runtime_report_of_an_unannotated_program_is_an_empty_tree() {
+    let (dir, exe) = hotspot("unannotated");
+    let report = dir.join("report.txt");
+    let config = format!("runtime-report,output={}", report.display());
+    let out = preloaded(&exe).env("CALI_CONFIG", config).env_remove("CALI_SERVICES_ENABLE").output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "hotspot done\n");
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+    let text = std::fs::read_to_string(&report).unwrap();
+    assert_eq!(text.trim_end(), "Path", "{text}");
+}
+
 /// `sample-report(callpath)` on the same program: the samples' call stacks
 /// as a tree, `main > outer > inner > leaf` holding nearly all of them.
 #[test]

@@ -378,3 +378,19 @@ fn converts_event_traces_to_timelines() {
         assert!(out.status.success() && out.stdout.first() == Some(&0x0a), "{}", stderr(&out));
     }
 }
+
+/// A tree column no record has is named on stderr, as the reference does;
+/// with no records at all (an empty profile, here every record filtered
+/// out) nothing is said.
+#[test]
+fn a_missing_tree_column_is_named_unless_there_are_no_records() {
+    let query = "select count(),sum(no.such.metric) group by prop:nested format tree";
+    let out = cali_query(&["-q", query, fixture("c-example.event-trace.cali").to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("TreeFormatter: Attribute \"sum#no.such.metric\" not found."), "{}", stderr(&out));
+    let none = query.replace(" group by", " where no.such.attribute group by");
+    let out = cali_query(&["-q", &none, fixture("c-example.event-trace.cali").to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stderr(&out), "");
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("Path"), "{}", String::from_utf8_lossy(&out.stdout));
+}

@@ -164,7 +164,10 @@ impl TreeFormatter {
     fn columns(&self, db: &MetadataDb) -> Vec<(String, String, bool)> {
         let names: Vec<String> = match &self.spec.select {
             Selection::List(list) => {
-                for name in list {
+                // Columns missing from records are worth a word; from an
+                // empty profile (a program that marked no regions) they are
+                // all missing, and the word is noise.
+                for name in list.iter().filter(|_| !self.seen.is_empty()) {
                     if db.attribute_by_name(name).is_none() {
                         eprintln!("cali-query: TreeFormatter: Attribute \"{name}\" not found.");
                     }
