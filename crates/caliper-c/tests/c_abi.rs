@@ -1328,6 +1328,34 @@ fn alloc_stats_count_every_thread_and_a_forked_child() {
     assert!((100..=400).contains(&tally), "at most one block per thread live at once: {stderr}");
 }
 
+/// A program that goes on working after measurement ends
+/// (`tests/c/late_work.c`: `cali_release`, then CPU time): the sampling
+/// services' timers and events stop with the measurement, so no signal
+/// of theirs reaches the program afterwards (a `SIGIO` from a sampling
+/// event still counting once the program's own default action was back
+/// ended it).
+#[test]
+fn ld_preload_sampling_stops_before_the_program_goes_on_after_release() {
+    let dir = scratch("late-work");
+    let exe = dir.join("late_work");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/late_work.c");
+    must(Command::new("gcc").args(["-O1", "-g", "-o"]).arg(&exe).arg(source).arg("-ldl"));
+    let event_sampling = [
+        ("CALI_SERVICES_ENABLE", "libpfm,trace,recorder"),
+        ("CALI_LIBPFM_EVENTS", "task-clock"),
+        ("CALI_LIBPFM_SAMPLE_PERIOD", "1000000"),
+    ];
+    let sampler = [("CALI_SERVICES_ENABLE", "sampler,trace,recorder"), ("CALI_SAMPLER_FREQUENCY", "1000")];
+    let sample_report = [("CALI_CONFIG", "sample-report,output=/dev/null")];
+    for env in [&event_sampling[..], &sampler, &sample_report] {
+        let mut cmd = preloaded(&exe);
+        cmd.env_remove("CALI_SERVICES_ENABLE").env("CALI_RECORDER_FILENAME", dir.join("trace.cali"));
+        let out = cmd.envs(env.iter().copied()).output().unwrap();
+        assert_eq!(out.status.code(), Some(3), "{env:?}: {:?} {}", out.status, String::from_utf8_lossy(&out.stderr));
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "late work done\n", "{env:?}");
+    }
+}
+
 /// `libpfm` event sampling on a program that never calls Caliper,
 /// preloaded: every millisecond of `task-clock` is a sample with the
 /// interrupted instruction (named by symbollookup), the thread, the time

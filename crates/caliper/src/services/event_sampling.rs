@@ -54,6 +54,13 @@ static TARGET: OnceLock<Target> = OnceLock::new();
 static CHANNEL: AtomicU64 = AtomicU64::new(u64::MAX);
 
 static CLAIM: Mutex<Option<SignalClaim>> = Mutex::new(None);
+/// The descriptors of every thread's sampling events, so that [`stop`]
+/// can disable them all before `SIGIO` goes back to the program, whose
+/// default action for it ends the process. A thread closes its own under
+/// this lock, so that a number is never disabled after it was reused.
+static OPEN: Mutex<Vec<libc::c_int>> = Mutex::new(Vec::new());
+/// `PERF_EVENT_IOC_DISABLE`: `_IO('$', 1)`.
+const PERF_EVENT_IOC_DISABLE: libc::c_ulong = 0x2401;
 
 /// A thread's sampling event: its descriptor and ring buffer.
 #[derive(Clone, Copy)]
@@ -126,10 +133,16 @@ pub(super) fn attach(channel: usize) {
     CHANNEL.store(channel as u64, Ordering::Release);
 }
 
-/// Stops sampling: the handler drops what still comes, and `SIGIO` goes
-/// back to the program.
+/// Stops sampling: the handler drops what still comes, every thread's
+/// events stop counting (a signal due after the handler is gone would end
+/// the program), and `SIGIO` goes back to the program (the claim's release
+/// discards signals still pending).
 pub(super) fn stop() {
     CHANNEL.store(u64::MAX, Ordering::Release);
+    for &fd in crate::sync::lock(&OPEN).iter() {
+        // SAFETY: an open sampling event (closed only under the lock).
+        unsafe { libc::ioctl(fd, PERF_EVENT_IOC_DISABLE, 0) };
+    }
     if let Some(claim) = crate::sync::lock(&CLAIM).take() {
         claim.release();
     }
@@ -178,6 +191,7 @@ impl ThreadSampling {
             };
             rings.push(ring);
         }
+        crate::sync::lock(&OPEN).extend(rings.iter().map(|r| r.fd));
         let mut table = [NO_RING; MAX_EVENTS];
         table[..rings.len()].copy_from_slice(&rings);
         RINGS.with(|r| r.set(table));
@@ -195,6 +209,8 @@ impl Drop for ThreadSampling {
             }
         });
         let page = page_size();
+        let mut open = crate::sync::lock(&OPEN);
+        open.retain(|fd| self.rings.iter().all(|mine| mine.fd != *fd));
         for ring in &self.rings {
             // SAFETY: the ring's own mapping and descriptor, released once.
             unsafe {
