@@ -544,27 +544,30 @@ fn ld_preload_samples_land_in_the_hot_function() {
 /// word about the columns no record has.
 #[test]
 fn ld_preload_runtime_report_of_an_unannotated_program_is_an_empty_tree() {
-    let (dir, exe) = hotspot("unannotated");
-    let report = dir.join("report.txt");
-    let config = format!("runtime-report,output={}", report.display());
-    let out = preloaded(&exe).env("CALI_CONFIG", config).env_remove("CALI_SERVICES_ENABLE").output().unwrap();
-    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+    let (out, text) = hotspot_report("unannotated", "runtime-report,output={report}");
     assert_eq!(String::from_utf8_lossy(&out.stdout), "hotspot done\n");
     assert_eq!(String::from_utf8_lossy(&out.stderr), "");
-    let text = std::fs::read_to_string(&report).unwrap();
     assert_eq!(text.trim_end(), "Path", "{text}");
+}
+
+/// Runs the hotspot program (built in scratch directory `name`), preloaded,
+/// under `CALI_CONFIG` `config` with its report in a file (`{report}` in
+/// `config` stands for its path); checks the exit code; returns the
+/// program's output and the report.
+fn hotspot_report(name: &str, config: &str) -> (std::process::Output, String) {
+    let (dir, exe) = hotspot(name);
+    let report = dir.join("report.txt");
+    let config = config.replace("{report}", &report.display().to_string());
+    let out = preloaded(&exe).env("CALI_CONFIG", config).env_remove("CALI_SERVICES_ENABLE").output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+    (out, std::fs::read_to_string(&report).unwrap())
 }
 
 /// `sample-report(callpath)` on the same program: the samples' call stacks
 /// as a tree, `main > outer > inner > leaf` holding nearly all of them.
 #[test]
 fn ld_preload_call_paths_of_the_samples_make_the_tree() {
-    let (dir, exe) = hotspot("callpath");
-    let report = dir.join("report.txt");
-    let config = format!("sample-report(callpath,sample.frequency=1000,output={})", report.display());
-    let out = preloaded(&exe).env("CALI_CONFIG", config).env_remove("CALI_SERVICES_ENABLE").output().unwrap();
-    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
-    let text = std::fs::read_to_string(&report).unwrap();
+    let (_, text) = hotspot_report("callpath", "sample-report(callpath,sample.frequency=1000,output={report})");
     let names: Vec<(usize, &str, u64)> = text
         .lines()
         .skip(1)
