@@ -1,5 +1,7 @@
 //! The formatters and their arguments on the reference's example files.
 
+mod common;
+
 use caliper_data::MetadataDb;
 use caliper_data::cali::CaliReader;
 use caliper_query::spec::Formatter;
@@ -13,13 +15,7 @@ fn run(query: &str, file: &str) -> String {
 
 /// Runs `query` over a `.cali` stream and returns the output text.
 fn run_on(query: &str, name: &str, data: &[u8]) -> String {
-    let spec = parse_query(query).unwrap();
-    let out = SharedOutput::default();
-    let mut processor = QueryProcessor::new(&spec, Formatter::Cali, Box::new(out.clone())).unwrap();
-    let mut db = MetadataDb::new();
-    CaliReader::new(&mut db, name).read(data, |db, r| processor.process(db, r).unwrap()).unwrap();
-    processor.finish(&mut db).unwrap();
-    String::from_utf8(out.contents()).unwrap()
+    String::from_utf8(common::query_output(query, name, data)).unwrap()
 }
 
 const TRACE: &str = "cxx-example.event-trace.cali";

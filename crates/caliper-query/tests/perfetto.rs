@@ -4,11 +4,9 @@
 //! from their descriptors, names through the sequence's interned data,
 //! slices from begin/end pairs on each track.
 
-use caliper_data::MetadataDb;
-use caliper_data::cali::CaliReader;
-use caliper_query::spec::Formatter;
-use caliper_query::{QueryProcessor, parse_query};
-use caliper_testutil::{SharedOutput, fixture};
+mod common;
+
+use caliper_testutil::fixture;
 use perfetto_protos::trace::Trace;
 use perfetto_protos::track_event::track_event::Type;
 use protobuf::Message;
@@ -16,13 +14,7 @@ use std::collections::HashMap;
 
 /// Runs `query` over a `.cali` stream and returns the output bytes.
 fn run_on(query: &str, data: &[u8]) -> Vec<u8> {
-    let spec = parse_query(query).unwrap();
-    let out = SharedOutput::default();
-    let mut processor = QueryProcessor::new(&spec, Formatter::Cali, Box::new(out.clone())).unwrap();
-    let mut db = MetadataDb::new();
-    CaliReader::new(&mut db, "trace").read(data, |db, r| processor.process(db, r).unwrap()).unwrap();
-    processor.finish(&mut db).unwrap();
-    out.contents()
+    common::query_output(query, "trace", data)
 }
 
 /// A slice as the trace processor would show it.

@@ -1,22 +1,14 @@
 //! `format trace-event` against the reference converter's output on the
 //! same event traces.
 
-use caliper_data::MetadataDb;
-use caliper_data::cali::CaliReader;
-use caliper_query::spec::Formatter;
-use caliper_query::{QueryProcessor, parse_query};
-use caliper_testutil::{SharedOutput, fixture};
+mod common;
+
+use caliper_testutil::fixture;
 use serde_json::Value;
 
 /// Runs `query` over a `.cali` stream and returns the output text.
 fn run_on(query: &str, data: &[u8]) -> String {
-    let spec = parse_query(query).unwrap();
-    let out = SharedOutput::default();
-    let mut processor = QueryProcessor::new(&spec, Formatter::Cali, Box::new(out.clone())).unwrap();
-    let mut db = MetadataDb::new();
-    CaliReader::new(&mut db, "trace").read(data, |db, r| processor.process(db, r).unwrap()).unwrap();
-    processor.finish(&mut db).unwrap();
-    String::from_utf8(out.contents()).unwrap()
+    String::from_utf8(common::query_output(query, "trace", data)).unwrap()
 }
 
 fn parse(text: &str) -> Value {
