@@ -190,14 +190,8 @@ impl ChannelThread {
         let parent = stack.node(tree, cache);
         match (kind, parent) {
             (EventKind::Begin, _) => {
-                let i = parent.map_or(0, |p| p as usize);
-                if let Some(m) = self.memo.child(i)
-                    && m.child != 0
-                    && Id::from(m.child_attr) == entry.attr.id()
-                    && m.child_value == entry.value
-                {
-                    stack.expect_push(Id::from(m.child));
-                    return Some(Id::from(m.begin));
+                if let Some(event) = self.begun_last(stack, parent, entry) {
+                    return Some(event);
                 }
                 if let Some(event) = self.recall_begin(stack, entry.attr.id(), entry.value, parent) {
                     return Some(event);
@@ -274,15 +268,9 @@ impl ChannelThread {
         let parent = stack.node(tree, cache);
         if kind == EventKind::Begin {
             let (attr, value) = (entry.attr.id(), entry.value);
-            if let Some(m) = self.memo.child(parent.map_or(0, |p| p as usize))
-                && m.child != 0
-                && Id::from(m.child_attr) == attr
-                && m.child_value == value
+            if self.begun_last(stack, parent, entry).is_none()
+                && self.recall_begin(stack, attr, value, parent).is_none()
             {
-                stack.expect_push(Id::from(m.child));
-                return Some(parent);
-            }
-            if self.recall_begin(stack, attr, value, parent).is_none() {
                 if !triggers(self) {
                     return None;
                 }
@@ -292,6 +280,19 @@ impl ChannelThread {
             return Some(parent);
         }
         triggers(self).then_some(parent)
+    }
+
+    /// The event node of beginning `entry` under `parent` if it is the
+    /// child last begun there (the memo's common case: a loop begins the
+    /// same children again), telling the stack the node its push makes.
+    #[inline(always)]
+    fn begun_last(&self, stack: &mut Stack, parent: Option<Id>, entry: StackEntry) -> Option<Id> {
+        let m = self.memo.child(parent.map_or(0, |p| p as usize))?;
+        let known = m.child != 0 && Id::from(m.child_attr) == entry.attr.id() && m.child_value == entry.value;
+        known.then(|| {
+            stack.expect_push(Id::from(m.child));
+            Id::from(m.begin)
+        })
     }
 
     /// The event node of beginning `attr = value` under `parent` when it is
