@@ -167,8 +167,8 @@ impl TreeFormatter {
                 // Columns missing from records are worth a word; from an
                 // empty profile (a program that marked no regions) they are
                 // all missing, and the word is noise.
-                for name in list.iter().filter(|_| !self.seen.is_empty()) {
-                    if db.attribute_by_name(name).is_none() {
+                if !self.seen.is_empty() {
+                    for name in list.iter().filter(|name| db.attribute_by_name(name).is_none()) {
                         eprintln!("cali-query: TreeFormatter: Attribute \"{name}\" not found.");
                     }
                 }
