@@ -149,6 +149,7 @@ fn recv_piece(comm: *const c_void, from: usize, piece: &mut [u8]) -> Result<(), 
 
 /// Runs a call into the runtime; a panic there stops at the wrapper and
 /// never reaches the program's MPI call.
+#[inline(always)]
 pub(crate) fn guarded(f: impl FnOnce()) {
     let _ = catch_unwind(AssertUnwindSafe(f));
 }
@@ -159,7 +160,7 @@ pub(crate) fn guarded(f: impl FnOnce()) {
 pub(crate) fn enter(index: usize) -> bool {
     let on = ENABLED[index].load(Ordering::Relaxed);
     if on {
-        guarded(|| runtime::mpi::begin_function(index));
+        guarded(|| runtime::mpi_functions::begin(index));
     }
     on
 }
@@ -168,7 +169,7 @@ pub(crate) fn enter(index: usize) -> bool {
 #[inline]
 pub(crate) fn leave(entered: bool) {
     if entered {
-        guarded(runtime::mpi::end_function);
+        guarded(runtime::mpi_functions::end);
     }
 }
 

@@ -149,7 +149,7 @@ pub(crate) trait Host: Runtime {
     fn thread_slots(&self) -> Vec<Arc<ThreadSlot>>;
 }
 
-use memo::{BeginCache, Memo};
+use memo::{BeginCache, ChildMemo, Memo};
 pub use thread_state::{ChannelThread, EventAttributes};
 use thread_state::{CounterReading, UNMARKED, read_counters};
 

@@ -37,6 +37,7 @@ pub mod interpose;
 pub mod log;
 pub mod mpi;
 pub mod mpi_finalize;
+pub mod mpi_functions;
 pub mod mpi_messages;
 pub mod mpi_pattern;
 pub mod query_report;

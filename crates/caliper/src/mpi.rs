@@ -4,9 +4,9 @@
 //! runtime's `mpi`, `mpireport` and `mpiflush` services and the configs'
 //! cross-rank reports work through it:
 //!
-//! * the wrapped MPI functions call [`begin_function`] and [`end_function`]
-//!   around the real call (an `mpi.function` region), when the `mpi`
-//!   service enabled them;
+//! * the wrapped MPI functions call `mpi_functions::begin` and
+//!   `mpi_functions::end` around the real call (an `mpi.function` region
+//!   made here), when the `mpi` service enabled them;
 //! * `MPI_Init` calls [`on_init`] (`mpi.rank`, `mpi.world.size`), and
 //!   `MPI_Finalize` calls `mpi_finalize::on_finalize` before the real one
 //!   (the `mpiflush` channels and `CALI_CONFIG`'s configs write their
@@ -56,7 +56,7 @@ pub enum Message {
 /// A process's MPI binding, as the runtime uses it.
 pub trait MpiLayer: Sync {
     /// The MPI functions the binding wraps; an index into this list names
-    /// a function in [`MpiLayer::set_enabled`] and [`begin_function`].
+    /// a function in [`MpiLayer::set_enabled`] and `mpi_functions::begin`.
     fn functions(&self) -> &'static [&'static str];
     /// Makes the wrapper of function `index` annotate its calls, or not.
     fn set_enabled(&self, index: usize, on: bool);
@@ -84,7 +84,6 @@ pub fn layer() -> Option<&'static dyn MpiLayer> {
 /// The `mpi.function` attribute and one interned value per wrapped
 /// function, made when the first `mpi` service is.
 struct Functions {
-    runtime: GlobalRuntime,
     attr: Attribute,
     names: Vec<ValueKey>,
 }
@@ -105,28 +104,22 @@ pub(crate) fn prepare_functions(cali: &dyn Runtime, names: &[&str]) {
         let subscription = cali.find_attribute("subscription_event").map(|a| (a.id(), Variant::Bool(true)));
         let meta: Vec<_> = subscription.into_iter().collect();
         let attr = cali.create_attribute("mpi.function", AttrType::String, Properties::NESTED, &meta);
-        Functions { runtime: cali.global(), attr, names: names.iter().map(|n| ValueKey::string(n)).collect() }
+        Functions { attr, names: names.iter().map(|n| ValueKey::string(n)).collect() }
     });
 }
 
-/// Begins the `mpi.function` region of wrapped function `index`.
+/// The `mpi.function` attribute and the value of wrapped function `index`,
+/// once an `mpi` service has made them (see `mpi_functions`).
 #[inline]
-pub fn begin_function(index: usize) {
-    if let Some(f) = FUNCTIONS.get()
-        && let (Some(cali), Some(&name)) = ((f.runtime)(), f.names.get(index))
-    {
-        cali.begin(f.attr, name);
-    }
+pub(crate) fn function_region(index: usize) -> Option<(Attribute, ValueKey)> {
+    let f = FUNCTIONS.get()?;
+    Some((f.attr, *f.names.get(index)?))
 }
 
-/// Ends the innermost `mpi.function` region (begun by [`begin_function`]).
+/// The `mpi.function` attribute, once made.
 #[inline]
-pub fn end_function() {
-    if let Some(f) = FUNCTIONS.get()
-        && let Some(cali) = (f.runtime)()
-    {
-        cali.end(f.attr);
-    }
+pub(crate) fn function_attribute() -> Option<Attribute> {
+    FUNCTIONS.get().map(|f| f.attr)
 }
 
 /// The runtime, once an `mpi` service has been made.

@@ -234,6 +234,10 @@ pub struct RegionSnapshot<'a> {
     /// The process context's as-value entries (e.g. `mpi.rank`); most
     /// processes have none.
     pub values: &'a [(Id, ValueKey)],
+    /// The version of the process context `values` are from (from 1 on):
+    /// snapshots of one version have the same values, so that a service
+    /// may look at them once.
+    pub values_version: u64,
     /// The event node; in a channel without snapshot info, the region
     /// stack's node before the update, none for a begin on an empty
     /// stack (the snapshot then has the context only).

@@ -38,7 +38,17 @@ const LAYERS: &[&[&str]] = &[
     &["channel"],
     &["services"],
     &["runtime"],
-    &["alloc", "api", "configmgr", "mpi_finalize", "mpi_messages", "query_report", "region_profile", "task"],
+    &[
+        "alloc",
+        "api",
+        "configmgr",
+        "mpi_finalize",
+        "mpi_functions",
+        "mpi_messages",
+        "query_report",
+        "region_profile",
+        "task",
+    ],
 ];
 
 fn layer_of(module: &str) -> Option<usize> {

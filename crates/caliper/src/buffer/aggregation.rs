@@ -221,6 +221,10 @@ pub struct AggThread {
     kind: Sparse<u32>,
     /// The attribute of each metric slot.
     metrics: Vec<Id>,
+    /// The version of the process's values (see
+    /// [`RegionSnapshot::values_version`]) last found to hold no key or
+    /// metric: an MPI rank's `mpi.rank` is checked once, not per snapshot.
+    plain_values: u64,
 }
 
 /// An entry's key and its number of snapshots: what every entry has
@@ -242,6 +246,9 @@ static NO_ENTRIES: [u32; PAGE] = [0; PAGE];
 
 /// The slot of a value that is not a metric: past the end of any row.
 const NO_SLOT: usize = usize::MAX;
+
+/// No version of the process's values (they count from 1).
+const NO_VERSION: u64 = 0;
 
 impl AggThread {
     /// A new thread's aggregation, keyed also by the values of the
@@ -265,6 +272,7 @@ impl AggThread {
             measured_slots: Box::default(),
             kind: Sparse::new(&NO_ENTRIES),
             metrics: Vec::new(),
+            plain_values: NO_VERSION,
         }
     }
 
@@ -482,6 +490,18 @@ impl AggThread {
         e as usize
     }
 
+    /// Whether a region snapshot's process values are all neither keys nor
+    /// metrics; remembered for their version if so.
+    #[cold]
+    #[inline(never)]
+    fn plain(&mut self, cali: &dyn Runtime, region: &RegionSnapshot<'_>) -> bool {
+        let plain = region.values.iter().all(|&(a, _)| self.kind_of(cali, a) == PLAIN);
+        if plain {
+            self.plain_values = region.values_version;
+        }
+        plain
+    }
+
     /// [`ThreadService::process_region`] of a snapshot whose key is not one
     /// to three nodes, as any snapshot. Out of line, and given the snapshot by
     /// value, so that the common case keeps its parts in registers.
@@ -627,7 +647,7 @@ impl ThreadService for AggThread {
     fn process_region(&mut self, cali: &dyn Runtime, region: &RegionSnapshot<'_>, scratch: &mut Snapshot) {
         // The process's values (e.g. `mpi.rank`) count only as keys or
         // metrics, which the generic way handles.
-        if !region.values.is_empty() && region.values.iter().any(|&(a, _)| self.kind_of(cali, a) != PLAIN) {
+        if !region.values.is_empty() && region.values_version != self.plain_values && !self.plain(cali, region) {
             return self.process_other_region(cali, *region, scratch);
         }
         let e = match (self.key_names.is_empty(), region.context, region.event) {

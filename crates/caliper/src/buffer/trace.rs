@@ -637,6 +637,7 @@ mod tests {
             let region = RegionSnapshot {
                 context: &context[..(i % 3) as usize % 2],
                 values: &[],
+                values_version: 1,
                 event: Some(300 + i),
                 count: (i % 2 == 1).then_some(22),
                 time: (i != 4).then_some(time),

@@ -62,15 +62,16 @@ impl Channel {
         if !attr.on_thread_regions() || kind == EventKind::Set {
             return false;
         }
-        // The thread state first: a thread's first use of the channel may
-        // add to its context (e.g. the pthread service's thread ids).
-        let ct = self.thread_state(cali, &mut t.channels, &mut t.blackboard);
-        if !t.blackboard.values.is_empty() {
-            return false;
-        }
         cali.refresh_process_entries(&mut t.process_entries, &mut t.process_version);
         if !VALUED && !t.process_entries.values().is_empty() {
             return self.valued_fused_update::<MEASURED, H>(cali, t, kind, attr, value);
+        }
+        // The thread state before the thread's context: a thread's first
+        // use of the channel may add to it (e.g. the pthread service's
+        // thread ids).
+        let ct = self.thread_state(cali, &mut t.channels, &mut t.blackboard);
+        if !t.blackboard.values.is_empty() {
+            return false;
         }
         let unaligned = match t.blackboard.unaligned.is_empty() {
             true => None,
@@ -113,6 +114,7 @@ impl Channel {
         let region = RegionSnapshot {
             context,
             values: if VALUED { t.process_entries.values() } else { &[] },
+            values_version: t.process_version,
             event,
             count: (kind == EventKind::End).then_some(self.region_count.id()),
             time: ct.timer.as_mut().map(Stamps::stamp),

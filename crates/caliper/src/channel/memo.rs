@@ -1,9 +1,9 @@
 //! What a thread remembers of the context tree in a channel, so that the
 //! snapshot of a region begin or end finds its nodes without hashing into
-//! the tree: per region-stack node, its end event and its last child
-//! ([`Memo`]); and, for programs that alternate between siblings (a
-//! loop calling `a`, then `b`, then `c`), the begins seen recently
-//! ([`BeginCache`]).
+//! the tree: per region-stack node, its end event, its last child, and the
+//! sibling begun after it ended ([`Memo`]: a loop calling `a`, then `b`,
+//! then `c` finds each begin from the end before it); and the begins seen
+//! recently ([`BeginCache`]).
 //!
 //! Node and attribute ids fit in 32 bits (the context tree holds at most
 //! 2^24 nodes), which keeps the tables small; 0 stands for "not known"
@@ -14,47 +14,69 @@ use crate::value::ValueKey;
 use caliper_data::node::Id;
 
 /// What a thread remembers of the region-stack nodes, by node id (the
-/// empty stack at 0). Two tables: every node ended has an end event, but
-/// only nodes with children have a last child, and ids are dense (a
-/// region's node, then its event nodes), so one table of both cost the
+/// empty stack at 0). Separate tables: every node ended has an end event,
+/// but only nodes with children have a last child, and ids are dense (a
+/// region's node, then its event nodes), so one table of all cost the
 /// child's 32 bytes for every node id of a program with many regions.
 pub(super) struct Memo {
-    /// The event node of ending each node's innermost entry (0: unknown).
+    /// The node of the snapshot of ending each node's innermost entry
+    /// (its event node; the node itself in a channel without snapshot
+    /// info), 0: unknown.
     ends: Sparse<u32>,
+    /// Per node, the child last begun under it.
     children: Sparse<ChildMemo>,
+    /// Per node, the sibling begun after it last ended: the next region of
+    /// a loop body, which the last child (the body's first region) is not.
+    next: Sparse<ChildMemo>,
+    /// The node the thread's last update in the channel ended (0: the last
+    /// update was a begin), whose `next` predicts a begin.
+    last_ended: u32,
 }
 
-/// The child last begun under a node, with the attribute and value of its
-/// entry and the event node of beginning it. Loops begin the same children
-/// again and again, usually in the same order.
+/// A begin: the child of `parent` with the entry `child_attr =
+/// child_value`, and the event node of beginning it. Loops begin the same
+/// children again and again, usually in the same order.
 #[derive(Copy, Clone)]
 pub(super) struct ChildMemo {
+    pub parent: u32,
     pub child: u32,
     pub child_attr: u32,
     pub begin: u32,
     pub child_value: ValueKey,
 }
 
+impl ChildMemo {
+    /// The child and event node of beginning `attr = value` under
+    /// `parent`, if this is that begin.
+    #[inline(always)]
+    pub fn of(&self, parent: Id, attr: Id, value: ValueKey) -> Option<(Id, Id)> {
+        let known = self.child != 0
+            && Id::from(self.parent) == parent
+            && Id::from(self.child_attr) == attr
+            && self.child_value == value;
+        known.then(|| (Id::from(self.child), Id::from(self.begin)))
+    }
+}
+
 /// Pages of unknown nodes (see [`Sparse`]).
 static NO_ENDS: [u32; PAGE] = [0; PAGE];
 static NO_CHILDREN: [ChildMemo; PAGE] =
-    [ChildMemo { child: 0, child_attr: 0, begin: 0, child_value: ValueKey::uint(0) }; PAGE];
+    [ChildMemo { parent: 0, child: 0, child_attr: 0, begin: 0, child_value: ValueKey::uint(0) }; PAGE];
 
 impl Memo {
     pub const fn new() -> Memo {
-        Memo { ends: Sparse::new(&NO_ENDS), children: Sparse::new(&NO_CHILDREN) }
+        Memo {
+            ends: Sparse::new(&NO_ENDS),
+            children: Sparse::new(&NO_CHILDREN),
+            next: Sparse::new(&NO_CHILDREN),
+            last_ended: 0,
+        }
     }
 
     /// The end event of node `i` (0: unknown).
     #[inline(always)]
     pub fn end(&self, i: usize) -> u32 {
         self.ends.get(i).copied().unwrap_or(0)
-    }
-
-    /// The last child of node `i` (`child` 0: none).
-    #[inline(always)]
-    pub fn child(&self, i: usize) -> Option<&ChildMemo> {
-        self.children.get(i)
     }
 
     /// Remembers the end event of node `i`, if its id fits 32 bits.
@@ -64,10 +86,38 @@ impl Memo {
         }
     }
 
-    /// The last child of node `i` to write, if its id fits 32 bits.
-    pub fn child_mut(&mut self, i: usize) -> Option<&mut ChildMemo> {
-        u32::try_from(i).ok()?;
-        Some(self.children.get_mut(i))
+    /// Notes that the thread ended node `node`: a begin that follows is
+    /// predicted by what followed it last time.
+    #[inline(always)]
+    pub fn ended(&mut self, node: Id) {
+        self.last_ended = u32::try_from(node).unwrap_or(0);
+    }
+
+    /// The predicted begin under `parent`: the one that followed the node
+    /// just ended, or else `parent`'s last child. Check it with
+    /// [`ChildMemo::of`].
+    #[inline(always)]
+    pub fn predicted(&self, parent: Id) -> Option<&ChildMemo> {
+        match self.last_ended {
+            0 => self.children.get(parent as usize),
+            ended => self.next.get(ended as usize),
+        }
+    }
+
+    /// Notes a begin that [`Memo::predicted`] foresaw.
+    #[inline(always)]
+    pub fn foreseen(&mut self) {
+        self.last_ended = 0;
+    }
+
+    /// Remembers a begin it did not foresee: as `parent`'s last child and
+    /// as what follows the node just ended.
+    pub fn begun(&mut self, begin: ChildMemo) {
+        let ended = std::mem::take(&mut self.last_ended);
+        if ended != 0 {
+            *self.next.get_mut(ended as usize) = begin;
+        }
+        *self.children.get_mut(begin.parent as usize) = begin;
     }
 }
 
@@ -134,12 +184,33 @@ mod tests {
         assert_eq!(memo.end(5), 0);
         memo.set_end(5, 9);
         assert_eq!(memo.end(5), 9);
-        assert!(memo.child(5).is_none_or(|c| c.child == 0), "an end makes no child");
-        if let Some(c) = memo.child_mut(5) {
-            (c.child, c.child_attr, c.begin) = (6, 7, 8);
-        }
-        assert_eq!(memo.child(5).map(|c| c.child), Some(6));
+        let value = ValueKey::uint(1);
+        assert!(memo.predicted(5).is_none_or(|c| c.of(5, 7, value).is_none()), "an end makes no child");
+        memo.begun(ChildMemo { parent: 5, child: 6, child_attr: 7, begin: 8, child_value: value });
+        assert_eq!(memo.predicted(5).and_then(|c| c.of(5, 7, value)), Some((6, 8)));
         assert_eq!(memo.end(5), 9);
+    }
+
+    #[test]
+    fn a_begin_after_an_end_is_predicted_by_the_node_ended() {
+        let mut memo = Memo::new();
+        let (a, b) = (ValueKey::uint(1), ValueKey::uint(2));
+        let begin = |child, value| ChildMemo { parent: 5, child, child_attr: 7, begin: child + 1, child_value: value };
+        // Under node 5: begin a (node 10), end it, begin b (node 20).
+        memo.begun(begin(10, a));
+        memo.ended(10);
+        memo.begun(begin(20, b));
+        memo.ended(20);
+        // Next round: the last child is b, and nothing followed b yet.
+        assert!(memo.predicted(5).and_then(|c| c.of(5, 7, a)).is_none(), "nothing followed 20 yet");
+        memo.begun(begin(10, a));
+        memo.ended(10);
+        assert_eq!(memo.predicted(5).and_then(|c| c.of(5, 7, b)), Some((20, 21)), "b follows a");
+        memo.foreseen();
+        memo.ended(20);
+        assert_eq!(memo.predicted(5).and_then(|c| c.of(5, 7, a)), Some((10, 11)), "a follows b");
+        // The prediction holds for its parent only.
+        assert!(memo.predicted(6).and_then(|c| c.of(6, 7, a)).is_none());
     }
 
     #[test]

@@ -201,13 +201,16 @@ impl ChannelThread {
             }
             // An entry ended is innermost, as a region always is: its event
             // node is remembered with the stack's node.
-            (EventKind::End, Some(node)) if on_top => match self.memo.end(node as usize) {
-                end if end != 0 => Some(Id::from(end)),
-                _ => {
-                    let info = info(self)?.id();
-                    Some(self.remember_end(tree, cache, node, info, entry.value))
+            (EventKind::End, Some(node)) if on_top => {
+                self.memo.ended(node);
+                match self.memo.end(node as usize) {
+                    end if end != 0 => Some(Id::from(end)),
+                    _ => {
+                        let info = info(self)?.id();
+                        Some(self.remember_end(tree, cache, node, info, entry.value))
+                    }
                 }
-            },
+            }
             _ => Some(Self::other_event_node(tree, cache, parent, info(self)?.id(), entry.value)),
         }
     }
@@ -279,20 +282,30 @@ impl ChannelThread {
             }
             return Some(parent);
         }
-        triggers(self).then_some(parent)
+        // An end: its snapshot's node is the node ended, remembered as its
+        // end once it is known to trigger snapshots.
+        let Some(node) = parent else { return triggers(self).then_some(parent) };
+        self.memo.ended(node);
+        if Id::from(self.memo.end(node as usize)) != node {
+            if !triggers(self) {
+                return None;
+            }
+            self.memo.set_end(node as usize, u32::try_from(node).unwrap_or(0));
+        }
+        Some(parent)
     }
 
-    /// The event node of beginning `entry` under `parent` if it is the
-    /// child last begun there (the memo's common case: a loop begins the
-    /// same children again), telling the stack the node its push makes.
+    /// The event node of beginning `entry` under `parent` if the memo
+    /// predicts it (the common case: a loop begins the same children again,
+    /// in the same order), telling the stack the node its push makes.
     #[inline(always)]
-    fn begun_last(&self, stack: &mut Stack, parent: Option<Id>, entry: StackEntry) -> Option<Id> {
-        let m = self.memo.child(parent.map_or(0, |p| p as usize))?;
-        let known = m.child != 0 && Id::from(m.child_attr) == entry.attr.id() && m.child_value == entry.value;
-        known.then(|| {
-            stack.expect_push(Id::from(m.child));
-            Id::from(m.begin)
-        })
+    fn begun_last(&mut self, stack: &mut Stack, parent: Option<Id>, entry: StackEntry) -> Option<Id> {
+        let parent = parent.unwrap_or(0);
+        let m = self.memo.predicted(parent)?;
+        let (child, event) = m.of(parent, entry.attr.id(), entry.value)?;
+        self.memo.foreseen();
+        stack.expect_push(child);
+        Some(event)
     }
 
     /// The event node of beginning `attr = value` under `parent` when it is
@@ -346,8 +359,9 @@ impl ChannelThread {
     }
 
     /// Makes the begin of `attr = value` under `parent` (0: the empty
-    /// stack), which makes node `child` with event node `event`, the child
-    /// last begun there, and tells the stack the node its push makes.
+    /// stack), which makes node `child` with event node `event`, what the
+    /// memo predicts next time, and tells the stack the node its push
+    /// makes.
     pub(super) fn begun(
         &mut self,
         stack: &mut Stack,
@@ -357,10 +371,8 @@ impl ChannelThread {
         (child, event): (Id, Id),
     ) {
         stack.expect_push(child);
-        if let (Ok(c), Ok(e), Some(m)) =
-            (u32::try_from(child), u32::try_from(event), self.memo.child_mut(parent as usize))
-        {
-            (m.child, m.child_attr, m.begin, m.child_value) = (c, attr, e, value);
+        if let (Ok(child), Ok(begin)) = (u32::try_from(child), u32::try_from(event)) {
+            self.memo.begun(ChildMemo { parent, child, child_attr: attr, begin, child_value: value });
         }
     }
 }
