@@ -6,15 +6,24 @@
 mod common;
 
 use std::io::{BufRead, BufReader, Read};
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, ChildStdout, Stdio};
 use std::time::{Duration, Instant};
 
 /// Starts cali-run with `options` on `program args` in `dir`, its output
-/// piped; the tool and the first line the program printed.
+/// piped, in a process group of its own as a shell starts a job; the tool
+/// and the first line the program printed. (The test binary's group is
+/// orphaned when the tests run in a session of their own, as under
+/// `setsid`, and the kernel discards SIGTSTP in an orphaned group: the
+/// program would not stop, with or without the tool.)
 fn start(dir: &Path, options: &[&str], program: &str, args: &[&str]) -> (Child, BufReader<ChildStdout>, String) {
-    let mut tool =
-        common::command_in(dir, options, program, args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut tool = common::command_in(dir, options, program, args)
+        .process_group(0)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     let mut out = BufReader::new(tool.stdout.take().unwrap());
     let mut line = String::new();
     out.read_line(&mut line).unwrap();
