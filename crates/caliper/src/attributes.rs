@@ -217,9 +217,11 @@ impl Registry {
         let id = tree.get_child(NAME_ATTR_ID, Variant::string(name), Some(prop_node));
         let attr = Attribute::new(id, ty, props);
         let text = Text::new(name);
-        by_name.insert(text.clone(), attr);
-        drop(by_name);
-        sync::write(&self.by_id).insert(id, AttributeInfo { attr, name: text, metadata: metadata.to_vec() });
+        // The information first, under the name's lock: a thread that finds
+        // the attribute by name must find its information too (an update
+        // of an attribute without it takes no snapshot).
+        sync::write(&self.by_id).insert(id, AttributeInfo { attr, name: text.clone(), metadata: metadata.to_vec() });
+        by_name.insert(text, attr);
         (attr, true)
     }
 }
@@ -252,6 +254,42 @@ mod tests {
         let tree = ContextTree::new();
         let reg = Registry::new(&tree, presets, scope);
         (tree, reg)
+    }
+
+    /// An attribute another thread can find by name has its information
+    /// (the runtime's event marking looks it up by id): the registry
+    /// publishes both at once. Readers race the creators of many
+    /// attributes; a creator preempted between the two (the case that lost
+    /// snapshots) shows here as a name found without information.
+    #[test]
+    fn an_attribute_found_by_name_has_its_information() {
+        let (tree, reg) = registry("", Properties::SCOPE_THREAD);
+        let names: Vec<String> = (0..4000).map(|i| format!("racing.{i}")).collect();
+        let found_without_info = std::sync::atomic::AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            let (reg, tree) = (&reg, &tree);
+            for half in names.chunks(names.len() / 2) {
+                s.spawn(move || {
+                    for name in half {
+                        reg.create(tree, name, AttrType::Int, Properties::DEFAULT, &[]);
+                    }
+                });
+            }
+            for _ in 0..2 {
+                s.spawn(|| {
+                    for _ in 0..20 {
+                        for name in &names {
+                            if let Some(attr) = reg.find(name)
+                                && reg.info(attr.id()).is_none()
+                            {
+                                found_without_info.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        assert_eq!(found_without_info.into_inner(), 0);
     }
 
     #[test]
