@@ -144,6 +144,28 @@ impl Stack {
         self.entries.push(entry);
     }
 
+    /// The node of the whole stack if it is materialized (`Some(None)`:
+    /// the stack is empty), without a lookup.
+    #[inline(always)]
+    pub fn materialized_node(&self) -> Option<Option<Id>> {
+        (self.nodes.len() == self.entries.len()).then(|| self.nodes.last().copied())
+    }
+
+    /// Pushes `entry`, whose node is `node`, onto a materialized stack (see
+    /// [`Stack::materialized_node`]), which stays so.
+    #[inline(always)]
+    pub fn push_materialized(&mut self, entry: StackEntry, node: Id) {
+        self.pending = INV_ID;
+        self.entries.push(entry);
+        self.nodes.push(node);
+    }
+
+    /// Pops the innermost entry.
+    #[inline(always)]
+    pub fn pop(&mut self) {
+        self.truncate(self.entries.len().saturating_sub(1));
+    }
+
     #[inline]
     fn truncate(&mut self, len: usize) {
         self.pending = INV_ID;

@@ -129,6 +129,7 @@ macro_rules! context_of {
 }
 
 mod captures;
+mod express;
 mod fused;
 mod generic;
 mod memo;
@@ -656,6 +657,85 @@ mod tests {
                     .sum();
                 assert_eq!(total, 21, "{services}");
             }
+        }
+    }
+
+    /// The express path takes the snapshots the fused path takes: a channel
+    /// that is the only one updates concern (express) gathers the records
+    /// of one beside another channel (fused), over updates that take either
+    /// path (first begins, as-value and unaligned context), and refuses a
+    /// process context its aggregation keys by value.
+    #[test]
+    fn express_and_fused_snapshots_agree() {
+        if !alone("express_and_fused_snapshots_agree") {
+            return;
+        }
+        let cali = Caliper::instance().expect("runtime");
+        let attr = |name: &str, ty, props| cali.create_attribute(name, ty, props, &[]);
+        let region = attr("test.express.region", AttrType::String, Properties::NESTED);
+        let iteration = attr("test.express.iteration", AttrType::Int, Properties::ASVALUE);
+        let unaligned = attr("test.express.unaligned", AttrType::String, Properties::UNALIGNED);
+        let rank = attr("test.express.rank", AttrType::Int, Properties::ASVALUE | Properties::SCOPE_PROCESS);
+        let s = ValueKey::string;
+        let open = |name: String, services: &str, key: &str| {
+            let config = RuntimeConfig::from_pairs(
+                [
+                    ("CALI_SERVICES_ENABLE", services),
+                    ("CALI_EVENT_ENABLE_SNAPSHOT_INFO", "false"),
+                    ("CALI_AGGREGATE_KEY", key),
+                    ("CALI_CHANNEL_FLUSH_ON_EXIT", "false"),
+                    ("CALI_CHANNEL_CONFIG_CHECK", "false"),
+                ],
+                false,
+            );
+            let channel = cali.create_channel(&name, config);
+            cali.set_channel_active(&channel, true);
+            channel
+        };
+        // The records of one run of the updates in a channel of the
+        // config, beside another channel or alone, and the updates taken
+        // on the express path.
+        let run = |name: &str, key: &str, beside: bool| {
+            let channel = open(format!("test.express.{name}"), "aggregate,event", key);
+            let other = beside.then(|| open(format!("test.express.{name}.beside"), "event,trace", ""));
+            let (taken, errors) = (express::TAKEN.load(Ordering::Relaxed), cali.stack_errors());
+            for i in 0..4 {
+                cali.begin(region, s("a"));
+                for name in ["b", "c", "b"] {
+                    cali.begin(region, s(name));
+                    cali.end(region, None);
+                }
+                cali.set(iteration, ValueKey::int(i));
+                cali.begin(region, s("d"));
+                cali.end(region, None);
+                cali.end(iteration, None);
+                cali.begin(unaligned, s("u"));
+                cali.begin(region, s("e"));
+                cali.end(region, None);
+                cali.end(unaligned, None);
+                cali.end(region, None);
+            }
+            assert_eq!(cali.stack_errors(), errors, "{name}");
+            let taken = express::TAKEN.load(Ordering::Relaxed) - taken;
+            let mut records = Vec::new();
+            for channel in [Some(&channel), other.as_ref()].into_iter().flatten() {
+                cali.set_channel_active(channel, false);
+            }
+            cali.flush(&channel, &mut |r| records.push(r.clone()));
+            (records, taken)
+        };
+        for (ranked, key) in [(false, ""), (true, ""), (true, "test.express.rank")] {
+            if ranked {
+                cali.set(rank, ValueKey::int(3));
+            }
+            let name = format!("{ranked}.{key}");
+            let (express, taken) = run(&format!("{name}.alone"), key, false);
+            let (fused, none) = run(&format!("{name}.beside"), key, true);
+            assert_eq!(none, 0, "{name}: beside another channel");
+            // Keyed by the process's value: the general path only.
+            assert_eq!(taken > 0, key.is_empty(), "{name}: {taken} express updates");
+            assert!(express.len() > 5, "{name}: {} records", express.len());
+            assert_eq!(express, fused, "{name}");
         }
     }
 

@@ -12,7 +12,7 @@ mod orders;
 
 use crate::log;
 use crate::service::{Runtime, ThreadService};
-use crate::snapshot::{RegionAttributes, RegionSnapshot, Snapshot};
+use crate::snapshot::{RegionAttributes, RegionSnapshot, Snapshot, Time};
 use crate::sparse::{PAGE, Sparse};
 use crate::value::ValueKey;
 use caliper_data::hash::FxHashMap;
@@ -490,16 +490,66 @@ impl AggThread {
         e as usize
     }
 
-    /// Whether a region snapshot's process values are all neither keys nor
-    /// metrics; remembered for their version if so.
+    /// Whether region snapshots carrying the process values `values` (of
+    /// version `version`, see [`RegionSnapshot::values_version`]) are keyed
+    /// by their nodes alone: the channel aggregates by no key attribute,
+    /// and the values are neither keys nor metrics (which the generic way
+    /// handles).
+    #[inline(always)]
+    pub fn keys_regions_by_nodes(&mut self, cali: &dyn Runtime, values: &[(Id, ValueKey)], version: u64) -> bool {
+        self.key_names.is_empty()
+            && (values.is_empty() || version == self.plain_values || self.plain(cali, values, version))
+    }
+
+    /// Whether process values are all neither keys nor metrics; remembered
+    /// for their version if so.
     #[cold]
     #[inline(never)]
-    fn plain(&mut self, cali: &dyn Runtime, region: &RegionSnapshot<'_>) -> bool {
-        let plain = region.values.iter().all(|&(a, _)| self.kind_of(cali, a) == PLAIN);
+    fn plain(&mut self, cali: &dyn Runtime, values: &[(Id, ValueKey)], version: u64) -> bool {
+        let plain = values.iter().all(|&(a, _)| self.kind_of(cali, a) == PLAIN);
         if plain {
-            self.plain_values = region.values_version;
+            self.plain_values = version;
         }
         plain
+    }
+
+    /// The entry of a region snapshot keyed by its nodes (see
+    /// [`AggThread::keys_regions_by_nodes`]): the process context's nodes
+    /// `context`, then its event node (`None`: a channel without snapshot
+    /// info, whose snapshot of a begin on an empty stack has no node);
+    /// `None` for a context of more than two nodes.
+    #[inline(always)]
+    pub fn region_entry(&mut self, context: &[Id], event: Option<Id>) -> Option<usize> {
+        Some(match (context, event) {
+            ([], Some(event)) => self.node_entry(event),
+            (&[first], Some(event)) => self.pair_entry(first, event),
+            (&[first, second], Some(event)) => self.triple_entry(first, second, event),
+            ([], None) => self.empty_entry(),
+            (&[first], None) => self.node_entry(first),
+            (&[first, second], None) => self.pair_entry(first, second),
+            _ => return None,
+        })
+    }
+
+    /// Adds a region snapshot to entry `e`: a region count if `count` (an
+    /// end), the timer's readings and the other measurements.
+    #[inline(always)]
+    pub fn add_region(&mut self, e: usize, count: bool, time: Option<Time>, measured: &[u64]) {
+        let [count_slot, offset, duration] = self.region_slots;
+        let Some(mut row) = Row::of(&mut self.stats, self.stride, &mut self.heads, &mut self.extras, e) else { return };
+        if count {
+            row.add(count_slot, ValueKey::uint(1));
+        }
+        if let Some(t) = time {
+            row.add(offset, ValueKey::uint(t.offset));
+            row.add(duration, ValueKey::uint(t.duration));
+        }
+        for &(i, slot) in self.measured_slots.iter() {
+            if let Some(&value) = measured.get(i) {
+                row.add(slot, ValueKey::uint(value));
+            }
+        }
+        row.count();
     }
 
     /// [`ThreadService::process_region`] of a snapshot whose key is not one
@@ -645,37 +695,13 @@ impl ThreadService for AggThread {
     /// known.
     #[inline(always)]
     fn process_region(&mut self, cali: &dyn Runtime, region: &RegionSnapshot<'_>, scratch: &mut Snapshot) {
-        // The process's values (e.g. `mpi.rank`) count only as keys or
-        // metrics, which the generic way handles.
-        if !region.values.is_empty() && region.values_version != self.plain_values && !self.plain(cali, region) {
+        if !self.keys_regions_by_nodes(cali, region.values, region.values_version) {
             return self.process_other_region(cali, *region, scratch);
         }
-        let e = match (self.key_names.is_empty(), region.context, region.event) {
-            (true, [], Some(event)) => self.node_entry(event),
-            (true, &[first], Some(event)) => self.pair_entry(first, event),
-            (true, &[first, second], Some(event)) => self.triple_entry(first, second, event),
-            // A begin on an empty region stack (no snapshot info).
-            (true, [], None) => self.empty_entry(),
-            (true, &[first], None) => self.node_entry(first),
-            (true, &[first, second], None) => self.pair_entry(first, second),
-            _ => return self.process_other_region(cali, *region, scratch),
-        };
-        let [count, offset, duration] = self.region_slots;
-        let Some(mut row) = Row::of(&mut self.stats, self.stride, &mut self.heads, &mut self.extras, e) else { return };
-        if region.count.is_some() {
-            row.add(count, ValueKey::uint(1));
+        match self.region_entry(region.context, region.event) {
+            Some(e) => self.add_region(e, region.count.is_some(), region.time, region.measured.values()),
+            None => self.process_other_region(cali, *region, scratch),
         }
-        if let Some(t) = region.time {
-            row.add(offset, ValueKey::uint(t.offset));
-            row.add(duration, ValueKey::uint(t.duration));
-        }
-        let values = region.measured.values();
-        for &(i, slot) in self.measured_slots.iter() {
-            if let Some(&value) = values.get(i) {
-                row.add(slot, ValueKey::uint(value));
-            }
-        }
-        row.count();
     }
 
     fn region_attributes(&mut self, cali: &dyn Runtime, attrs: &RegionAttributes) {

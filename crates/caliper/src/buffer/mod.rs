@@ -55,6 +55,16 @@ impl InlineProcessor {
         }
     }
 
+    /// The aggregation, if that is what the processor is (see the
+    /// channel's express path).
+    #[inline(always)]
+    pub fn aggregation(&mut self) -> Option<&mut AggThread> {
+        match &mut self.0 {
+            Processor::Aggregate(a) => Some(a),
+            Processor::Trace(_) => None,
+        }
+    }
+
     /// [`ThreadService::process_region`] without a virtual call.
     #[inline(always)]
     pub fn process_region(&mut self, cali: &dyn Runtime, region: &RegionSnapshot<'_>, scratch: &mut Snapshot) {

@@ -104,6 +104,15 @@ impl Memo {
         }
     }
 
+    /// The node of beginning `attr = value` under `parent` if the memo
+    /// predicts it, noted as foreseen.
+    #[inline(always)]
+    pub fn foreseen_child(&mut self, parent: Id, attr: Id, value: ValueKey) -> Option<Id> {
+        let (child, _) = self.predicted(parent)?.of(parent, attr, value)?;
+        self.foreseen();
+        Some(child)
+    }
+
     /// Notes a begin that [`Memo::predicted`] foresaw.
     #[inline(always)]
     pub fn foreseen(&mut self) {

@@ -88,8 +88,30 @@ impl ThreadData {
 pub struct ActiveChannels {
     /// The active channels.
     pub list: Vec<Arc<Channel>>,
+    /// Those of them that updates concern (see [`Channel::takes_updates`]).
+    pub updated: Vec<Arc<Channel>>,
+    /// The only channel updates concern, if its region updates may take
+    /// the express path (see [`Channel::takes_express`]).
+    pub express: Option<Arc<Channel>>,
     /// The runtime's channel-list version `list` was taken at.
     pub version: u64,
+}
+
+impl ActiveChannels {
+    /// No channels, as of no version.
+    fn new() -> ActiveChannels {
+        ActiveChannels { list: Vec::new(), updated: Vec::new(), express: None, version: u64::MAX }
+    }
+
+    /// Takes `list` as the active channels.
+    pub fn set(&mut self, list: Vec<Arc<Channel>>) {
+        self.updated = list.iter().filter(|c| c.takes_updates()).cloned().collect();
+        self.express = match &*self.updated {
+            [only] if only.takes_express() => Some(only.clone()),
+            _ => None,
+        };
+        self.list = list;
+    }
 }
 
 /// A thread's data as the runtime's thread list holds it, shared with the
@@ -117,7 +139,7 @@ impl ThreadSlot {
         ThreadSlot {
             busy: BusyFlag::default(),
             data: UnsafeCell::new(ThreadData::new()),
-            active: UnsafeCell::new(ActiveChannels { list: Vec::new(), version: u64::MAX }),
+            active: UnsafeCell::new(ActiveChannels::new()),
         }
     }
 

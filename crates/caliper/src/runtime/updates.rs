@@ -49,7 +49,7 @@ impl Caliper {
     #[inline(never)]
     pub(super) fn reload_active(&self, t: &mut ThreadData, active: &mut ActiveChannels, version: u64) {
         if active.version & !CAPTURES_WAITING != version {
-            active.list = self.all_channels().into_iter().filter(|c| c.is_active()).collect();
+            active.set(self.all_channels().into_iter().filter(|c| c.is_active()).collect());
         }
         active.version = version;
         if capture::WANTED.load(Ordering::Acquire) {
@@ -90,9 +90,28 @@ impl Caliper {
         value: ValueKey,
     ) {
         self.refresh_active(t, active);
-        for channel in &active.list {
+        for channel in &active.updated {
             channel.on_update(self, t, kind, attr, value);
         }
+    }
+
+    /// Takes the snapshots of a region update (begin, or end of the entry
+    /// on top) and makes it on the express path if the thread's active
+    /// channels allow it (see [`Channel::express_update`]); false if the
+    /// update is for [`Caliper::notify`] and the blackboard (call when
+    /// [`Caliper::notifies`]).
+    #[inline(always)]
+    pub(super) fn express(
+        &self,
+        t: &mut ThreadData,
+        active: &ActiveChannels,
+        kind: EventKind,
+        attr: Attribute,
+        value: ValueKey,
+    ) -> bool {
+        attr.on_thread_regions()
+            && active.version == self.channels_version.load(Ordering::Acquire)
+            && active.express.as_ref().is_some_and(|c| c.express_update(self, t, kind, attr, value))
     }
 
     /// Begins `attr = value` on the calling thread (or the process, for a
@@ -105,6 +124,9 @@ impl Caliper {
             }
             let notifies = self.notifies(attr);
             if notifies {
+                if self.express(t, active, EventKind::Begin, attr, value) {
+                    return true;
+                }
                 self.notify(t, active, EventKind::Begin, attr, value);
             }
             if attr.is_process_scope() {
@@ -162,8 +184,10 @@ impl Caliper {
             }
             match t.blackboard.check_end(attr, expect) {
                 Ok(value) => {
-                    self.notify(t, active, EventKind::End, attr, value);
-                    t.blackboard.end_checked(attr, expect);
+                    if !self.express(t, active, EventKind::End, attr, value) {
+                        self.notify(t, active, EventKind::End, attr, value);
+                        t.blackboard.end_checked(attr, expect);
+                    }
                 }
                 Err(e) => self.stack_error(t, attr, expect, e),
             }
