@@ -534,6 +534,24 @@ mod tests {
         false
     }
 
+    /// An active channel of `services`, with snapshot info `info` ("true"
+    /// or "false") and aggregation key `key`, not flushed at exit.
+    fn open_channel(cali: &Caliper, name: &str, services: &str, info: &str, key: &str) -> Arc<Channel> {
+        let config = RuntimeConfig::from_pairs(
+            [
+                ("CALI_SERVICES_ENABLE", services),
+                ("CALI_EVENT_ENABLE_SNAPSHOT_INFO", info),
+                ("CALI_AGGREGATE_KEY", key),
+                ("CALI_CHANNEL_FLUSH_ON_EXIT", "false"),
+                ("CALI_CHANNEL_CONFIG_CHECK", "false"),
+            ],
+            false,
+        );
+        let channel = cali.create_channel(name, config);
+        cali.set_channel_active(&channel, true);
+        channel
+    }
+
     /// The fused path takes the snapshots the generic path takes: a channel
     /// with an observer (which rules the fused path out) gathers the same
     /// records, over updates that take either path.
@@ -587,20 +605,7 @@ mod tests {
                 cali.set(rank, ValueKey::int(3));
             }
             let open = |services: &str| {
-                let config = RuntimeConfig::from_pairs(
-                    [
-                        ("CALI_SERVICES_ENABLE", services),
-                        ("CALI_EVENT_ENABLE_SNAPSHOT_INFO", info),
-                        ("CALI_AGGREGATE_KEY", key),
-                        ("CALI_CHANNEL_FLUSH_ON_EXIT", "false"),
-                        ("CALI_CHANNEL_CONFIG_CHECK", "false"),
-                    ],
-                    false,
-                );
-                let name = format!("test.fused.{services}.{info}.{key}.{ranked}");
-                let channel = cali.create_channel(&name, config);
-                cali.set_channel_active(&channel, true);
-                channel
+                open_channel(cali, &format!("test.fused.{services}.{info}.{key}.{ranked}"), services, info, key)
             };
             let (fused, generic) = (open(services), open(&format!("{services},debug")));
             let measured = services.contains("measurement_template");
@@ -677,21 +682,7 @@ mod tests {
         let unaligned = attr("test.express.unaligned", AttrType::String, Properties::UNALIGNED);
         let rank = attr("test.express.rank", AttrType::Int, Properties::ASVALUE | Properties::SCOPE_PROCESS);
         let s = ValueKey::string;
-        let open = |name: String, services: &str, key: &str| {
-            let config = RuntimeConfig::from_pairs(
-                [
-                    ("CALI_SERVICES_ENABLE", services),
-                    ("CALI_EVENT_ENABLE_SNAPSHOT_INFO", "false"),
-                    ("CALI_AGGREGATE_KEY", key),
-                    ("CALI_CHANNEL_FLUSH_ON_EXIT", "false"),
-                    ("CALI_CHANNEL_CONFIG_CHECK", "false"),
-                ],
-                false,
-            );
-            let channel = cali.create_channel(&name, config);
-            cali.set_channel_active(&channel, true);
-            channel
-        };
+        let open = |name: String, services: &str, key: &str| open_channel(cali, &name, services, "false", key);
         // The records of one run of the updates in a channel of the
         // config, beside another channel or alone, and the updates taken
         // on the express path.
