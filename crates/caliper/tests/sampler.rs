@@ -41,7 +41,9 @@ fn spin(time: Duration) {
 }
 
 /// `long` spins four times as long as `short`, and a thread spins in
-/// `worker`.
+/// `worker`. Kept out of line, so that its frame is on the call stacks the
+/// callpath tests read in an optimized build too.
+#[inline(never)]
 fn spin_in_regions() {
     let worker = std::thread::spawn(|| {
         let _worker = caliper::region!("worker");
@@ -283,12 +285,13 @@ fn a_busy_program_under_10_khz_sampling_runs_to_its_end() {
 #[test]
 fn sample_report_with_callpath_prints_the_call_stacks() {
     let text = regions_output("sample-report", "sample.frequency=1000,callpath");
-    let depth = |name: &str| {
-        let line = text.lines().find(|l| l.trim_start().starts_with(name)).unwrap_or_else(|| panic!("{name}:\n{text}"));
-        line.len() - line.trim_start().len()
-    };
-    // The caller above the callee, whatever the frames around them.
-    assert!(depth("sampler::spin_in_regions") < depth("sampler::spin "), "{text}");
+    let depth = |line: &str| line.len() - line.trim_start().len();
+    // The caller, then its callee below it, whatever the frames around
+    // them (the worker thread's `spin` is under another caller).
+    let mut lines = text.lines().skip_while(|l| !l.trim_start().starts_with("sampler::spin_in_regions"));
+    let caller = lines.next().unwrap_or_else(|| panic!("no spin_in_regions frame:\n{text}"));
+    let callee = lines.find(|l| l.trim_start().starts_with("sampler::spin ")).unwrap_or_else(|| panic!("{text}"));
+    assert!(depth(caller) < depth(callee), "{text}");
 }
 
 /// `output.format=folded` writes one stack per region path and function
