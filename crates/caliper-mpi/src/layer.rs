@@ -7,6 +7,7 @@
 
 use crate::wrappers::FUNCTIONS;
 use runtime::mpi::{Comm, MpiLayer, SelfComm};
+use runtime::mpi_functions::Begun;
 use std::cell::Cell;
 use std::ffi::{CStr, c_int, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -155,21 +156,20 @@ pub(crate) fn guarded(f: impl FnOnce()) {
 }
 
 /// Before the real call of function `index`: begins its region if it is
-/// enabled, and says so.
+/// enabled; if so, what the end needs.
 #[inline]
-pub(crate) fn enter(index: usize) -> bool {
-    let on = ENABLED[index].load(Ordering::Relaxed);
-    if on {
-        guarded(|| runtime::mpi_functions::begin(index));
+pub(crate) fn enter(index: usize) -> Option<Begun> {
+    if !ENABLED[index].load(Ordering::Relaxed) {
+        return None;
     }
-    on
+    Some(catch_unwind(|| runtime::mpi_functions::begin(index)).unwrap_or_default())
 }
 
 /// After the real call: ends the region [`enter`] began.
 #[inline]
-pub(crate) fn leave(entered: bool) {
-    if entered {
-        guarded(runtime::mpi_functions::end);
+pub(crate) fn leave(entered: Option<Begun>) {
+    if let Some(begun) = entered {
+        guarded(|| runtime::mpi_functions::end(begun));
     }
 }
 

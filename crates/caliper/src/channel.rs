@@ -129,7 +129,7 @@ macro_rules! context_of {
 }
 
 mod captures;
-mod express;
+pub(crate) mod express;
 mod fused;
 mod generic;
 mod memo;

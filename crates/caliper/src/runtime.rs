@@ -38,6 +38,7 @@ pub use captures::{
 };
 pub use channels::ChannelOutput;
 use flush::{after_fork_in_child, finish_at_exit, interrupted_in_runtime};
+pub(crate) use threads::current_slot;
 use threads::{Registration, log_thread_release, own_slot};
 
 /// The version this runtime reports as `cali.caliper.version`.

@@ -179,11 +179,10 @@ pub struct AggThread {
     /// Entry index + 1 of the records keyed by exactly one node, by node id.
     by_node: Sparse<u32>,
     /// Entries of records keyed by exactly two nodes, by the second node:
-    /// entry index + 1 of the first such key seen (whose key has the
-    /// first node: the table has a slot for every node id, so it keeps no
-    /// copy). The first node is nearly always the same (the process
-    /// context); keys with another one are in `by_other_pair`.
-    by_pair: Sparse<u32>,
+    /// the first such key seen. The first node is nearly always the same
+    /// (the process context); keys with another one are in
+    /// `by_other_pair`.
+    by_pair: Sparse<PairEntry>,
     by_other_pair: FxHashMap<(Id, Id), u32>,
     /// Entries keyed by three nodes (a thread's unaligned node such as
     /// `pthread.id`'s, a process context node, and an event node).
@@ -227,6 +226,16 @@ pub struct AggThread {
     plain_values: u64,
 }
 
+/// The entry of a key of two nodes by its second node (see
+/// `AggThread::by_pair`): its first node, beside the entry so that a lookup
+/// checks it without reading the entry's key.
+#[derive(Copy, Clone)]
+struct PairEntry {
+    first: u32,
+    /// Entry index + 1; 0: none.
+    entry: u32,
+}
+
 /// An entry's key and its number of snapshots: what every entry has
 /// besides its statistics, sixteen bytes.
 #[derive(Copy, Clone)]
@@ -243,6 +252,7 @@ const METRIC: u32 = 3;
 /// Empty pages of the tables by node and attribute id (see [`Sparse`]):
 /// no entry, and [`UNKNOWN`] kinds.
 static NO_ENTRIES: [u32; PAGE] = [0; PAGE];
+static NO_PAIRS: [PairEntry; PAGE] = [PairEntry { first: 0, entry: 0 }; PAGE];
 
 /// The slot of a value that is not a metric: past the end of any row.
 const NO_SLOT: usize = usize::MAX;
@@ -257,7 +267,7 @@ impl AggThread {
         AggThread {
             key_names,
             by_node: Sparse::new(&NO_ENTRIES),
-            by_pair: Sparse::new(&NO_ENTRIES),
+            by_pair: Sparse::new(&NO_PAIRS),
             by_other_pair: FxHashMap::default(),
             by_triple: FxHashMap::default(),
             by_key: FxHashMap::default(),
@@ -453,17 +463,17 @@ impl AggThread {
     #[inline(always)]
     fn pair_entry(&mut self, a: Id, b: Id) -> usize {
         match self.by_pair.get(b as usize) {
-            Some(&e) if e != 0 && self.heads.get(e as usize - 1).is_some_and(|h| h.key.first_is(a)) => e as usize - 1,
+            Some(p) if p.entry != 0 && Id::from(p.first) == a => p.entry as usize - 1,
             _ => self.new_pair_entry(a, b),
         }
     }
 
     #[cold]
     fn new_pair_entry(&mut self, a: Id, b: Id) -> usize {
-        match (*self.by_pair.get_mut(b as usize), Key::pair(a, b)) {
-            (0, Some(key)) => {
+        match (self.by_pair.get_mut(b as usize).entry, Key::pair(a, b), u32::try_from(a)) {
+            (0, Some(key), Ok(first)) => {
                 let e = self.push_entry(key);
-                *self.by_pair.get_mut(b as usize) = e + 1;
+                *self.by_pair.get_mut(b as usize) = PairEntry { first, entry: e + 1 };
                 e as usize
             }
             _ => self.other_pair_entry(a, b),

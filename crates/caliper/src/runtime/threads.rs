@@ -32,7 +32,7 @@ impl Drop for Registration {
 
 /// The calling thread's slot; `None` while the thread is being torn down.
 #[inline]
-pub(super) fn current_slot() -> Option<&'static ThreadSlot> {
+pub(crate) fn current_slot() -> Option<&'static ThreadSlot> {
     let p = SLOT.with(|s| s.get());
     if !p.is_null() {
         // SAFETY: the pointer comes from the `Arc` of the thread's

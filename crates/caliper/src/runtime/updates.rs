@@ -3,6 +3,7 @@
 //! process context's snapshot entries.
 
 use super::*;
+use crate::channel::express::express_update;
 
 impl Caliper {
     /// After an update that took snapshots: runs the flushes services asked
@@ -111,14 +112,23 @@ impl Caliper {
     ) -> bool {
         attr.on_thread_regions()
             && active.version == self.channels_version.load(Ordering::Acquire)
-            && active.express.as_ref().is_some_and(|c| c.express_update(self, t, kind, attr, value))
+            && active.express.is_some_and(|channel| express_update(channel, self, t, kind, attr, value))
     }
 
     /// Begins `attr = value` on the calling thread (or the process, for a
     /// process-scope attribute).
     #[inline]
     pub fn begin(&self, attr: Attribute, value: ValueKey) {
-        let notified = self.with_thread(|t, active| {
+        if let Some(slot) = current_slot() {
+            self.begin_in(slot, attr, value);
+        }
+    }
+
+    /// [`Caliper::begin`] on the calling thread, whose slot the caller
+    /// has found.
+    #[inline]
+    pub(crate) fn begin_in(&self, slot: &ThreadSlot, attr: Attribute, value: ValueKey) {
+        let notified = slot.update(|t, active| {
             if !t.tracking {
                 return false;
             }
@@ -167,7 +177,16 @@ impl Caliper {
     /// that value. A mismatch is logged and stops tracking on the thread.
     #[inline]
     pub fn end(&self, attr: Attribute, expect: Option<ValueKey>) {
-        let notified = self.with_thread(|t, active| {
+        if let Some(slot) = current_slot() {
+            self.end_in(slot, attr, expect);
+        }
+    }
+
+    /// [`Caliper::end`] on the calling thread, whose slot the caller has
+    /// found.
+    #[inline]
+    pub(crate) fn end_in(&self, slot: &ThreadSlot, attr: Attribute, expect: Option<ValueKey>) {
+        let notified = slot.update(|t, active| {
             if !t.tracking {
                 return false;
             }

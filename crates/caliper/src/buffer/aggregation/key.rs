@@ -48,14 +48,6 @@ impl Key {
         Key { first: LONG, second: i }
     }
 
-    /// Whether this is a key of two nodes whose first is `a`, given that
-    /// it is not a key of one node or a long key for node `a` (node ids are
-    /// below the markers).
-    #[inline(always)]
-    pub fn first_is(self, a: Id) -> bool {
-        Id::from(self.first) == a
-    }
-
     pub fn kind(self) -> Kind {
         match self.first {
             ONE => Kind::One(Id::from(self.second)),
@@ -100,6 +92,6 @@ mod tests {
         assert_eq!(records[2], [Entry::Reference(4), Entry::Immediate(9, caliper_data::Variant::Uint(2))]);
         assert!(Key::one(1 << 40).is_none());
         assert!(Key::pair(u64::from(LONG), 1).is_none());
-        assert!(Key::pair(3, 7).is_some_and(|k| k.first_is(3) && !k.first_is(7)));
+        assert!(Key::pair(3, 7).is_some_and(|k| matches!(k.kind(), Kind::Pair(3, 7))));
     }
 }
