@@ -331,8 +331,7 @@ impl Blackboard {
             if expect.is_some_and(|v| v != top.value) {
                 return Err(EndError::OtherValue(top));
             }
-            let len = self.regions.entries.len() - 1;
-            self.regions.truncate(len);
+            self.regions.pop();
             return Ok(top.value);
         }
         self.end_other(attr, expect)
@@ -344,8 +343,7 @@ impl Blackboard {
     #[inline]
     pub fn end_checked(&mut self, attr: Attribute, expect: Option<ValueKey>) {
         if attr.on_region_stack() {
-            let len = self.regions.entries.len().saturating_sub(1);
-            self.regions.truncate(len);
+            self.regions.pop();
         } else {
             // Checked again, but out of line: a rare case.
             let _ = self.end_other(attr, expect);

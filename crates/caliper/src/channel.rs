@@ -258,6 +258,13 @@ impl Channel {
     pub fn services(&self) -> &[Arc<dyn Service>] {
         &self.services
     }
+    /// Whether updates concern the channel at all: it observes them or
+    /// takes snapshots of events. The runtime hands updates to the other
+    /// active channels (e.g. one that only reads run metadata, or only
+    /// samples) not at all.
+    pub(crate) fn takes_updates(&self) -> bool {
+        !self.observe.is_empty() || self.events.is_some()
+    }
     /// Whether the channel takes snapshots of asynchronous events.
     pub fn takes_async_events(&self) -> bool {
         self.services.iter().any(|s| s.takes_async_events())

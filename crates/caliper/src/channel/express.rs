@@ -24,14 +24,6 @@ impl Channel {
     pub(crate) fn takes_express(&self) -> bool {
         self.fused == Fused::Plain && self.events.as_ref().is_some_and(|e| !e.snapshot_info) && self.process.len() == 1
     }
-
-    /// Whether updates concern the channel at all: it observes them or
-    /// takes snapshots of events. The runtime hands updates to the other
-    /// active channels (e.g. one that only reads run metadata, or only
-    /// samples) not at all.
-    pub(crate) fn takes_updates(&self) -> bool {
-        !self.observe.is_empty() || self.events.is_some()
-    }
 }
 
 /// Takes the snapshot of a region begin or end (`attr` on the thread's
@@ -66,13 +58,13 @@ pub(crate) fn express_update<H: Host>(
     let Some(top) = regions.materialized_node() else { return false };
     // The snapshot's node is the stack's before the update.
     let child = match (kind, top) {
-        (EventKind::Begin, _) => match memo.foreseen_child(top.unwrap_or(0), attr.id(), value) {
-            Some(child) => Some(child),
+        (EventKind::Begin, _) => match memo.foresee(top.unwrap_or(0), attr.id(), value) {
+            Some((child, _)) => Some(child),
             None => return false,
         },
         // An end the memo knows triggers snapshots (see
         // `ChannelThread::region_node`).
-        (_, Some(node)) if Id::from(memo.end(node as usize)) == node => {
+        (_, Some(node)) if memo.ends_at_itself(node) => {
             memo.ended(node);
             None
         }

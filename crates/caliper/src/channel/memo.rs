@@ -104,18 +104,26 @@ impl Memo {
         }
     }
 
-    /// The node of beginning `attr = value` under `parent` if the memo
-    /// predicts it, noted as foreseen.
+    /// The child and event node of beginning `attr = value` under
+    /// `parent` if the memo predicts it, noted as foreseen.
     #[inline(always)]
-    pub fn foreseen_child(&mut self, parent: Id, attr: Id, value: ValueKey) -> Option<Id> {
-        let (child, _) = self.predicted(parent)?.of(parent, attr, value)?;
+    pub fn foresee(&mut self, parent: Id, attr: Id, value: ValueKey) -> Option<(Id, Id)> {
+        let begin = self.predicted(parent)?.of(parent, attr, value)?;
         self.foreseen();
-        Some(child)
+        Some(begin)
+    }
+
+    /// Whether ending node `node`'s innermost entry is known to take its
+    /// snapshot at the node itself (a channel without snapshot info, once
+    /// the entry's attribute is known to trigger snapshots).
+    #[inline(always)]
+    pub fn ends_at_itself(&self, node: Id) -> bool {
+        Id::from(self.end(node as usize)) == node
     }
 
     /// Notes a begin that [`Memo::predicted`] foresaw.
     #[inline(always)]
-    pub fn foreseen(&mut self) {
+    fn foreseen(&mut self) {
         self.last_ended = 0;
     }
 

@@ -286,7 +286,7 @@ impl ChannelThread {
         // end once it is known to trigger snapshots.
         let Some(node) = parent else { return triggers(self).then_some(parent) };
         self.memo.ended(node);
-        if Id::from(self.memo.end(node as usize)) != node {
+        if !self.memo.ends_at_itself(node) {
             if !triggers(self) {
                 return None;
             }
@@ -300,10 +300,7 @@ impl ChannelThread {
     /// in the same order), telling the stack the node its push makes.
     #[inline(always)]
     fn begun_last(&mut self, stack: &mut Stack, parent: Option<Id>, entry: StackEntry) -> Option<Id> {
-        let parent = parent.unwrap_or(0);
-        let m = self.memo.predicted(parent)?;
-        let (child, event) = m.of(parent, entry.attr.id(), entry.value)?;
-        self.memo.foreseen();
+        let (child, event) = self.memo.foresee(parent.unwrap_or(0), entry.attr.id(), entry.value)?;
         stack.expect_push(child);
         Some(event)
     }

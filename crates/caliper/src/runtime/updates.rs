@@ -98,7 +98,7 @@ impl Caliper {
 
     /// Takes the snapshots of a region update (begin, or end of the entry
     /// on top) and makes it on the express path if the thread's active
-    /// channels allow it (see [`Channel::express_update`]); false if the
+    /// channels allow it (see [`express_update`]); false if the
     /// update is for [`Caliper::notify`] and the blackboard (call when
     /// [`Caliper::notifies`]).
     #[inline(always)]
