@@ -135,6 +135,7 @@ mod generic;
 mod memo;
 mod memory;
 mod pull;
+mod sites;
 pub(crate) mod thread;
 mod thread_state;
 
@@ -151,6 +152,7 @@ pub(crate) trait Host: Runtime {
 }
 
 use memo::{BeginCache, ChildMemo, Memo};
+use sites::Sites;
 pub use thread_state::{ChannelThread, EventAttributes};
 use thread_state::{CounterReading, UNMARKED, read_counters};
 
@@ -399,6 +401,7 @@ impl Channel {
             measured: vec![0; self.measured.len()].into_boxed_slice(),
             marks: Sparse::new(&UNMARKED),
             memo: Memo::new(),
+            sites: Sites::default(),
             begins: BeginCache::default(),
             filtered: FxHashMap::default(),
             branches: Vec::new(),
@@ -675,8 +678,10 @@ mod tests {
     /// The express path takes the snapshots the fused path takes: a channel
     /// that is the only one updates concern (express) gathers the records
     /// of one beside another channel (fused), over updates that take either
-    /// path (first begins, as-value and unaligned context), and refuses a
-    /// process context its aggregation keys by value.
+    /// path (first begins, begins from call sites that repeat or alternate
+    /// their values, as-value and unaligned context, a flush that clears
+    /// the aggregation), and refuses a process context its aggregation
+    /// keys by value.
     #[test]
     fn express_and_fused_snapshots_agree() {
         if !alone("express_and_fused_snapshots_agree") {
@@ -689,49 +694,59 @@ mod tests {
         let unaligned = attr("test.express.unaligned", AttrType::String, Properties::UNALIGNED);
         let rank = attr("test.express.rank", AttrType::Int, Properties::ASVALUE | Properties::SCOPE_PROCESS);
         let s = ValueKey::string;
+        let slot = crate::runtime::current_slot().expect("this thread's slot");
+        // A begin from call site `site`, as a wrapped MPI function's.
+        let begin_at = |site, name| cali.begin_in(slot, region, s(name), Some(site));
         let open = |name: String, services: &str, key: &str| open_channel(cali, &name, services, "false", key);
         // The records of one run of the updates in a channel of the
         // config, beside another channel or alone, and the updates taken
-        // on the express path.
+        // on the express path, from a site's memory among them.
         let run = |name: &str, key: &str, beside: bool| {
             let channel = open(format!("test.express.{name}"), "aggregate,event", key);
             let other = beside.then(|| open(format!("test.express.{name}.beside"), "event,trace", ""));
-            let (taken, errors) = (express::TAKEN.load(Ordering::Relaxed), cali.stack_errors());
-            for i in 0..4 {
+            let counters = [&express::TAKEN, &express::FROM_SITES];
+            let (before, errors) = (counters.map(|c| c.load(Ordering::Relaxed)), cali.stack_errors());
+            let mut records = Vec::new();
+            for i in 0..6 {
                 cali.begin(region, s("a"));
-                for name in ["b", "c", "b"] {
-                    cali.begin(region, s(name));
+                for (site, name) in [(0, "b"), (1, "c"), (0, "b"), (2, "b")] {
+                    begin_at(site, name);
                     cali.end(region, None);
                 }
                 cali.set(iteration, ValueKey::int(i));
-                cali.begin(region, s("d"));
+                // Site 1 again, with another value.
+                begin_at(1, "d");
                 cali.end(region, None);
                 cali.end(iteration, None);
                 cali.begin(unaligned, s("u"));
-                cali.begin(region, s("e"));
+                begin_at(0, "e");
                 cali.end(region, None);
                 cali.end(unaligned, None);
                 cali.end(region, None);
+                if i == 2 {
+                    cali.flush(&channel, &mut |r| records.push(r.clone()));
+                    cali.clear(&channel);
+                }
             }
             assert_eq!(cali.stack_errors(), errors, "{name}");
-            let taken = express::TAKEN.load(Ordering::Relaxed) - taken;
-            let mut records = Vec::new();
+            let [taken, from_sites] = counters.map(|c| c.load(Ordering::Relaxed));
             for channel in [Some(&channel), other.as_ref()].into_iter().flatten() {
                 cali.set_channel_active(channel, false);
             }
             cali.flush(&channel, &mut |r| records.push(r.clone()));
-            (records, taken)
+            (records, taken - before[0], from_sites - before[1])
         };
         for (ranked, key) in [(false, ""), (true, ""), (true, "test.express.rank")] {
             if ranked {
                 cali.set(rank, ValueKey::int(3));
             }
             let name = format!("{ranked}.{key}");
-            let (express, taken) = run(&format!("{name}.alone"), key, false);
-            let (fused, none) = run(&format!("{name}.beside"), key, true);
+            let (express, taken, from_sites) = run(&format!("{name}.alone"), key, false);
+            let (fused, none, _) = run(&format!("{name}.beside"), key, true);
             assert_eq!(none, 0, "{name}: beside another channel");
             // Keyed by the process's value: the general path only.
             assert_eq!(taken > 0, key.is_empty(), "{name}: {taken} express updates");
+            assert_eq!(from_sites > 0, key.is_empty(), "{name}: {from_sites} begins from sites");
             assert!(express.len() > 5, "{name}: {} records", express.len());
             assert_eq!(express, fused, "{name}");
         }

@@ -25,7 +25,7 @@ pub fn begin(index: usize) -> Begun {
         let (attr, name) = function_region(index)?;
         let cali = Caliper::if_ready()?;
         let slot = current_slot()?;
-        cali.begin_in(slot, attr, name);
+        cali.begin_in(slot, attr, name, Some(index));
         Some(slot)
     })();
     Begun(slot, PhantomData)

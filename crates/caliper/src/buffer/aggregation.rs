@@ -224,6 +224,9 @@ pub struct AggThread {
     /// [`RegionSnapshot::values_version`]) last found to hold no key or
     /// metric: an MPI rank's `mpi.rank` is checked once, not per snapshot.
     plain_values: u64,
+    /// How many times the entries were cleared: an entry index found
+    /// before a clear is not one after it.
+    generation: u64,
 }
 
 /// The entry of a key of two nodes by its second node (see
@@ -283,6 +286,7 @@ impl AggThread {
             kind: Sparse::new(&NO_ENTRIES),
             metrics: Vec::new(),
             plain_values: NO_VERSION,
+            generation: 0,
         }
     }
 
@@ -318,6 +322,7 @@ impl AggThread {
 
     /// Drops the entries; attribute kinds and metric slots stay valid.
     pub fn clear(&mut self) {
+        self.generation += 1;
         self.by_node.clear();
         self.by_pair.clear();
         self.by_other_pair.clear();
@@ -329,6 +334,13 @@ impl AggThread {
         self.extras.order_of.clear();
         self.stats.clear();
         self.extras.others.clear();
+    }
+
+    /// The number of clears so far: entry indices stay valid as long as
+    /// it does not change.
+    #[inline(always)]
+    pub fn generation(&self) -> u64 {
+        self.generation
     }
 
     #[inline(always)]

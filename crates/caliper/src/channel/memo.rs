@@ -46,6 +46,23 @@ pub(super) struct ChildMemo {
 }
 
 impl ChildMemo {
+    /// No begin.
+    pub const NONE: ChildMemo =
+        ChildMemo { parent: 0, child: 0, child_attr: 0, begin: 0, child_value: ValueKey::uint(0) };
+
+    /// The begin of `attr = value` under `parent` that makes node `child`
+    /// and event node `begin`, if all ids fit 32 bits.
+    pub fn new(parent: Id, attr: Id, value: ValueKey, (child, begin): (Id, Id)) -> Option<ChildMemo> {
+        let id = |id: Id| u32::try_from(id).ok();
+        Some(ChildMemo {
+            parent: id(parent)?,
+            child: id(child)?,
+            child_attr: id(attr)?,
+            begin: id(begin)?,
+            child_value: value,
+        })
+    }
+
     /// The child and event node of beginning `attr = value` under
     /// `parent`, if this is that begin.
     #[inline(always)]
@@ -60,8 +77,7 @@ impl ChildMemo {
 
 /// Pages of unknown nodes (see [`Sparse`]).
 static NO_ENDS: [u32; PAGE] = [0; PAGE];
-static NO_CHILDREN: [ChildMemo; PAGE] =
-    [ChildMemo { parent: 0, child: 0, child_attr: 0, begin: 0, child_value: ValueKey::uint(0) }; PAGE];
+static NO_CHILDREN: [ChildMemo; PAGE] = [ChildMemo::NONE; PAGE];
 
 impl Memo {
     pub const fn new() -> Memo {
@@ -121,9 +137,10 @@ impl Memo {
         Id::from(self.end(node as usize)) == node
     }
 
-    /// Notes a begin that [`Memo::predicted`] foresaw.
+    /// Notes a begin that was foreseen: by [`Memo::predicted`], or by a
+    /// call site (see [`Sites`](super::sites::Sites)).
     #[inline(always)]
-    fn foreseen(&mut self) {
+    pub fn foreseen(&mut self) {
         self.last_ended = 0;
     }
 

@@ -75,6 +75,8 @@ pub struct ChannelThread {
     pub(super) marks: Sparse<Option<Option<EventAttributes>>>,
     /// Per region-stack node (by id; the empty stack at 0).
     pub(super) memo: Memo,
+    /// The express path's begins per call site (see [`Sites`]).
+    pub(super) sites: Sites,
     /// Begins the memo has forgotten (see [`BeginCache`]).
     pub(super) begins: BeginCache,
     /// Per string value seen by the region filters: whether it passes the

@@ -96,10 +96,11 @@ impl Caliper {
         }
     }
 
-    /// Takes the snapshots of a region update (begin, or end of the entry
-    /// on top) and makes it on the express path if the thread's active
-    /// channels allow it (see [`express_update`]); false if the
-    /// update is for [`Caliper::notify`] and the blackboard (call when
+    /// Takes the snapshots of a region update (begin, from call `site` if
+    /// the caller names one, or end of the entry on top) and makes it on
+    /// the express path if the thread's active channels allow it (see
+    /// [`express_update`]); false if the update is for
+    /// [`Caliper::notify`] and the blackboard (call when
     /// [`Caliper::notifies`]).
     #[inline(always)]
     pub(super) fn express(
@@ -109,10 +110,11 @@ impl Caliper {
         kind: EventKind,
         attr: Attribute,
         value: ValueKey,
+        site: Option<usize>,
     ) -> bool {
         attr.on_thread_regions()
             && active.version == self.channels_version.load(Ordering::Acquire)
-            && active.express.is_some_and(|channel| express_update(channel, self, t, kind, attr, value))
+            && active.express.is_some_and(|channel| express_update(channel, self, t, kind, attr, value, site))
     }
 
     /// Begins `attr = value` on the calling thread (or the process, for a
@@ -120,21 +122,24 @@ impl Caliper {
     #[inline]
     pub fn begin(&self, attr: Attribute, value: ValueKey) {
         if let Some(slot) = current_slot() {
-            self.begin_in(slot, attr, value);
+            self.begin_in(slot, attr, value, None);
         }
     }
 
     /// [`Caliper::begin`] on the calling thread, whose slot the caller
-    /// has found.
+    /// has found, from call `site` if the caller names one: a small
+    /// number the same for every begin from one place in the program (a
+    /// wrapped function's index), under which the express path remembers
+    /// the begin (see `channel::sites`).
     #[inline]
-    pub(crate) fn begin_in(&self, slot: &ThreadSlot, attr: Attribute, value: ValueKey) {
+    pub(crate) fn begin_in(&self, slot: &ThreadSlot, attr: Attribute, value: ValueKey, site: Option<usize>) {
         let notified = slot.update(|t, active| {
             if !t.tracking {
                 return false;
             }
             let notifies = self.notifies(attr);
             if notifies {
-                if self.express(t, active, EventKind::Begin, attr, value) {
+                if self.express(t, active, EventKind::Begin, attr, value, site) {
                     return true;
                 }
                 self.notify(t, active, EventKind::Begin, attr, value);
@@ -203,7 +208,7 @@ impl Caliper {
             }
             match t.blackboard.check_end(attr, expect) {
                 Ok(value) => {
-                    if !self.express(t, active, EventKind::End, attr, value) {
+                    if !self.express(t, active, EventKind::End, attr, value, None) {
                         self.notify(t, active, EventKind::End, attr, value);
                         t.blackboard.end_checked(attr, expect);
                     }
