@@ -6,8 +6,8 @@
 //! channel's shape, no [`RegionSnapshot`] handed to a processor; the
 //! snapshot's node comes from the thread's memo as on the fused path, and
 //! goes with the timer's reading straight into the aggregation's row. A
-//! begin from a call site the thread has seen begin the same region under
-//! the same parent (a wrapped MPI function in a message loop) skips the
+//! begin from a call site that began the same region under the same
+//! parent before (a wrapped MPI function in a message loop) skips the
 //! memo and the aggregation's lookups, and so does its end: the site
 //! remembers the node and both snapshots' entries (see [`Sites`]).
 //! Anything else (a first update on the thread, unaligned or as-value
