@@ -276,6 +276,32 @@ fn a_static_program_sees_the_exported_ids_after_its_first_call() {
     assert!(out.status.success() && stdout == "ids published\n", "{stdout}{}", String::from_utf8_lossy(&out.stderr));
 }
 
+/// A program that loads `libcaliper.so` with `dlopen` instead of linking
+/// it (`tests/c/loaded.c`) gets its report, its threads' regions
+/// included: the library's thread-locals, which it reaches through TLS
+/// descriptors (`.cargo/config.toml`), fall back to the dynamic loader's
+/// lookup in a library loaded late.
+#[test]
+fn a_program_that_loads_the_library_with_dlopen_is_measured() {
+    let library = prefix().join("lib/libcaliper.so");
+    if cfg!(target_arch = "x86_64") {
+        let relocations = must(Command::new("readelf").arg("-r").arg(&library));
+        let relocations = String::from_utf8_lossy(&relocations.stdout);
+        assert!(relocations.contains("R_X86_64_TLSDESC"), "no TLS descriptors in {}", library.display());
+    }
+    let dir = scratch("loaded");
+    let exe = dir.join("loaded");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/loaded.c");
+    must(Command::new("gcc").args(["-O2", "-Wall", "-o"]).arg(&exe).arg(source).args(["-ldl", "-lpthread"]));
+    let out = program_under(&exe, Some("runtime-report,output=stdout")).arg(&library).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.starts_with("loaded done\n"), "{stdout}");
+    for row in ["loaded.main", "  loaded.work", "loaded.thread"] {
+        assert_eq!(report_row(&stdout, row)[0], row.trim(), "{stdout}");
+    }
+}
+
 /// Builds one of the C test programs in `tests/c`.
 fn test_program(name: &str) -> PathBuf {
     // Built once per test process: two tests building the same program at
