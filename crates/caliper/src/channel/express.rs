@@ -80,10 +80,10 @@ pub(crate) fn express_update<H: Host>(
                     (Some(known.entry), Some(known.child))
                 }
                 None => {
-                    let Some((child, _)) = memo.foresee(parent, attr.id(), value) else { return false };
+                    let Some((child, event)) = memo.foresee(parent, attr.id(), value) else { return false };
                     let entry = aggregation.region_entry(context, top);
                     if let Some(site) = site
-                        && let Some(begin) = ChildMemo::new(parent, attr.id(), value, (child, child))
+                        && let Some(begin) = ChildMemo::new(parent, attr.id(), value, (child, event))
                     {
                         remember(sites, memo, aggregation, context, site, begin, entry);
                     }

@@ -370,8 +370,8 @@ impl ChannelThread {
         (child, event): (Id, Id),
     ) {
         stack.expect_push(child);
-        if let (Ok(child), Ok(begin)) = (u32::try_from(child), u32::try_from(event)) {
-            self.memo.begun(ChildMemo { parent, child, child_attr: attr, begin, child_value: value });
+        if let Some(begin) = ChildMemo::new(Id::from(parent), Id::from(attr), value, (child, event)) {
+            self.memo.begun(begin);
         }
     }
 }
