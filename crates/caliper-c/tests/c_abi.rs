@@ -853,6 +853,70 @@ fn cxx_programs_of_the_reference_shapes_build_and_nest() {
     assert!(text.contains("data=event.duration.ns"), "{text}");
 }
 
+/// `cali::Annotation` as programs written for the reference use it
+/// (`tests/cxx/annotation.cpp`): a `Guard` made from
+/// `cali::Annotation("x").set(true)`, chained begins and sets, values of
+/// the common types, the scope and loop macros twice in one scope, the
+/// classes made by conversion (`Guard g = ann.begin(1)`). It builds, and
+/// each call is one event of the trace, in order.
+#[test]
+fn cxx_annotations_chain_and_guard_temporaries() {
+    let dir = scratch("annotation");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cxx/annotation.cpp");
+    let exe = build_with_pkg_config(Lang::Cxx, &source, &dir.join("annotation"));
+    let trace = dir.join("trace.cali");
+    let out = program_under(&exe, None)
+        .env("CALI_SERVICES_ENABLE", "event,trace,recorder")
+        .env("CALI_RECORDER_FILENAME", &trace)
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "annotation: done\n");
+    assert!(out.status.success() && out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    let keep = |name: &str| match name.starts_with("event.") && !name.ends_with("#region") {
+        true => Keep::Value,
+        false => Keep::Not,
+    };
+    let events: Vec<String> = records(&trace, &keep).into_iter().filter(|l| !l.is_empty()).collect();
+    let expected = [
+        "event.set#ann.flag=true",
+        "event.end#ann.flag=true",
+        "event.begin#ann.phase=outer",
+        "event.begin#ann.phase=inner",
+        "event.end#ann.phase=inner",
+        "event.end#ann.phase=outer",
+        "event.begin#ann.level=1",
+        "event.set#ann.level=2",
+        "event.set#ann.level=3",
+        "event.end#ann.level=3",
+        "event.begin#ann.name=text",
+        "event.end#ann.name=text",
+        "event.begin#ann.name=text",
+        "event.end#ann.name=text",
+        "event.set#ann.ratio=0.500000",
+        "event.set#ann.ratio=0.250000",
+        "event.end#ann.ratio=0.250000",
+        "event.begin#ann.on=true",
+        "event.begin#loop=ann.first",
+        "event.begin#iteration#ann.first=0",
+        "event.end#iteration#ann.first=0",
+        "event.begin#iteration#ann.first=1",
+        "event.end#iteration#ann.first=1",
+        "event.end#loop=ann.first",
+        "event.begin#loop=ann.second",
+        "event.begin#iteration#ann.second=0",
+        "event.end#iteration#ann.second=0",
+        "event.end#loop=ann.second",
+        "event.begin#loop=ann.converted",
+        "event.end#loop=ann.converted",
+        "event.end#ann.on=true",
+    ];
+    assert_eq!(events, expected);
+    let regions = |l: &String| l.strip_prefix("event.begin#region=").map(str::to_string);
+    let keep = |name: &str| if name == "event.begin#region" { Keep::Value } else { Keep::Not };
+    let begun: Vec<String> = records(&trace, &keep).iter().filter_map(regions).collect();
+    assert_eq!(begun, ["main", "flagged", "flagged.inner", "converted.scope", "converted.function"]);
+}
+
 /// With `output=stdout` (or stderr), the report keeps its place after the
 /// program's own stdio output, which a pipe or a file buffers until exit.
 #[test]

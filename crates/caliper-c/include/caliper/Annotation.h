@@ -1,5 +1,10 @@
 // Caliper: C++ annotation classes (drop-in for the reference's
-// caliper/Annotation.h), header-only over the C API.
+// caliper/Annotation.h), header-only over the C API. The signatures are the
+// reference's: Annotation's begin and set return the annotation, so that
+// calls chain and a Guard takes one from a temporary
+// (`cali::Annotation::Guard g(cali::Annotation("x").set(true));`), and
+// the constructors from a name or an annotation are not explicit
+// (`cali::Annotation::Guard g = ann.begin(1);`).
 #ifndef CALI_ANNOTATION_H
 #define CALI_ANNOTATION_H
 
@@ -19,7 +24,7 @@ namespace cali
 class Function
 {
 public:
-    explicit Function(const char* name) { cali_begin_region(name); }
+    Function(const char* name) { cali_begin_region(name); }
     ~Function() { cali_end(cali_region_attr_id); }
 
 private:
@@ -31,7 +36,7 @@ private:
 class ScopeAnnotation
 {
 public:
-    explicit ScopeAnnotation(const char* name) { cali_begin_region(name); }
+    ScopeAnnotation(const char* name) { cali_begin_region(name); }
     ~ScopeAnnotation() { cali_end(cali_region_attr_id); }
 
 private:
@@ -75,7 +80,7 @@ public:
         Iteration& operator=(const Iteration&);
     };
 
-    explicit Loop(const char* name) : m_impl(new Impl)
+    Loop(const char* name) : m_impl(new Impl)
     {
         cali_init();
         cali_begin_string(cali_loop_attr_id, name);
@@ -115,6 +120,7 @@ public:
     Annotation& begin(int data) { return begin(Variant(data)); }
     Annotation& begin(double data) { return begin(Variant(data)); }
     Annotation& begin(const char* data) { return begin(Variant(data)); }
+    Annotation& begin(const std::string& data) { return begin(data.c_str()); }
     Annotation& begin(cali_attr_type type, void* data, uint64_t size) { return begin(Variant(type, data, size)); }
     Annotation& begin(const Variant& data)
     {
@@ -130,21 +136,23 @@ public:
         return begin(Variant(data));
     }
 
-    void set(int data) { set(Variant(data)); }
-    void set(double data) { set(Variant(data)); }
-    void set(const char* data) { set(Variant(data)); }
-    void set(cali_attr_type type, void* data, uint64_t size) { set(Variant(type, data, size)); }
-    void set(const Variant& data)
+    Annotation& set(int data) { return set(Variant(data)); }
+    Annotation& set(double data) { return set(Variant(data)); }
+    Annotation& set(const char* data) { return set(Variant(data)); }
+    Annotation& set(const std::string& data) { return set(data.c_str()); }
+    Annotation& set(cali_attr_type type, void* data, uint64_t size) { return set(Variant(type, data, size)); }
+    Annotation& set(const Variant& data)
     {
         Variant v;
         cali_id_t attr = m_impl->attribute(data, v);
         if (attr != CALI_INV_ID)
             cali_set_variant(attr, v.c_variant());
+        return *this;
     }
     template <typename T>
-    void set(T data)
+    Annotation& set(T data)
     {
-        set(Variant(data));
+        return set(Variant(data));
     }
 
     void end()
@@ -198,7 +206,7 @@ class Annotation::Guard
     Annotation m_ann;
 
 public:
-    explicit Guard(Annotation& a) : m_ann(a) {}
+    Guard(Annotation& a) : m_ann(a) {}
     ~Guard() { m_ann.end(); }
 
 private:
