@@ -398,6 +398,70 @@ fn the_cxx_config_manager_and_write_report_for_query_work() {
     assert_eq!(ends("loaded.cali"), [&["event.end#region=loaded.region"][..], &managed].concat());
 }
 
+/// A benchmark suite's own option (`"type": "boolean"`, category metric,
+/// with let, select and group-by clauses) enabled in `spot`, through
+/// `add_option_spec` and through `CALI_CONFIG` with `load()`: the profile
+/// has the columns and globals of the reference's spot file, plus the
+/// option's columns (aliased), its group-by key and its `opts:` global.
+#[test]
+fn a_suites_option_spec_adds_its_columns_to_a_spot_profile() {
+    let dir = scratch("option-spec");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cxx/option_spec.cpp");
+    let exe = build_with_pkg_config(Lang::Cxx, &source, &dir.join("option_spec"));
+    let api = dir.join("api.cali");
+    let out = program_under(&exe, None).arg("api").arg(&api).output().unwrap();
+    assert!(out.status.success(), "{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+
+    let spec = String::from_utf8(must(program_under(&exe, None).arg("spec")).stdout).unwrap();
+    let spec_file = dir.join("kernel-info.json");
+    std::fs::write(&spec_file, format!("{{ \"options\": [ {spec} ] }}")).unwrap();
+    let env = dir.join("env.cali");
+    let config = format!("load({}),spot(kernel_info,output={})", spec_file.display(), env.display());
+    let out = program_under(&exe, Some(&config)).arg("run").output().unwrap();
+    assert!(out.status.success() && out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+
+    let reference = fixture("cxx-example.spot.cali");
+    let names = |p: &Path| -> std::collections::BTreeSet<String> {
+        records(p, &|_| Keep::Name).iter().flat_map(|r| r.split(',').map(str::to_string)).collect()
+    };
+    let option_columns = ["Complexity", "any#any#max#ProblemSize", "max#max#ps.k"];
+    let mut columns = names(&reference);
+    columns.remove("loop"); // the example's loop, which the suite lacks
+    columns.extend(option_columns.map(String::from));
+    // The example's own globals aside.
+    let mut globals = global_names(&reference);
+    globals.retain(|g| g != "caliper.config" && g != "iterations");
+    globals.push("opts:kernel_info".to_string());
+
+    for (file, extra_global) in [(&api, Some("suite")), (&env, None)] {
+        let what = file.display();
+        assert_eq!(names(file), columns, "{what}");
+        let mut expected = globals.clone();
+        expected.extend(extra_global.map(String::from));
+        expected.sort();
+        assert_eq!(global_names(file), expected, "{what}");
+
+        let (db, _) = read(file);
+        let globals = db.expand(&db.globals());
+        let global = |name: &str| {
+            globals.iter().find(|(a, _)| db.attribute(*a).unwrap().name() == name).map(|(_, v)| v.to_string())
+        };
+        assert_eq!(global("opts:kernel_info").as_deref(), Some("true"), "{what}");
+        let metrics = global("spot.metrics").unwrap();
+        assert!(metrics.split(',').any(|m| m == "any#any#max#ProblemSize"), "{what}: {metrics}");
+        assert!(metrics.split(',').any(|m| m == "max#max#ps.k"), "{what}: {metrics}");
+        let size = db.attribute_by_name("any#any#max#ProblemSize").unwrap();
+        assert!(size.is_asvalue(), "{what}");
+        assert_eq!(db.metadata_by_name(size, "attribute.alias").map(|v| v.to_string()).as_deref(), Some("ProblemSize"));
+
+        let kernel = |name: &str| if ["region", "Complexity"].contains(&name) { Keep::Value } else { Keep::Not };
+        let kernels = records(file, &kernel);
+        for row in ["Complexity=N,region=suite/stream", "Complexity=N_logN,region=suite/sort"] {
+            assert!(kernels.iter().any(|r| r == row), "{what}: {row} in {kernels:?}");
+        }
+    }
+}
+
 #[test]
 fn names_and_values_with_special_characters_survive_cali_and_json() {
     let exe = test_program("weird");

@@ -283,7 +283,9 @@ mod tests {
                      "options": [ { "name": "m1", "type": "bool", "category": "metric", "services": [ "timer" ],
                                     "query": { "local": "select sum(x)", "cross": "select sum(sum#x)" } },
                                   { "name": "m2", "type": "bool", "category": "metric", "services": [ "nosuch" ] },
-                                  { "name": "o", "type": "int", "category": "other" } ] }"#,
+                                  { "name": "o", "type": "int", "category": "other" },
+                                  { "name": "suite", "type": "boolean", "category": "metric",
+                                    "query": { "local": "select any(max#ps) as PS" } } ] }"#,
             )
             .unwrap(),
         )
@@ -321,6 +323,20 @@ mod tests {
         assert!(Options::accepts(&s.configs[0], &s.options, "m1"));
         assert!(Options::accepts(&s.configs[0], &s.options, "metadata"));
         assert!(!Options::accepts(&s.configs[0], &s.options, "o"), "category not listed");
+    }
+
+    #[test]
+    fn an_option_of_an_uninterpreted_type_is_enabled_when_set() {
+        // "boolean" is not "bool": the reference takes any value and
+        // enables the option whenever it is set.
+        for value in ["true", "false"] {
+            let o = options(&[("suite", value)]);
+            assert_eq!(o.check(|_| true), Ok(()));
+            assert!(o.is_enabled("suite"), "{value}");
+            assert_eq!(o.build_query(QueryLevel::Local, "group by path"), "group by path select any(max#ps) as PS");
+            assert_eq!(o.channel_metadata(), [("opts:suite".to_string(), value.to_string())]);
+            assert!(o.enabled_options().is_empty(), "only bool options are listed");
+        }
     }
 
     #[test]

@@ -7,9 +7,10 @@ use super::json::Json;
 /// The value type of an option.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum OptionType {
-    /// `true`/`false`; given without a value, an option means `true`.
+    /// `true`/`false`: enabled only when true; given without a value, an
+    /// option means `true`.
     Bool,
-    /// Any text.
+    /// Any text; enabled whenever set.
     String,
     /// An integer.
     Int,
@@ -18,14 +19,19 @@ pub enum OptionType {
 }
 
 impl OptionType {
-    fn from_name(name: &str) -> Option<OptionType> {
-        Some(match name {
+    /// The type a spec's `"type"` names. For the reference the type is
+    /// documentation, but for `bool`: any other name is accepted, and its
+    /// option takes any value and is enabled whenever set, as a string
+    /// option is. So a suite's `"type": "boolean"` option works as it does
+    /// there: enabled by `name` or `name=true` (and, as there, by
+    /// `name=false` too, the value being only recorded as `opts:<name>`).
+    fn from_name(name: &str) -> OptionType {
+        match name {
             "bool" => OptionType::Bool,
-            "string" => OptionType::String,
             "int" | "integer" => OptionType::Int,
             "double" => OptionType::Double,
-            _ => return None,
-        })
+            _ => OptionType::String,
+        }
     }
 
     /// The name used in specs and documentation.
@@ -136,11 +142,7 @@ impl OptionSpec {
     pub fn from_json(obj: &Json) -> Result<OptionSpec, SpecError> {
         let name = name_of(obj, "option")?;
         let in_option = |e: SpecError| SpecError(format!("option \"{name}\": {}", e.0));
-        let kind = match obj.get("type").and_then(Json::as_text) {
-            None => OptionType::String,
-            Some(t) => OptionType::from_name(t)
-                .ok_or_else(|| in_option(SpecError(format!("unknown type \"{t}\" (bool, string, int, double)"))))?,
-        };
+        let kind = obj.get("type").and_then(Json::as_text).map_or(OptionType::String, OptionType::from_name);
         let (query_local, query_cross) = query_fragments(obj.get("query")).map_err(in_option)?;
         Ok(OptionSpec {
             kind,
@@ -362,11 +364,18 @@ mod tests {
         let set = SpecSet::from_json(&parse(r#"[ { "name": "a" }, { "name": "b" } ]"#).unwrap()).unwrap();
         assert_eq!(set.configs.len(), 2);
         assert!(SpecSet::from_json(&parse(r#"{ "description": "x" }"#).unwrap()).is_err());
-        let e = ConfigSpec::from_json(
-            &parse(r#"{ "name": "a", "options": [ { "name": "o", "type": "flag" } ] }"#).unwrap(),
-        )
-        .unwrap_err();
-        assert_eq!(e.0, "config \"a\": option \"o\": unknown type \"flag\" (bool, string, int, double)");
         assert!(ConfigSpec::from_json(&parse(r#"{ "services": [] }"#).unwrap()).is_err());
+    }
+
+    #[test]
+    fn a_type_other_than_bool_int_double_is_a_string_option() {
+        let doc = parse(
+            r#"{ "name": "a", "options": [ { "name": "o", "type": "boolean" }, { "name": "p", "type": "flag" },
+                                          { "name": "q", "type": "bool" }, { "name": "r" } ] }"#,
+        )
+        .unwrap();
+        let spec = ConfigSpec::from_json(&doc).unwrap();
+        let kinds: Vec<OptionType> = spec.options.iter().map(|o| o.kind).collect();
+        assert_eq!(kinds, [OptionType::String, OptionType::String, OptionType::Bool, OptionType::String]);
     }
 }

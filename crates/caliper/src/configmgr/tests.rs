@@ -208,6 +208,9 @@ fn global_option_specs_from_the_api() {
     ));
     assert!(mgr.add("runtime-report,my.count"), "{}", mgr.error_msg());
     assert!(setting(&mgr.channels()[0], "CALI_REPORT_CONFIG").contains("select count() as \"My count\""));
-    assert!(!mgr.add_option_spec(r#"{ "name": "x", "type": "flag" }"#));
-    assert_eq!(mgr.error_msg(), "option spec: option \"x\": unknown type \"flag\" (bool, string, int, double)");
+    // Type names other than bool are documentation, as for the reference.
+    assert!(mgr.add_option_spec(r#"{ "name": "x", "type": "boolean", "category": "metric" }"#));
+    assert!(mgr.add("runtime-report(x)"), "{}", mgr.error_msg());
+    assert!(!mgr.add_option_spec(r#"{ "type": "bool" }"#));
+    assert_eq!(mgr.error_msg(), "option spec: option spec: \"name\" is missing");
 }
