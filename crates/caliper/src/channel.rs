@@ -93,6 +93,9 @@ pub struct Channel {
     /// timer without region measurements) changes after creation.
     fused: Fused,
     events: Option<EventConfig>,
+    /// The subscription attributes the services subscribe to (see
+    /// [`Service::subscriptions`]).
+    subscriptions: Vec<&'static str>,
     marks: RwLock<FxHashMap<Id, Option<EventAttributes>>>,
     /// What threads that have exited gathered, per service (empty for
     /// those that do not process): their states, merged where the service
@@ -207,6 +210,7 @@ impl Channel {
             &[],
         );
         let retired = Mutex::new(services.iter().map(|_| Vec::new()).collect());
+        let subscriptions = services.iter().flat_map(|s| s.subscriptions().iter().copied()).collect();
         Channel {
             id,
             name: name.to_string(),
@@ -223,6 +227,7 @@ impl Channel {
             timer,
             fused,
             events,
+            subscriptions,
             marks: RwLock::new(FxHashMap::default()),
             retired,
             flush_on_exit,
@@ -309,7 +314,8 @@ impl Channel {
         let marked = attr.id() >= caliper_data::node::BOOTSTRAP_NODE_COUNT
             && !props.skips_events()
             && (events.triggers.is_empty() || events.triggers.iter().any(|t| t == name))
-            && props.level() >= events.level;
+            && props.level() >= events.level
+            && self.subscribes(cali, attr, name);
         let info = marked.then(|| {
             let props = Properties::from_bits(
                 (props.bits() & !(Properties::NESTED.bits() | Properties::GLOBAL.bits()))
@@ -332,6 +338,23 @@ impl Channel {
             EventAttributes { begin: make("begin"), set: make("set"), end: make("end") }
         });
         sync::write(&self.marks).insert(attr.id(), info);
+    }
+
+    /// Whether the channel takes snapshots of `attr` as far as
+    /// subscriptions go: an attribute whose metadata marks it a
+    /// subscription attribute (`subscription_event=true`: `io.region`,
+    /// `mpi.function`) only if one of its services subscribes to it, any
+    /// other attribute always. The reference's rule, which lets an event
+    /// trace without `trace.io` run beside an `io` service in another
+    /// channel.
+    fn subscribes<H: Host>(&self, cali: &H, attr: Attribute, name: &str) -> bool {
+        if self.subscriptions.contains(&name) {
+            return true;
+        }
+        let Some(subscription) = cali.find_attribute("subscription_event") else { return true };
+        let info = cali.attribute_info(attr.id());
+        let metadata = info.as_ref().map_or(&[][..], |i| &i.metadata[..]);
+        !metadata.iter().any(|(m, v)| *m == subscription.id() && *v == Variant::Bool(true))
     }
 
     /// Whether `attr` triggers snapshots (with its event attributes);

@@ -144,6 +144,15 @@ pub trait Service: Send + Sync {
     fn takes_async_events(&self) -> bool {
         false
     }
+    /// The subscription attributes (metadata `subscription_event=true`)
+    /// whose updates the channel takes snapshots of because of this
+    /// service: those it makes, such as the `io` service's `io.region`.
+    /// Such an attribute is updated in every channel, whichever enabled the
+    /// service that updates it; a channel without that service takes no
+    /// snapshots of it.
+    fn subscriptions(&self) -> &'static [&'static str] {
+        &[]
+    }
     /// Whether the service sees memory regions begun and ended
     /// ([`Service::track_memory`]).
     fn tracks_memory(&self) -> bool {

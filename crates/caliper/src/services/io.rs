@@ -182,6 +182,10 @@ impl Service for Io {
         "io"
     }
 
+    fn subscriptions(&self) -> &'static [&'static str] {
+        &["io.region"]
+    }
+
     fn finish(&self, _cali: &dyn Runtime, _channel: &dyn ChannelView) {
         interpose::uninstall(&HOOKS);
     }

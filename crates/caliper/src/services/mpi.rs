@@ -101,6 +101,10 @@ impl Service for Mpi {
         "mpi"
     }
 
+    fn subscriptions(&self) -> &'static [&'static str] {
+        &["mpi.function"]
+    }
+
     /// With the communication pattern on: sees comm regions begin and end.
     fn observes(&self) -> bool {
         self.pattern.is_some()
