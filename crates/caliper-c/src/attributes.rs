@@ -10,11 +10,12 @@ use runtime::log;
 use std::ffi::{CStr, c_char, c_int, c_void};
 use std::sync::OnceLock;
 
-/// The version string, e.g. `0.1.0`.
+/// The version of the Caliper API implemented, e.g. `2.15.0` (that of
+/// `cali.caliper.version` and `CALIPER_VERSION`).
 #[unsafe(no_mangle)]
 pub extern "C" fn cali_caliper_version() -> *const c_char {
     static VERSION: OnceLock<&'static CStr> = OnceLock::new();
-    VERSION.get_or_init(|| static_cstr(runtime::runtime::VERSION)).as_ptr()
+    VERSION.get_or_init(|| static_cstr(runtime::runtime::API_VERSION)).as_ptr()
 }
 
 fn create(entry: &str, name: *const c_char, ty: c_int, props: c_int, metadata: &[(u64, Variant)]) -> cali_id_t {

@@ -123,8 +123,13 @@ fn help_and_version() {
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.starts_with("Usage: cali-query [OPTION]... [FILE]...\n"));
+    // The Caliper API version, which scripts compare with the reference's,
+    // then this implementation's.
     let out = cali_query(&["-V"]);
-    assert!(String::from_utf8(out.stdout).unwrap().starts_with("cali-query "));
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        format!("cali-query 2.15.0 (caliper-rs {})\n", env!("CARGO_PKG_VERSION"))
+    );
 }
 
 #[test]

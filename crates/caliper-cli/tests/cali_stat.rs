@@ -35,6 +35,16 @@ fn counts_of_the_example_trace() {
 }
 
 #[test]
+fn version() {
+    let out = cali_stat(&["--version"]);
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        format!("cali-stat 2.15.0 (caliper-rs {})\n", env!("CARGO_PKG_VERSION"))
+    );
+}
+
+#[test]
 fn reuse_statistics() {
     let trace = fixture("cxx-example.event-trace.cali");
     let text = String::from_utf8(cali_stat(&["-r", trace.to_str().unwrap()]).stdout).unwrap();

@@ -244,6 +244,11 @@ pub struct Builtins {
     pub starttime_sec: Attribute,
     /// See `starttime_sec`.
     pub starttime_nsec: Attribute,
+    /// `cali.caliper-rs.version`: this implementation's version (global).
+    /// A channel's, not the process's, so that it stays out of the
+    /// snapshot records, where the reference has `cali.caliper.version`
+    /// only.
+    pub implementation_version: Attribute,
 }
 
 #[cfg(test)]

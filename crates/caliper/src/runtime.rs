@@ -41,7 +41,14 @@ use flush::{after_fork_in_child, finish_at_exit, interrupted_in_runtime};
 pub(crate) use threads::current_slot;
 use threads::{Registration, log_thread_release, own_slot};
 
-/// The version this runtime reports as `cali.caliper.version`.
+/// The version of the Caliper API this runtime implements, which it
+/// reports as `cali.caliper.version` (and `cali_caliper_version()`): tools
+/// and programs compare it with the reference's versions. The same as
+/// `CALIPER_VERSION` of `caliper/caliper-config.h`.
+pub const API_VERSION: &str = "2.15.0";
+
+/// This implementation's own version, reported as the channel global
+/// `cali.caliper-rs.version` beside [`API_VERSION`].
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// The process context: its blackboard and the snapshot entries made of it.
@@ -171,11 +178,12 @@ impl Caliper {
             channel: create("cali.channel", AttrType::String, global),
             starttime_sec: create("starttime.sec", AttrType::Uint, global),
             starttime_nsec: create("starttime.nsec", AttrType::Uint, global),
+            implementation_version: create("cali.caliper-rs.version", AttrType::String, global),
         };
         let version = create("cali.caliper.version", AttrType::String, global);
         let mut process =
             ProcessContext { blackboard: Blackboard::default(), cache: ChildCache::default(), entries: Arc::default() };
-        process.blackboard.set(version, ValueKey::string(VERSION));
+        process.blackboard.set(version, ValueKey::string(API_VERSION));
         sync::init();
         Caliper {
             tree,

@@ -285,7 +285,7 @@ fn run(argv: &[String]) -> Result<(), Failure> {
         return help(topic);
     }
     if parsed.is_set("version") {
-        println!("cali-query {}", env!("CARGO_PKG_VERSION"));
+        println!("{}", caliper_cli::version_line("cali-query"));
         return Ok(());
     }
     let profile = match parsed.value("profile") {

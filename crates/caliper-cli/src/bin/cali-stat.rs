@@ -28,6 +28,7 @@ const OPTIONS: &[OptSpec] = &[
         help: "Write the statistics to FILE instead of standard output",
     },
     OptSpec { long: "help", short: Some('h'), takes: Takes::Nothing, help: "Print this help and exit" },
+    OptSpec { long: "version", short: Some('V'), takes: Takes::Nothing, help: "Print the version and exit" },
 ];
 
 /// Exit status for an unusable command line (the reference's -1) and for an
@@ -216,6 +217,10 @@ fn main() -> ExitCode {
     };
     if parsed.is_set("help") {
         eprint!("{}", usage());
+        return ExitCode::SUCCESS;
+    }
+    if parsed.is_set("version") {
+        println!("{}", caliper_cli::version_line("cali-stat"));
         return ExitCode::SUCCESS;
     }
     let mut out: Box<dyn Write> = match parsed.value("output") {

@@ -54,6 +54,7 @@ impl Caliper {
             let mut bb = sync::lock(channel.blackboard());
             let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
             bb.set(self.builtins.channel, ValueKey::string(name));
+            bb.set(self.builtins.implementation_version, ValueKey::string(super::VERSION));
             bb.set(self.builtins.starttime_sec, ValueKey::from_variant(&Variant::Uint(now.as_secs())));
             bb.set(self.builtins.starttime_nsec, ValueKey::from_variant(&Variant::Uint(u64::from(now.subsec_nanos()))));
         }
