@@ -9,6 +9,12 @@
 //! another is refused with a message instead of being misread. An empty
 //! capsule (never filled, zeroed, or already deleted) is refused the same
 //! way.
+//!
+//! A capsule with an address and `idtor` 0 borrows an object it does not
+//! own: the Fortran types' `set_instance` fills one so (as Shroud's does),
+//! to make a second handle on an object. Its class is taken at its word,
+//! as the reference does; deleting through it forgets the object and
+//! leaves it to its owner, so that deleting both handles frees it once.
 
 use runtime::log;
 use std::ffi::{c_int, c_void};
@@ -23,10 +29,13 @@ pub struct Capsule {
 /// A class held in capsules: its name (for messages) and its `idtor`.
 pub(crate) trait Class: Sized {
     const NAME: &'static str;
-    /// Distinct per class, and not 0 (empty) nor 1 (the strings
+    /// Distinct per class, and not 0 (empty or borrowed) nor 1 (the strings
     /// `cali_SHROUD_memory_destructor` releases).
     const IDTOR: c_int;
 }
+
+/// The `idtor` of a capsule that borrows its object.
+const BORROWED: c_int = 0;
 
 /// Moves `value` into the capsule `rv` and returns `rv`; a NULL `rv` is
 /// logged and `value` dropped.
@@ -56,8 +65,9 @@ pub(crate) unsafe fn get<'a, T: Class>(entry: &str, cap: *mut Capsule) -> Option
     // SAFETY: per the caller.
     let cap = unsafe { cap.as_ref() }.filter(|c| !c.addr.is_null());
     match cap {
-        // SAFETY: filled by `fill::<T>` (the tag says so), not yet released.
-        Some(c) if c.idtor == T::IDTOR => Some(unsafe { &mut *(c.addr as *mut T) }),
+        // SAFETY: filled by `fill::<T>` (the tag says so), not yet released,
+        // or borrowed from such a capsule (see the module's doc).
+        Some(c) if c.idtor == T::IDTOR || c.idtor == BORROWED => Some(unsafe { &mut *(c.addr as *mut T) }),
         Some(_) => {
             log::error(format_args!("{entry}: not a {} capsule, call ignored", T::NAME));
             None
@@ -70,7 +80,8 @@ pub(crate) unsafe fn get<'a, T: Class>(entry: &str, cap: *mut Capsule) -> Option
 }
 
 /// Takes the object out of capsule `cap`, leaving it empty; `None` (and
-/// logged) as for [`get`].
+/// logged) as for [`get`], and `None` (silently) for a borrowed object,
+/// which stays with its owner.
 ///
 /// # Safety
 /// As [`get`].
@@ -79,11 +90,12 @@ pub(crate) unsafe fn take<T: Class>(entry: &str, cap: *mut Capsule) -> Option<T>
     let object = unsafe { get::<T>(entry, cap) }? as *mut T;
     // SAFETY: `get` found a filled capsule, so `cap` is valid.
     let cap = unsafe { &mut *cap };
+    let owned = cap.idtor == T::IDTOR;
     cap.addr = std::ptr::null_mut();
     cap.idtor = 0;
     // SAFETY: the pointer came from Box::into_raw in `fill`, and the
-    // capsule no longer holds it.
-    Some(*unsafe { Box::from_raw(object) })
+    // capsule (the only owner) no longer holds it.
+    owned.then(|| *unsafe { Box::from_raw(object) })
 }
 
 #[cfg(test)]
@@ -112,6 +124,15 @@ mod tests {
         assert_eq!(unsafe { take::<A>("t", p) }.map(|a| a.0), Some(7));
         assert!(cap.addr.is_null() && cap.idtor == 0);
         assert!(unsafe { take::<A>("t", p) }.is_none(), "taken twice");
+
+        // A second handle borrows the object: it reads it, and taking
+        // through it empties the handle only.
+        unsafe { fill("t", p, A(8)) };
+        let mut borrowed = Capsule { addr: cap.addr, idtor: 0 };
+        let b = &mut borrowed as *mut Capsule;
+        assert_eq!(unsafe { get::<A>("t", b) }.map(|a| a.0), Some(8));
+        assert!(unsafe { take::<A>("t", b) }.is_none() && borrowed.addr.is_null());
+        assert_eq!(unsafe { take::<A>("t", p) }.map(|a| a.0), Some(8));
         assert!(unsafe { get::<A>("t", std::ptr::null_mut()) }.is_none());
         assert!(unsafe { fill("t", std::ptr::null_mut(), A(1)) }.is_null());
     }

@@ -76,7 +76,9 @@ pub unsafe extern "C" fn cali_ConfigManager_new(rv: *mut Capsule) -> *mut Capsul
     })
 }
 
-/// Deletes the manager in `cap` (its channels stay).
+/// Deletes the manager in `cap` (its channels stay). A capsule that
+/// borrows its manager (`idtor` 0, as the Fortran type's `set_instance`
+/// fills it) is emptied only: the manager stays with its owner.
 ///
 /// # Safety
 /// `cap` is NULL or a capsule from `cali_ConfigManager_new`.
@@ -87,8 +89,10 @@ pub unsafe extern "C" fn cali_ConfigManager_delete(cap: *mut Capsule) {
         if let Some(c) = unsafe { cap.as_mut() }
             && !c.addr.is_null()
         {
-            // SAFETY: `addr` came from Box::into_raw in `new`.
-            drop(unsafe { Box::from_raw(c.addr as *mut Manager) });
+            if c.idtor != 0 {
+                // SAFETY: `addr` came from Box::into_raw in `new`.
+                drop(unsafe { Box::from_raw(c.addr as *mut Manager) });
+            }
             c.addr = std::ptr::null_mut();
             c.idtor = 0;
         }

@@ -1,17 +1,24 @@
 ! Caliper: the Fortran interface (drop-in for the reference's caliper_mod):
 ! region, phase and by-name annotations, globals, control functions, and
 ! the types ConfigManager, Annotation, ScopeAnnotation and
-! BufferedRegionProfile (over the C wrappers of wrap*.h). Compile this file with your program, or use the
-! installed caliper_mod.mod.
+! BufferedRegionProfile (over the C wrappers of wrap*.h). Compile this file
+! with your program, or use the installed caliper_mod.mod.
+!
+! The types' procedures have the interfaces of the reference's
+! (Shroud-generated) ones: the object of a const C++ method is
+! intent(IN), so that a procedure holding an intent(IN) ConfigManager can
+! call error() and error_msg(); the other methods' objects have no
+! intent. Each type has get_instance, set_instance and associated, and
+! .eq. / .ne. compare the objects two variables hold.
 module caliper_mod
     use, intrinsic :: iso_c_binding
     implicit none
     private
 
-    integer, parameter, public :: CALI_TYPE_INV = 0, CALI_TYPE_USR = 1, CALI_TYPE_INT = 2, &
+    integer(C_INT), parameter, public :: CALI_TYPE_INV = 0, CALI_TYPE_USR = 1, CALI_TYPE_INT = 2, &
         CALI_TYPE_UINT = 3, CALI_TYPE_STRING = 4, CALI_TYPE_ADDR = 5, CALI_TYPE_DOUBLE = 6, &
         CALI_TYPE_BOOL = 7, CALI_TYPE_TYPE = 8, CALI_TYPE_PTR = 9
-    integer, parameter, public :: CALI_ATTR_DEFAULT = 0, CALI_ATTR_ASVALUE = 1, &
+    integer(C_INT), parameter, public :: CALI_ATTR_DEFAULT = 0, CALI_ATTR_ASVALUE = 1, &
         CALI_ATTR_NOMERGE = 2, CALI_ATTR_SCOPE_PROCESS = 12, CALI_ATTR_SCOPE_THREAD = 20, &
         CALI_ATTR_SCOPE_TASK = 24, CALI_ATTR_SKIP_EVENTS = 64, CALI_ATTR_HIDDEN = 128, &
         CALI_ATTR_NESTED = 256, CALI_ATTR_GLOBAL = 512, CALI_ATTR_UNALIGNED = 1024, &
@@ -19,12 +26,14 @@ module caliper_mod
     integer(C_INT64_T), parameter, public :: CALI_INV_ID = -1_C_INT64_T
     integer, parameter, public :: CALI_FLUSH_CLEAR_BUFFERS = 1
 
-    type, bind(C) :: SHROUD_capsule_data
+    ! What a type holds: the address of the C object and which class it
+    ! is (0: an address given to set_instance, which the type does not own).
+    type, bind(C), public :: SHROUD_capsule_data
         type(C_PTR) :: addr = C_NULL_PTR
         integer(C_INT) :: idtor = 0
     end type SHROUD_capsule_data
 
-    type, public :: ConfigManager
+    type :: ConfigManager
         type(SHROUD_capsule_data) :: cxxmem
     contains
         procedure :: add => configmanager_add
@@ -39,12 +48,15 @@ module caliper_mod
         procedure :: stop => configmanager_stop
         procedure :: flush => configmanager_flush
         procedure :: delete => ConfigManager_delete
+        procedure :: get_instance => configmanager_get_instance
+        procedure :: set_instance => configmanager_set_instance
+        procedure :: associated => configmanager_associated
     end type ConfigManager
 
     ! An attribute annotation: ann = Annotation_new('name' [, properties]),
     ! then call ann%begin(value), ann%set(value) (integer or string) and
     ! ann%end(); call ann%delete() when done.
-    type, public :: Annotation
+    type :: Annotation
         type(SHROUD_capsule_data) :: cxxmem
     contains
         procedure :: begin_int => annotation_begin_int
@@ -55,14 +67,20 @@ module caliper_mod
         generic :: set => set_int, set_string
         procedure :: end => annotation_end
         procedure :: delete => Annotation_delete
+        procedure :: get_instance => annotation_get_instance
+        procedure :: set_instance => annotation_set_instance
+        procedure :: associated => annotation_associated
     end type Annotation
 
     ! A region open from s = ScopeAnnotation_begin('name') until
     ! call s%end() (or call ScopeAnnotation_end(s)).
-    type, public :: ScopeAnnotation
+    type :: ScopeAnnotation
         type(SHROUD_capsule_data) :: cxxmem
     contains
         procedure :: end => ScopeAnnotation_end
+        procedure :: get_instance => scopeannotation_get_instance
+        procedure :: set_instance => scopeannotation_set_instance
+        procedure :: associated => scopeannotation_associated
     end type ScopeAnnotation
 
     ! Region times read from inside the program: rp =
@@ -70,7 +88,7 @@ module caliper_mod
     ! rp%fetch_exclusive_region_times() (or inclusive), then
     ! rp%region_time('name'), rp%total_region_time() and
     ! rp%total_profiling_time(), in seconds.
-    type, public :: BufferedRegionProfile
+    type :: BufferedRegionProfile
         type(SHROUD_capsule_data) :: cxxmem
     contains
         procedure :: start => bufferedregionprofile_start
@@ -82,6 +100,9 @@ module caliper_mod
         procedure :: total_region_time => bufferedregionprofile_total_region_time
         procedure :: region_time => bufferedregionprofile_region_time
         procedure :: delete => BufferedRegionProfile_delete
+        procedure :: get_instance => bufferedregionprofile_get_instance
+        procedure :: set_instance => bufferedregionprofile_set_instance
+        procedure :: associated => bufferedregionprofile_associated
     end type BufferedRegionProfile
 
     ! Annotation_new(name) or Annotation_new(name, properties).
@@ -90,6 +111,40 @@ module caliper_mod
         module procedure Annotation_new_with_properties
     end interface Annotation_new
 
+    ! The constructors under the types' names, as Shroud names them too:
+    ! mgr = ConfigManager(), ann = Annotation('name' [, properties]),
+    ! scope = ScopeAnnotation('name'), rp = BufferedRegionProfile().
+    interface ConfigManager
+        module procedure ConfigManager_new
+    end interface ConfigManager
+    interface Annotation
+        module procedure annotation_new_default
+        module procedure Annotation_new_with_properties
+    end interface Annotation
+    interface ScopeAnnotation
+        module procedure ScopeAnnotation_begin
+    end interface ScopeAnnotation
+    interface BufferedRegionProfile
+        module procedure BufferedRegionProfile_new
+    end interface BufferedRegionProfile
+
+    ! a .eq. b: whether a and b hold the same object (two that hold none
+    ! are not equal, as in Shroud's).
+    interface operator (.eq.)
+        module procedure configmanager_eq
+        module procedure annotation_eq
+        module procedure scopeannotation_eq
+        module procedure bufferedregionprofile_eq
+    end interface
+    interface operator (.ne.)
+        module procedure configmanager_ne
+        module procedure annotation_ne
+        module procedure scopeannotation_ne
+        module procedure bufferedregionprofile_ne
+    end interface
+
+    public :: ConfigManager, Annotation, ScopeAnnotation, BufferedRegionProfile
+    public :: operator (.eq.), operator (.ne.)
     public :: Annotation_new, Annotation_new_with_properties, Annotation_delete
     public :: ScopeAnnotation_begin, ScopeAnnotation_end
     public :: BufferedRegionProfile_new, BufferedRegionProfile_delete
@@ -267,74 +322,74 @@ module caliper_mod
 
         function c_cm_new(rv) result(p) bind(C, name="cali_ConfigManager_new")
             import :: SHROUD_capsule_data, C_PTR
-            type(SHROUD_capsule_data), intent(inout) :: rv
+            type(SHROUD_capsule_data), intent(OUT) :: rv
             type(C_PTR) :: p
         end function
         subroutine c_cm_delete(self) bind(C, name="cali_ConfigManager_delete")
             import :: SHROUD_capsule_data
-            type(SHROUD_capsule_data), intent(inout) :: self
+            type(SHROUD_capsule_data), intent(INOUT) :: self
         end subroutine
         function c_cm_add(self, cfg) result(ok) bind(C, name="cali_ConfigManager_add")
             import :: SHROUD_capsule_data, C_CHAR, C_BOOL
-            type(SHROUD_capsule_data), intent(inout) :: self
+            type(SHROUD_capsule_data), intent(IN) :: self
             character(kind=C_CHAR), intent(in) :: cfg(*)
             logical(C_BOOL) :: ok
         end function
         subroutine c_cm_add_config_spec(self, spec) bind(C, name="cali_ConfigManager_add_config_spec")
             import :: SHROUD_capsule_data, C_CHAR
-            type(SHROUD_capsule_data), intent(inout) :: self
+            type(SHROUD_capsule_data), intent(IN) :: self
             character(kind=C_CHAR), intent(in) :: spec(*)
         end subroutine
         subroutine c_cm_add_option_spec(self, spec) bind(C, name="cali_ConfigManager_add_option_spec")
             import :: SHROUD_capsule_data, C_CHAR
-            type(SHROUD_capsule_data), intent(inout) :: self
+            type(SHROUD_capsule_data), intent(IN) :: self
             character(kind=C_CHAR), intent(in) :: spec(*)
         end subroutine
         subroutine c_cm_set_default_parameter(self, key, val) &
                 bind(C, name="cali_ConfigManager_set_default_parameter")
             import :: SHROUD_capsule_data, C_CHAR
-            type(SHROUD_capsule_data), intent(inout) :: self
+            type(SHROUD_capsule_data), intent(IN) :: self
             character(kind=C_CHAR), intent(in) :: key(*), val(*)
         end subroutine
         subroutine c_cm_set_default_parameter_for_config(self, cfg, key, val) &
                 bind(C, name="cali_ConfigManager_set_default_parameter_for_config")
             import :: SHROUD_capsule_data, C_CHAR
-            type(SHROUD_capsule_data), intent(inout) :: self
+            type(SHROUD_capsule_data), intent(IN) :: self
             character(kind=C_CHAR), intent(in) :: cfg(*), key(*), val(*)
         end subroutine
         function c_cm_check(self, cfg, allow_extra) result(p) bind(C, name="cali_ConfigManager_check")
             import :: SHROUD_capsule_data, C_CHAR, C_PTR, C_BOOL
-            type(SHROUD_capsule_data), intent(inout) :: self
+            type(SHROUD_capsule_data), intent(IN) :: self
             character(kind=C_CHAR), intent(in) :: cfg(*)
             logical(C_BOOL), value :: allow_extra
             type(C_PTR) :: p
         end function
         function c_cm_error(self) result(err) bind(C, name="cali_ConfigManager_error")
             import :: SHROUD_capsule_data, C_BOOL
-            type(SHROUD_capsule_data), intent(inout) :: self
+            type(SHROUD_capsule_data), intent(IN) :: self
             logical(C_BOOL) :: err
         end function
         function c_cm_error_msg(self) result(p) bind(C, name="cali_ConfigManager_error_msg")
             import :: SHROUD_capsule_data, C_PTR
-            type(SHROUD_capsule_data), intent(inout) :: self
+            type(SHROUD_capsule_data), intent(IN) :: self
             type(C_PTR) :: p
         end function
         subroutine c_cm_start(self) bind(C, name="cali_ConfigManager_start")
             import :: SHROUD_capsule_data
-            type(SHROUD_capsule_data), intent(inout) :: self
+            type(SHROUD_capsule_data), intent(IN) :: self
         end subroutine
         subroutine c_cm_stop(self) bind(C, name="cali_ConfigManager_stop")
             import :: SHROUD_capsule_data
-            type(SHROUD_capsule_data), intent(inout) :: self
+            type(SHROUD_capsule_data), intent(IN) :: self
         end subroutine
         subroutine c_cm_flush(self) bind(C, name="cali_ConfigManager_flush")
             import :: SHROUD_capsule_data
-            type(SHROUD_capsule_data), intent(inout) :: self
+            type(SHROUD_capsule_data), intent(IN) :: self
         end subroutine
         function c_ann_new(name, rv) result(p) bind(C, name="cali_Annotation_new")
             import :: SHROUD_capsule_data, C_CHAR, C_PTR
             character(kind=C_CHAR), intent(in) :: name(*)
-            type(SHROUD_capsule_data), intent(inout) :: rv
+            type(SHROUD_capsule_data), intent(OUT) :: rv
             type(C_PTR) :: p
         end function
         function c_ann_new_with_properties(name, opt, rv) result(p) &
@@ -342,98 +397,98 @@ module caliper_mod
             import :: SHROUD_capsule_data, C_CHAR, C_INT, C_PTR
             character(kind=C_CHAR), intent(in) :: name(*)
             integer(C_INT), value :: opt
-            type(SHROUD_capsule_data), intent(inout) :: rv
+            type(SHROUD_capsule_data), intent(OUT) :: rv
             type(C_PTR) :: p
         end function
         subroutine c_ann_delete(self) bind(C, name="cali_Annotation_delete")
             import :: SHROUD_capsule_data
-            type(SHROUD_capsule_data), intent(inout) :: self
+            type(SHROUD_capsule_data), intent(INOUT) :: self
         end subroutine
         subroutine c_ann_begin_int(self, val) bind(C, name="cali_Annotation_begin_int")
             import :: SHROUD_capsule_data, C_INT
-            type(SHROUD_capsule_data), intent(inout) :: self
+            type(SHROUD_capsule_data), intent(IN) :: self
             integer(C_INT), value :: val
         end subroutine
         subroutine c_ann_begin_string(self, val) bind(C, name="cali_Annotation_begin_string")
             import :: SHROUD_capsule_data, C_CHAR
-            type(SHROUD_capsule_data), intent(inout) :: self
+            type(SHROUD_capsule_data), intent(IN) :: self
             character(kind=C_CHAR), intent(in) :: val(*)
         end subroutine
         subroutine c_ann_set_int(self, val) bind(C, name="cali_Annotation_set_int")
             import :: SHROUD_capsule_data, C_INT
-            type(SHROUD_capsule_data), intent(inout) :: self
+            type(SHROUD_capsule_data), intent(IN) :: self
             integer(C_INT), value :: val
         end subroutine
         subroutine c_ann_set_string(self, val) bind(C, name="cali_Annotation_set_string")
             import :: SHROUD_capsule_data, C_CHAR
-            type(SHROUD_capsule_data), intent(inout) :: self
+            type(SHROUD_capsule_data), intent(IN) :: self
             character(kind=C_CHAR), intent(in) :: val(*)
         end subroutine
         subroutine c_ann_end(self) bind(C, name="cali_Annotation_end")
             import :: SHROUD_capsule_data
-            type(SHROUD_capsule_data), intent(inout) :: self
+            type(SHROUD_capsule_data), intent(IN) :: self
         end subroutine
 
         function c_scope_begin(name, rv) result(p) bind(C, name="cali_ScopeAnnotation_begin")
             import :: SHROUD_capsule_data, C_CHAR, C_PTR
             character(kind=C_CHAR), intent(in) :: name(*)
-            type(SHROUD_capsule_data), intent(inout) :: rv
+            type(SHROUD_capsule_data), intent(OUT) :: rv
             type(C_PTR) :: p
         end function
         subroutine c_scope_end(self) bind(C, name="cali_ScopeAnnotation_end")
             import :: SHROUD_capsule_data
-            type(SHROUD_capsule_data), intent(inout) :: self
+            type(SHROUD_capsule_data), intent(INOUT) :: self
         end subroutine
 
         function c_rp_new(rv) result(p) bind(C, name="cali_BufferedRegionProfile_new")
             import :: SHROUD_capsule_data, C_PTR
-            type(SHROUD_capsule_data), intent(inout) :: rv
+            type(SHROUD_capsule_data), intent(OUT) :: rv
             type(C_PTR) :: p
         end function
         subroutine c_rp_delete(self) bind(C, name="cali_BufferedRegionProfile_delete")
             import :: SHROUD_capsule_data
-            type(SHROUD_capsule_data), intent(inout) :: self
+            type(SHROUD_capsule_data), intent(INOUT) :: self
         end subroutine
         subroutine c_rp_start(self) bind(C, name="cali_BufferedRegionProfile_start")
             import :: SHROUD_capsule_data
-            type(SHROUD_capsule_data), intent(inout) :: self
+            type(SHROUD_capsule_data), intent(IN) :: self
         end subroutine
         subroutine c_rp_stop(self) bind(C, name="cali_BufferedRegionProfile_stop")
             import :: SHROUD_capsule_data
-            type(SHROUD_capsule_data), intent(inout) :: self
+            type(SHROUD_capsule_data), intent(IN) :: self
         end subroutine
         subroutine c_rp_clear(self) bind(C, name="cali_BufferedRegionProfile_clear")
             import :: SHROUD_capsule_data
-            type(SHROUD_capsule_data), intent(inout) :: self
+            type(SHROUD_capsule_data), intent(IN) :: self
         end subroutine
         subroutine c_rp_fetch_exclusive(self, region_type) &
                 bind(C, name="cali_BufferedRegionProfile_fetch_exclusive_region_times")
             import :: SHROUD_capsule_data, C_CHAR
-            type(SHROUD_capsule_data), intent(inout) :: self
+            type(SHROUD_capsule_data), intent(IN) :: self
             character(kind=C_CHAR), intent(in) :: region_type(*)
         end subroutine
         subroutine c_rp_fetch_inclusive(self, region_type) &
                 bind(C, name="cali_BufferedRegionProfile_fetch_inclusive_region_times")
             import :: SHROUD_capsule_data, C_CHAR
-            type(SHROUD_capsule_data), intent(inout) :: self
+            type(SHROUD_capsule_data), intent(IN) :: self
             character(kind=C_CHAR), intent(in) :: region_type(*)
         end subroutine
         function c_rp_total_profiling_time(self) result(t) &
                 bind(C, name="cali_BufferedRegionProfile_total_profiling_time")
             import :: SHROUD_capsule_data, C_DOUBLE
-            type(SHROUD_capsule_data), intent(inout) :: self
+            type(SHROUD_capsule_data), intent(IN) :: self
             real(C_DOUBLE) :: t
         end function
         function c_rp_total_region_time(self) result(t) &
                 bind(C, name="cali_BufferedRegionProfile_total_region_time")
             import :: SHROUD_capsule_data, C_DOUBLE
-            type(SHROUD_capsule_data), intent(inout) :: self
+            type(SHROUD_capsule_data), intent(IN) :: self
             real(C_DOUBLE) :: t
         end function
         function c_rp_region_time(self, region) result(t) &
                 bind(C, name="cali_BufferedRegionProfile_region_time")
             import :: SHROUD_capsule_data, C_CHAR, C_DOUBLE
-            type(SHROUD_capsule_data), intent(inout) :: self
+            type(SHROUD_capsule_data), intent(IN) :: self
             character(kind=C_CHAR), intent(in) :: region(*)
             real(C_DOUBLE) :: t
         end function
@@ -604,62 +659,62 @@ contains
     end function
     ! Deletes the manager (also `call mgr%delete()`).
     subroutine ConfigManager_delete(mgr)
-        class(ConfigManager), intent(inout) :: mgr
+        class(ConfigManager) :: mgr
         call c_cm_delete(mgr%cxxmem)
     end subroutine
 
     subroutine configmanager_add(obj, config)
-        class(ConfigManager), intent(inout) :: obj
+        class(ConfigManager) :: obj
         character(len=*), intent(in) :: config
         logical(C_BOOL) :: ok
         ok = c_cm_add(obj%cxxmem, cstr(config))
     end subroutine
     subroutine configmanager_add_config_spec(obj, spec)
-        class(ConfigManager), intent(inout) :: obj
+        class(ConfigManager) :: obj
         character(len=*), intent(in) :: spec
         call c_cm_add_config_spec(obj%cxxmem, cstr(spec))
     end subroutine
     subroutine configmanager_add_option_spec(obj, spec)
-        class(ConfigManager), intent(inout) :: obj
+        class(ConfigManager) :: obj
         character(len=*), intent(in) :: spec
         call c_cm_add_option_spec(obj%cxxmem, cstr(spec))
     end subroutine
     subroutine configmanager_set_default_parameter(obj, key, val)
-        class(ConfigManager), intent(inout) :: obj
+        class(ConfigManager) :: obj
         character(len=*), intent(in) :: key, val
         call c_cm_set_default_parameter(obj%cxxmem, cstr(key), cstr(val))
     end subroutine
     subroutine configmanager_set_default_parameter_for_config(obj, config, key, val)
-        class(ConfigManager), intent(inout) :: obj
+        class(ConfigManager) :: obj
         character(len=*), intent(in) :: config, key, val
         call c_cm_set_default_parameter_for_config(obj%cxxmem, cstr(config), cstr(key), cstr(val))
     end subroutine
     function configmanager_check(obj, config) result(msg)
-        class(ConfigManager), intent(inout) :: obj
+        class(ConfigManager), intent(IN) :: obj
         character(len=*), intent(in) :: config
         character(len=:), allocatable :: msg
         msg = fstr(c_cm_check(obj%cxxmem, cstr(config), .false._C_BOOL))
     end function
     function configmanager_error(obj) result(err)
-        class(ConfigManager), intent(inout) :: obj
+        class(ConfigManager), intent(IN) :: obj
         logical :: err
         err = c_cm_error(obj%cxxmem)
     end function
     function configmanager_error_msg(obj) result(msg)
-        class(ConfigManager), intent(inout) :: obj
+        class(ConfigManager), intent(IN) :: obj
         character(len=:), allocatable :: msg
         msg = fstr(c_cm_error_msg(obj%cxxmem))
     end function
     subroutine configmanager_start(obj)
-        class(ConfigManager), intent(inout) :: obj
+        class(ConfigManager) :: obj
         call c_cm_start(obj%cxxmem)
     end subroutine
     subroutine configmanager_stop(obj)
-        class(ConfigManager), intent(inout) :: obj
+        class(ConfigManager) :: obj
         call c_cm_stop(obj%cxxmem)
     end subroutine
     subroutine configmanager_flush(obj)
-        class(ConfigManager), intent(inout) :: obj
+        class(ConfigManager) :: obj
         call c_cm_flush(obj%cxxmem)
     end subroutine
     function annotation_new_default(name) result(ann)
@@ -678,31 +733,31 @@ contains
     end function
     ! Deletes the annotation (also `call ann%delete()`).
     subroutine Annotation_delete(ann)
-        class(Annotation), intent(inout) :: ann
+        class(Annotation) :: ann
         call c_ann_delete(ann%cxxmem)
     end subroutine
     subroutine annotation_begin_int(obj, val)
-        class(Annotation), intent(inout) :: obj
+        class(Annotation) :: obj
         integer(C_INT), intent(in) :: val
         call c_ann_begin_int(obj%cxxmem, val)
     end subroutine
     subroutine annotation_begin_string(obj, val)
-        class(Annotation), intent(inout) :: obj
+        class(Annotation) :: obj
         character(len=*), intent(in) :: val
         call c_ann_begin_string(obj%cxxmem, cstr(val))
     end subroutine
     subroutine annotation_set_int(obj, val)
-        class(Annotation), intent(inout) :: obj
+        class(Annotation) :: obj
         integer(C_INT), intent(in) :: val
         call c_ann_set_int(obj%cxxmem, val)
     end subroutine
     subroutine annotation_set_string(obj, val)
-        class(Annotation), intent(inout) :: obj
+        class(Annotation) :: obj
         character(len=*), intent(in) :: val
         call c_ann_set_string(obj%cxxmem, cstr(val))
     end subroutine
     subroutine annotation_end(obj)
-        class(Annotation), intent(inout) :: obj
+        class(Annotation) :: obj
         call c_ann_end(obj%cxxmem)
     end subroutine
 
@@ -714,7 +769,7 @@ contains
         unused = c_scope_begin(cstr(name), scope%cxxmem)
     end function
     subroutine ScopeAnnotation_end(scope)
-        class(ScopeAnnotation), intent(inout) :: scope
+        class(ScopeAnnotation) :: scope
         call c_scope_end(scope%cxxmem)
     end subroutine
 
@@ -725,25 +780,25 @@ contains
     end function
     ! Deletes the profile (also `call rp%delete()`).
     subroutine BufferedRegionProfile_delete(rp)
-        class(BufferedRegionProfile), intent(inout) :: rp
+        class(BufferedRegionProfile) :: rp
         call c_rp_delete(rp%cxxmem)
     end subroutine
     subroutine bufferedregionprofile_start(obj)
-        class(BufferedRegionProfile), intent(inout) :: obj
+        class(BufferedRegionProfile) :: obj
         call c_rp_start(obj%cxxmem)
     end subroutine
     subroutine bufferedregionprofile_stop(obj)
-        class(BufferedRegionProfile), intent(inout) :: obj
+        class(BufferedRegionProfile) :: obj
         call c_rp_stop(obj%cxxmem)
     end subroutine
     subroutine bufferedregionprofile_clear(obj)
-        class(BufferedRegionProfile), intent(inout) :: obj
+        class(BufferedRegionProfile) :: obj
         call c_rp_clear(obj%cxxmem)
     end subroutine
     ! Fetches the times of the regions of attribute region_type (all
     ! nested attributes if absent or '').
     subroutine bufferedregionprofile_fetch_exclusive_region_times(obj, region_type)
-        class(BufferedRegionProfile), intent(inout) :: obj
+        class(BufferedRegionProfile) :: obj
         character(len=*), intent(in), optional :: region_type
         if (present(region_type)) then
             call c_rp_fetch_exclusive(obj%cxxmem, cstr(region_type))
@@ -752,7 +807,7 @@ contains
         end if
     end subroutine
     subroutine bufferedregionprofile_fetch_inclusive_region_times(obj, region_type)
-        class(BufferedRegionProfile), intent(inout) :: obj
+        class(BufferedRegionProfile) :: obj
         character(len=*), intent(in), optional :: region_type
         if (present(region_type)) then
             call c_rp_fetch_inclusive(obj%cxxmem, cstr(region_type))
@@ -761,19 +816,124 @@ contains
         end if
     end subroutine
     function bufferedregionprofile_total_profiling_time(obj) result(t)
-        class(BufferedRegionProfile), intent(inout) :: obj
+        class(BufferedRegionProfile), intent(IN) :: obj
         real(C_DOUBLE) :: t
         t = c_rp_total_profiling_time(obj%cxxmem)
     end function
     function bufferedregionprofile_total_region_time(obj) result(t)
-        class(BufferedRegionProfile), intent(inout) :: obj
+        class(BufferedRegionProfile), intent(IN) :: obj
         real(C_DOUBLE) :: t
         t = c_rp_total_region_time(obj%cxxmem)
     end function
     function bufferedregionprofile_region_time(obj, region) result(t)
-        class(BufferedRegionProfile), intent(inout) :: obj
+        class(BufferedRegionProfile), intent(IN) :: obj
         character(len=*), intent(in) :: region
         real(C_DOUBLE) :: t
         t = c_rp_region_time(obj%cxxmem, cstr(region))
+    end function
+
+    ! The procedures every type has: get_instance (the address of the
+    ! object held), set_instance (hold the object at an address, without
+    ! owning it: delete then forgets it and leaves it to its owner),
+    ! associated (whether an object is held), and .eq. / .ne.
+    function configmanager_get_instance(obj) result(cxxptr)
+        class(ConfigManager), intent(IN) :: obj
+        type(C_PTR) :: cxxptr
+        cxxptr = obj%cxxmem%addr
+    end function
+    subroutine configmanager_set_instance(obj, cxxmem)
+        class(ConfigManager), intent(INOUT) :: obj
+        type(C_PTR), intent(IN) :: cxxmem
+        obj%cxxmem = SHROUD_capsule_data(cxxmem, 0)
+    end subroutine
+    function configmanager_associated(obj) result(rv)
+        class(ConfigManager), intent(IN) :: obj
+        logical :: rv
+        rv = c_associated(obj%cxxmem%addr)
+    end function
+    function configmanager_eq(a, b) result(rv)
+        type(ConfigManager), intent(IN) :: a, b
+        logical :: rv
+        rv = c_associated(a%cxxmem%addr, b%cxxmem%addr)
+    end function
+    function configmanager_ne(a, b) result(rv)
+        type(ConfigManager), intent(IN) :: a, b
+        logical :: rv
+        rv = .not. c_associated(a%cxxmem%addr, b%cxxmem%addr)
+    end function
+    function annotation_get_instance(obj) result(cxxptr)
+        class(Annotation), intent(IN) :: obj
+        type(C_PTR) :: cxxptr
+        cxxptr = obj%cxxmem%addr
+    end function
+    subroutine annotation_set_instance(obj, cxxmem)
+        class(Annotation), intent(INOUT) :: obj
+        type(C_PTR), intent(IN) :: cxxmem
+        obj%cxxmem = SHROUD_capsule_data(cxxmem, 0)
+    end subroutine
+    function annotation_associated(obj) result(rv)
+        class(Annotation), intent(IN) :: obj
+        logical :: rv
+        rv = c_associated(obj%cxxmem%addr)
+    end function
+    function annotation_eq(a, b) result(rv)
+        type(Annotation), intent(IN) :: a, b
+        logical :: rv
+        rv = c_associated(a%cxxmem%addr, b%cxxmem%addr)
+    end function
+    function annotation_ne(a, b) result(rv)
+        type(Annotation), intent(IN) :: a, b
+        logical :: rv
+        rv = .not. c_associated(a%cxxmem%addr, b%cxxmem%addr)
+    end function
+    function scopeannotation_get_instance(obj) result(cxxptr)
+        class(ScopeAnnotation), intent(IN) :: obj
+        type(C_PTR) :: cxxptr
+        cxxptr = obj%cxxmem%addr
+    end function
+    subroutine scopeannotation_set_instance(obj, cxxmem)
+        class(ScopeAnnotation), intent(INOUT) :: obj
+        type(C_PTR), intent(IN) :: cxxmem
+        obj%cxxmem = SHROUD_capsule_data(cxxmem, 0)
+    end subroutine
+    function scopeannotation_associated(obj) result(rv)
+        class(ScopeAnnotation), intent(IN) :: obj
+        logical :: rv
+        rv = c_associated(obj%cxxmem%addr)
+    end function
+    function scopeannotation_eq(a, b) result(rv)
+        type(ScopeAnnotation), intent(IN) :: a, b
+        logical :: rv
+        rv = c_associated(a%cxxmem%addr, b%cxxmem%addr)
+    end function
+    function scopeannotation_ne(a, b) result(rv)
+        type(ScopeAnnotation), intent(IN) :: a, b
+        logical :: rv
+        rv = .not. c_associated(a%cxxmem%addr, b%cxxmem%addr)
+    end function
+    function bufferedregionprofile_get_instance(obj) result(cxxptr)
+        class(BufferedRegionProfile), intent(IN) :: obj
+        type(C_PTR) :: cxxptr
+        cxxptr = obj%cxxmem%addr
+    end function
+    subroutine bufferedregionprofile_set_instance(obj, cxxmem)
+        class(BufferedRegionProfile), intent(INOUT) :: obj
+        type(C_PTR), intent(IN) :: cxxmem
+        obj%cxxmem = SHROUD_capsule_data(cxxmem, 0)
+    end subroutine
+    function bufferedregionprofile_associated(obj) result(rv)
+        class(BufferedRegionProfile), intent(IN) :: obj
+        logical :: rv
+        rv = c_associated(obj%cxxmem%addr)
+    end function
+    function bufferedregionprofile_eq(a, b) result(rv)
+        type(BufferedRegionProfile), intent(IN) :: a, b
+        logical :: rv
+        rv = c_associated(a%cxxmem%addr, b%cxxmem%addr)
+    end function
+    function bufferedregionprofile_ne(a, b) result(rv)
+        type(BufferedRegionProfile), intent(IN) :: a, b
+        logical :: rv
+        rv = .not. c_associated(a%cxxmem%addr, b%cxxmem%addr)
     end function
 end module caliper_mod
