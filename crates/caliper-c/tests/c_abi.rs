@@ -59,11 +59,12 @@ impl Lang {
 }
 
 /// Compiles `source` against the installed library with the flags
-/// pkg-config gives (`caliper`, or `caliper-fortran` for Fortran).
+/// pkg-config gives (`caliper`, or `caliper-fortran` for Fortran), and
+/// `--as-needed` (the distribution's default, explicit for the link order).
 fn build_with_pkg_config(lang: Lang, source: &Path, out: &Path) -> PathBuf {
     let package = if let Lang::Fortran = lang { "caliper-fortran" } else { "caliper" };
     let mut cmd = Command::new(lang.compiler());
-    cmd.args(["-O2", "-Wall"]).arg("-o").arg(out).arg(source);
+    cmd.args(["-O2", "-Wall", "-Wl,--as-needed"]).arg("-o").arg(out).arg(source);
     cmd.args(pkg_config(&["--cflags", "--libs", package])).arg("-lpthread");
     cmd.arg(format!("-Wl,-rpath,{}", prefix().join("lib").display()));
     must(&mut cmd);
@@ -182,11 +183,13 @@ fn records(path: &Path, keep: &dyn Fn(&str) -> Keep) -> Vec<String> {
     records.iter().filter(|r| r.kind == RecordKind::Ctx).map(|r| expand_record(&db, r, keep)).collect()
 }
 
-/// The names of a file's globals.
+/// The names of a file's globals, but for this implementation's own
+/// version, which the reference's files lack.
 fn global_names(path: &Path) -> Vec<String> {
     let (db, _) = read(path);
     let mut names: Vec<String> =
         db.expand(&db.globals()).iter().map(|(a, _)| db.attribute(*a).unwrap().name().to_string()).collect();
+    names.retain(|n| n != "cali.caliper-rs.version");
     names.sort();
     names.dedup();
     names
@@ -1217,6 +1220,140 @@ fn the_fortran_types_annotate_and_read_region_times() {
     assert!(close(t("inclusive", "heavy"), t("exclusive", "heavy")), "{stdout}");
     assert!(t("f.step", "2") >= 0.005 && t("f.step", "f.outer") == 0.0, "{stdout}");
     assert_eq!(t("cleared", "total.profile"), 0.0, "{stdout}");
+}
+
+/// The Fortran programs of `tests/fortran`, built once through CMake
+/// (`tests/fortran/CMakeLists.txt`: `find_package(caliper 2.10 REQUIRED)`,
+/// the target `caliper`) and once through pkg-config, both linked with
+/// `--as-needed`: (how, the directory of the executables).
+fn fortran_builds() -> &'static [(&'static str, PathBuf)] {
+    static BUILT: OnceLock<Vec<(&'static str, PathBuf)>> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let sources = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fortran");
+        let cmake_dir = scratch("fortran-cmake");
+        must(
+            Command::new("cmake")
+                .arg("-S")
+                .arg(&sources)
+                .arg("-B")
+                .arg(&cmake_dir)
+                .arg(format!("-DCMAKE_PREFIX_PATH={}", prefix().display())),
+        );
+        must(Command::new("cmake").arg("--build").arg(&cmake_dir));
+        let pc_dir = scratch("fortran-pkg-config");
+        for program in ["shapes", "types"] {
+            build_with_pkg_config(Lang::Fortran, &sources.join(format!("{program}.f90")), &pc_dir.join(program));
+        }
+        vec![("cmake", cmake_dir), ("pkg-config", pc_dir)]
+    })
+}
+
+/// caliper_mod in the shapes of programs written for the reference
+/// (`tests/fortran/shapes.f90`): objects read through intent(in) dummies,
+/// second handles from set_instance compared with .eq./.ne. and deleted
+/// before their owners, the constructors under the types' names, an
+/// optional argument left out. It builds through CMake and pkg-config
+/// with `--as-needed` (calling only the module's procedures, the program
+/// needs libcaliper only through them) and measures its regions.
+#[test]
+fn fortran_programs_of_the_reference_shapes_build_link_and_run() {
+    for (how, dir) in fortran_builds() {
+        let out = program_under(&dir.join("shapes"), None).output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success() && stdout.ends_with("shapes: done\n"), "{how}: {stdout}\n{stderr}");
+        let (messages, report): (Vec<&str>, Vec<&str>) = stdout
+            .lines()
+            .filter(|l| *l != "shapes: done")
+            .partition(|l| l.starts_with("error: ") || l.starts_with("time "));
+        assert_eq!(
+            messages,
+            ["error: Unknown config or parameter: no-such-config", "time s.outer>0: T", "time total>=s.outer: T"],
+            "{how}: {stdout}"
+        );
+        assert_eq!(report_shape(&report.join("\n")).1, ["s.outer", "  s.inner", "    s.leaf"], "{how}: {stdout}");
+    }
+}
+
+/// The Fortran types' program (`tests/fortran/types.f90`) built through
+/// CMake runs as the one built through pkg-config does.
+#[test]
+fn the_fortran_types_program_built_with_cmake_runs() {
+    let (_, dir) = &fortran_builds()[0];
+    let out = program_under(&dir.join("types"), None).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("types: done"),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Build systems see the version of the Caliper API implemented, so that
+/// a project asking for a 2.x Caliper finds this one: pkg-config's
+/// version (the CMake package's is checked by `fortran_builds`).
+#[test]
+fn pkg_config_reports_the_caliper_api_version() {
+    assert_eq!(pkg_config(&["--modversion", "caliper", "caliper-fortran"]), ["2.15.0", "2.15.0"]);
+    pkg_config(&["--atleast-version=2.10", "caliper"]);
+    pkg_config(&["--atleast-version=2.10", "caliper-fortran"]);
+}
+
+/// A program sees one version: `CALIPER_VERSION` of caliper-config.h,
+/// `cali_caliper_version()` and the `cali.caliper.version` of its records
+/// are the Caliper API version; the channel global
+/// `cali.caliper-rs.version` is this implementation's own.
+#[test]
+fn a_program_sees_the_caliper_api_version_and_the_files_carry_both() {
+    let exe = test_program("version");
+    let trace = scratch("version-run").join("trace.cali");
+    let out = program_under(&exe, Some(&format!("event-trace,output={}", trace.display()))).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "2.15.0 2.15.0\n", "{}", String::from_utf8_lossy(&out.stderr));
+    let (db, _) = read(&trace);
+    let globals: Vec<String> = db
+        .expand(&db.globals())
+        .iter()
+        .map(|(a, v)| (db.attribute(*a).unwrap().name().to_string(), v))
+        .filter(|(name, _)| name.ends_with(".version"))
+        .map(|(name, v)| format!("{name}={v}"))
+        .collect();
+    assert_eq!(
+        globals,
+        ["cali.caliper.version=2.15.0".to_string(), format!("cali.caliper-rs.version={}", env!("CARGO_PKG_VERSION"))]
+    );
+    let versions = |name: &str| if name.ends_with(".version") { Keep::Value } else { Keep::Not };
+    let records = records(&trace, &versions);
+    assert!(!records.is_empty() && records.iter().all(|r| r == "cali.caliper.version=2.15.0"), "{records:?}");
+}
+
+/// `libcaliper.so` has the reference's soname, `libcaliper.so.2`,
+/// installed as `libcaliper.so.2.15.0` with the links programs need: a
+/// program linked with `-lcaliper` (here through pkg-config) records the
+/// soname, and so does the Fortran module's library, which resolves its
+/// own calls into libcaliper.
+#[test]
+fn libcaliper_has_the_soname_libcaliper_so_2_and_its_links() {
+    let lib = prefix().join("lib");
+    let dynamic = |file: &Path| -> String {
+        String::from_utf8(must(Command::new("readelf").arg("-d").arg(file)).stdout).unwrap()
+    };
+    let tagged = |text: &str, tag: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| l.contains(&format!("({tag})")))
+            .filter_map(|l| Some(l.split_once('[')?.1.trim_end_matches(']').to_string()))
+            .collect()
+    };
+    for name in ["libcaliper", "libcaliper-fortran"] {
+        let real = lib.join(format!("{name}.so.2.15.0"));
+        assert_eq!(tagged(&dynamic(&real), "SONAME"), [format!("{name}.so.2")]);
+        assert_eq!(
+            std::fs::read_link(lib.join(format!("{name}.so.2"))).unwrap(),
+            Path::new(&format!("{name}.so.2.15.0"))
+        );
+        assert_eq!(std::fs::read_link(lib.join(format!("{name}.so"))).unwrap(), Path::new(&format!("{name}.so.2")));
+    }
+    assert!(tagged(&dynamic(&lib.join("libcaliper-fortran.so")), "NEEDED").contains(&"libcaliper.so.2".to_string()));
+    assert!(tagged(&dynamic(&test_program("version")), "NEEDED").contains(&"libcaliper.so.2".to_string()));
 }
 
 /// The reference's low-level C++ classes (tests/cxx/runtime.cpp): its own

@@ -3,14 +3,14 @@
 //! The runtime is libcaliper's, and the bindings reach it only through its
 //! C ABI, resolved once at import into the [`Api`] table. This extension
 //! module is itself a libcaliper: it links the C ABI in, exports it, and
-//! carries the soname `libcaliper.so` (see build.rs). So:
+//! carries libcaliper's soname `libcaliper.so.2` (see build.rs). So:
 //!
 //! - when a libcaliper is already loaded as the module is imported (the
 //!   program was linked or preloaded with it, or loaded a C library that
 //!   needs it), the table points at that one, and this module's own copy
 //!   of the runtime is never started;
 //! - otherwise the table points at this module's own exports, and a C
-//!   library loaded later that needs `libcaliper.so` is bound by the
+//!   library loaded later that needs `libcaliper.so.2` is bound by the
 //!   dynamic loader to this module (it matches loaded objects by soname
 //!   before searching the disk), so it annotates the same runtime.
 

@@ -22,11 +22,18 @@ TARGET = pathlib.Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target"))
 
 
 def tools_dir():
-    """The directory holding cali-query and libcaliper.so."""
+    """The directory holding cali-query and libcaliper.so, and the link
+    libcaliper.so.2 (its soname, which C code linked against it needs at
+    run time) that cargo does not make and ``make install`` does."""
     candidates = [os.environ.get("CALIPER_TOOLS_DIR"), TARGET / "release", TARGET / "debug"]
     for d in candidates:
         if d and (pathlib.Path(d) / "cali-query").exists() and (pathlib.Path(d) / "libcaliper.so").exists():
-            return pathlib.Path(d).resolve()
+            d = pathlib.Path(d).resolve()
+            soname = d / "libcaliper.so.2"
+            if not soname.exists():
+                soname.unlink(missing_ok=True)
+                soname.symlink_to("libcaliper.so")
+            return d
     pytest.fail("cali-query and libcaliper.so not found in %s: run scripts/test-all.sh" % candidates)
 
 
