@@ -1501,6 +1501,39 @@ fn io_bytes_report_the_bytes_each_region_moved() {
     assert_eq!(metadata, 4, "open, close, fopen, fclose: {ends:#?}");
 }
 
+/// `io` in the default channel (`CALI_SERVICES_ENABLE`) beside an event
+/// trace: only a channel with `io` among its services takes snapshots of
+/// `io.region`, so the trace has them with `trace.io` and not without it
+/// (the program's own regions it has either way), and the default channel
+/// has them.
+#[test]
+fn io_regions_reach_only_the_channels_that_trace_io() {
+    let exe = test_program("io");
+    let dir = scratch("io-channels");
+    let io_events = |trace: &Path| {
+        let keep = |name: &str| if name.starts_with("event.") { Keep::Value } else { Keep::Not };
+        let events = records(trace, &keep);
+        let io = events.iter().filter(|l| l.contains("#io.region=")).count();
+        (io, events.iter().filter(|l| l.contains("event.begin#region=")).count())
+    };
+    for (option, expected) in [("false", 0), ("true", 20)] {
+        let (trace, default) = (dir.join(format!("trace-{option}.cali")), dir.join(format!("default-{option}.cali")));
+        let config = format!("event-trace(trace.io={option},output={})", trace.display());
+        let out = program_under(&exe, Some(&config))
+            .arg(dir.join("data.bin"))
+            .env("CALI_SERVICES_ENABLE", "event,io,trace,recorder")
+            .env("CALI_RECORDER_FILENAME", &default)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "io: read 21000 bytes\n");
+        // A begin and an end of each of the 10 calls (open, 3 writes,
+        // pwrite, close, fopen, 2 freads, fclose); the two phases.
+        assert_eq!(io_events(&trace), (expected, 2), "trace.io={option}");
+        assert_eq!(io_events(&default), (20, 2), "trace.io={option}");
+    }
+}
+
 /// `io.read.bandwidth` and `io.write.bandwidth` under `runtime-report`
 /// (whose timer counts seconds): each I/O kind's bytes per second of its
 /// calls, as Mbit/s, on the rows that moved bytes.
