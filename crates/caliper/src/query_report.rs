@@ -4,7 +4,7 @@
 
 use crate::channel::Channel;
 use crate::runtime::{Caliper, ChannelOutput};
-use crate::services::report::write_query;
+use crate::services::report::{IfEmpty, write_query};
 use caliper_query::parse_query;
 use caliper_query::spec::Formatter;
 use std::io::Write;
@@ -23,7 +23,8 @@ pub fn write_report_for_query(
     out: Box<dyn Write>,
 ) -> Result<(), String> {
     let query = parse_query(calql).map_err(|e| format!("query parse error: {e}"))?;
-    cali.with_updates_stopped(|| write_query(cali, &ChannelOutput::new(cali, channel), &query, Formatter::Expand, out))
+    let view = ChannelOutput::new(cali, channel);
+    cali.with_updates_stopped(|| write_query(cali, &view, &query, Formatter::Expand, out, IfEmpty::Write))
         .ok_or_else(|| "flush skipped: called from a signal handler that interrupted Caliper".to_string())?
         .map_err(|e| format!("could not write the report: {e}"))
 }

@@ -144,6 +144,12 @@ pub trait Service: Send + Sync {
     fn takes_async_events(&self) -> bool {
         false
     }
+    /// Whether the service takes snapshots of its own, at intervals and
+    /// wherever the program is (a sampler), whatever the program
+    /// annotates.
+    fn samples(&self) -> bool {
+        false
+    }
     /// The subscription attributes (metadata `subscription_event=true`)
     /// whose updates the channel takes snapshots of because of this
     /// service: those it makes, such as the `io` service's `io.region`.
@@ -327,6 +333,8 @@ pub trait ChannelView {
     fn records(&self, emit: &mut dyn FnMut(&Record));
     /// The channel's run metadata (its globals) as one record.
     fn globals(&self) -> Record;
+    /// Whether a service of the channel samples (see [`Service::samples`]).
+    fn samples(&self) -> bool;
 }
 
 /// A count that a service keeps per thread and that the thread advances

@@ -197,6 +197,9 @@ impl ChannelView for ChannelOutput<'_> {
     fn globals(&self) -> Record {
         self.cali.globals(self.channel)
     }
+    fn samples(&self) -> bool {
+        self.channel.services().iter().any(|s| s.samples())
+    }
 }
 
 /// The runtime as its channels see it (see [`Host`]).

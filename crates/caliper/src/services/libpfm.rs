@@ -153,6 +153,10 @@ impl Service for Libpfm {
         self.record_counters
     }
 
+    fn samples(&self) -> bool {
+        self.sampling.is_some()
+    }
+
     fn attach(&self, channel: usize) {
         if self.sampling.is_some() {
             event_sampling::attach(channel);

@@ -78,6 +78,38 @@ pub fn open(name: &str, append: bool) -> Option<Box<dyn Write>> {
     }
 }
 
+/// An output stream that [`open`]s on its first write, so that an output
+/// that gets nothing is never created (no file, no flush of the program's
+/// streams). A stream that cannot be opened is logged once, and what would
+/// go to it is dropped.
+pub fn open_on_write(name: &str, append: bool) -> Box<dyn Write> {
+    Box::new(OnWrite { name: name.to_string(), append, stream: None })
+}
+
+/// See [`open_on_write`]: `stream` is `None` until the first write, then
+/// the opened stream (`Some(None)` if it could not be opened).
+struct OnWrite {
+    name: String,
+    append: bool,
+    stream: Option<Option<Box<dyn Write>>>,
+}
+
+impl Write for OnWrite {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self.stream.get_or_insert_with(|| open(&self.name, self.append)) {
+            Some(stream) => stream.write(buf),
+            None => Ok(buf.len()),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match &mut self.stream {
+            Some(Some(stream)) => stream.flush(),
+            _ => Ok(()),
+        }
+    }
+}
+
 /// Writes out what the host program has buffered in its C stdio streams
 /// (`printf`, C++ streams synced with them), so that a report written to
 /// standard output or error comes after it, in the order the program and

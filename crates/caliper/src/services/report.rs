@@ -9,7 +9,7 @@ use crate::log;
 use crate::service::Service;
 use crate::service::{ChannelView, Runtime};
 use caliper_data::idmap::IdMap;
-use caliper_data::{MetadataDb, Record};
+use caliper_data::{MetadataDb, Record, RecordKind};
 use caliper_query::spec::Formatter;
 use caliper_query::{QueryProcessor, QuerySpec, parse_query};
 use std::sync::Arc;
@@ -65,15 +65,25 @@ impl Report {
     }
 }
 
+/// Whether a query over a channel with no records writes its (empty)
+/// result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IfEmpty {
+    Write,
+    Skip,
+}
+
 /// Runs `query` over a channel's records (imported into a fresh metadata
 /// database, with the channel's globals) and writes the result to `out`,
-/// with the `default` formatter unless the query has a FORMAT clause.
+/// with the `default` formatter unless the query has a FORMAT clause. With
+/// no records and [`IfEmpty::Skip`], nothing is written.
 pub fn write_query(
     cali: &dyn Runtime,
     channel: &dyn ChannelView,
     query: &QuerySpec,
     default: Formatter,
     out: Box<dyn std::io::Write>,
+    if_empty: IfEmpty,
 ) -> std::io::Result<()> {
     let mut processor = match QueryProcessor::new(query, default, out) {
         Ok(p) => p,
@@ -83,7 +93,14 @@ pub fn write_query(
         }
     };
     let mut db = MetadataDb::new();
-    import_channel(cali, channel, &mut db, |db, record| processor.process(db, record))?;
+    let mut snapshots = 0usize;
+    import_channel(cali, channel, &mut db, |db, record| {
+        snapshots += usize::from(record.kind == RecordKind::Ctx);
+        processor.process(db, record)
+    })?;
+    if snapshots == 0 && if_empty == IfEmpty::Skip {
+        return Ok(());
+    }
     import_globals(cali, channel, &mut db);
     processor.finish(&mut db)
 }
@@ -141,10 +158,21 @@ impl Service for Report {
         true
     }
 
+    /// Writes the report; one of no records only if the channel samples,
+    /// and otherwise nothing, not even its file. The runtime starts when
+    /// the library is loaded if the environment configures it, so that a
+    /// program that never calls Caliper can be sampled (preloaded); the
+    /// reference starts on a program's first call, and a program linked
+    /// with it that never calls it writes no report. Without a sampler a
+    /// channel with no records saw nothing of what it measures (no region,
+    /// no I/O or MPI call, ...), and an empty table would only add noise to
+    /// the program's output. A sampler was asked to look at whatever the
+    /// program does: its empty tree is an answer, that no sample landed.
     fn write_output(&self, cali: &dyn Runtime, channel: &dyn ChannelView) {
         let name = output::substitute(cali, &self.filename);
-        let Some(out) = output::open(&name, self.append) else { return };
-        if let Err(e) = write_query(cali, channel, &self.query, Formatter::Table, out) {
+        let out = output::open_on_write(&name, self.append);
+        let if_empty = if channel.samples() { IfEmpty::Write } else { IfEmpty::Skip };
+        if let Err(e) = write_query(cali, channel, &self.query, Formatter::Table, out, if_empty) {
             log::error(format_args!("{}: Report: could not write {name}: {e}", channel.name()));
         }
     }

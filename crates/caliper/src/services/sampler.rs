@@ -137,6 +137,10 @@ impl Service for Sampler {
         "sampler"
     }
 
+    fn samples(&self) -> bool {
+        true
+    }
+
     fn attach(&self, channel: usize) {
         // Attribute ids are node ids, which take 32 bits.
         TARGET.store(((channel as u64) << 32) | (self.pc & 0xffff_ffff), Ordering::Release);
