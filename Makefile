@@ -14,10 +14,12 @@
 #
 #     make install-mpi PREFIX=/opt/caliper
 #
-# also installs libcaliper-mpi.{so,a} (libcaliper with MPI support; needs an
-# MPI, found through mpicc), bin/mpi-caliquery, caliper/cali-mpi.h and its
-# C++ headers, and the pkg-config package caliper-mpi (CMake: the target
-# caliper-mpi).
+# also installs libcaliper-mpi.so (the MPI wrappers, built against the MPI
+# that mpicc names; it needs libcaliper.so.2, whose runtime it reports to),
+# libcaliper-mpi.a (the wrappers with the runtime, for static programs,
+# which link it instead of libcaliper.a), bin/mpi-caliquery,
+# caliper/cali-mpi.h and its C++ headers, and the pkg-config package
+# caliper-mpi (CMake: the target caliper-mpi, which links caliper too).
 #
 #     make install-dbi PREFIX=/opt/caliper
 #
@@ -84,10 +86,11 @@ install: all
 	fi
 
 install-mpi: install
-	$(CARGO) build --release -p caliper-mpi
-	install -m 755 $(RELEASE)/libcaliper_mpi.so $(PREFIX)/lib/libcaliper-mpi.so
+	$(CARGO) build --release -p caliper-mpi --features bundle-runtime
 	install -m 644 $(RELEASE)/libcaliper_mpi.a $(PREFIX)/lib/libcaliper-mpi.a
 	install -m 755 $(RELEASE)/mpi-caliquery $(PREFIX)/bin/
+	$(CARGO) build --release -p caliper-mpi
+	install -m 755 $(RELEASE)/libcaliper_mpi.so $(PREFIX)/lib/libcaliper-mpi.so
 	strip --strip-debug $(PREFIX)/lib/libcaliper-mpi.so $(PREFIX)/lib/libcaliper-mpi.a
 	cp -R $(MPI)/include/caliper $(PREFIX)/include/
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' -e 's|@NATIVE_LIBS@|$(NATIVE_LIBS)|g' \

@@ -44,7 +44,40 @@ fn main() {
         println!("cargo:rustc-cdylib-link-arg=-Wl,--no-as-needed,-l{lib},--as-needed");
     }
     println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libcaliper-mpi.so");
+    // Unless it carries the runtime itself, the library reports to
+    // libcaliper's.
+    if std::env::var_os("CARGO_FEATURE_BUNDLE_RUNTIME").is_none() {
+        link_libcaliper(&out);
+    }
 }
+
+/// Makes libcaliper-mpi depend on libcaliper by its soname, found beside
+/// it (`$ORIGIN`) or where the loader looks. libcaliper is built from
+/// another package of the workspace, which Cargo builds in no fixed
+/// order with this one: the link is against a stub of the same soname,
+/// and the runtime resolves the `cali_*` calls in the real library.
+fn link_libcaliper(out: &std::path::Path) {
+    let stub = out.join("libcaliper-stub");
+    std::fs::create_dir_all(&stub).expect("create the stub's directory");
+    let source = stub.join("stub.c");
+    std::fs::write(&source, "/* libcaliper's soname, for the link of libcaliper-mpi. */\n").expect("write stub.c");
+    let status = cc::Build::new()
+        .get_compiler()
+        .to_command()
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(stub.join("libcaliper.so"))
+        .arg(format!("-Wl,-soname,{SONAME}"))
+        .arg(&source)
+        .status()
+        .expect("run the C compiler");
+    assert!(status.success(), "caliper-mpi: could not build the libcaliper stub");
+    println!("cargo:rustc-cdylib-link-arg=-L{}", stub.display());
+    println!("cargo:rustc-cdylib-link-arg=-Wl,--no-as-needed,-lcaliper,--as-needed");
+    println!("cargo:rustc-cdylib-link-arg=-Wl,-rpath,$ORIGIN");
+}
+
+/// libcaliper's soname (set in crates/caliper-c/build.rs).
+const SONAME: &str = "libcaliper.so.2";
 
 /// The include and library directories of the MPI to build against.
 fn find_mpi() -> (Vec<PathBuf>, Vec<PathBuf>) {
@@ -346,7 +379,7 @@ impl Messages {
         if let Some(c) = &self.completion {
             let _ = writeln!(
                 s,
-                "    let watched = if runtime::mpi::reports_messages() {{ {} }} else {{ Default::default() }};",
+                "    let watched = if crate::layer::reports_messages() {{ {} }} else {{ Default::default() }};",
                 c.watch
             );
         }
@@ -361,7 +394,7 @@ impl Messages {
             let _ = writeln!(s, "        crate::layer::guarded(|| {});\n    }}", c.completed);
         }
         if !self.reports.is_empty() {
-            let _ = writeln!(s, "    if {success} && runtime::mpi::reports_messages() {{");
+            let _ = writeln!(s, "    if {success} && crate::layer::reports_messages() {{");
             let _ = writeln!(s, "        crate::layer::guarded(|| {{");
             for report in &self.reports {
                 let _ = writeln!(s, "            {report};");
@@ -390,6 +423,10 @@ fn generate(functions: &[Function], handle: &str) -> String {
         let _ = writeln!(s, "    \"{}\",", f.name);
     }
     let _ = writeln!(s, "];\n");
+    let names: String = functions.iter().map(|f| format!("{}\\0", f.name)).collect();
+    let length: usize = functions.iter().map(|f| f.name.len() + 1).sum();
+    let _ = writeln!(s, "/// The same names, each NUL-terminated, for the runtime.");
+    let _ = writeln!(s, "pub static FUNCTION_NAMES: [u8; {length}] = *b\"{names}\";\n");
     let _ = writeln!(s, "/// A pointer to a handle argument, for the shim.");
     let _ = writeln!(s, "#[inline]\nfn ptr<T>(handle: &T) -> *const c_void {{\n    (handle as *const T).cast()\n}}\n");
     let _ = writeln!(s, "unsafe extern \"C\" {{");

@@ -30,6 +30,7 @@ mod datatracker;
 mod entry;
 mod logging;
 mod manager;
+mod mpi_binding;
 mod names;
 mod nodes;
 #[cfg(feature = "load-constructor")]

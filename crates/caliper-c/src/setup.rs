@@ -55,23 +55,26 @@ static SETUP: Once = Once::new();
 /// that, one load of a completed flag is all this adds to a call.
 #[inline]
 pub(crate) fn cali() -> Option<&'static Caliper> {
-    let c = Caliper::instance()?;
     if !SETUP.is_completed() {
-        setup(c);
+        return first_call();
     }
-    Some(c)
+    Caliper::instance()
 }
 
 /// Out of line: it runs once, and the entry points that inline [`cali`]
-/// stay short.
+/// stay short. An MPI binding loaded with the program is registered
+/// before the runtime starts, so that its configs see MPI.
 #[cold]
 #[inline(never)]
-fn setup(c: &'static Caliper) {
+fn first_call() -> Option<&'static Caliper> {
+    crate::mpi_binding::discover();
+    let c = Caliper::instance()?;
     SETUP.call_once(|| {
         install_panic_hook();
         publish_ids(c);
         crate::stderr::rescue_at_exit();
     });
+    Some(c)
 }
 
 /// Replaces the default panic message (several lines, naming the Rust

@@ -6,8 +6,8 @@
 //! `mpi.h`'s help (`src/shim.c`). Handles come as pointers to them, so that
 //! this side needs not know their type.
 
-use runtime::mpi::Message;
-use runtime::mpi_messages::{irecv_wait_gap, now_ns, record};
+use crate::layer::message_pattern;
+use caliper_mpi_abi as abi;
 use std::ffi::{c_int, c_void};
 use std::sync::Mutex;
 
@@ -65,7 +65,8 @@ fn bytes(count: c_int, datatype: *const c_void) -> i64 {
 
 /// A send of `count` elements of `*datatype` to `dst` completed.
 pub(crate) fn sent(count: c_int, datatype: *const c_void, dst: c_int, tag: c_int) {
-    record(Message::Sent { dst: dst.into(), tag: tag.into(), bytes: bytes(count, datatype) });
+    // SAFETY: a function of libcaliper.
+    unsafe { abi::cali_mpi_message_sent(dst.into(), tag.into(), bytes(count, datatype)) };
 }
 
 /// A receive of at most `count` elements of `*datatype` completed, with
@@ -74,14 +75,16 @@ pub(crate) fn received(count: c_int, datatype: *const c_void, src: c_int, tag: c
     let (mut src, mut tag, mut size) = (src, tag, bytes(count, datatype));
     // SAFETY: the caller's status (or MPI_STATUS_IGNORE) and datatype.
     unsafe { cali_mpi_shim_received(status, datatype, &mut src, &mut tag, &mut size) };
-    record(Message::Received { src: src.into(), tag: tag.into(), bytes: size });
+    // SAFETY: a function of libcaliper.
+    unsafe { abi::cali_mpi_message_received(src.into(), tag.into(), size) };
 }
 
 /// A collective of the reference's `kind` moving `count` elements of
 /// `*datatype` per rank, rooted at `root` (negative: none).
 pub(crate) fn collective(kind: i64, root: c_int, count: c_int, datatype: *const c_void) {
     let bytes = if datatype.is_null() { 0 } else { bytes(count, datatype) };
-    record(Message::Collective { kind, root: (root >= 0).then_some(root.into()), bytes });
+    // SAFETY: a function of libcaliper.
+    unsafe { abi::cali_mpi_message_collective(kind, root.into(), bytes) };
 }
 
 /// An N-to-N collective whose rank moves `counts[r]` elements of
@@ -90,13 +93,14 @@ pub(crate) fn collective_v(counts: *const c_void, datatype: *const c_void, comm:
     // SAFETY: the caller's counts (one per rank of the communicator),
     // datatype and communicator.
     let bytes = unsafe { cali_mpi_shim_bytes_v(counts.cast(), datatype, comm) };
-    record(Message::Collective { kind: 2, root: None, bytes });
+    // SAFETY: a function of libcaliper.
+    unsafe { abi::cali_mpi_message_collective(2, -1, bytes) };
 }
 
 /// `MPI_Irecv` posted a receive: it is reported when a wait or test
 /// completes `*request`.
 pub(crate) fn posted(count: c_int, datatype: *const c_void, src: c_int, tag: c_int, request: *const c_void) {
-    let posted_ns = runtime::mpi::message_pattern().then(now_ns);
+    let posted_ns = message_pattern().then(now_ns);
     let posted = Posted { request: handle_at(request), count, datatype: handle_at(datatype), src, tag, posted_ns };
     if let Ok(mut pending) = POSTED.lock() {
         pending.push(posted);
@@ -134,7 +138,7 @@ pub(crate) fn watch(requests: *const c_void, count: c_int) -> Watched {
     let size = unsafe { cali_mpi_shim_handle_size() } as usize;
     let requests =
         (0..count.max(0) as usize).map(|i| handle_at(requests.cast::<u8>().wrapping_add(i * size).cast())).collect();
-    let since_ns = if runtime::mpi::message_pattern() { now_ns() } else { 0 };
+    let since_ns = if message_pattern() { now_ns() } else { 0 };
     Watched { requests, since_ns }
 }
 
@@ -148,7 +152,8 @@ fn complete(watched: &Watched, completed: impl Iterator<Item = (usize, *const c_
         let p = pending.swap_remove(at);
         received(p.count, p.datatype.as_ptr().cast(), p.src, p.tag, status);
         if let Some(posted_ns) = p.posted_ns {
-            irecv_wait_gap(watched.since_ns.saturating_sub(posted_ns));
+            // SAFETY: a function of libcaliper.
+            unsafe { abi::cali_mpi_irecv_wait_gap(watched.since_ns.saturating_sub(posted_ns)) };
         }
     }
 }
@@ -198,6 +203,12 @@ pub(crate) fn completed_some(
     // SAFETY: the call wrote `outcount` indices.
     let indices = unsafe { std::slice::from_raw_parts(indices.cast::<c_int>(), outcount as usize) };
     complete(watched, indices.iter().enumerate().map(|(k, &i)| ((i - base) as usize, status_at(statuses, k))));
+}
+
+/// Now, on the runtime's clock (what the wait gaps are measured with).
+fn now_ns() -> u64 {
+    // SAFETY: a function of libcaliper.
+    unsafe { abi::cali_mpi_now_ns() }
 }
 
 /// The `int` that `p` points to: an argument of a Fortran call, or one a

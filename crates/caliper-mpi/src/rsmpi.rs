@@ -20,6 +20,7 @@
 //! ```
 
 use mpi::topology::Communicator;
+use std::ffi::c_void;
 
 /// Registers the MPI binding; call it first, before Caliper starts (a
 /// Rust program may leave out the library constructor that does it in C
@@ -30,8 +31,24 @@ pub fn start() {
 
 /// Runs `flush` (e.g. a config manager's) with its cross-rank outputs
 /// reduced over `comm`; every rank of `comm` must call it.
-pub fn collective_flush<C: Communicator>(comm: &C, flush: impl FnOnce()) {
+pub fn collective_flush<C: Communicator, F: FnOnce()>(comm: &C, flush: F) {
+    /// Calls the flush once, through the C interface; a panic in it stops
+    /// here.
+    unsafe extern "C" fn call<F: FnOnce()>(arg: *mut c_void) {
+        // SAFETY: `arg` is the `Option<F>` below, alive for the call.
+        if let Some(flush) = unsafe { &mut *arg.cast::<Option<F>>() }.take() {
+            crate::layer::guarded(flush);
+        }
+    }
     let raw = comm.as_raw();
-    // SAFETY: a pointer to a valid communicator handle, for the call.
-    unsafe { crate::layer::collective_flush((&raw as *const mpi::ffi::MPI_Comm).cast(), flush) };
+    let mut flush = Some(flush);
+    // SAFETY: a pointer to a valid communicator handle and our callback
+    // with its argument, for the call.
+    unsafe {
+        caliper_mpi_abi::cali_mpi_flush_on(
+            (&raw as *const mpi::ffi::MPI_Comm).cast(),
+            Some(call::<F>),
+            (&mut flush as *mut Option<F>).cast(),
+        )
+    };
 }

@@ -669,6 +669,129 @@ fn cmake_target_links_libcaliper_mpi() {
     assert!(report.starts_with("Path") && report.contains("Min time/rank"), "{report}");
 }
 
+/// Configures and builds the CMake project of `lists` (the body of a
+/// CMakeLists.txt) in `dir` against the prefix, with the linker flag of
+/// the distributions that link `--as-needed` by default.
+fn cmake_build(dir: &Path, lists: &str) -> PathBuf {
+    std::fs::write(dir.join("CMakeLists.txt"), lists).unwrap();
+    let build_dir = dir.join("build");
+    must(
+        Command::new("cmake")
+            .arg("-S")
+            .arg(dir)
+            .arg("-B")
+            .arg(&build_dir)
+            .arg(format!("-DCMAKE_PREFIX_PATH={}", prefix().display()))
+            .arg("-DCMAKE_EXE_LINKER_FLAGS=-Wl,--as-needed"),
+    );
+    must(Command::new("cmake").arg("--build").arg(&build_dir));
+    build_dir
+}
+
+/// The report of `runtime-report,profile.mpi` over two ranks of `program`,
+/// checked to come with nothing on standard error (no second runtime
+/// complaining that it has no MPI).
+fn profile_mpi_report(dir: &Path, program: &Path, name: &str) -> String {
+    let config = format!("runtime-report(output={name}.txt),profile.mpi");
+    let out = mpirun(2, dir, &[("CALI_CONFIG", &config)], program, &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("== CALIPER"), "{name}: {stderr}");
+    std::fs::read_to_string(dir.join(format!("{name}.txt"))).unwrap()
+}
+
+/// The paths of a runtime report, indented as printed (the names here
+/// have no spaces).
+fn report_paths(report: &str) -> Vec<String> {
+    report
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let name = l.split_whitespace().next()?;
+            Some(format!("{}{name}", " ".repeat(l.len() - l.trim_start().len())))
+        })
+        .collect()
+}
+
+/// A C++ application that links both CMake targets, `caliper` and
+/// `caliper-mpi`, in either order, or both pkg-config packages: one
+/// runtime, so one cross-rank report holds the program's regions and the
+/// MPI functions nested in them, and no line says that MPI is missing.
+#[test]
+fn an_application_linking_caliper_and_caliper_mpi_has_one_runtime() {
+    let dir = scratch("both-targets");
+    let lists = format!(
+        "cmake_minimum_required(VERSION 3.18)\nproject(app CXX)\nfind_package(MPI REQUIRED)\n\
+         find_package(caliper REQUIRED)\n\
+         add_executable(caliper-first {src})\ntarget_link_libraries(caliper-first PRIVATE caliper caliper-mpi MPI::MPI_CXX)\n\
+         add_executable(mpi-first {src})\ntarget_link_libraries(mpi-first PRIVATE caliper-mpi caliper MPI::MPI_CXX)\n",
+        src = source("cxx/mpi-both.cpp").display()
+    );
+    let build_dir = cmake_build(&dir, &lists);
+    let mut programs = vec![build_dir.join("caliper-first"), build_dir.join("mpi-first")];
+    for (name, packages) in
+        [("pkg-caliper-first", ["caliper", "caliper-mpi"]), ("pkg-mpi-first", ["caliper-mpi", "caliper"])]
+    {
+        let flags = must(
+            Command::new("pkg-config")
+                .arg("--cflags")
+                .arg("--libs")
+                .args(packages)
+                .env("PKG_CONFIG_PATH", prefix().join("lib/pkgconfig")),
+        );
+        let exe = dir.join(name);
+        let mut cmd = Command::new("mpicxx");
+        cmd.arg("-Wl,--as-needed").arg("-o").arg(&exe).arg(source("cxx/mpi-both.cpp"));
+        cmd.args(String::from_utf8(flags.stdout).unwrap().split_whitespace());
+        must(cmd.arg(format!("-Wl,-rpath,{}", prefix().join("lib").display())));
+        programs.push(exe);
+    }
+    for program in &programs {
+        let name = program.file_name().unwrap().to_string_lossy().into_owned();
+        let report = profile_mpi_report(&dir, program, &name);
+        assert!(report.starts_with("Path") && report.contains("Min time/rank"), "{name}:\n{report}");
+        let paths = report_paths(&report);
+        for expected in ["solve", "  exchange", "    MPI_Allreduce", "  MPI_Barrier"] {
+            assert!(paths.iter().any(|p| p == expected), "{name}: no {expected:?} in\n{report}");
+        }
+    }
+}
+
+/// A Fortran MPI program annotated through `caliper_mod`, built with
+/// CMake's `find_package(caliper)` and the targets `caliper` and
+/// `caliper-mpi` under `--as-needed`: it links, and its report has its
+/// region with the MPI call inside.
+#[test]
+fn a_fortran_mpi_program_links_through_cmake_with_default_flags() {
+    let dir = scratch("fortran-cmake");
+    let lists = format!(
+        "cmake_minimum_required(VERSION 3.18)\nproject(app Fortran)\nfind_package(MPI REQUIRED)\n\
+         find_package(caliper REQUIRED)\nadd_executable(app {})\n\
+         target_link_libraries(app PRIVATE caliper caliper-mpi MPI::MPI_Fortran)\n",
+        source("fortran/mpi-annotated.f90").display()
+    );
+    let build_dir = cmake_build(&dir, &lists);
+    let report = profile_mpi_report(&dir, &build_dir.join("app"), "fortran");
+    let paths = report_paths(&report);
+    assert!(paths.iter().any(|p| p == "solve") && paths.iter().any(|p| p == "  MPI_Allreduce"), "{report}");
+}
+
+/// A static program links libcaliper-mpi.a alone (it carries the runtime):
+/// the MPI calls nest in the program's regions, across the ranks.
+#[test]
+fn a_static_program_links_libcaliper_mpi_a_alone() {
+    let dir = scratch("static");
+    let exe = dir.join("app");
+    let mut cmd = Command::new("mpicc");
+    cmd.arg("-o").arg(&exe).arg(source("c/mpi-app.c")).arg(format!("-I{}", prefix().join("include").display()));
+    cmd.arg(prefix().join("lib/libcaliper-mpi.a")).args(["-lgcc_s", "-lutil", "-lrt", "-lpthread", "-lm", "-ldl"]);
+    must(&mut cmd);
+    let needed = must(Command::new("readelf").arg("-d").arg(&exe));
+    assert!(!String::from_utf8_lossy(&needed.stdout).contains("libcaliper"), "linked statically");
+    let report = profile_mpi_report(&dir, &exe, "static");
+    let paths = report_paths(&report);
+    assert!(paths.iter().any(|p| p == "main") && paths.iter().any(|p| p == "    MPI_Recv"), "{report}");
+}
+
 /// Without `MPI_Finalize` the report comes at exit (one rank: mpirun
 /// would end the job when the first rank leaves without finalizing).
 #[test]

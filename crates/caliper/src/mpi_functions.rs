@@ -17,6 +17,25 @@ use std::marker::PhantomData;
 #[derive(Copy, Clone, Default)]
 pub struct Begun(Option<&'static ThreadSlot>, PhantomData<*const ()>);
 
+impl Begun {
+    /// As a pointer, for the MPI binding to keep across the real call
+    /// (NULL: the region was not begun on a known slot).
+    pub fn into_raw(self) -> *const std::ffi::c_void {
+        self.0.map_or(std::ptr::null(), |slot| std::ptr::from_ref(slot).cast())
+    }
+
+    /// Back from [`Begun::into_raw`].
+    ///
+    /// # Safety
+    /// `raw` is what `into_raw` of a [`begin`] on this thread returned, in
+    /// the same wrapped call.
+    pub unsafe fn from_raw(raw: *const std::ffi::c_void) -> Begun {
+        // SAFETY: per the caller, NULL or the thread's slot, which lives
+        // as long as the thread.
+        Begun(unsafe { raw.cast::<ThreadSlot>().as_ref() }, PhantomData)
+    }
+}
+
 /// Begins the `mpi.function` region of wrapped function `index` (an index
 /// into [`MpiLayer::functions`](crate::mpi::MpiLayer::functions)).
 #[inline]

@@ -1,7 +1,7 @@
 // Caliper: a config whose output is made collectively over an MPI
 // communicator (drop-in for the reference's
-// caliper/CollectiveOutputChannel.h). Header-only over libcaliper-mpi's C
-// API.
+// caliper/CollectiveOutputChannel.h). Header-only over libcaliper's C API
+// (caliper/cali-mpi-binding.h).
 #ifndef CALI_COLLECTIVE_OUTPUT_CHANNEL_H
 #define CALI_COLLECTIVE_OUTPUT_CHANNEL_H
 
@@ -15,14 +15,9 @@
 #include <string>
 #include <utility>
 
-extern "C" {
-void cali_mpi_flush_on(const void* comm, void (*flush)(void*), void* arg);
-void cali_mpi_flush_to_stream(const void* comm,
-                              void (*flush)(void*),
-                              void* arg,
-                              void (*write)(void*, const char*, std::size_t),
-                              void* stream);
+#include <caliper/cali-mpi-binding.h>
 
+extern "C" {
 // The callback through which libcaliper-mpi hands the output's text to a
 // std::ostream (C linkage, as the function pointer type requires).
 static inline void cali_cxx_write_to_ostream(void* os, const char* text, std::size_t length)

@@ -2,7 +2,8 @@
 // (drop-in for the reference's caliper/MpiChannelManager.h): their
 // cross-rank outputs (runtime-report, spot, the profiles' one file per
 // job) are reduced over the given communicator's ranks and written by its
-// rank 0. Header-only over libcaliper-mpi's C API.
+// rank 0. Header-only over libcaliper's C API
+// (caliper/cali-mpi-binding.h).
 #ifndef CALI_MPI_CHANNEL_MANAGER_H
 #define CALI_MPI_CHANNEL_MANAGER_H
 
@@ -10,7 +11,7 @@
 
 #include <mpi.h>
 
-extern "C" void cali_mpi_flush_on(const void* comm, void (*flush)(void*), void* arg);
+#include <caliper/cali-mpi-binding.h>
 
 namespace cali
 {

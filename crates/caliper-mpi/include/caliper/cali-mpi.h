@@ -1,7 +1,8 @@
 /* Caliper's MPI support (drop-in for the reference's caliper/cali-mpi.h).
- * Link libcaliper-mpi instead of libcaliper (pkg-config caliper-mpi, or
- * the CMake target caliper-mpi): it holds the whole C API of cali.h and
- * wraps the MPI functions. Caliper may start before or after MPI_Init. */
+ * Link libcaliper-mpi (pkg-config caliper-mpi, or the CMake target
+ * caliper-mpi): it wraps the MPI functions and reports to libcaliper's
+ * runtime, which it links; linking libcaliper as well changes nothing.
+ * Caliper may start before or after MPI_Init. */
 #ifndef CALI_CALI_MPI_H
 #define CALI_CALI_MPI_H
 
