@@ -858,7 +858,8 @@ fn exit_from_a_signal_handler_never_hangs() {
             assert!(!stderr.contains("internal error"), "{context}");
             // A report with every thread's data, or a reason: the exiting
             // thread was interrupted inside an update (its data is left
-            // out) or inside the runtime (no report).
+            // out, and with it every record when it was the only thread:
+            // no report then) or inside the runtime (no report).
             let text = std::fs::read_to_string(&report).unwrap_or_default();
             if text.starts_with("Path") && stderr.is_empty() {
                 assert!(text.contains("setup"), "{context}{text}");
