@@ -224,8 +224,10 @@ fn a_bad_line_still_prints_what_was_read_before_it() {
     let path = truncated.to_str().unwrap();
     let message = format!("cali-query: error: {path}:17:18: field \"att\" has no value (truncated line?)\n");
     for (args, expected) in [
-        (vec!["-t"], "0.000007          1 main"),
-        (vec!["-T"], "main              0.000007"),
+        // The table's headers are the names, the tree's the file's aliases
+        // (`time`, `Node order`), as the reference's.
+        (vec!["-t"], "0.000007                  1 main"),
+        (vec!["-T"], "main 0.000007          1"),
         (vec!["-j"], "{\"path\":\"main\",\"min#aggregate.slot\":1"),
         (vec!["-q", "select * format json-split"], "[ 1, 2, 4, 1, 0.000007, 5 ]"),
         (vec!["-q", "select region,count() group by region format table"], "main       1"),

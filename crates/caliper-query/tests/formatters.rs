@@ -174,7 +174,9 @@ fn tree_path_column_stops_at_48_characters() {
     assert!(lines[0].starts_with(&format!("Path{} count", " ".repeat(44))), "{text}");
     // Region d21 is 22 levels deep: indent 44, room for 4 characters.
     assert_eq!(&lines[23][..49], &format!("{}d21  ", " ".repeat(44)));
-    assert_eq!(&lines[24][..49], &format!("{}~~ ", " ".repeat(46)), "a label with 2 characters of room");
+    // With less room than `~~` and a character either side, the label's
+    // head, as the reference cuts it.
+    assert_eq!(&lines[24][..49], &format!("{}d2 ", " ".repeat(46)), "a label with 2 characters of room");
     for line in &lines[25..] {
         assert_eq!(&line[..49], &format!("{}.. ", " ".repeat(46)), "deeper labels:\n{text}");
     }
@@ -182,6 +184,93 @@ fn tree_path_column_stops_at_48_characters() {
     // Without a cap the indent grows.
     let wide = run_on("select count format tree(column-width=0)", "deep", &region_tree(100, 0, 1));
     assert!(wide.lines().last().unwrap().starts_with(&format!("{}d99 ", " ".repeat(200))));
+}
+
+/// A region chain `main/mainloop/foo/foo.inner/bar`, a time on each.
+const DEEP_REGIONS: &str = "\
+__rec=node,id=35,attr=8,data=sum#time.duration,parent=5
+__rec=node,id=39,attr=10,data=276,parent=3
+__rec=node,id=40,attr=8,data=region,parent=39
+__rec=node,id=41,attr=40,data=main
+__rec=ctx,ref=41,attr=35,data=1.5
+__rec=node,id=48,attr=40,data=mainloop,parent=41
+__rec=ctx,ref=48,attr=35,data=1.25
+__rec=node,id=49,attr=40,data=foo,parent=48
+__rec=ctx,ref=49,attr=35,data=1
+__rec=node,id=50,attr=40,data=foo.inner,parent=49
+__rec=ctx,ref=50,attr=35,data=0.5
+__rec=node,id=51,attr=40,data=bar,parent=50
+__rec=ctx,ref=51,attr=35,data=0.25
+";
+
+/// `runtime-report,max_column_width=8`'s tree: labels cut to the room
+/// their indent leaves (`ma~~op`; `fo` where `~~` would leave nothing),
+/// `..` where the indent reaches the width, as the reference prints them.
+#[test]
+fn tree_of_a_deep_chain_in_eight_columns() {
+    let text = run_on("select sum#time.duration format tree(column-width=8)", "deep", DEEP_REGIONS.as_bytes());
+    let expected = [
+        "Path     sum~~ion ",
+        "main     1.500000 ",
+        "  ma~~op 1.250000 ",
+        "    foo  1.000000 ",
+        "      fo 0.500000 ",
+        "      .. 0.250000 ",
+    ];
+    assert_eq!(text.lines().collect::<Vec<_>>(), expected, "{text}");
+}
+
+const SPOT: &str = "cxx-example.spot.cali";
+
+/// The helpers of re-aggregation in a spot file (`avg.sum#`, `avg.count#`)
+/// are hidden: no format shows them, not even empty.
+#[test]
+fn hidden_attributes_of_a_spot_file_never_show() {
+    for query in ["select * format tree", "select * format table", "select * format expand", "format expand"] {
+        let text = run(query, SPOT);
+        assert!(!text.is_empty() && !text.contains("avg.sum#") && !text.contains("avg.count#"), "{query}:\n{text}");
+    }
+    for line in run("format expand", SPOT).lines() {
+        assert!(line.split(',').all(|pair| !pair.ends_with('=')), "an empty value: {line}");
+    }
+}
+
+/// The tree's headers are the aliases the file's attributes carry (the
+/// spot config's queries gave them); the table's are the names.
+#[test]
+fn a_spot_files_aliases_head_the_trees_columns_not_the_tables() {
+    let tree = run("select * format tree", SPOT);
+    let header = tree.lines().next().unwrap();
+    for alias in ["Min time/rank", "Total time", "Node order", "Avg time/rank (exc)", "Calls (total)"] {
+        assert!(header.contains(alias), "{header}");
+    }
+    assert!(!header.contains("#"), "{header}");
+    let table = run("select * format table", SPOT);
+    let names: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(
+        names,
+        [
+            "spot.channel",
+            "min#inclusive#sum#time.duration",
+            "max#inclusive#sum#time.duration",
+            "avg#inclusive#sum#time.duration",
+            "sum#inclusive#sum#time.duration",
+            "min#min#aggregate.slot",
+            "min#scale#sum#time.duration.ns",
+            "max#scale#sum#time.duration.ns",
+            "avg#scale#sum#time.duration.ns",
+            "sum#scale#sum#time.duration.ns",
+            "region",
+            "min#sum#rc.count",
+            "avg#sum#rc.count",
+            "max#sum#rc.count",
+            "sum#sum#rc.count",
+            "loop"
+        ]
+    );
+    // The query's own aliases head both.
+    let q = "select sum#sum#rc.count as Calls,region format table";
+    assert_eq!(run(q, SPOT).lines().next().unwrap().split_whitespace().next(), Some("Calls"));
 }
 
 #[test]

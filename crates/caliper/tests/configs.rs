@@ -75,6 +75,18 @@ fn scenario_child() {
             println!("program output");
             std::process::exit(0);
         }
+        "deep" => {
+            // A region chain five levels deep.
+            {
+                let _main = caliper::region!("main");
+                let _mainloop = caliper::region!("mainloop");
+                let _foo = caliper::region!("foo");
+                let _inner = caliper::region!("foo.inner");
+                let _bar = caliper::region!("bar");
+            }
+            println!("program output");
+            std::process::exit(0);
+        }
         other => panic!("unknown scenario {other}"),
     }
 }
@@ -183,6 +195,17 @@ fn cpuinfo_marks_snapshots_with_their_processor() {
         let cpu = line.split(',').find_map(|f| f.strip_prefix("cpuinfo.cpu=")).and_then(|v| v.parse::<u64>().ok());
         assert!(cpu.is_some_and(|c| c < cpus.max(64)) && line.contains("cpuinfo.numa_node="), "{line}");
     }
+}
+
+/// `max_column_width=8` on a deep tree: labels cut to the room their
+/// indent leaves (`ma~~op`, and `fo` where `~~` would leave nothing of
+/// `foo.inner`), `..` where the indent reaches the width, as the
+/// reference prints them.
+#[test]
+fn runtime_report_cuts_a_deep_tree_to_max_column_width() {
+    let out = stdout(&run("deep", &[("CALI_CONFIG", "runtime-report,max_column_width=8,output=stdout")]));
+    let labels: Vec<&str> = out.lines().skip_while(|l| !l.starts_with("Path")).map(|l| &l[..l.len().min(9)]).collect();
+    assert_eq!(labels, ["Path     ", "main     ", "  ma~~op ", "    foo  ", "      fo ", "      .. "], "{out}");
 }
 
 #[test]

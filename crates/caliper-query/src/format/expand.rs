@@ -1,7 +1,7 @@
 //! `expand`: one `name=value,name=value` line per record.
 
 use super::selection::selects;
-use super::{RecordFormatter, display_name, fields};
+use super::{RecordFormatter, display_name, fields, shows_immediate};
 use crate::spec::QuerySpec;
 use caliper_data::hash::FxHashMap;
 use caliper_data::node::Id;
@@ -12,8 +12,9 @@ use std::io::{self, BufWriter, Write};
 /// Writes each record as a line of `name=value` pairs: for each reference
 /// entry its attributes in descending attribute-id order (nested values
 /// joined root first with `/`), then the immediate entries in order.
-/// With a SELECT list only the listed attributes appear; records with
-/// nothing to show give no line.
+/// With a SELECT list only the listed attributes appear; values of hidden
+/// immediates never do (see `shows_immediate`); records with nothing to
+/// show give no line.
 pub struct ExpandFormatter {
     out: BufWriter<Box<dyn Write>>,
     spec: QuerySpec,
@@ -21,16 +22,9 @@ pub struct ExpandFormatter {
     /// The text of each reference node seen so far: a trace references few
     /// distinct nodes, so each is rendered once.
     node_text: FxHashMap<Id, String>,
-    /// How to show each immediate attribute seen so far, `None` if the
-    /// selection leaves it out.
-    names: FxHashMap<Id, Option<ShownName>>,
-}
-
-/// The name an immediate attribute shows under, and whether its value is
-/// hidden (see `fields`).
-struct ShownName {
-    name: String,
-    hidden: bool,
+    /// The name each immediate attribute seen so far shows under, `None`
+    /// if the selection leaves it out.
+    names: FxHashMap<Id, Option<String>>,
 }
 
 impl ExpandFormatter {
@@ -90,21 +84,22 @@ impl RecordFormatter for ExpandFormatter {
         }
         for (attr, value) in record.immediates() {
             if !self.names.contains_key(&attr) {
-                let shown = db
+                let name = db
                     .attribute(attr)
                     .filter(|a| selects(&self.spec, db, a))
-                    .map(|a| ShownName { name: display_name(&self.spec, a.name()).to_string(), hidden: a.is_hidden() });
-                self.names.insert(attr, shown);
+                    .map(|a| display_name(&self.spec, a.name()).to_string());
+                self.names.insert(attr, name);
             }
-            let Some(shown) = &self.names[&attr] else { continue };
+            let Some(name) = &self.names[&attr] else { continue };
+            if !shows_immediate(db, attr, value) {
+                continue;
+            }
             if !self.line.is_empty() {
                 self.line.push(',');
             }
-            self.line.push_str(&shown.name);
+            self.line.push_str(name);
             self.line.push('=');
-            if !shown.hidden {
-                write!(self.line, "{value}").expect("write to String");
-            }
+            write!(self.line, "{value}").expect("write to String");
         }
         if !self.line.is_empty() {
             self.line.push('\n');

@@ -21,8 +21,9 @@ mod tree;
 mod user;
 
 use crate::spec::{FormatSpec, Formatter, QuerySpec};
+use caliper_data::attribute::ALIAS_ATTR_NAME;
 use caliper_data::node::Id;
-use caliper_data::{MetadataDb, Record};
+use caliper_data::{MetadataDb, Record, Variant};
 use std::io::{self, Write};
 
 /// A formatter of query results.
@@ -132,8 +133,9 @@ pub(crate) struct Field {
     /// The attribute.
     pub attr: Id,
     /// The text: nested values joined root first with `/`. Values of
-    /// hidden attributes show as empty: they are private to the stream
-    /// that wrote them (ids, pointers), as in the reference's output.
+    /// hidden attributes on a reference entry's path show as empty: they
+    /// are private to the stream that wrote them (ids), as in the
+    /// reference's output.
     pub text: String,
     /// The reference entry the value came from, `None` for an immediate.
     pub entry: Option<usize>,
@@ -141,7 +143,8 @@ pub(crate) struct Field {
 
 /// A record's fields: per reference entry the attributes on its path (in
 /// order of first appearance), then one per immediate entry. References
-/// come before immediates, as the reference's reader orders them.
+/// come before immediates, as the reference's reader orders them. Hidden
+/// immediates with a value have no field (see [`shows_immediate`]).
 pub(crate) fn fields(db: &MetadataDb, record: &Record) -> Vec<Field> {
     fields_except(db, record, |_| false)
 }
@@ -151,8 +154,6 @@ pub(crate) fn fields(db: &MetadataDb, record: &Record) -> Vec<Field> {
 /// into text for every record would cost time and memory quadratic in the
 /// depth, for a field it does not show.
 pub(crate) fn fields_except(db: &MetadataDb, record: &Record, skip: impl Fn(Id) -> bool) -> Vec<Field> {
-    let shown =
-        |attr: Id, text: String| if db.attribute(attr).is_some_and(|a| a.is_hidden()) { String::new() } else { text };
     let mut out = Vec::new();
     for (i, node) in record.refs().enumerate() {
         let mut single = Record::ctx();
@@ -161,19 +162,51 @@ pub(crate) fn fields_except(db: &MetadataDb, record: &Record, skip: impl Fn(Id) 
             if skip(attr) {
                 continue;
             }
-            let text = values.iter().map(|v| v.to_string()).collect::<Vec<_>>().join("/");
-            out.push(Field { attr, text: shown(attr, text), entry: Some(i) });
+            let text = match is_hidden(db, attr) {
+                true => String::new(),
+                false => values.iter().map(|v| v.to_string()).collect::<Vec<_>>().join("/"),
+            };
+            out.push(Field { attr, text, entry: Some(i) });
         }
     }
-    for (attr, value) in record.immediates().filter(|(attr, _)| !skip(*attr)) {
-        out.push(Field { attr, text: shown(attr, value.to_string()), entry: None });
+    for (attr, value) in record.immediates().filter(|(attr, value)| !skip(*attr) && shows_immediate(db, *attr, value)) {
+        out.push(Field { attr, text: value.to_string(), entry: None });
     }
     out
+}
+
+/// Whether `attr` is hidden (or unknown): its values are not shown.
+pub(crate) fn is_hidden(db: &MetadataDb, attr: Id) -> bool {
+    db.attribute(attr).is_none_or(|a| a.is_hidden())
+}
+
+/// Whether an immediate entry shows: not if its attribute is hidden and it
+/// has a value. Such values are private to the stream that wrote them (the
+/// `avg.sum#`/`avg.count#` helpers of re-aggregation in a profile), and
+/// the reference's output leaves them out. A hidden entry without a value
+/// (the metadata of an attribute's definition, which `--list-attributes`
+/// lists) shows, empty, as there.
+pub(crate) fn shows_immediate(db: &MetadataDb, attr: Id, value: &Variant) -> bool {
+    !is_hidden(db, attr) || value.is_empty()
 }
 
 /// The name to show for an attribute: the query's alias, else the name.
 pub(crate) fn display_name<'a>(spec: &'a QuerySpec, name: &'a str) -> &'a str {
     spec.alias(name).unwrap_or(name)
+}
+
+/// A tree column's header: the query's alias, else the alias the attribute
+/// carries as `attribute.alias` metadata (which the queries that wrote a
+/// profile gave it, e.g. `Calls (total)` for `sum#sum#rc.count` in a spot
+/// file), else the name. The reference's tree shows these; its table and
+/// expand formats show the query's aliases only.
+pub(crate) fn tree_header(spec: &QuerySpec, db: &MetadataDb, name: &str) -> String {
+    if let Some(alias) = spec.alias(name) {
+        return alias.to_string();
+    }
+    db.attribute_by_name(name)
+        .and_then(|a| db.metadata_by_name(a, ALIAS_ATTR_NAME))
+        .map_or_else(|| name.to_string(), |alias| alias.to_string())
 }
 
 /// Appends a table cell: `cell` shortened to `width`, padded (numbers on
@@ -191,13 +224,18 @@ pub(crate) fn push_cell(text: &mut String, cell: &str, width: usize, numeric: bo
     text.push(' ');
 }
 
-/// Shortens `text` to `width` characters as `head~~tail`.
+/// Shortens `text` to `width` characters as `head~~tail`; below 4, where
+/// `~~` would leave nothing of the text, to its first `width` characters
+/// (as the reference cuts a deep tree label: `fo` for `foo.inner`).
 pub(crate) fn clamp(text: &str, width: usize) -> String {
     let len = text.chars().count();
     if len <= width {
         return text.to_string();
     }
-    let half = (width / 2).saturating_sub(1);
+    if width < 4 {
+        return text.chars().take(width).collect();
+    }
+    let half = width / 2 - 1;
     let head: String = text.chars().take(half).collect();
     let tail: String = text.chars().skip(len - half).collect();
     format!("{head}~~{tail}")
@@ -240,4 +278,34 @@ pub(crate) fn print_globals(db: &MetadataDb) -> String {
         text.push('\n');
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use caliper_data::{AttrType, Properties, Variant};
+
+    #[test]
+    fn clamp_cuts_the_middle_or_with_little_room_the_tail() {
+        assert_eq!(clamp("mainloop", 8), "mainloop");
+        assert_eq!(clamp("mainloop", 6), "ma~~op");
+        assert_eq!(clamp("foo.inner", 4), "f~~r");
+        assert_eq!(clamp("foo.inner", 3), "foo");
+        assert_eq!(clamp("foo.inner", 2), "fo");
+        assert_eq!(clamp("foo.inner", 1), "f");
+    }
+
+    #[test]
+    fn a_tree_header_is_the_querys_alias_else_the_files() {
+        let mut db = MetadataDb::new();
+        let alias = db.alias_attribute();
+        let calls = Variant::string("Calls (total)");
+        db.create_attribute("sum#sum#rc.count", AttrType::Uint, Properties::ASVALUE, &[(alias, calls)]);
+        db.create_attribute("count", AttrType::Uint, Properties::ASVALUE, &[]);
+        let plain = crate::parse_query("select *").unwrap();
+        assert_eq!(tree_header(&plain, &db, "sum#sum#rc.count"), "Calls (total)");
+        assert_eq!(tree_header(&plain, &db, "count"), "count");
+        let aliased = crate::parse_query("select sum#sum#rc.count as Calls").unwrap();
+        assert_eq!(tree_header(&aliased, &db, "sum#sum#rc.count"), "Calls");
+    }
 }

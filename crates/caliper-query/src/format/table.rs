@@ -3,7 +3,6 @@
 use super::selection;
 use super::{FormatError, RecordFormatter, display_name, fields, fields_except, parse_width, print_globals, push_cell};
 use crate::spec::{FormatSpec, QuerySpec, Selection, SortOrder};
-use caliper_data::attribute::ALIAS_ATTR_NAME;
 use caliper_data::{MetadataDb, Record, RecordKind, Variant};
 use std::cmp::Ordering;
 use std::io::{self, Write};
@@ -144,12 +143,11 @@ impl RecordFormatter for TableFormatter {
             if col.header.is_none()
                 && let Some(a) = db.attribute_by_name(&col.name)
             {
+                // The query's alias only: the reference's table does not
+                // show the `attribute.alias` of a file's attributes (its
+                // tree does).
                 col.numeric = a.attr_type().is_numeric();
-                let meta_alias = db.metadata_by_name(a, ALIAS_ATTR_NAME).map(|v| v.to_string());
-                col.header = Some(match self.spec.alias(&col.name) {
-                    Some(alias) => alias.to_string(),
-                    None => meta_alias.unwrap_or_else(|| col.name.clone()),
-                });
+                col.header = Some(display_name(&self.spec, &col.name).to_string());
             }
         }
         let cell = |name: &str| {

@@ -1,7 +1,10 @@
 //! `tree`: records arranged by their region path, as an indented table.
 
 use super::selection::expand_list;
-use super::{FormatError, PathAttributes, RecordFormatter, clamp, display_name, parse_width, print_globals, push_cell};
+use super::{
+    FormatError, PathAttributes, RecordFormatter, clamp, is_hidden, parse_width, print_globals, push_cell,
+    shows_immediate, tree_header,
+};
 use crate::spec::{FormatSpec, QuerySpec, Selection, SortOrder};
 use caliper_data::node::Id;
 use caliper_data::{MetadataDb, Record, RecordKind, Variant};
@@ -131,7 +134,7 @@ impl TreeFormatter {
             if self.is_path_attribute(db, node.attribute) {
                 at.node = Some(self.child(at.node, node.attribute, &node.value));
             } else {
-                let hidden = db.attribute(node.attribute).is_none_or(|a| a.is_hidden());
+                let hidden = is_hidden(db, node.attribute);
                 let fields = Rc::make_mut(&mut at.fields);
                 match fields.iter_mut().find(|(a, _)| *a == node.attribute) {
                     Some((_, text)) if !hidden => {
@@ -193,7 +196,7 @@ impl TreeFormatter {
                 let numeric = db
                     .attribute_by_name(&name)
                     .is_some_and(|a| a.attr_type().is_numeric() || a.attr_type() == caliper_data::AttrType::Addr);
-                let header = display_name(&self.spec, &name).to_string();
+                let header = tree_header(&self.spec, db, &name);
                 (name, header, numeric)
             })
             .collect()
@@ -261,13 +264,13 @@ impl RecordFormatter for TreeFormatter {
         }
         // Immediates after the references, as the reference's reader
         // orders them; a path attribute's value (a sample's function, say)
-        // is a level below the references' path.
+        // is a level below the references' path; hidden values are left
+        // out (see `shows_immediate`).
         for (attr, value) in record.immediates() {
             if self.is_path_attribute(db, attr) {
                 node = Some(self.child(node, attr, value));
-            } else {
-                let hidden = db.attribute(attr).is_none_or(|a| a.is_hidden());
-                self.add_cell(db, &mut cells, attr, &if hidden { String::new() } else { value.to_string() });
+            } else if shows_immediate(db, attr, value) {
+                self.add_cell(db, &mut cells, attr, &value.to_string());
             }
         }
         let Some(node) = node else { return Ok(()) };
@@ -340,15 +343,13 @@ impl RecordFormatter for TreeFormatter {
         line(&mut out, 0, "Path", &mut columns.iter().map(|(_, h, _)| h.as_str()))?;
         for (i, depth) in depth_first(&self.nodes, &self.roots) {
             let node = &self.nodes[i];
-            // The indent stops short of the width so that `..` still fits;
-            // so it does when the room left is too small for a cut label
-            // (`~~` alone takes two): a row never spills past the column.
+            // A label is cut to the room its indent leaves; where the
+            // indent reaches the width, the label is `..`, two columns
+            // from its end: a row never spills past the column.
             let indent = 2 * depth;
-            let room = path_width.saturating_sub(indent);
-            let (indent, label) = if room == 0 || (room < 2 && node.label.chars().count() > room) {
-                (path_width - 2, "..".to_string())
-            } else {
-                (indent, clamp(&node.label, room))
+            let (indent, label) = match path_width.checked_sub(indent) {
+                Some(room) if room > 0 => (indent, clamp(&node.label, room)),
+                _ => (path_width - 2, "..".to_string()),
             };
             let first = node.rows.first();
             line(&mut out, indent, &label, &mut columns.iter().map(|(name, _, _)| cell(first, name)))?;
