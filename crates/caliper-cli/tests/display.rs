@@ -1,6 +1,7 @@
 //! What cali-query shows of a profile as the reference shows it: the
 //! aliases a file's attributes carry head the tree's columns (not the
-//! table's), and hidden helpers never show.
+//! table's), hidden helpers never show, and folded stacks of fractional
+//! metrics are scaled and say so, or fail naming the metric.
 
 use caliper_testutil::fixture;
 use std::path::Path;
@@ -88,4 +89,36 @@ fn a_spot_profile_written_through_an_option_spec_shows_its_aliases() {
     );
     let globals = query(&["-G", "-e", profile.to_str().unwrap()]);
     assert!(globals.contains(",opts:inputs=true,"), "{globals}");
+}
+
+const PROFILE: &str = "cxx-example.hatchet-region-profile.cali";
+
+/// Seconds fold into whole nanoseconds, and the output names the scale.
+#[test]
+fn folded_stacks_of_seconds_are_scaled_and_say_so() {
+    let profile = fixture(PROFILE);
+    let text = query(&["-q", "select sum#sum#time.duration format folded", profile.to_str().unwrap()]);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "# sum#sum#time.duration x 1e-9",
+            "main 16363",
+            "main;init 4587",
+            "main;mainloop 25097",
+            "main;mainloop;foo 5541430"
+        ]
+    );
+}
+
+/// Nothing to fold is an error, in one line naming the metric.
+#[test]
+fn nothing_to_fold_fails_naming_the_metric() {
+    let profile = fixture(PROFILE);
+    let out = cali_query(&["-q", "select sum#sum#time.duration where nosuch format folded", profile.to_str().unwrap()]);
+    assert!(!out.status.success() && out.stdout.is_empty());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "cali-query: error: folded: no path has a positive sum#sum#time.duration to fold\n"
+    );
 }

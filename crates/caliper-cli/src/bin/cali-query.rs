@@ -384,7 +384,12 @@ fn query(parsed: &ParsedArgs) -> Result<(), Failure> {
     }
     {
         let _write = caliper::region!("write");
-        processor.finish(&mut db).map_err(write_failed)?;
+        // A formatter that has nothing it can write (no stack to fold)
+        // says so as invalid data; that is no failure to write.
+        processor.finish(&mut db).map_err(|e| match e.kind() {
+            io::ErrorKind::InvalidData => Failure::Fatal(e.to_string()),
+            _ => write_failed(e),
+        })?;
     }
     if let Some(failure) = failure {
         return Err(failure);

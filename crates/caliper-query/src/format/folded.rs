@@ -3,12 +3,12 @@
 //! first), one number each (the `metric` argument's attribute, else the
 //! first numeric attribute the query selects), summed per path. `folded`
 //! writes the stacks as flame graph tools read them (`main;solve;kernel
-//! 1234`), `flamegraph` draws them as an SVG (inferno). Folded stacks
-//! carry whole numbers, as flame graph tools read them: rounded, so give
-//! them a count or nanoseconds, not seconds. The flame graph takes any
-//! number: fractional sums (seconds of a region profile) are scaled up by
-//! a power of ten for inferno's whole counts, which the frames' titles
-//! name.
+//! 1234`), `flamegraph` draws them as an SVG (inferno). Both carry whole
+//! numbers, as flame graph tools count: fractional sums (seconds of a
+//! region profile) are scaled up by a power of ten, which the output names
+//! (the flame graph in its frames' titles, folded stacks in a first
+//! `# <metric> x 1e-N` line, which the tools skip). No stack to write is
+//! an error naming the metric, not an empty output.
 
 use super::{PathAttributes, RecordFormatter};
 use crate::spec::{FormatSpec, QuerySpec, Selection};
@@ -25,6 +25,8 @@ pub struct FoldedFormatter {
     metric: Option<String>,
     /// The query's selected attributes, in order (for the default metric).
     selected: Vec<String>,
+    /// The attribute the first number came from.
+    counted: Option<Id>,
     /// Per path, the sum of its numbers.
     stacks: BTreeMap<String, f64>,
     /// Draw an SVG, with this title.
@@ -44,6 +46,7 @@ impl FoldedFormatter {
             path: PathAttributes::of(format),
             metric: format.arg("metric").map(str::to_string),
             selected,
+            counted: None,
             stacks: BTreeMap::new(),
             svg: svg.then(|| format.arg("title").unwrap_or("Flame Graph").to_string()),
         }
@@ -73,27 +76,36 @@ impl FoldedFormatter {
         labels
     }
 
-    /// The record's number: the metric's value, else the first selected
-    /// attribute with a numeric one.
-    fn number(&self, db: &MetadataDb, record: &Record) -> Option<f64> {
-        let value_of = |name: &str| -> Option<f64> {
+    /// The record's number and its attribute: the metric's value, else the
+    /// first selected attribute with a numeric one, else the first numeric
+    /// attribute.
+    fn number(&self, db: &MetadataDb, record: &Record) -> Option<(Id, f64)> {
+        let value_of = |name: &str| -> Option<(Id, f64)> {
             let attr: Id = db.attribute_by_name(name)?.id();
             let (_, value) = record.immediates().find(|(a, _)| *a == attr)?;
-            numeric(value)
+            Some((attr, numeric(value)?))
         };
-        let value = match &self.metric {
+        let (attr, value) = match &self.metric {
             Some(name) => value_of(name),
             None => self.selected.iter().find_map(|name| value_of(name)).or_else(|| {
-                record.immediates().filter(|(a, _)| !self.path.contains(db, *a)).find_map(|(_, v)| numeric(v))
+                record
+                    .immediates()
+                    .filter(|(a, _)| !self.path.contains(db, *a))
+                    .find_map(|(a, v)| Some((a, numeric(v)?)))
             }),
         }?;
-        Some(value.max(0.0))
+        Some((attr, value.max(0.0)))
     }
 
-    /// What the numbers count, for the flame graph's titles: the metric,
-    /// else the first selected attribute.
-    fn count_name(&self) -> String {
-        self.metric.clone().or_else(|| self.selected.first().cloned()).unwrap_or_else(|| "samples".to_string())
+    /// What the numbers count, for the output and its errors: the metric,
+    /// else the attribute they came from, else the first selected one.
+    fn count_name(&self, db: &MetadataDb) -> String {
+        let counted = self.counted.and_then(|id| db.attribute(id)).map(|a| a.name().to_string());
+        self.metric
+            .clone()
+            .or(counted)
+            .or_else(|| self.selected.first().cloned())
+            .unwrap_or_else(|| "samples".to_string())
     }
 }
 
@@ -136,17 +148,15 @@ impl RecordFormatter for FoldedFormatter {
             return Ok(());
         }
         let labels = self.labels(db, record);
-        if let (false, Some(n)) = (labels.is_empty(), self.number(db, record)) {
+        if let (false, Some((attr, n))) = (labels.is_empty(), self.number(db, record)) {
+            self.counted.get_or_insert(attr);
             *self.stacks.entry(labels.join(";")).or_insert(0.0) += n;
         }
         Ok(())
     }
 
-    fn finish(&mut self, _db: &mut MetadataDb) -> io::Result<()> {
-        let exponent = match self.svg {
-            Some(_) => scale_exponent(self.stacks.values().copied()),
-            None => 0,
-        };
+    fn finish(&mut self, db: &mut MetadataDb) -> io::Result<()> {
+        let exponent = scale_exponent(self.stacks.values().copied());
         let scale = 10f64.powi(exponent);
         let lines: Vec<String> = self
             .stacks
@@ -155,25 +165,30 @@ impl RecordFormatter for FoldedFormatter {
             .filter(|&(_, n)| n > 0)
             .map(|(stack, n)| format!("{stack} {n}"))
             .collect();
+        if lines.is_empty() {
+            let (format, verb) = if self.svg.is_some() { ("flamegraph", "draw") } else { ("folded", "fold") };
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{format}: no path has a positive {} to {verb}", self.count_name(db)),
+            ));
+        }
+        let count_name = match exponent {
+            0 => self.count_name(db),
+            e => format!("{} x 1e-{e}", self.count_name(db)),
+        };
         match &self.svg {
             None => {
+                if exponent != 0 {
+                    writeln!(self.out, "# {count_name}")?;
+                }
                 for line in &lines {
                     writeln!(self.out, "{line}")?;
                 }
             }
-            Some(_) if lines.is_empty() => {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    format!("flamegraph: no path has a positive {} to draw", self.count_name()),
-                ));
-            }
             Some(title) => {
                 let mut options = inferno::flamegraph::Options::default();
                 options.title = title.clone();
-                options.count_name = match exponent {
-                    0 => self.count_name(),
-                    e => format!("{} x 1e-{e}", self.count_name()),
-                };
+                options.count_name = count_name;
                 inferno::flamegraph::from_lines(&mut options, lines.iter().map(String::as_str), &mut self.out)
                     .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("flamegraph: {e}")))?;
             }
@@ -203,10 +218,16 @@ mod tests {
         }
     }
 
+    /// The output of `query` over the reference's event trace.
     fn run(query: &str) -> String {
-        let fixture = caliper_testutil::fixture("cxx-example.event-trace.cali");
+        run_on("cxx-example.event-trace.cali", query).unwrap()
+    }
+
+    /// The output of `query` over a fixture, or the error of its end.
+    fn run_on(fixture: &str, query: &str) -> io::Result<String> {
+        let fixture = caliper_testutil::fixture(fixture);
         let mut db = MetadataDb::new();
-        let records = read_records(&mut db, "trace", &std::fs::read(fixture).unwrap()).unwrap();
+        let records = read_records(&mut db, "input", &std::fs::read(fixture).unwrap()).unwrap();
         let spec = parse_query(query).unwrap();
         let out = Shared::default();
         let formatter =
@@ -215,8 +236,32 @@ mod tests {
         for record in &records {
             processor.process(&mut db, record).unwrap();
         }
-        processor.finish(&mut db).unwrap();
-        String::from_utf8(out.0.lock().unwrap().clone()).unwrap()
+        processor.finish(&mut db)?;
+        Ok(String::from_utf8(out.0.lock().unwrap().clone()).unwrap())
+    }
+
+    const PROFILE: &str = "cxx-example.hatchet-region-profile.cali";
+
+    #[test]
+    fn fractional_sums_are_scaled_and_the_scale_named() {
+        // Seconds, the smallest 4.587e-06: whole nanoseconds.
+        let text = run_on(PROFILE, "select sum#sum#time.duration format folded").unwrap();
+        assert_eq!(
+            text,
+            "# sum#sum#time.duration x 1e-9\nmain 16363\nmain;init 4587\nmain;mainloop 25097\nmain;mainloop;foo 5541430\n"
+        );
+        // Whole numbers are written as they are.
+        assert!(!run("select count() group by path format folded").starts_with('#'));
+    }
+
+    #[test]
+    fn nothing_to_fold_is_an_error_naming_the_metric() {
+        for (format, verb) in [("folded", "fold"), ("flamegraph", "draw")] {
+            let query = format!("select sum#sum#time.duration where nosuch format {format}");
+            let e = run_on(PROFILE, &query).unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::InvalidData);
+            assert_eq!(e.to_string(), format!("{format}: no path has a positive sum#sum#time.duration to {verb}"));
+        }
     }
 
     #[test]
