@@ -7,7 +7,8 @@
 //! the module file), `dbi.count` (calls, with `fcount`), `dbi.covered`
 //! (1 or 0, with `coverage`) and `dbi.instrumentation` (how the function
 //! was counted, with the reason where it kept its breakpoint). The globals
-//! record names the collectors (`dbi.collect`).
+//! record names the collectors (`dbi.collect`) and counts the program's
+//! stops at the tool's breakpoints (`dbi.traps`).
 //!
 //! With `arcs`, one record more per call arc: the context path
 //! `dbi.caller` > `dbi.function` (a call graph, in `format tree`), the
@@ -69,11 +70,13 @@ pub fn write_cali(out: impl Write, outcome: &Outcome, collect: Collect) -> io::R
     let caller_module_attr = db.create_attribute("dbi.caller.module", AttrType::String, plain, &[]);
     let callsite_attr = db.create_attribute("dbi.callsite", AttrType::Addr, Properties::ASVALUE, &[]);
     let collect_attr = db.create_attribute("dbi.collect", AttrType::String, Properties::GLOBAL, &[]);
+    let traps_attr = db.create_attribute("dbi.traps", AttrType::Uint, Properties::GLOBAL, &[]);
     let mut writer = CaliWriter::new(out);
     // The run's globals first: a run that measured nothing still gives a
     // readable file.
     let mut globals = Record::globals();
     globals.push_ref(db.get_or_create_node(collect_attr, Variant::from(collect.names()), None));
+    globals.push_ref(db.get_or_create_node(traps_attr, Variant::Uint(outcome.traps), None));
     writer.write_record(&db, &globals)?;
     for (id, r) in reported(outcome, collect) {
         let module = db.get_or_create_node(module_attr, Variant::from(&*r.module), None);
@@ -230,6 +233,7 @@ pub fn text_report(outcome: &Outcome, collect: Collect) -> String {
     for (why, n) in kept {
         let _ = writeln!(out, "== {n} functions: {why}");
     }
+    let _ = writeln!(out, "== {} breakpoint traps", outcome.traps);
     out
 }
 

@@ -48,6 +48,9 @@ fn fcount_counts_every_call_exactly() {
     assert!(!rows.contains_key(&("counts".into(), "never".into())), "never called, not reported");
     let hot = &rows[&("counts".into(), "hot".into())];
     assert_eq!(hot.instrumentation, "trampoline");
+    // About a trap per function's first call, none per call after it.
+    let traps = common::traps(&file);
+    assert!(traps > 10 && traps < 1000, "{traps} traps for 11 million calls");
 }
 
 /// The arcs of a `.cali` result: (caller, callee) -> counts per call site.
@@ -142,6 +145,9 @@ fn breakpoint_counting_gives_the_same_counts() {
         assert_eq!(row.count, Some(calls), "{function}");
         assert!(row.instrumentation.starts_with("breakpoint"), "{function}: {}", row.instrumentation);
     }
+    let calls: u64 = EXPECTED.iter().filter(|e| !e.1.ends_with("hot")).map(|e| e.2).sum();
+    let traps = common::traps(&file);
+    assert!(traps >= calls, "every call a trap: {traps} for {calls} calls");
     assert!(!rows.contains_key(&("counts".into(), "hot".into())));
     let arcs = read_arcs(&file);
     assert_eq!(arcs[&("main".into(), "three".into())], [1, 2]);

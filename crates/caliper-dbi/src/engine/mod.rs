@@ -152,6 +152,9 @@ pub struct Outcome {
     pub stacks: HashMap<Vec<String>, u64>,
     /// Samples the kernel dropped (its buffer full).
     pub samples_lost: u64,
+    /// The program's stops at the tool's `int3`s: what the measurement
+    /// cost in ptrace round trips, which its wall time only suggests.
+    pub traps: u64,
 }
 
 /// Why the measurement could not start.
@@ -230,6 +233,8 @@ pub struct Engine {
     events: events::Events,
     /// The `cdb` debugger, with `--debug-on-fault` or `cali-run debug`.
     debugger: Option<debug::Debugger>,
+    /// Stops at the tool's `int3`s so far ([`Outcome::traps`]).
+    traps: u64,
 }
 
 impl Engine {
@@ -271,6 +276,7 @@ impl Engine {
             stop_with_program: false,
             events: events::Events::default(),
             debugger,
+            traps: 0,
         };
         // The handlers come before an attach, so that an interrupt during it
         // lets the process go cleanly, and after a launch, so that the
@@ -644,6 +650,7 @@ impl Engine {
             && info.si_code == libc::SI_KERNEL
             && self.on_breakpoint(tid)
         {
+            self.traps += 1;
             return;
         }
         if self.debug_signal_stop(tid, sig) {
@@ -665,6 +672,7 @@ impl Engine {
             counters,
             stacks: self.stacks,
             samples_lost,
+            traps: self.traps,
         }
     }
 }

@@ -156,6 +156,21 @@ pub fn read_result(path: &Path) -> HashMap<(String, String), Row> {
     rows
 }
 
+/// The program's stops at the tool's breakpoints, from the globals
+/// (`dbi.traps`) of a `.cali` result.
+pub fn traps(path: &Path) -> u64 {
+    let data = std::fs::read(path).expect("result written");
+    let mut db = MetadataDb::new();
+    read_records(&mut db, "result", &data).expect("valid .cali");
+    let globals = db.globals();
+    let traps =
+        globals.refs().filter_map(|n| db.node(n)).find(|n| db.attribute(n.attribute).unwrap().name() == "dbi.traps");
+    match traps.map(|n| n.value.clone()) {
+        Some(Variant::Uint(n)) => n,
+        other => panic!("dbi.traps in the globals: {other:?}"),
+    }
+}
+
 /// Runs a CalQL query over a `.cali` file, as `cali-query -q` does.
 pub fn query(file: &std::path::Path, calql: &str) -> String {
     use caliper_data::MetadataDb;
