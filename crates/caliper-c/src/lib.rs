@@ -26,6 +26,8 @@ mod async_event;
 mod attributes;
 mod capsule;
 mod channels;
+#[cfg(feature = "cxx-api")]
+mod cxx_api;
 mod datatracker;
 mod entry;
 mod logging;
