@@ -17,14 +17,17 @@
 # pure-Python caliper.dbi package of crates/caliper-dbi/python, whose tests
 # read .cali files with caliper-reader), and the
 # Debian programs that cali-run's tests measure (gzip, bzip2, xz, sqlite3,
-# python3; strip and nm from binutils). $PYTHON picks the Python.
+# python3, gawk, perl, lua5.4, git, and libpython3.11-dev for a CPython on
+# the shared libpython; strip and nm from binutils). $PYTHON picks the Python.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 missing=()
 for tool in gcc:gcc g++:g++ gfortran:gfortran cmake:cmake pkg-config:pkg-config make:make script:bsdutils \
     mpirun:openmpi-bin mpicc:libopenmpi-dev \
-    gzip:gzip bzip2:bzip2 xz:xz-utils sqlite3:sqlite3 /usr/bin/python3:python3 strip:binutils nm:binutils; do
+    gzip:gzip bzip2:bzip2 xz:xz-utils sqlite3:sqlite3 /usr/bin/python3:python3 strip:binutils nm:binutils \
+    /usr/bin/gawk:gawk /usr/bin/perl:perl /usr/bin/lua5.4:lua5.4 /usr/bin/git:git \
+    x86_64-linux-gnu-python3.11-config:libpython3.11-dev; do
     command -v "${tool%%:*}" >/dev/null 2>&1 || missing+=("${tool##*:}")
 done
 ls /usr/lib/llvm-*/lib/libclang.so >/dev/null 2>&1 || missing+=(libclang-dev)
