@@ -8,6 +8,7 @@
 //! taking everything out again before a detach.
 
 use crate::counters::Counters;
+use crate::detour;
 use crate::discover::{self, FunctionEntry, ModuleInfo};
 use crate::filter::{self, Filter};
 use crate::functions::FunctionTable;
@@ -51,8 +52,10 @@ pub enum ProbeState {
     /// entry instruction at `resume`.
     Displaced { resume: u64 },
     /// The entry is a jump to the trampoline; `original` are the bytes
-    /// the jump and its padding replaced.
-    Patched { trampoline: u64, original: Vec<u8> },
+    /// the jump and its padding replaced. With a `stub`, the jump is a
+    /// `jmp rel8` to that address in nearby padding, which holds the
+    /// `jmp rel32` to the trampoline (see [`crate::detour`]).
+    Patched { trampoline: u64, original: Vec<u8>, stub: Option<u64> },
     /// Original code back in place.
     Removed,
 }
@@ -150,6 +153,8 @@ struct MovedEntry<'a> {
     moved: &'a [iced_x86::Instruction],
     /// The bytes they replace (what the jump and its padding cover).
     original: Vec<u8>,
+    /// The padding the entry's short jump goes through, if it takes one.
+    stub: Option<u64>,
 }
 
 /// Everything the engine tracks of one address space.
@@ -168,6 +173,10 @@ pub struct Image {
     /// The return addresses of calls moved into trampolines, with the
     /// address each call had in place (its call site).
     pub moved_calls: HashMap<u64, u64>,
+    /// The padding that holds jumps to trampolines, with the bytes each
+    /// jump replaced. A stub stays when its entry is restored: a thread
+    /// may be between the two jumps.
+    pub stubs: HashMap<u64, [u8; JUMP_LEN as usize]>,
     pub regions: Vec<Region>,
 }
 
@@ -190,6 +199,7 @@ impl Image {
             traps: HashMap::new(),
             unlocked: Vec::new(),
             moved_calls: HashMap::new(),
+            stubs: HashMap::new(),
             regions: Vec::new(),
         })
     }
@@ -205,6 +215,7 @@ impl Image {
             traps: self.traps.clone(),
             unlocked: self.unlocked.clone(),
             moved_calls: self.moved_calls.clone(),
+            stubs: self.stubs.clone(),
             regions: self.regions.clone(),
         })
     }
@@ -349,11 +360,9 @@ impl Image {
     pub fn clear_user_break(&mut self, addr: u64) -> io::Result<()> {
         let Some(probe) = self.probes.get_mut(&addr) else { return Ok(()) };
         probe.user_break = false;
-        match &probe.state {
-            ProbeState::Patched { trampoline, .. } => {
-                let jump =
-                    relocate::jump(addr, *trampoline).ok_or_else(|| io::Error::other("trampoline out of reach"))?;
-                self.memory.write(addr, &jump)
+        match probe.state {
+            ProbeState::Patched { trampoline, stub, .. } => {
+                self.write_jump(addr, trampoline, stub, false).map_err(|e| io::Error::other(e.to_string()))
             }
             ProbeState::Armed | ProbeState::Displaced { .. }
                 if probe.function.is_none() && probe.internal.is_none() =>
@@ -399,19 +408,24 @@ impl Image {
         let mut code = vec![0u8; len.max(16)];
         let n = self.memory.read_partial(addr, &mut code)?;
         code.truncate(n);
-        // A patched entry's jump may start before `addr` and cover it.
-        let first = addr.saturating_sub(MAX_ENTRY_BYTES);
-        for (at, probe) in (first..addr + n as u64).filter_map(|at| Some((at, self.probes.get(&at)?))) {
-            let covered: &[u8] = match &probe.state {
-                ProbeState::Removed => continue,
-                ProbeState::Patched { original, .. } => original,
-                ProbeState::Armed | ProbeState::Displaced { .. } => std::slice::from_ref(&probe.original),
-            };
+        let mut put_back = |at: u64, covered: &[u8]| {
             for (i, &byte) in covered.iter().enumerate() {
                 if let Some(slot) = (at + i as u64).checked_sub(addr).and_then(|o| code.get_mut(o as usize)) {
                     *slot = byte;
                 }
             }
+        };
+        // A patched entry's jump may start before `addr` and cover it.
+        let first = addr.saturating_sub(MAX_ENTRY_BYTES);
+        for (at, probe) in (first..addr + n as u64).filter_map(|at| Some((at, self.probes.get(&at)?))) {
+            match &probe.state {
+                ProbeState::Removed => continue,
+                ProbeState::Patched { original, .. } => put_back(at, original),
+                ProbeState::Armed | ProbeState::Displaced { .. } => put_back(at, &[probe.original]),
+            }
+        }
+        for (&at, original) in self.stubs.iter().filter(|(at, _)| **at < addr + n as u64 && **at + JUMP_LEN > addr) {
+            put_back(at, original);
         }
         Ok(code)
     }
@@ -519,22 +533,87 @@ impl Image {
         let failed = |e: io::Error| Unpatchable::Unencodable(e.to_string());
         let m = self.module_of(addr).ok_or(Unpatchable::Undecodable)?;
         let body = self.original_code(addr, 2 * MAX_ENTRY_BYTES as usize).map_err(failed)?;
-        let moved = relocate::entry_instructions(&body, addr, JUMP_LEN)?;
+        let (moved, stub) = self.plan_jump(m, addr, size, &body)?;
         let prefix = relocate::covered_len(&moved);
-        let module = &self.modules[m];
-        let in_file = addr.wrapping_sub(module.bias);
-        let next = module.info.functions.iter().map(|f| f.address).find(|&a| a > in_file);
-        let size =
-            if size > 0 && size < prefix && relocate::ends_in_padding(&moved, addr + size) { prefix } else { size };
-        relocate::check_patchable(in_file, size, prefix, next, module.info.branch_targets())?;
         if (addr + 1..addr + prefix).any(|at| self.probes.contains_key(&at)) {
             return Err(Unpatchable::BreakpointInEntry);
         }
         if busy.iter().any(|&pc| pc > addr + 1 && pc < addr + prefix) {
             return Err(Unpatchable::Unencodable("a thread is inside the entry bytes".into()));
         }
-        let entry = MovedEntry { addr, module: m, moved: &moved, original: body[..prefix as usize].to_vec() };
+        let entry = MovedEntry { addr, module: m, moved: &moved, original: body[..prefix as usize].to_vec(), stub };
         self.install(entry, counting, increment, thread)
+    }
+
+    /// How the entry at `addr` of module `m` (a function of `size` bytes,
+    /// whose code is `body`) takes its jump: the instructions the jump
+    /// displaces, and the stub it goes through, if any. A `jmp rel32`
+    /// where it fits; where the function is too short for it or its first
+    /// bytes are a branch target, a `jmp rel8` to a stub in padding
+    /// nearby; otherwise why the entry cannot take a jump.
+    fn plan_jump(
+        &self,
+        m: usize,
+        addr: u64,
+        size: u64,
+        body: &[u8],
+    ) -> Result<(Vec<iced_x86::Instruction>, Option<u64>), Unpatchable> {
+        let module = &self.modules[m];
+        let in_file = addr.wrapping_sub(module.bias);
+        let next = module.info.functions.iter().map(|f| f.address).find(|&a| a > in_file);
+        let targets = module.info.branch_targets();
+        let long = relocate::entry_instructions(body, addr, JUMP_LEN).and_then(|moved| {
+            let prefix = relocate::covered_len(&moved);
+            let padded = size > 0
+                && size < prefix
+                && relocate::ends_in_padding(&moved, addr + size)
+                && !self.in_use(addr + size, addr + prefix);
+            relocate::check_patchable(in_file, if padded { prefix } else { size }, prefix, next, targets)?;
+            Ok(moved)
+        });
+        let why = match long {
+            Ok(moved) => return Ok((moved, None)),
+            Err(
+                why @ (Unpatchable::TooShort
+                | Unpatchable::BranchIntoEntry(_)
+                | Unpatchable::OverlapsNext
+                | Unpatchable::Undecodable),
+            ) => why,
+            Err(why) => return Err(why),
+        };
+        let Ok(moved) = relocate::entry_instructions(body, addr, detour::SHORT_JUMP_LEN) else { return Err(why) };
+        if relocate::check_patchable(in_file, size, relocate::covered_len(&moved), next, targets).is_err() {
+            return Err(why);
+        }
+        let stub = self.find_stub(m, addr).ok_or(why)?;
+        Ok((moved, Some(stub)))
+    }
+
+    /// Padding of module `m` that a short jump at `addr` reaches and the
+    /// tool does not use yet (see [`detour::find_stub`]).
+    fn find_stub(&self, m: usize, addr: u64) -> Option<u64> {
+        let module = &self.modules[m];
+        let bias = module.bias;
+        let read = |at: u64, len: u64| {
+            let mut code = self.original_code(at.wrapping_add(bias), len as usize).ok()?;
+            code.truncate(len as usize);
+            Some(code)
+        };
+        let taken = |low: u64, high: u64| self.in_use(low.wrapping_add(bias), high.wrapping_add(bias));
+        let info = &module.info;
+        let stub = detour::find_stub(addr.wrapping_sub(bias), &info.functions, info.branch_targets(), read, taken)?;
+        Some(stub.wrapping_add(bias)).filter(|&s| s >= module.low && s + JUMP_LEN <= module.high)
+    }
+
+    /// Whether the tool has written or claimed any byte of (`low`,
+    /// `high`): a probe's `int3` or jump, or a stub.
+    fn in_use(&self, low: u64, high: u64) -> bool {
+        let stub = self.stubs.keys().any(|&s| s < high && s + JUMP_LEN > low);
+        stub || (low.saturating_sub(MAX_ENTRY_BYTES)..high).any(|at| match self.probes.get(&at).map(|p| &p.state) {
+            Some(ProbeState::Patched { original, .. }) => at + original.len() as u64 > low,
+            Some(ProbeState::Armed | ProbeState::Displaced { .. }) => at >= low,
+            Some(ProbeState::Removed) | None => false,
+        })
     }
 
     /// Replaces the trampoline of the patched entry at `addr` by one that
@@ -546,13 +625,13 @@ impl Image {
         increment: Increment,
         thread: &mut Stopped,
     ) -> Result<Patch, Unpatchable> {
-        let Some(Probe { state: ProbeState::Patched { original, .. }, .. }) = self.probes.get(&addr) else {
+        let Some(Probe { state: ProbeState::Patched { original, stub, .. }, .. }) = self.probes.get(&addr) else {
             return Err(Unpatchable::Undecodable);
         };
-        let original = original.clone();
-        let moved = relocate::entry_instructions(&original, addr, JUMP_LEN)?;
+        let (original, stub) = (original.clone(), *stub);
+        let moved = relocate::entry_instructions(&original, addr, original.len() as u64)?;
         let m = self.module_of(addr).ok_or(Unpatchable::Undecodable)?;
-        self.install(MovedEntry { addr, module: m, moved: &moved, original }, counting, increment, thread)
+        self.install(MovedEntry { addr, module: m, moved: &moved, original, stub }, counting, increment, thread)
     }
 
     fn install(
@@ -562,7 +641,7 @@ impl Image {
         increment: Increment,
         thread: &mut Stopped,
     ) -> Result<Patch, Unpatchable> {
-        let MovedEntry { addr, module: m, moved, original } = entry;
+        let MovedEntry { addr, module: m, moved, original, stub } = entry;
         let back = addr + original.len() as u64;
         let (trampoline, (trap, unlocked, returns)) = self.place(m, thread, |at, counters| {
             let slot = |s: usize| counters + s as u64 * 8;
@@ -582,21 +661,49 @@ impl Image {
             let returns: Vec<(u64, u64)> = built.returns.iter().map(|&(r, site)| (at + r, site)).collect();
             Ok((built.code, (built.trap.map(|t| at + t), unlocked, returns)))
         })?;
-        let mut jump =
-            relocate::jump(addr, trampoline).ok_or(Unpatchable::Unencodable("trampoline out of reach".into()))?;
-        if self.probes.get(&addr).is_some_and(|p| p.user_break) {
-            jump[0] = INT3;
-        }
-        self.memory.write(addr, &jump).map_err(|e| Unpatchable::Unencodable(e.to_string()))?;
+        let user_break = self.probes.get(&addr).is_some_and(|p| p.user_break);
+        self.write_jump(addr, trampoline, stub, user_break)?;
         if let Some(t) = trap {
             self.traps.insert(t, addr);
         }
         self.unlocked.extend(unlocked);
         self.moved_calls.extend(returns);
         if let Some(p) = self.probes.get_mut(&addr) {
-            p.state = ProbeState::Patched { trampoline, original };
+            p.state = ProbeState::Patched { trampoline, original, stub };
         }
         Ok(Patch { trampoline, trap })
+    }
+
+    /// Sends the entry at `addr` to `trampoline`: a `jmp rel32` over the
+    /// entry, or through `stub`: the `jmp rel32` there first, so that a
+    /// thread taking the entry's `jmp rel8` to it finds it whole, then the
+    /// short jump. With `user_break`, an `int3` over the entry's first byte.
+    fn write_jump(
+        &mut self,
+        addr: u64,
+        trampoline: u64,
+        stub: Option<u64>,
+        user_break: bool,
+    ) -> Result<(), Unpatchable> {
+        let failed = |e: io::Error| Unpatchable::Unencodable(e.to_string());
+        let out_of_reach = || Unpatchable::Unencodable("trampoline out of reach".into());
+        let mut jump = match stub {
+            None => relocate::jump(addr, trampoline).ok_or_else(out_of_reach)?.to_vec(),
+            Some(stub) => {
+                let long = relocate::jump(stub, trampoline).ok_or_else(out_of_reach)?;
+                if !self.stubs.contains_key(&stub) {
+                    let mut original = [0u8; JUMP_LEN as usize];
+                    self.memory.read(stub, &mut original).map_err(failed)?;
+                    self.stubs.insert(stub, original);
+                }
+                self.memory.write(stub, &long).map_err(failed)?;
+                detour::short_jump(addr, stub).ok_or_else(out_of_reach)?.to_vec()
+            }
+        };
+        if user_break {
+            jump[0] = INT3;
+        }
+        self.memory.write(addr, &jump).map_err(failed)
     }
 
     /// Makes every increment of the trampolines atomic, one prefix byte
@@ -610,8 +717,9 @@ impl Image {
     }
 
     /// Takes every probe out (original code back), before the process is
-    /// detached. Trampolines stay mapped: a thread may still be in one, and
-    /// it jumps back into original code.
+    /// detached. Trampolines stay mapped, and the stubs' jumps to them in
+    /// place: a thread may still be in one, and it jumps back into
+    /// original code.
     pub fn strip(&mut self) -> io::Result<()> {
         for (&addr, probe) in &mut self.probes {
             match &probe.state {

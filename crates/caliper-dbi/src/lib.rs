@@ -8,7 +8,8 @@
 //! Layers, each using only those before it: [`ptrace`], [`memory`] and
 //! [`maps`] (process control); [`discover`] (functions of an ELF file),
 //! [`filter`] (which to instrument) and [`functions`] (what is known of
-//! each); [`relocate`] (trampolines), [`inject`] (system calls run in the
+//! each); [`relocate`] (trampolines), [`detour`] (entries reached by a
+//! short jump through padding), [`inject`] (system calls run in the
 //! tracee), [`launch`] (starting a program seized) and [`counters`] (the
 //! shared counter file); [`image`] (one address space's modules, probes
 //! and trampoline regions); [`sample`] (perf_event_open sampling);
@@ -26,6 +27,7 @@ pub mod cli;
 pub mod control;
 pub mod counters;
 pub mod debugger;
+pub mod detour;
 pub mod discover;
 pub mod engine;
 pub mod filter;

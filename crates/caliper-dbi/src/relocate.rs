@@ -7,8 +7,9 @@
 //! does what it did in place. A function's entry can be replaced by a
 //! 5-byte `jmp rel32` only if no instruction of the function branches
 //! into the bytes the jump covers (other than the entry itself) and the
-//! function is at least that long; otherwise it stays counted by its
-//! breakpoint, and [`Unpatchable`] says why.
+//! function is at least that long; otherwise a 2-byte jump through
+//! padding may serve ([`crate::detour`]), and where none does either, it
+//! stays counted by its breakpoint, and [`Unpatchable`] says why.
 
 use iced_x86::{
     BlockEncoder, BlockEncoderOptions, Code, Decoder, DecoderOptions, FlowControl, Instruction, InstructionBlock,
@@ -139,7 +140,8 @@ impl BranchTargets {
 }
 
 /// Checks that a jump may replace the first `prefix_len` bytes of the
-/// function at `entry` of `size` bytes: `next` is where the next known
+/// function at `entry` of `size` bytes (the instructions the jump splits,
+/// so at least the jump's length): `next` is where the next known
 /// function starts, `targets` the module's branch targets (all addresses
 /// in the module file's own terms).
 pub fn check_patchable(
@@ -152,7 +154,7 @@ pub fn check_patchable(
     if size == 0 {
         return Err(Unpatchable::UnknownSize);
     }
-    if size < JUMP_LEN || size < prefix_len {
+    if size < prefix_len {
         return Err(Unpatchable::TooShort);
     }
     let end = entry.saturating_add(prefix_len);

@@ -1,0 +1,107 @@
+//! Entries that cannot take a 5-byte jump (too short, or a branch target
+//! in their first bytes, as the C library's memmove is of mempcpy) are
+//! counted by a trampoline reached through a short jump into padding: the
+//! counts are exact and the program stops for the tool about as often at
+//! a thousand calls as at a hundred thousand.
+
+mod common;
+
+use common::{build, read_result, run_in, traps};
+use std::path::Path;
+use std::sync::OnceLock;
+
+/// The directory holding `short_entry` and `memcpy_loop` (built with
+/// `-fno-builtin`, so that each copy is a call of the C library's).
+fn programs() -> &'static Path {
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        build(dir.path(), "short_entry", &[]);
+        build(dir.path(), "memcpy_loop", &["-fno-builtin"]);
+        dir
+    })
+    .path()
+}
+
+/// Runs `program calls` under `collect` in the programs' directory: its
+/// output, the result rows and the traps.
+fn measure(
+    collect: &str,
+    program: &str,
+    calls: u64,
+) -> (String, std::collections::HashMap<(String, String), common::Row>, u64) {
+    let out = tempfile::tempdir().unwrap();
+    let file = out.path().join("result.cali");
+    let calls = calls.to_string();
+    let output = run_in(programs(), &["-c", collect, "-o", file.to_str().unwrap()], program, &[&calls]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{program} {calls}: {stderr}");
+    (String::from_utf8_lossy(&output.stdout).into_owned(), read_result(&file), traps(&file))
+}
+
+/// Checks that the traps of a run of 100,000 calls are those of a run of
+/// 1,000 (a trap per call would add 99,000 or more). The C library's own
+/// start-up calls a function or two more or less as the address layout
+/// falls (`mmap` beside `brk`), each a first-call trap, hence the slack.
+fn assert_no_trap_per_call(traps: &[u64]) {
+    let (few, many) = (traps[0], traps[1]);
+    assert!(many.abs_diff(few) <= 8, "{few} traps at 1,000 calls, {many} at 100,000");
+}
+
+/// What `short_entry N` prints.
+fn short_entry_sum(calls: u64) -> i64 {
+    (0..calls as i64).map(|i| i & 1023).map(|x| (x + 1) + (x + 5) + (x + 2 + 3) + (x + 3)).sum()
+}
+
+#[test]
+fn short_and_shared_entries_count_every_call_without_a_trap_each() {
+    let mut traps_per_run = Vec::new();
+    for calls in [1000, 100_000] {
+        let (stdout, rows, traps) = measure("fcount", "./short_entry", calls);
+        assert_eq!(stdout, format!("{}\n", short_entry_sum(calls)), "the program's own result");
+        for function in ["inc4", "add5", "shared_plus", "shared"] {
+            let row = &rows[&("short_entry".into(), function.into())];
+            assert_eq!(row.count, Some(calls), "{function}: {row:?}");
+            assert_eq!(row.instrumentation, "trampoline", "{function}");
+        }
+        traps_per_run.push(traps);
+    }
+    assert_no_trap_per_call(&traps_per_run);
+}
+
+#[test]
+fn arcs_of_short_and_shared_entries_are_counted_in_their_trampolines() {
+    let mut traps_per_run = Vec::new();
+    for calls in [1000, 100_000] {
+        let out = tempfile::tempdir().unwrap();
+        let file = out.path().join("arcs.cali");
+        let calls_arg = calls.to_string();
+        let output = run_in(programs(), &["-c", "arcs", "-o", file.to_str().unwrap()], "./short_entry", &[&calls_arg]);
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        for function in ["inc4", "shared"] {
+            let arcs = common::query(
+                &file,
+                &format!("select dbi.count where dbi.caller=main,dbi.function={function} format expand"),
+            );
+            assert_eq!(arcs.trim(), format!("dbi.count={calls}"), "main -> {function}");
+        }
+        traps_per_run.push(traps(&file));
+    }
+    assert_no_trap_per_call(&traps_per_run);
+}
+
+#[test]
+fn memcpy_counts_every_call_without_a_trap_each() {
+    let mut traps_per_run = Vec::new();
+    for calls in [1000, 100_000] {
+        let (_, rows, traps) = measure("fcount", "./memcpy_loop", calls);
+        assert_eq!(rows[&("memcpy_loop".into(), "memcpy@plt".into())].count, Some(calls));
+        // The C library's memcpy, whichever the processor selects.
+        let copies: Vec<_> =
+            rows.iter().filter(|((module, _), row)| module == "libc.so.6" && row.count == Some(calls)).collect();
+        assert_eq!(copies.len(), 1, "one C library function called for each copy: {copies:?}");
+        assert_eq!(copies[0].1.instrumentation, "trampoline", "{copies:?}");
+        traps_per_run.push(traps);
+    }
+    assert_no_trap_per_call(&traps_per_run);
+}
