@@ -105,6 +105,21 @@ fn arcs_count_each_call_site() {
 }
 
 #[test]
+fn call_sites_past_the_list_are_counted_together() {
+    let dir = tempfile::tempdir().unwrap();
+    common::build(dir.path(), "many_sites", &[]);
+    let file = dir.path().join("sites.cali");
+    let output =
+        run_in(dir.path(), &["-c", "arcs", "-i", "many_sites", "-o", file.to_str().unwrap()], "./many_sites", &[]);
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let arcs = read_arcs(&file);
+    // Sites 1 to 32 in the order of their first calls, each its own arc;
+    // the other 8, from their first call on, one.
+    assert_eq!(arcs[&("main".into(), "target".into())], (1..=32).collect::<Vec<u64>>());
+    assert_eq!(arcs[&("(other call sites)".into(), "target".into())], [(33..=40).sum::<u64>()]);
+}
+
+#[test]
 fn coverage_marks_what_ran() {
     let dir = counts_dir();
     let out = tempfile::tempdir().unwrap();

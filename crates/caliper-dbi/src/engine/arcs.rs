@@ -74,30 +74,45 @@ impl Engine {
         self.arcs.intern(f, &path, &caller, entry, in_file)
     }
 
+    /// The arc of the calls of function `f` from the sites past its
+    /// trampoline's list.
+    fn other_sites_arc(&mut self, f: usize) -> usize {
+        let unknown: Arc<str> = Arc::from("?");
+        self.arcs.intern(f, &unknown, "(other call sites)", None, 0)
+    }
+
     /// A call from a site the arc trampoline at `entry` does not know:
     /// counted here, and the trampoline rebuilt to know it (or, when it
     /// knows as many as it may, to count further sites together).
     pub(super) fn on_new_site(&mut self, tid: Pid, image_id: usize, entry: u64, ret: u64) {
         let Some(f) = self.images[&image_id].probes.get(&entry).and_then(|p| p.function) else { return };
-        let arc = self.arc_of(image_id, f, ret);
-        self.arcs.records[arc].trap_hits += 1;
-        let Some(list) = self.sites.get(&(image_id, entry)) else { return };
-        if list.sites.iter().any(|s| s.0 == ret) || list.other.is_some() || list.frozen {
+        let Some(mut list) = self.sites.get(&(image_id, entry)).cloned() else {
+            let arc = self.arc_of(image_id, f, ret);
+            self.arcs.records[arc].trap_hits += 1;
+            return;
+        };
+        let known = list.sites.iter().any(|s| s.0 == ret);
+        // A site past a full list is one of the other sites from its first
+        // call on, so that it has no arc of its own beside them.
+        let hit = if !known && list.sites.len() >= MAX_SITES {
+            self.other_sites_arc(f)
+        } else {
+            self.arc_of(image_id, f, ret)
+        };
+        self.arcs.records[hit].trap_hits += 1;
+        if known || list.other.is_some() || list.frozen {
             return;
         }
-        let mut list = list.clone();
         if list.sites.len() < MAX_SITES {
             let (Some(value), Some(count)) = (self.counters.allocate(), self.counters.allocate()) else { return };
             if self.counters.write(value, ret).is_err() {
                 return;
             }
-            self.arcs.records[arc].slots.push(count);
-            list.sites.push((ret, SiteSlots { value, count }, arc));
+            self.arcs.records[hit].slots.push(count);
+            list.sites.push((ret, SiteSlots { value, count }, hit));
         } else {
             let Some(other) = self.counters.allocate() else { return };
-            let unknown: Arc<str> = Arc::from("?");
-            let others = self.arcs.intern(f, &unknown, "(other call sites)", None, 0);
-            self.arcs.records[others].slots.push(other);
+            self.arcs.records[hit].slots.push(other);
             list.other = Some(other);
         }
         let stopped = self.stop_world(image_id, tid);
