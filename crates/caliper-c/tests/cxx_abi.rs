@@ -224,6 +224,66 @@ fn a_c_program_built_against_the_reference_runs_under_cali_config() {
     assert_eq!(tree(&stdout), ["main", "main/c.loop", "main/c.loop/c.body", "main/c.after"]);
 }
 
+/// The plugin of `tests/plugin` (see plugin.h), built against the
+/// installed headers, and the C program that loads it after libcaliper.
+fn plugin() -> PathBuf {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/plugin");
+    let dir = install::scratch("cxx-abi", "plugin");
+    let (include, lib) = (prefix().join("include"), prefix().join("lib"));
+    for (half, opt) in [("make", "-O0"), ("use", "-O2")] {
+        must(
+            Command::new("g++")
+                .args([opt, "-fPIC", "-Wall", "-Werror", "-c", "-I"])
+                .arg(&include)
+                .arg(source.join(format!("{half}.cpp")))
+                .arg("-o")
+                .arg(dir.join(format!("{half}.o"))),
+        );
+    }
+    must(
+        Command::new("g++")
+            .args(["-shared", "-o"])
+            .arg(dir.join("libplugin.so"))
+            .args([dir.join("make.o"), dir.join("use.o")])
+            .arg(format!("-L{}", lib.display()))
+            .arg("-lcaliper"),
+    );
+    let exe = dir.join("main");
+    must(
+        Command::new("gcc")
+            .arg("-o")
+            .arg(&exe)
+            .arg(source.join("main.c"))
+            .arg("-Wl,--no-as-needed")
+            .arg(format!("-L{}", lib.display()))
+            .arg("-lcaliper")
+            .arg(format!("-L{}", dir.display()))
+            .arg("-lplugin")
+            .arg(format!("-Wl,-rpath,{}:{}", lib.display(), dir.display())),
+    );
+    exe
+}
+
+/// A shared library built against this library's own headers keeps its
+/// own copies of the header-only members, which it may call out of line:
+/// the same names that libcaliper exports for the reference's classes,
+/// whose layouts differ. An Annotation made in its unoptimized half and
+/// used inline in the other, a ScopeAnnotation, a Loop and the
+/// ConfigManager's controllers work, with libcaliper looked up first.
+#[test]
+fn a_shared_library_built_against_the_header_only_classes_keeps_them() {
+    let trace = install::scratch("cxx-abi", "plugin-trace").join("trace.cali");
+    let out = run(&plugin(), Some(&format!("event-trace,output={}", trace.display())), &[]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.starts_with("plugin: channel runtime-report\n"), "{stdout}");
+    assert_eq!(tree(&stdout), ["plugin.scope", "plugin.loop"], "{stdout}");
+    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = std::fs::read_to_string(&trace).unwrap();
+    for event in ["event.begin#plugin.value", "event.set#plugin.value", "event.end#plugin.value"] {
+        assert!(text.contains(&format!("data={event}")), "{event}:\n{text}");
+    }
+}
+
 /// The names of `tests/data/reference-cxx-exports.txt`.
 fn reference_cxx_exports() -> BTreeSet<String> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/reference-cxx-exports.txt");

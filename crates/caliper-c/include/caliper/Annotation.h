@@ -9,6 +9,7 @@
 #define CALI_ANNOTATION_H
 
 #include "cali.h"
+#include "cali_cxx_local.h"
 #include "common/Variant.h"
 
 #include <cstring>
@@ -24,8 +25,8 @@ namespace cali
 class Function
 {
 public:
-    Function(const char* name) { cali_begin_region(name); }
-    ~Function() { cali_end(cali_region_attr_id); }
+    CALI_CXX_LOCAL Function(const char* name) { cali_begin_region(name); }
+    CALI_CXX_LOCAL ~Function() { cali_end(cali_region_attr_id); }
 
 private:
     Function(const Function&);
@@ -36,8 +37,8 @@ private:
 class ScopeAnnotation
 {
 public:
-    ScopeAnnotation(const char* name) { cali_begin_region(name); }
-    ~ScopeAnnotation() { cali_end(cali_region_attr_id); }
+    CALI_CXX_LOCAL ScopeAnnotation(const char* name) { cali_begin_region(name); }
+    CALI_CXX_LOCAL ~ScopeAnnotation() { cali_end(cali_region_attr_id); }
 
 private:
     ScopeAnnotation(const ScopeAnnotation&);
@@ -67,9 +68,9 @@ public:
         cali_id_t m_attr;
 
     public:
-        Iteration(cali_id_t attr, int i) : m_attr(attr) { cali_begin_int(attr, i); }
-        Iteration(Iteration&& other) : m_attr(other.m_attr) { other.m_attr = CALI_INV_ID; }
-        ~Iteration()
+        CALI_CXX_LOCAL Iteration(cali_id_t attr, int i) : m_attr(attr) { cali_begin_int(attr, i); }
+        CALI_CXX_LOCAL Iteration(Iteration&& other) : m_attr(other.m_attr) { other.m_attr = CALI_INV_ID; }
+        CALI_CXX_LOCAL ~Iteration()
         {
             if (m_attr != CALI_INV_ID)
                 cali_end(m_attr);
@@ -80,16 +81,23 @@ public:
         Iteration& operator=(const Iteration&);
     };
 
-    Loop(const char* name) : m_impl(new Impl)
+    // Declared for their visibility (see cali_cxx_local.h).
+    CALI_CXX_LOCAL Loop(const Loop&)            = default;
+    CALI_CXX_LOCAL Loop(Loop&&)                 = default;
+    CALI_CXX_LOCAL Loop& operator=(const Loop&) = default;
+    CALI_CXX_LOCAL Loop& operator=(Loop&&)      = default;
+    CALI_CXX_LOCAL ~Loop()                      = default;
+
+    CALI_CXX_LOCAL Loop(const char* name) : m_impl(new Impl)
     {
         cali_init();
         cali_begin_string(cali_loop_attr_id, name);
         m_impl->iter_attr = cali_make_loop_iteration_attribute(name);
     }
 
-    Iteration iteration(int i) const { return Iteration(m_impl->iter_attr, i); }
+    CALI_CXX_LOCAL Iteration iteration(int i) const { return Iteration(m_impl->iter_attr, i); }
 
-    void end()
+    CALI_CXX_LOCAL void end()
     {
         if (!m_impl->ended) {
             cali_end(cali_loop_attr_id);
@@ -109,20 +117,27 @@ public:
     class Guard;
     typedef Guard AutoScope;
 
-    Annotation(const char* name, int opt = 0) : m_impl(new Impl(name, opt)) {}
-    Annotation(const char* name, const MetadataListType& metadata, int opt = 0) : m_impl(new Impl(name, opt))
+    // Declared for their visibility (see cali_cxx_local.h).
+    CALI_CXX_LOCAL Annotation(const Annotation&)            = default;
+    CALI_CXX_LOCAL Annotation(Annotation&&)                 = default;
+    CALI_CXX_LOCAL Annotation& operator=(const Annotation&) = default;
+    CALI_CXX_LOCAL Annotation& operator=(Annotation&&)      = default;
+    CALI_CXX_LOCAL ~Annotation()                            = default;
+
+    CALI_CXX_LOCAL Annotation(const char* name, int opt = 0) : m_impl(new Impl(name, opt)) {}
+    CALI_CXX_LOCAL Annotation(const char* name, const MetadataListType& metadata, int opt = 0) : m_impl(new Impl(name, opt))
     {
         for (MetadataListType::const_iterator it = metadata.begin(); it != metadata.end(); ++it)
             m_impl->meta.push_back(std::make_pair(std::string(it->first), it->second));
     }
 
-    Annotation& begin() { return begin(Variant(true)); }
-    Annotation& begin(int data) { return begin(Variant(data)); }
-    Annotation& begin(double data) { return begin(Variant(data)); }
-    Annotation& begin(const char* data) { return begin(Variant(data)); }
-    Annotation& begin(const std::string& data) { return begin(data.c_str()); }
-    Annotation& begin(cali_attr_type type, void* data, uint64_t size) { return begin(Variant(type, data, size)); }
-    Annotation& begin(const Variant& data)
+    CALI_CXX_LOCAL Annotation& begin() { return begin(Variant(true)); }
+    CALI_CXX_LOCAL Annotation& begin(int data) { return begin(Variant(data)); }
+    CALI_CXX_LOCAL Annotation& begin(double data) { return begin(Variant(data)); }
+    CALI_CXX_LOCAL Annotation& begin(const char* data) { return begin(Variant(data)); }
+    CALI_CXX_LOCAL Annotation& begin(const std::string& data) { return begin(data.c_str()); }
+    CALI_CXX_LOCAL Annotation& begin(cali_attr_type type, void* data, uint64_t size) { return begin(Variant(type, data, size)); }
+    CALI_CXX_LOCAL Annotation& begin(const Variant& data)
     {
         Variant v;
         cali_id_t attr = m_impl->attribute(data, v);
@@ -131,17 +146,17 @@ public:
         return *this;
     }
     template <typename T>
-    Annotation& begin(T data)
+    CALI_CXX_LOCAL Annotation& begin(T data)
     {
         return begin(Variant(data));
     }
 
-    Annotation& set(int data) { return set(Variant(data)); }
-    Annotation& set(double data) { return set(Variant(data)); }
-    Annotation& set(const char* data) { return set(Variant(data)); }
-    Annotation& set(const std::string& data) { return set(data.c_str()); }
-    Annotation& set(cali_attr_type type, void* data, uint64_t size) { return set(Variant(type, data, size)); }
-    Annotation& set(const Variant& data)
+    CALI_CXX_LOCAL Annotation& set(int data) { return set(Variant(data)); }
+    CALI_CXX_LOCAL Annotation& set(double data) { return set(Variant(data)); }
+    CALI_CXX_LOCAL Annotation& set(const char* data) { return set(Variant(data)); }
+    CALI_CXX_LOCAL Annotation& set(const std::string& data) { return set(data.c_str()); }
+    CALI_CXX_LOCAL Annotation& set(cali_attr_type type, void* data, uint64_t size) { return set(Variant(type, data, size)); }
+    CALI_CXX_LOCAL Annotation& set(const Variant& data)
     {
         Variant v;
         cali_id_t attr = m_impl->attribute(data, v);
@@ -150,12 +165,12 @@ public:
         return *this;
     }
     template <typename T>
-    Annotation& set(T data)
+    CALI_CXX_LOCAL Annotation& set(T data)
     {
         return set(Variant(data));
     }
 
-    void end()
+    CALI_CXX_LOCAL void end()
     {
         if (m_impl->attr != CALI_INV_ID)
             cali_end(m_impl->attr);
@@ -206,8 +221,8 @@ class Annotation::Guard
     Annotation m_ann;
 
 public:
-    Guard(Annotation& a) : m_ann(a) {}
-    ~Guard() { m_ann.end(); }
+    CALI_CXX_LOCAL Guard(Annotation& a) : m_ann(a) {}
+    CALI_CXX_LOCAL ~Guard() { m_ann.end(); }
 
 private:
     Guard(const Guard&);

@@ -15,6 +15,7 @@
 #define CALI_CHANNELCONTROLLER_H
 
 #include "Caliper.h"
+#include "cali_cxx_local.h"
 #include "common/Variant.h"
 
 #include <map>
@@ -68,7 +69,7 @@ class ChannelController
 
     std::shared_ptr<Impl> mP;
 
-    explicit ChannelController(const std::shared_ptr<detail::ManagedChannel>& managed)
+    CALI_CXX_LOCAL explicit ChannelController(const std::shared_ptr<detail::ManagedChannel>& managed)
         : mP(new Impl("", 0, config_map_t(), info_map_t()))
     {
         mP->managed = managed;
@@ -78,13 +79,13 @@ class ChannelController
 
 protected:
     /// The settings; changes count until the channel is created.
-    config_map_t& config() { return mP->config; }
+    CALI_CXX_LOCAL config_map_t& config() { return mP->config; }
     /// Run metadata, set as globals of the channel when it is created.
-    info_map_t&   metadata() { return mP->metadata; }
+    CALI_CXX_LOCAL info_map_t&   metadata() { return mP->metadata; }
 
     /// Creates the channel (inactive) with the settings, once; calls
     /// on_create. Returns it.
-    Channel create()
+    CALI_CXX_LOCAL Channel create()
     {
         if (mP->managed || mP->channel)
             return channel();
@@ -102,22 +103,22 @@ protected:
     }
 
     /// Called once the channel is created, before it is activated.
-    virtual void on_create(Caliper* /* c */, Channel& /* chn */) {}
+    CALI_CXX_LOCAL virtual void on_create(Caliper* /* c */, Channel& /* chn */) {}
 
 public:
     /// A controller of channel name with the flags of cali_create_channel
     /// (CALI_CHANNEL_ALLOW_READ_ENV) and the settings cfg.
-    ChannelController(const char* name, int flags, const config_map_t& cfg)
+    CALI_CXX_LOCAL ChannelController(const char* name, int flags, const config_map_t& cfg)
         : mP(new Impl(name, flags, cfg, info_map_t()))
     {}
-    ChannelController(const char* name, int flags, const config_map_t& cfg, const info_map_t& metadata)
+    CALI_CXX_LOCAL ChannelController(const char* name, int flags, const config_map_t& cfg, const info_map_t& metadata)
         : mP(new Impl(name, flags, cfg, metadata))
     {}
 
-    virtual ~ChannelController() {}
+    CALI_CXX_LOCAL virtual ~ChannelController() {}
 
     /// Creates the channel (the first time) and activates it.
-    void start()
+    CALI_CXX_LOCAL void start()
     {
         if (mP->managed) {
             mP->managed->start();
@@ -129,7 +130,7 @@ public:
     }
 
     /// Deactivates the channel; it keeps what it gathered.
-    void stop()
+    CALI_CXX_LOCAL void stop()
     {
         if (mP->managed)
             mP->managed->stop();
@@ -137,13 +138,13 @@ public:
             Caliper().deactivate_channel(mP->channel);
     }
 
-    bool is_active() const { return mP->managed ? mP->managed->is_active() : mP->channel.is_active(); }
-    bool is_instantiated() const { return mP->managed ? mP->managed->is_instantiated() : bool(mP->channel); }
+    CALI_CXX_LOCAL bool is_active() const { return mP->managed ? mP->managed->is_active() : mP->channel.is_active(); }
+    CALI_CXX_LOCAL bool is_instantiated() const { return mP->managed ? mP->managed->is_instantiated() : bool(mP->channel); }
 
-    std::string name() const { return mP->managed ? mP->managed->name() : mP->name; }
+    CALI_CXX_LOCAL std::string name() const { return mP->managed ? mP->managed->name() : mP->name; }
 
     /// The channel (an empty handle before it is created).
-    Channel channel()
+    CALI_CXX_LOCAL Channel channel()
     {
         if (mP->managed) {
             cali_id_t id = mP->managed->channel_id();
@@ -155,7 +156,7 @@ public:
     /// Writes the channel's output (Caliper::flush_and_write; a
     /// ConfigManager's controller writes its config's output). Derived
     /// classes may process the data their own way.
-    virtual void flush()
+    CALI_CXX_LOCAL virtual void flush()
     {
         if (mP->managed) {
             mP->managed->flush();
@@ -165,7 +166,7 @@ public:
             Caliper().flush_and_write(mP->channel.body());
     }
 
-    config_map_t copy_config() const { return mP->managed ? mP->managed->copy_config() : mP->config; }
+    CALI_CXX_LOCAL config_map_t copy_config() const { return mP->managed ? mP->managed->copy_config() : mP->config; }
 };
 
 } // namespace cali

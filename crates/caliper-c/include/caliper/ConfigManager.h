@@ -6,6 +6,7 @@
 
 #include "ChannelController.h"
 #include "cali-manager.h"
+#include "cali_cxx_local.h"
 
 #include <cstddef>
 #include <map>
@@ -90,7 +91,7 @@ public:
 
 private:
     /// The controller of the manager's channel index.
-    ChannelPtr make_controller(std::size_t index) const
+    CALI_CXX_LOCAL ChannelPtr make_controller(std::size_t index) const
     {
         std::shared_ptr<detail::ManagedChannel> managed(new detail::ConfigManagedChannel(m_h, index));
         return ChannelPtr(new ChannelController(managed));
@@ -98,40 +99,47 @@ private:
 
 public:
 
-    ConfigManager() : m_h(new detail::ConfigManagerHolder) {}
-    explicit ConfigManager(const char* config_string) : m_h(new detail::ConfigManagerHolder) { add(config_string); }
+    // Declared for their visibility (see cali_cxx_local.h).
+    CALI_CXX_LOCAL ConfigManager(const ConfigManager&)            = default;
+    CALI_CXX_LOCAL ConfigManager(ConfigManager&&)                 = default;
+    CALI_CXX_LOCAL ConfigManager& operator=(const ConfigManager&) = default;
+    CALI_CXX_LOCAL ConfigManager& operator=(ConfigManager&&)      = default;
+    CALI_CXX_LOCAL ~ConfigManager()                               = default;
+
+    CALI_CXX_LOCAL ConfigManager() : m_h(new detail::ConfigManagerHolder) {}
+    CALI_CXX_LOCAL explicit ConfigManager(const char* config_string) : m_h(new detail::ConfigManagerHolder) { add(config_string); }
 
     /// Adds the configs of a config string; false on error (see error_msg()).
-    bool add(const char* config_string) { return cali_ConfigManager_add(&m_h->mgr, config_string); }
+    CALI_CXX_LOCAL bool add(const char* config_string) { return cali_ConfigManager_add(&m_h->mgr, config_string); }
 
     /// Like add, but keys that are neither configs nor options are put
     /// into extra_kv_pairs (value "" if they have none) instead of being
     /// errors.
-    bool add(const char* config_string, argmap_t& extra_kv_pairs)
+    CALI_CXX_LOCAL bool add(const char* config_string, argmap_t& extra_kv_pairs)
     {
         return cali_ConfigManager_add_with_extra(&m_h->mgr, config_string, cali_cxx_collect_kv, &extra_kv_pairs);
     }
 
-    void add_config_spec(const char* json) { cali_ConfigManager_add_config_spec(&m_h->mgr, json); }
-    void add_option_spec(const char* json) { cali_ConfigManager_add_option_spec(&m_h->mgr, json); }
+    CALI_CXX_LOCAL void add_config_spec(const char* json) { cali_ConfigManager_add_config_spec(&m_h->mgr, json); }
+    CALI_CXX_LOCAL void add_option_spec(const char* json) { cali_ConfigManager_add_option_spec(&m_h->mgr, json); }
 
     /// Reads config and option specs from a JSON file; a failure sets error().
-    void load(const char* filename) { cali_ConfigManager_load(&m_h->mgr, filename); }
+    CALI_CXX_LOCAL void load(const char* filename) { cali_ConfigManager_load(&m_h->mgr, filename); }
 
-    void set_default_parameter(const char* key, const char* value)
+    CALI_CXX_LOCAL void set_default_parameter(const char* key, const char* value)
     {
         cali_ConfigManager_set_default_parameter(&m_h->mgr, key, value);
     }
-    void set_default_parameter_for_config(const char* config, const char* key, const char* value)
+    CALI_CXX_LOCAL void set_default_parameter_for_config(const char* config, const char* key, const char* value)
     {
         cali_ConfigManager_set_default_parameter_for_config(&m_h->mgr, config, key, value);
     }
 
-    bool        error() const { return cali_ConfigManager_error(&m_h->mgr); }
-    std::string error_msg() const { return cali_ConfigManager_error_msg(&m_h->mgr); }
+    CALI_CXX_LOCAL bool        error() const { return cali_ConfigManager_error(&m_h->mgr); }
+    CALI_CXX_LOCAL std::string error_msg() const { return cali_ConfigManager_error_msg(&m_h->mgr); }
 
     /// The controllers of the configs added so far.
-    ChannelList get_all_channels() const
+    CALI_CXX_LOCAL ChannelList get_all_channels() const
     {
         ChannelList list;
         std::size_t n = cali_ConfigManager_channel_count(&m_h->mgr);
@@ -141,7 +149,7 @@ public:
     }
 
     /// The controller of the config named name, or a null pointer.
-    ChannelPtr get_channel(const char* name) const
+    CALI_CXX_LOCAL ChannelPtr get_channel(const char* name) const
     {
         std::size_t n = cali_ConfigManager_channel_count(&m_h->mgr);
         for (std::size_t i = 0; i < n; ++i) {
@@ -152,41 +160,41 @@ public:
         return ChannelPtr();
     }
 
-    void start() { cali_ConfigManager_start(&m_h->mgr); }
-    void stop() { cali_ConfigManager_stop(&m_h->mgr); }
-    void flush() { cali_ConfigManager_flush(&m_h->mgr); }
+    CALI_CXX_LOCAL void start() { cali_ConfigManager_start(&m_h->mgr); }
+    CALI_CXX_LOCAL void stop() { cali_ConfigManager_stop(&m_h->mgr); }
+    CALI_CXX_LOCAL void flush() { cali_ConfigManager_flush(&m_h->mgr); }
 
     /// The error message for a config string, or "" if it is valid.
-    std::string check(const char* config_string, bool allow_extra_kv_pairs = false) const
+    CALI_CXX_LOCAL std::string check(const char* config_string, bool allow_extra_kv_pairs = false) const
     {
         return cali_ConfigManager_check(&m_h->mgr, config_string, allow_extra_kv_pairs);
     }
 
     /// The names (and aliases) of the configs that can run here.
-    std::vector<std::string> available_config_specs() const
+    CALI_CXX_LOCAL std::vector<std::string> available_config_specs() const
     {
         std::vector<std::string> names;
         cali_ConfigManager_available_config_specs(&m_h->mgr, cali_cxx_collect_string, &names);
         return names;
     }
 
-    std::string get_description_for_spec(const char* name) const
+    CALI_CXX_LOCAL std::string get_description_for_spec(const char* name) const
     {
         return cali_ConfigManager_get_description_for_spec(&m_h->mgr, name);
     }
 
     /// "<name>\n <description>\n  Options:\n   <option> <description>...",
     /// or "<name>: Not available".
-    std::string get_documentation_for_spec(const char* name) const
+    CALI_CXX_LOCAL std::string get_documentation_for_spec(const char* name) const
     {
         return cali_ConfigManager_get_documentation_for_spec(&m_h->mgr, name);
     }
 
     // The reference's older, manager-less forms (deprecated there).
 
-    static std::vector<std::string> available_configs() { return ConfigManager().available_config_specs(); }
+    CALI_CXX_LOCAL static std::vector<std::string> available_configs() { return ConfigManager().available_config_specs(); }
 
-    static std::vector<std::string> get_config_docstrings()
+    CALI_CXX_LOCAL static std::vector<std::string> get_config_docstrings()
     {
         ConfigManager            mgr;
         std::vector<std::string> names = mgr.available_config_specs();
@@ -196,7 +204,7 @@ public:
         return docs;
     }
 
-    static std::string check_config_string(const char* config_string, bool allow_extra_kv_pairs = false)
+    CALI_CXX_LOCAL static std::string check_config_string(const char* config_string, bool allow_extra_kv_pairs = false)
     {
         return ConfigManager().check(config_string, allow_extra_kv_pairs);
     }
