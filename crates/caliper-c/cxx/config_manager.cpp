@@ -4,8 +4,9 @@
 // a program's own controller drives a channel of its settings.
 //
 // Left out: custom configs (ConfigManager::add_config_spec(ConfigInfo),
-// Options) and on_create, whose arguments are the reference's Caliper and
-// Channel objects.
+// Options), and classes derived from ChannelController, whose on_create
+// would get the reference's Caliper and Channel objects: the typeinfo a
+// derived class needs is not exported, so such a program does not link.
 
 #include <caliper/ConfigManager.h>
 #include <caliper/cali.h>

@@ -215,6 +215,24 @@ fn a_cxx_program_built_against_the_reference_drives_a_config_manager() {
     assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
+/// A program's own ChannelController runs a channel of its settings:
+/// created inactive on the first start, active until stopped, its report
+/// written at flush. (A class derived from it does not link: its
+/// `on_create` would get the reference's Caliper and Channel.)
+#[test]
+fn a_cxx_program_built_against_the_reference_runs_its_own_channel_controller() {
+    let out = run(&build("controller.cpp", Link::Shared), None, &[]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(
+        lines[..3],
+        ["own: instantiated=0", "started: active=1 services=event,trace,report", "stopped: active=0"],
+        "{stdout}"
+    );
+    let report: Vec<&str> = lines[3..].iter().copied().filter(|l| l.contains("region=")).collect();
+    assert_eq!(report, ["region=own.region,count=1"], "{stdout}");
+}
+
 /// A C program compiled against the reference's cali.h and macros.
 #[test]
 fn a_c_program_built_against_the_reference_runs_under_cali_config() {
