@@ -2,6 +2,7 @@
 
 #![allow(dead_code)]
 
+pub mod elf;
 pub mod pty;
 
 use caliper_data::cali::read_records;
