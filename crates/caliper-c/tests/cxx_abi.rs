@@ -110,14 +110,16 @@ fn tree(text: &str) -> Vec<String> {
 }
 
 /// The region tree of the C++ program: the functions of
-/// CALI_CXX_MARK_FUNCTION, the loop of CALI_CXX_MARK_LOOP_BEGIN and the
-/// scope of CALI_CXX_MARK_SCOPE in each iteration.
-const ANNOTATE_TREE: [&str; 4] = ["main", "main/work", "main/work/work.loop", "main/work/work.loop/work.body"];
+/// CALI_CXX_MARK_FUNCTION, a cali::Loop and its copy, the loop of
+/// CALI_CXX_MARK_LOOP_BEGIN and the scope of CALI_CXX_MARK_SCOPE in each
+/// iteration.
+const ANNOTATE_TREE: [&str; 5] =
+    ["main", "main/ref.loop", "main/work", "main/work/work.loop", "main/work/work.loop/work.body"];
 
 #[test]
 fn a_cxx_program_built_against_the_reference_runs_under_cali_config() {
     let out = run(annotate(), Some("runtime-report"), &[]);
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "variants: 42 17 7.500000 3\n");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "variants: 42 17 7.500000 3 1 9 2\n");
     assert_eq!(tree(&String::from_utf8_lossy(&out.stderr)), ANNOTATE_TREE);
 }
 
@@ -134,8 +136,8 @@ fn a_static_cxx_program_built_against_the_reference_runs_under_cali_config() {
 
 /// Each call of the annotation classes is its event in the trace, in
 /// order: the Guard's end, the copy's set, the chained begin and set, the
-/// assigned annotation's end, a Variant's value, a typed buffer, the
-/// loop's iterations.
+/// assigned annotation's end, a Variant's value, a typed buffer, a loop
+/// ended once whatever its copies, the loop's iterations.
 #[test]
 fn the_reference_annotation_classes_make_the_events_of_the_trace() {
     let trace = install::scratch("cxx-abi", "trace").join("trace.cali");
@@ -167,6 +169,8 @@ fn the_reference_annotation_classes_make_the_events_of_the_trace() {
         "event.begin#ref.bytes=9",
         "event.begin#ref.flag=true",
         "event.end#ref.flag=true",
+        "event.begin#loop=ref.loop",
+        "event.end#loop=ref.loop",
         "event.begin#region=work",
         "event.begin#loop=work.loop",
         "event.begin#iteration#work.loop=0",
@@ -206,7 +210,7 @@ fn a_cxx_program_built_against_the_reference_drives_a_config_manager() {
         "extra: answer=42 error=0",
         "error: Unknown config or parameter: no-such-config",
         "channel: runtime-report active=0",
-        "variants: 42 17 7.500000 3",
+        "variants: 42 17 7.500000 3 1 9 2",
         "started: runtime-report active=1",
     ];
     assert_eq!(lines, expected, "{stdout}");

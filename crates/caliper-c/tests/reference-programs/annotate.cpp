@@ -45,6 +45,11 @@ static void annotate()
     cali::Annotation     size("ref.bytes");
     cali::Annotation::Guard g(size.begin(CALI_TYPE_UINT, &bytes, sizeof(bytes)));
     cali::Annotation("ref.flag").begin().end();
+    cali::Loop loop("ref.loop");
+    {
+        cali::Loop copy(loop);
+    }
+    loop.end();
     work(3);
 }
 
@@ -55,7 +60,9 @@ static void variants()
     sum += cali::Variant(2);
     std::ostringstream os;
     os << sum << ' ' << cali::Variant::from_string(CALI_TYPE_INT, "17").to_int() << ' '
-       << cali::Variant(7.5).to_string() << ' ' << cali::Variant(3).to_id();
+       << cali::Variant(7.5).to_string() << ' ' << cali::Variant(3).to_id() << ' '
+       << cali::Variant(3).min(cali::Variant(1)) << ' ' << cali::Variant(3).max(cali::Variant(9)) << ' '
+       << cali::Variant(5).div(2);
     std::cout << "variants: " << os.str() << std::endl;
 }
 
