@@ -36,10 +36,11 @@ fn counts_of_the_example_trace() {
 
 #[test]
 fn version() {
+    // On standard error, as cali-query's.
     let out = cali_stat(&["--version"]);
-    assert!(out.status.success());
+    assert!(out.status.success() && out.stdout.is_empty());
     assert_eq!(
-        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
         format!("cali-stat 2.15.0 (caliper-rs {})\n", env!("CARGO_PKG_VERSION"))
     );
 }

@@ -285,7 +285,8 @@ fn run(argv: &[String]) -> Result<(), Failure> {
         return help(topic);
     }
     if parsed.is_set("version") {
-        println!("{}", caliper_cli::version_line("cali-query"));
+        // On standard error, as the reference's cali-query prints it.
+        eprintln!("{}", caliper_cli::version_line("cali-query"));
         return Ok(());
     }
     let profile = match parsed.value("profile") {

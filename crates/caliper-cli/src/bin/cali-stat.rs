@@ -220,7 +220,8 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     if parsed.is_set("version") {
-        println!("{}", caliper_cli::version_line("cali-stat"));
+        // On standard error, as the reference's cali-query prints it.
+        eprintln!("{}", caliper_cli::version_line("cali-stat"));
         return ExitCode::SUCCESS;
     }
     let mut out: Box<dyn Write> = match parsed.value("output") {
