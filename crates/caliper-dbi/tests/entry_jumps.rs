@@ -105,3 +105,33 @@ fn memcpy_counts_every_call_without_a_trap_each() {
     }
     assert_no_trap_per_call(&traps_per_run);
 }
+
+/// The hexadecimal number after `prefix` in `text`.
+fn hex_after(text: &str, prefix: &str) -> u64 {
+    let start = text.find(prefix).unwrap_or_else(|| panic!("`{prefix}` in:\n{text}")) + prefix.len();
+    let digits: String = text[start..].trim_start_matches("0x").chars().take_while(char::is_ascii_hexdigit).collect();
+    u64::from_str_radix(&digits, 16).unwrap()
+}
+
+#[test]
+fn a_breakpoint_on_a_shared_entry_stops_each_call_and_the_listing_shows_the_short_jump() {
+    let mut command = common::cali_run();
+    command.current_dir(programs()).args(["debug", "--", "./short_entry", "10"]);
+    let mut cdb = common::pty::Terminal::spawn(command);
+    cdb.expect("(cdb) ");
+    let shared = hex_after(&cdb.run("break shared"), "Breakpoint 1 at ");
+    assert!(cdb.run("continue").contains("Breakpoint 1, thread"), "the first call");
+    let stop = cdb.run("continue");
+    assert!(stop.contains("Breakpoint 1, thread"), "the second, through the trampoline: {stop}");
+    let listing = cdb.run("disassemble shared");
+    let stub = hex_after(&listing, &format!("{shared:#x}  int3 over jmp "));
+    assert!(stub.abs_diff(shared + 2) <= 128, "the padding within a short jump's reach: {listing}");
+    let trampoline = hex_after(&listing, "; to padding that jumps to the trampoline ");
+    assert!(stop.contains(&format!("shared: trampoline at {trampoline:#x}")), "{stop}\n{listing}");
+    // Without the breakpoint, the short jump is back and the calls count on.
+    cdb.run("delete");
+    assert!(cdb.run("disassemble shared").contains(&format!("{shared:#x}  jmp {stub:#x}")));
+    cdb.send("continue");
+    cdb.expect("The program exited with code 0.");
+    assert!(cdb.transcript().contains(&format!("{}\r\n", short_entry_sum(10))), "{}", cdb.transcript());
+}

@@ -376,6 +376,10 @@ fn entry_now(image: &Image, entry: u64, moved: Option<&Moved>) -> String {
     let Some(probe) = image.probes.get(&entry) else { return "(not instrumented)".into() };
     let yours = if probe.user_break { " (a breakpoint of yours)" } else { "" };
     match (&probe.state, moved) {
+        (ProbeState::Patched { trampoline, stub: Some(stub), .. }, _) => {
+            let int3 = if probe.user_break { "int3 over " } else { "" };
+            format!("{entry:#x}  {int3}jmp {stub:#x}    ; to padding that jumps to the trampoline {trampoline:#x}")
+        }
         (ProbeState::Patched { trampoline, .. }, _) if probe.user_break => {
             format!("{entry:#x}  int3 over jmp {trampoline:#x}    ; a breakpoint of yours, then the trampoline")
         }
