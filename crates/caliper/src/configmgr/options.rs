@@ -121,18 +121,14 @@ impl Options {
             .collect()
     }
 
-    /// Checks the values of boolean and numeric options and that the
-    /// services of the enabled options exist.
+    /// Checks the values of boolean options and that the services of the
+    /// enabled options exist. Numeric values are not checked here, as the
+    /// reference does not: the setting they fill reads them (and says so
+    /// on one line if it cannot), and the rest of the config runs.
     pub fn check(&self, service_exists: impl Fn(&str) -> bool) -> Result<(), String> {
         for (k, v) in &self.args {
             let Some(i) = self.find(k) else { continue };
-            let valid = match self.available[i].kind {
-                OptionType::Bool => parse_bool(v).is_some(),
-                OptionType::Int => v.trim().parse::<i64>().is_ok(),
-                OptionType::Double => v.trim().parse::<f64>().is_ok(),
-                OptionType::String => true,
-            };
-            if !valid {
+            if self.available[i].kind == OptionType::Bool && parse_bool(v).is_none() {
                 return Err(format!("Invalid value \"{v}\" for {k}"));
             }
         }
@@ -279,7 +275,8 @@ mod tests {
                 r#"{ "configs": [ { "name": "c", "services": [ "aggregate", "event" ], "categories": [ "metric" ],
                        "options": [ { "name": "own", "type": "string", "config": { "CALI_X": "x={}" },
                                       "query": { "local": "select {}" } },
-                                    { "name": "b", "type": "bool", "inherit": [ "m2" ] } ] } ],
+                                    { "name": "b", "type": "bool", "inherit": [ "m2" ] },
+                                    { "name": "n", "type": "int", "config": { "CALI_N": "{}" } } ] } ],
                      "options": [ { "name": "m1", "type": "bool", "category": "metric", "services": [ "timer" ],
                                     "query": { "local": "select sum(x)", "cross": "select sum(sum#x)" } },
                                   { "name": "m2", "type": "bool", "category": "metric", "services": [ "nosuch" ] },
@@ -319,6 +316,13 @@ mod tests {
         assert!(o.is_enabled("m2"), "b inherits m2");
         assert_eq!(o.check(|s| s != "nosuch"), Err("nosuch service required for m2 option is not available".into()));
         assert_eq!(options(&[("b", "maybe")]).check(|_| true), Err("Invalid value \"maybe\" for b".into()));
+        // A numeric option's value goes to its setting unchecked, as in
+        // the reference.
+        let n = options(&[("n", "many")]);
+        assert_eq!(n.check(|_| true), Ok(()));
+        let mut config = Vec::new();
+        n.update_channel_config(&mut config);
+        assert_eq!(get_setting(&config, "CALI_N"), "many");
         let s = specs();
         assert!(Options::accepts(&s.configs[0], &s.options, "m1"));
         assert!(Options::accepts(&s.configs[0], &s.options, "metadata"));
