@@ -83,6 +83,9 @@ pub enum BreakError {
     /// The address is inside the jump that replaced the first bytes of
     /// the patched entry at this address.
     InsidePatchedEntry(u64),
+    /// The address is inside the jump to a trampoline that the padding at
+    /// this address holds for a short entry jump.
+    InsideStub(u64),
     /// The memory could not be read or written.
     Memory(String),
 }
@@ -93,6 +96,12 @@ impl std::fmt::Display for BreakError {
             BreakError::NotInModule(at) => write!(f, "{at:#x} is not in the code of a loaded module"),
             BreakError::InsidePatchedEntry(entry) => {
                 write!(f, "inside the jump that replaced the entry at {entry:#x}; break at the entry instead")
+            }
+            BreakError::InsideStub(stub) => {
+                write!(
+                    f,
+                    "inside the jump to a trampoline that the padding at {stub:#x} holds; break at the entry instead"
+                )
             }
             BreakError::Memory(why) => write!(f, "cannot write the breakpoint: {why}"),
         }
@@ -338,6 +347,9 @@ impl Image {
         }
         if let Some(entry) = self.patched_entry_covering(addr).filter(|&entry| entry != addr) {
             return Err(BreakError::InsidePatchedEntry(entry));
+        }
+        if let Some(&stub) = self.stubs.keys().find(|&&stub| (stub..stub + JUMP_LEN).contains(&addr)) {
+            return Err(BreakError::InsideStub(stub));
         }
         let memory_error = |e: io::Error| BreakError::Memory(e.to_string());
         let Some(probe) = self.probes.get_mut(&addr) else {

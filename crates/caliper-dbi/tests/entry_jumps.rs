@@ -128,6 +128,12 @@ fn a_breakpoint_on_a_shared_entry_stops_each_call_and_the_listing_shows_the_shor
     assert!(stub.abs_diff(shared + 2) <= 128, "the padding within a short jump's reach: {listing}");
     let trampoline = hex_after(&listing, "; to padding that jumps to the trampoline ");
     assert!(stop.contains(&format!("shared: trampoline at {trampoline:#x}")), "{stop}\n{listing}");
+    // The padding's jump takes no breakpoint.
+    let refused = cdb.run(&format!("break *{:#x}", stub + 1));
+    assert!(
+        refused.contains(&format!("error: inside the jump to a trampoline that the padding at {stub:#x}")),
+        "{refused}"
+    );
     // Without the breakpoint, the short jump is back and the calls count on.
     cdb.run("delete");
     assert!(cdb.run("disassemble shared").contains(&format!("{shared:#x}  jmp {stub:#x}")));
