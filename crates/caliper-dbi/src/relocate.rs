@@ -13,7 +13,7 @@
 
 use iced_x86::{
     BlockEncoder, BlockEncoderOptions, Code, Decoder, DecoderOptions, FlowControl, Instruction, InstructionBlock,
-    MemoryOperand, OpKind, Register,
+    MemoryOperand, Mnemonic, OpKind, Register,
 };
 use std::fmt;
 
@@ -40,6 +40,9 @@ pub enum Unpatchable {
     Undecodable,
     /// The encoder could not place the instructions at the trampoline.
     Unencodable(String),
+    /// The instruction at this address would not do in the trampoline
+    /// what it does in place, for this reason.
+    NotMovable(u64, &'static str),
 }
 
 impl fmt::Display for Unpatchable {
@@ -52,6 +55,7 @@ impl fmt::Display for Unpatchable {
             Unpatchable::BreakpointInEntry => write!(f, "a debugger breakpoint in the entry bytes"),
             Unpatchable::Undecodable => write!(f, "entry instructions do not decode"),
             Unpatchable::Unencodable(why) => write!(f, "cannot relocate: {why}"),
+            Unpatchable::NotMovable(at, why) => write!(f, "cannot move the instruction at {at:#x}: {why}"),
         }
     }
 }
@@ -253,6 +257,74 @@ pub struct Trampoline {
 /// has and the block encoder resolves to the instructions carrying them.
 const LABEL: u64 = 0xffff_8000_0000_0000;
 
+/// The labels of the moved instructions, the Nth at `MOVED_LABEL + N`
+/// (the probe's are below).
+const MOVED_LABEL: u64 = LABEL + 0x1_0000;
+
+/// The `moved` instructions as the trampoline carries them, or why one of
+/// them cannot be moved. The block encoder redirects every operand that
+/// points at an instruction of the block to that instruction's new place:
+/// right for a branch among the moved instructions (whose bytes in place
+/// are the jump now), wrong for an address computed or read (a function
+/// that loads its own address must get the original, not the copy's). So
+/// each instruction carries a label instead of its address, and only the
+/// branches among them are turned to labels.
+fn relabel(moved: &[Instruction]) -> Result<Vec<Instruction>, Unpatchable> {
+    let (Some(first), Some(last)) = (moved.first(), moved.last()) else { return Ok(Vec::new()) };
+    let span = first.ip()..last.next_ip();
+    let label_of = |addr: u64| moved.iter().position(|i| i.ip() == addr).map(|n| MOVED_LABEL + n as u64);
+    let mut out = Vec::with_capacity(moved.len());
+    for (n, insn) in moved.iter().enumerate() {
+        let mut copy = *insn;
+        copy.set_ip(MOVED_LABEL + n as u64);
+        match movable(insn, &span)? {
+            Some(target) if span.contains(&target) => {
+                let label = label_of(target)
+                    .ok_or(Unpatchable::NotMovable(insn.ip(), "it branches into the middle of a moved instruction"))?;
+                copy.set_near_branch64(label);
+            }
+            _ => {}
+        }
+        out.push(copy);
+    }
+    Ok(out)
+}
+
+/// Checks that `insn`, one of the instructions moved from the bytes
+/// `span`, does in the trampoline what it does in place; its near branch
+/// target, if it has one. Refused: what reads its own address other than
+/// through a RIP-relative operand or a call's return address (which the
+/// tool maps back), what faults on purpose (a handler would see the
+/// trampoline's address), and an access to the moved bytes (the jump is
+/// there now).
+fn movable(insn: &Instruction, span: &std::ops::Range<u64>) -> Result<Option<u64>, Unpatchable> {
+    let refuse = |why| Err(Unpatchable::NotMovable(insn.ip(), why));
+    match insn.flow_control() {
+        FlowControl::Interrupt | FlowControl::Exception => return refuse("it traps or faults"),
+        FlowControl::XbeginXabortXend => return refuse("a transaction resumes at an address of its own"),
+        _ => {}
+    }
+    if matches!(insn.mnemonic(), Mnemonic::Syscall | Mnemonic::Sysenter) {
+        return refuse("the system call saves its address");
+    }
+    if insn.is_ip_rel_memory_operand() && insn.mnemonic() != Mnemonic::Lea {
+        let at = insn.ip_rel_memory_address();
+        let size = insn.memory_size().size().max(1) as u64;
+        if at < span.end && at.wrapping_add(size) > span.start {
+            return refuse("it accesses the bytes it is moved from");
+        }
+    }
+    let branch = (0..insn.op_count()).any(|i| insn.op_kind(i) == OpKind::NearBranch64);
+    if !branch {
+        return Ok(None);
+    }
+    let target = insn.near_branch64();
+    if insn.flow_control() == FlowControl::Call && target == insn.next_ip() {
+        return refuse("it calls the next instruction to learn its own address");
+    }
+    Ok(Some(target))
+}
+
 /// The instructions that increment `counter` as `how` says.
 fn increment(counter: u64, how: Increment) -> Result<Vec<Instruction>, Unpatchable> {
     let at_counter = MemoryOperand::with_base_displ(Register::RIP, counter as i64);
@@ -347,7 +419,7 @@ pub fn build(at: u64, probe: Probe, moved: &[Instruction], resume: u64) -> Resul
         }
     }
     let probe_len = list.len();
-    list.extend_from_slice(moved);
+    list.extend(relabel(moved)?);
     list.push(Instruction::with_branch(Code::Jmp_rel32_64, resume).map_err(unencodable)?);
     let block = InstructionBlock::new(&list, at);
     let encoded =
@@ -361,7 +433,7 @@ pub fn build(at: u64, probe: Probe, moved: &[Instruction], resume: u64) -> Resul
     // The jump back follows the moved instructions, so each has a next.
     let returns = (probe_len..probe_len + moved.len())
         .filter(|&i| matches!(list[i].flow_control(), FlowControl::Call | FlowControl::IndirectCall))
-        .map(|i| (offsets[i + 1] as u64, list[i].ip()))
+        .map(|i| (offsets[i + 1] as u64, moved[i - probe_len].ip()))
         .collect();
     Ok(Trampoline { code: encoded.code_buffer, trap, unlocked, returns })
 }
@@ -554,6 +626,62 @@ mod tests {
         // ret; push rbp (the next bytes are code)
         let moved = entry_instructions(&[0xc3, 0x55, 0x48, 0x89, 0xe5], 0x1000, JUMP_LEN).unwrap();
         assert!(!ends_in_padding(&moved, 0x1001));
+    }
+
+    /// The trampoline of `code` at 0x1000 (its first five bytes moved), at
+    /// 0x7000_0000, decoded; or why it cannot be built.
+    fn moved_at_trampoline(code: &[u8]) -> Result<Vec<Instruction>, Unpatchable> {
+        let moved = entry_instructions(code, 0x1000, JUMP_LEN)?;
+        let back = 0x1000 + covered_len(&moved);
+        let t = build(0x7000_0000, Probe::None, &moved, back)?;
+        Ok(decode_all(&t.code, 0x7000_0000))
+    }
+
+    #[test]
+    fn an_address_computed_or_read_stays_the_original() {
+        // lea rax,[rip-7]: the function's own address, 0x1000
+        let back = moved_at_trampoline(&[0x48, 0x8d, 0x05, 0xf9, 0xff, 0xff, 0xff]).unwrap();
+        assert_eq!(back[0].code(), Code::Lea_r64_m);
+        assert_eq!(back[0].ip_rel_memory_address(), 0x1000, "the function's address, not the copy's");
+        // mov rax,[rip+0x100]; jmp [rip+0x100]
+        let code = [0x48, 0x8b, 0x05, 0x00, 0x01, 0x00, 0x00, 0xff, 0x25, 0x00, 0x01, 0x00, 0x00];
+        let moved = entry_instructions(&code, 0x1000, 8).unwrap();
+        let t = build(0x7000_0000, Probe::None, &moved, 0x100d).unwrap();
+        let back = decode_all(&t.code, 0x7000_0000);
+        assert_eq!(back[0].ip_rel_memory_address(), 0x1107);
+        assert_eq!(back[1].ip_rel_memory_address(), 0x110d, "an indirect jump reads the same pointer");
+    }
+
+    #[test]
+    fn a_branch_among_the_moved_instructions_goes_to_the_copy() {
+        // xor eax,eax; jmp short 0x1000; nop
+        let back = moved_at_trampoline(&[0x31, 0xc0, 0xeb, 0xfc, 0x90]).unwrap();
+        assert_eq!(back[1].near_branch64(), back[0].ip(), "the moved xor, not the jump in place");
+        assert_eq!(back.last().unwrap().near_branch64(), 0x1005);
+        // jmp short 0x1001: into its own second byte
+        assert_eq!(
+            moved_at_trampoline(&[0xeb, 0xff, 0x90, 0x90, 0x90]),
+            Err(Unpatchable::NotMovable(0x1000, "it branches into the middle of a moved instruction"))
+        );
+    }
+
+    #[test]
+    fn what_would_differ_in_the_trampoline_is_refused() {
+        let refused = |code: &[u8]| match moved_at_trampoline(code) {
+            Err(Unpatchable::NotMovable(at, _)) => at,
+            other => panic!("{code:x?} moved: {other:?}"),
+        };
+        // mov rax,[rip-5]: reads its own bytes, the jump's now
+        assert_eq!(refused(&[0x48, 0x8b, 0x05, 0xfb, 0xff, 0xff, 0xff]), 0x1000);
+        // nop; syscall (saves its address in rcx); ud2; int 0x80
+        assert_eq!(refused(&[0x90, 0x0f, 0x05, 0x90, 0x90]), 0x1001);
+        assert_eq!(refused(&[0x0f, 0x0b, 0x90, 0x90, 0x90]), 0x1000);
+        assert_eq!(refused(&[0xcd, 0x80, 0x90, 0x90, 0x90]), 0x1000);
+        // xbegin (its abort address); call next instruction; pop rax
+        assert_eq!(refused(&[0xc7, 0xf8, 0x00, 0x00, 0x00, 0x00]), 0x1000);
+        assert_eq!(refused(&[0xe8, 0x00, 0x00, 0x00, 0x00, 0x58]), 0x1000);
+        // A call elsewhere is moved: its return address is mapped back.
+        assert!(moved_at_trampoline(&[0xe8, 0x00, 0x01, 0x00, 0x00]).is_ok());
     }
 
     #[test]
