@@ -25,6 +25,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 const INT3: u8 = 0xcc;
+/// What a trampoline's `int3` becomes when the tool lets the process go.
+const NOP: u8 = 0x90;
 /// Bytes of trampoline code per region (after one page of scratch space).
 const CODE_BYTES: u64 = 4 << 20;
 const SCRATCH: u64 = 4096;
@@ -731,7 +733,7 @@ impl Image {
     /// Takes every probe out (original code back), before the process is
     /// detached. Trampolines stay mapped, and the stubs' jumps to them in
     /// place: a thread may still be in one, and it jumps back into
-    /// original code.
+    /// original code; their traps become `nop`s.
     pub fn strip(&mut self) -> io::Result<()> {
         for (&addr, probe) in &mut self.probes {
             match &probe.state {
@@ -740,6 +742,12 @@ impl Image {
                 ProbeState::Removed => {}
             }
             probe.state = ProbeState::Removed;
+        }
+        // A thread in an arc trampoline, short of its new-call-site trap,
+        // meets a `nop` there and goes on: untraced, the `int3` would kill
+        // the program.
+        for &trap in self.traps.keys() {
+            self.memory.write(trap, &[NOP])?;
         }
         Ok(())
     }

@@ -1,12 +1,15 @@
 //! Attaching to a running process: its calls are counted from the attach
 //! on, and at SIGINT cali-run takes its probes out and lets it go; the
-//! program runs on to its own end.
+//! program runs on to its own end, with its code as in its file and its
+//! output that of a run without the tool.
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read};
-use std::process::{Command, Stdio};
-use std::time::Duration;
+use common::elf::Elf;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
 
 #[test]
 fn attach_counts_then_detaches_and_the_program_runs_on() {
@@ -83,4 +86,198 @@ fn a_delayed_start_measures_only_from_then_on() {
     );
     assert_eq!(output.status.code(), Some(4));
     assert!(common::read_result(&late).is_empty());
+}
+
+/// Code addresses of a running process: the load address of `program`
+/// (its mapping at file offset 0).
+fn load_address(pid: u32, program: &Path) -> u64 {
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
+    let program = program.canonicalize().unwrap();
+    let line = maps
+        .lines()
+        .find(|l| l.ends_with(program.to_str().unwrap()) && l.split_whitespace().nth(2) == Some("00000000"))
+        .unwrap_or_else(|| panic!("{} not mapped:\n{maps}", program.display()));
+    u64::from_str_radix(line.split('-').next().unwrap(), 16).unwrap()
+}
+
+fn read_memory(pid: u32, address: u64, len: usize) -> Vec<u8> {
+    use std::os::unix::fs::FileExt;
+    let mut buffer = vec![0; len];
+    std::fs::File::open(format!("/proc/{pid}/mem")).unwrap().read_exact_at(&mut buffer, address).unwrap();
+    buffer
+}
+
+fn tracer(pid: u32) -> String {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status.lines().find_map(|l| l.strip_prefix("TracerPid:")).unwrap().trim().to_string()
+}
+
+/// Waits (a minute at most: a hang fails the test) until `ready` holds.
+fn wait_until(what: &str, mut ready: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !ready() {
+        assert!(start.elapsed() < Duration::from_secs(60), "still not {what} after a minute");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The functions of `program` in process `pid` whose code differs from
+/// the file's. (The alignment padding between functions is not compared:
+/// a jump to a trampoline that the tool put there stays, as a thread may
+/// be between it and the entry's jump.)
+fn changed_functions(pid: u32, program: &Path, elf: &Elf) -> Vec<String> {
+    let base = load_address(pid, program);
+    elf.functions
+        .iter()
+        .filter(|(address, size, _)| {
+            let file = elf.code(*address, *size).unwrap();
+            read_memory(pid, base + address, file.len()) != file
+        })
+        .map(|f| f.2.clone())
+        .collect()
+}
+
+/// The attach_work program, started with pipes, having said "ready".
+struct Worker {
+    child: Child,
+    input: ChildStdin,
+    output: BufReader<ChildStdout>,
+}
+
+impl Worker {
+    fn start(program: &Path) -> Worker {
+        let mut child = Command::new(program).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+        let input = child.stdin.take().unwrap();
+        let mut output = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        output.read_line(&mut line).unwrap();
+        assert_eq!(line, "ready\n");
+        Worker { child, input, output }
+    }
+
+    fn ask(&mut self, rounds: u64) {
+        writeln!(self.input, "{rounds}").unwrap();
+    }
+
+    fn answer(&mut self) -> String {
+        let mut line = String::new();
+        self.output.read_line(&mut line).unwrap();
+        line
+    }
+
+    /// Ends its input; its exit code.
+    fn finish(mut self) -> Option<i32> {
+        drop(self.input);
+        self.child.wait().unwrap().code()
+    }
+}
+
+/// What attach_work prints for `rounds` without cali-run.
+fn native_answers(program: &Path, rounds: &[u64]) -> Vec<String> {
+    let mut worker = Worker::start(program);
+    let answers = rounds
+        .iter()
+        .map(|&r| {
+            worker.ask(r);
+            worker.answer()
+        })
+        .collect();
+    assert_eq!(worker.finish(), Some(4));
+    answers
+}
+
+/// cali-run attached to `pid` (fcount and arcs of `attach_work`), once its
+/// probes are in: the entries of mix and step are no longer the file's.
+fn attach(pid: u32, program: &Path, elf: &Elf, result: &Path) -> Child {
+    let tool = common::cali_run()
+        .args(["-c", "fcount,arcs", "-i", "attach_work", "-o", result.to_str().unwrap(), "--pid"])
+        .arg(pid.to_string())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let base = load_address(pid, program);
+    for name in ["mix", "step"] {
+        let entry = elf.address_of(name).unwrap();
+        let original = elf.code(entry, 1).unwrap().to_vec();
+        wait_until(&format!("probed at {name}"), || read_memory(pid, base + entry, 1) != original);
+    }
+    tool
+}
+
+/// SIGINT to the tool: it detaches and exits with 0.
+fn interrupt(tool: Child) {
+    // SAFETY: a signal to the child we started.
+    unsafe { libc::kill(tool.id() as i32, libc::SIGINT) };
+    let tool = tool.wait_with_output().unwrap();
+    assert_eq!(tool.status.code(), Some(0), "{}", String::from_utf8_lossy(&tool.stderr));
+}
+
+#[test]
+fn after_a_detach_the_code_is_the_files_and_the_program_computes_as_without_the_tool() {
+    let dir = tempfile::tempdir().unwrap();
+    common::build(dir.path(), "attach_work", &[]);
+    let program = dir.path().join("attach_work");
+    let elf = Elf::read(&program);
+    let rounds = [1000, 2_000_000, 3_000_000, 4_000_000];
+    let native = native_answers(&program, &rounds);
+
+    let mut worker = Worker::start(&program);
+    let pid = worker.child.id();
+    worker.ask(rounds[0]);
+    assert_eq!(worker.answer(), native[0]);
+    // Attached for exactly the second request's calls of mix and step: the
+    // program waits for its input while the tool attaches, and the detach
+    // comes as it goes back to its input (often in the arc trampoline of
+    // fgets@plt, which must not trap once the tool is gone).
+    let result = dir.path().join("attached.cali");
+    let tool = attach(pid, &program, &elf, &result);
+    worker.ask(rounds[1]);
+    assert_eq!(worker.answer(), native[1]);
+    assert!(!changed_functions(pid, &program, &elf).is_empty(), "probed while attached");
+    interrupt(tool);
+
+    assert_eq!(tracer(pid), "0", "no longer traced");
+    assert_eq!(changed_functions(pid, &program, &elf), Vec::<String>::new(), "every function as in the file");
+    for (&r, expected) in rounds[2..].iter().zip(&native[2..]) {
+        worker.ask(r);
+        assert_eq!(&worker.answer(), expected);
+    }
+    assert_eq!(worker.finish(), Some(4));
+    let rows = common::read_result(&result);
+    for name in ["mix", "step"] {
+        assert_eq!(
+            rows[&("attach_work".into(), name.into())].count,
+            Some(rounds[1]),
+            "{name}: the calls while attached"
+        );
+    }
+    assert!(!rows.contains_key(&("attach_work".into(), "main".into())), "main began before the attach");
+}
+
+#[test]
+fn a_detach_while_the_program_works_leaves_it_computing_as_without_the_tool() {
+    let dir = tempfile::tempdir().unwrap();
+    common::build(dir.path(), "attach_work", &[]);
+    let program = dir.path().join("attach_work");
+    let elf = Elf::read(&program);
+    // About a second of calls natively: the detach comes in the middle, with
+    // the program in its functions or their trampolines.
+    let rounds = [300_000_000, 1000];
+    let native = native_answers(&program, &rounds);
+
+    let mut worker = Worker::start(&program);
+    let pid = worker.child.id();
+    let result = dir.path().join("busy.cali");
+    let tool = attach(pid, &program, &elf, &result);
+    worker.ask(rounds[0]);
+    std::thread::sleep(Duration::from_millis(300));
+    interrupt(tool);
+    assert_eq!(worker.answer(), native[0]);
+    assert_eq!(tracer(pid), "0", "no longer traced");
+    assert_eq!(changed_functions(pid, &program, &elf), Vec::<String>::new(), "every function as in the file");
+    worker.ask(rounds[1]);
+    assert_eq!(worker.answer(), native[1]);
+    assert_eq!(worker.finish(), Some(4));
+    let mix = common::read_result(&result)[&("attach_work".into(), "mix".into())].count.unwrap();
+    assert!(mix > 0 && mix < rounds[0], "{mix} of {} calls counted while attached", rounds[0]);
 }
