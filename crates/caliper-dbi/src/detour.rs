@@ -3,29 +3,33 @@
 //! the trampoline.
 //!
 //! The C library's string functions share entries (`__mempcpy_*` adds
-//! and jumps to the third byte of `__memmove_*`), and short functions end
-//! before five bytes: either would keep its breakpoint, and a stop per
-//! call. Two bytes fit where the first instruction boundary at or after
-//! them lies before any branch target into the entry and before the
-//! function's end. The padding is a gap between functions (after one
-//! whose last instruction does not fall through) made only of `nop`s or
-//! `int3`s, into which nothing branches: no code ever runs there, so five
-//! of its bytes may hold the long jump. A `jmp rel8` reaches 128 bytes
-//! back and 127 forward from the end of the jump.
+//! and jumps to the third byte of `__memmove_*`), loops begin right after
+//! a function's first instruction, and short functions end before five
+//! bytes: each would keep its breakpoint, and a stop per call. Two bytes
+//! fit where the first instruction boundary at or after them lies before
+//! any branch target into the entry and before the function's end. The
+//! padding is a run of `nop`s or `int3`s that never runs: it follows an
+//! instruction that does not go on to the next (a return, a jump, `ud2`),
+//! nothing branches into it, and no function starts in it. Such runs are
+//! the alignment between functions and before the labels inside one (after
+//! a jump). Each function near the entry is decoded from its start up to
+//! the next function's, so the runs are found on instruction boundaries,
+//! and a function that falls through its padding into the next one (glibc's
+//! `__memmove_chk_*` into `__memmove_*`) offers none. A `jmp rel8` reaches
+//! 128 bytes back and 127 forward from the end of the jump.
 //!
 //! Addresses here are the module file's own; the caller reads code and
 //! knows what the tool already wrote.
 
 use crate::discover::FunctionEntry;
 use crate::relocate::{BranchTargets, JUMP_LEN};
-use iced_x86::{Decoder, DecoderOptions, FlowControl, Mnemonic};
+use iced_x86::{Decoder, DecoderOptions, FlowControl, Instruction, Mnemonic};
 
 /// The length of the `jmp rel8` written over the entry.
 pub const SHORT_JUMP_LEN: u64 = 2;
 
-/// The longest function whose last instruction is checked for falling
-/// through into the padding after it (longer ones are not decoded: the
-/// padding after them is not used).
+/// The most bytes of a function decoded for its padding (one longer is
+/// not searched).
 const MAX_DECODED: u64 = 64 << 10;
 
 /// The `jmp rel8` from `from` to `to`, or None if out of reach.
@@ -47,73 +51,59 @@ pub fn find_stub(
     taken: impl Fn(u64, u64) -> bool,
 ) -> Option<u64> {
     let from = entry.checked_add(SHORT_JUMP_LEN)?;
-    let (lowest, highest) = (from.saturating_sub(128), from.saturating_add(127));
-    // The gaps that may hold a stub start past the function starting at or
-    // before the lowest stub address, and end before the highest's end.
+    let (lowest, end) = (from.saturating_sub(128), from.saturating_add(127 + JUMP_LEN));
+    // The functions whose code, with the padding up to the next, may hold
+    // a stub: from the last to start at or before the lowest address.
     let first = functions.partition_point(|f| f.address <= lowest).saturating_sub(1);
-    for pair in functions[first..].windows(2) {
-        let (before, after) = (&pair[0], &pair[1]);
-        if before.address > highest {
-            break;
-        }
-        let gap = (before.address.saturating_add(before.size), after.address);
-        let low = gap.0.max(lowest);
-        let high = gap.1.min(highest.saturating_add(JUMP_LEN));
-        if before.size == 0 || high < low.saturating_add(JUMP_LEN) {
+    let mut spans = functions[first..].windows(2).map(|w| (w[0].address, w[1].address)).collect::<Vec<_>>();
+    if let Some(last) = functions.last().filter(|f| f.size > 0) {
+        spans.push((last.address, last.address.saturating_add(last.size)));
+    }
+    for (start, next) in spans.into_iter().take_while(|&(start, _)| start < end) {
+        if next <= lowest || next - start > MAX_DECODED {
             continue;
         }
-        if !is_padding(before, gap, functions, targets, &read) {
-            continue;
-        }
-        if let Some(stub) = (low..=high - JUMP_LEN).find(|&s| !taken(s, s + JUMP_LEN)) {
-            return Some(stub);
+        let Some(code) = read(start, next - start) else { continue };
+        for (low, high) in dead_runs(&code, start) {
+            let (low, high) = (low.max(lowest), high.min(end));
+            if high < low.saturating_add(JUMP_LEN) || targets.into_range(low.saturating_sub(1), high).is_some() {
+                continue;
+            }
+            if let Some(stub) = (low..=high - JUMP_LEN).find(|&s| !taken(s, s + JUMP_LEN)) {
+                return Some(stub);
+            }
         }
     }
     None
 }
 
-/// Whether the gap (`start`, `end`) after function `before` is padding
-/// that never runs: no function covers it, it holds only `nop`s and
-/// `int3`s, nothing branches into it, and `before` does not fall into it.
-fn is_padding(
-    before: &FunctionEntry,
-    (start, end): (u64, u64),
-    functions: &[FunctionEntry],
-    targets: &BranchTargets,
-    read: impl Fn(u64, u64) -> Option<Vec<u8>>,
-) -> bool {
-    let covered = functions.iter().any(|f| f.address < end && f.address.saturating_add(f.size) > start);
-    if covered || targets.into_range(start.saturating_sub(1), end).is_some() {
-        return false;
-    }
-    let Some(gap) = read(start, end - start) else { return false };
-    let filler = Decoder::with_ip(64, &gap, start, DecoderOptions::NONE)
-        .into_iter()
-        .all(|i| matches!(i.mnemonic(), Mnemonic::Nop | Mnemonic::Int3));
-    filler && gap.len() as u64 == end - start && ends_without_falling_through(before, &read)
-}
-
-/// Whether the last instruction of `function` (decoded from its entry)
-/// ends exactly at its end and never goes on to the next byte: a return,
-/// a jump or an undefined instruction. A function that falls through into
-/// the padding after it (hand-written code that enters the next function
-/// so) or ends with a call (which could return there) does not.
-fn ends_without_falling_through(function: &FunctionEntry, read: impl Fn(u64, u64) -> Option<Vec<u8>>) -> bool {
-    if function.size > MAX_DECODED {
-        return false;
-    }
-    let Some(code) = read(function.address, function.size) else { return false };
-    if code.len() as u64 != function.size {
-        return false;
-    }
-    let Some(last) = Decoder::with_ip(64, &code, function.address, DecoderOptions::NONE).into_iter().last() else {
-        return false;
+/// The runs of `nop`s and `int3`s in `code` (decoded at `at`) that follow
+/// an instruction that does not go on to the next: (start, end) of each.
+/// Padding after a call is not taken: the call may return there.
+fn dead_runs(code: &[u8], at: u64) -> Vec<(u64, u64)> {
+    let leaves = |i: &Instruction| {
+        matches!(
+            i.flow_control(),
+            FlowControl::Return
+                | FlowControl::UnconditionalBranch
+                | FlowControl::IndirectBranch
+                | FlowControl::Exception
+        ) && !i.is_invalid()
     };
-    let leaves = matches!(
-        last.flow_control(),
-        FlowControl::Return | FlowControl::UnconditionalBranch | FlowControl::IndirectBranch | FlowControl::Exception
-    );
-    leaves && !last.is_invalid() && last.next_ip() == function.address + function.size
+    let mut runs = Vec::new();
+    let mut run: Option<(u64, u64)> = None;
+    let mut after_leaving = false;
+    for insn in Decoder::with_ip(64, code, at, DecoderOptions::NONE) {
+        let filler = matches!(insn.mnemonic(), Mnemonic::Nop | Mnemonic::Int3);
+        match (filler, run.as_mut()) {
+            (true, Some(open)) => open.1 = insn.next_ip(),
+            (true, None) if after_leaving => run = Some((insn.ip(), insn.next_ip())),
+            _ => runs.extend(run.take()),
+        }
+        after_leaving = leaves(&insn);
+    }
+    runs.extend(run);
+    runs
 }
 
 #[cfg(test)]
@@ -187,12 +177,31 @@ mod tests {
         let mut busy = code.clone();
         busy[7..9].copy_from_slice(&[0x31, 0xc0]); // xor eax,eax
         assert_eq!(find_stub(0x1010, &functions(), &none, reader(&busy), free), None);
-        // A function of unknown size before the gap, or one covering it.
-        let mut unknown = functions();
-        unknown[0].size = 0;
-        assert_eq!(find_stub(0x1010, &unknown, &none, reader(&code), free), None);
-        let covering = [function(0x0ff0, 0x20), function(0x1000, 7), function(0x1010, 4)];
-        assert_eq!(find_stub(0x1010, &covering, &none, reader(&code), free), None);
+        // An entry inside the padding: what is left before it is too short,
+        // and what follows it is the new function's code.
+        let mut entered = functions();
+        entered.insert(1, function(0x100a, 6));
+        assert_eq!(find_stub(0x1010, &entered, &none, reader(&code), free), None);
+    }
+
+    #[test]
+    fn finds_the_padding_before_a_label_after_a_jump() {
+        // f: jmp rax; a 6-byte nop; ret (a label: a jump table's target).
+        // g right after it: 4 bytes.
+        let code = [0xff, 0xe0, 0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00, 0xc3, 0x8d, 0x47, 0x01, 0xc3];
+        let functions = [function(0x1000, 9), function(0x1009, 4)];
+        let none = BranchTargets::default();
+        let free = |_, _| false;
+        assert_eq!(find_stub(0x1009, &functions, &none, reader(&code), free), Some(0x1002));
+        // After a conditional jump (jne +0), the padding runs.
+        let mut conditional = code;
+        conditional[..2].copy_from_slice(&[0x75, 0x00]);
+        assert_eq!(find_stub(0x1009, &functions, &none, reader(&conditional), free), None);
+        // After a call, which may return there.
+        let mut called = code.to_vec();
+        called.splice(..2, [0xe8, 0x00, 0x00, 0x00, 0x00]);
+        let shifted = [function(0x1000, 12), function(0x100c, 4)];
+        assert_eq!(find_stub(0x100c, &shifted, &none, reader(&called), free), None);
     }
 
     #[test]
