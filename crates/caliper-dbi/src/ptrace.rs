@@ -156,6 +156,19 @@ impl Status {
     }
 }
 
+/// The change of state thread `tid` has to report, if any, without
+/// waiting.
+pub fn try_wait(tid: Pid) -> io::Result<Option<Status>> {
+    let mut raw = 0;
+    // SAFETY: waitpid writes the status into `raw` only.
+    let ret = unsafe { libc::waitpid(tid, &mut raw, libc::__WALL | libc::WNOHANG) };
+    match ret {
+        -1 => Err(io::Error::last_os_error()),
+        0 => Ok(None),
+        _ => Ok(Some(Status::decode(raw))),
+    }
+}
+
 /// Waits for any traced thread (`tid` None) or one thread to change state.
 /// `Ok(None)` when there is none left to wait for. A wait for any thread
 /// interrupted by a signal to the tool comes back as

@@ -13,6 +13,7 @@
 mod arcs;
 mod debug;
 mod events;
+mod halt;
 mod probes;
 mod samples;
 mod signals;
@@ -186,12 +187,15 @@ struct Thread {
     /// In a job control stop, left stopped (`PTRACE_LISTEN`) until a
     /// SIGCONT: not running, but not stopped for the tool either.
     listening: bool,
+    /// Interrupted while blocked in the kernel, to resume at this address:
+    /// running none of the program's code until its stop comes.
+    held_at: Option<u64>,
 }
 
 impl Thread {
     /// A thread of process `pid`, stopped.
     fn new(pid: Pid, expect_stop: bool) -> Thread {
-        Thread { pid, running: false, expect_stop, listening: false }
+        Thread { pid, running: false, expect_stop, listening: false, held_at: None }
     }
 }
 
@@ -233,6 +237,8 @@ pub struct Engine {
     events: events::Events,
     /// The `cdb` debugger, with `--debug-on-fault` or `cali-run debug`.
     debugger: Option<debug::Debugger>,
+    /// A thread would not stop: the measurement ends.
+    stalled: bool,
     /// Stops at the tool's `int3`s so far ([`Outcome::traps`]).
     traps: u64,
 }
@@ -276,6 +282,7 @@ impl Engine {
             stop_with_program: false,
             events: events::Events::default(),
             debugger,
+            stalled: false,
             traps: 0,
         };
         // The handlers come before an attach, so that an interrupt during it
@@ -451,6 +458,10 @@ impl Engine {
             if self.take_tool_signal() {
                 break;
             }
+            if self.stalled {
+                self.let_go_all();
+                break;
+            }
             if self.take_events() {
                 self.let_go_all();
                 break;
@@ -474,6 +485,9 @@ impl Engine {
     fn handle(&mut self, tid: Pid, status: Status) {
         // Samples are named while their processes' modules are known.
         self.take_samples();
+        if let Some(thread) = self.threads.get_mut(&tid) {
+            thread.held_at = None;
+        }
         match status {
             Status::Exited(code) => self.gone(tid, Exit::Code(code)),
             Status::Killed(sig) => self.gone(tid, Exit::Signal(sig)),

@@ -158,7 +158,8 @@ impl Engine {
             return addr;
         }
         let stopped = self.stop_world(image_id, tid);
-        let busy: Vec<u64> = stopped.iter().filter_map(|&t| ptrace::registers(t).ok()).map(|r| r.rip).collect();
+        let mut busy: Vec<u64> = stopped.iter().filter_map(|&t| ptrace::registers(t).ok()).map(|r| r.rip).collect();
+        busy.extend(self.held_at(image_id));
         let mut deferred = Vec::new();
         let image = self.images.get_mut(&image_id).expect("live image");
         let mut thread = Stopped { tid, counters: &self.counters, deferred: &mut deferred };

@@ -1,6 +1,7 @@
 //! Thread and process control: stopping every thread of an address space
 //! while its code changes, resuming, and letting processes go.
 
+use super::halt::{Halt, STALL_LIMIT, halt};
 use super::{Engine, Exit};
 use crate::image::ProbeState;
 use crate::ptrace::{self, Pid, Status};
@@ -9,22 +10,45 @@ use std::collections::HashMap;
 impl Engine {
     /// Stops every running thread that shares image `image_id`, other than
     /// `except`; the threads stopped (not those that reported something
-    /// else first: their stops wait in `pending`).
+    /// else first: their stops wait in `pending`). A thread blocked in the
+    /// kernel is held instead (see [`super::halt`]): its stop comes later
+    /// through the event loop, and [`Engine::held_at`] says where it
+    /// resumes. A thread that does neither ends the measurement.
     pub(super) fn stop_world(&mut self, image_id: usize, except: Pid) -> Vec<Pid> {
-        let targets: Vec<(Pid, Pid)> = self
+        let targets: Vec<Pid> = self
             .threads
             .iter()
             .filter(|(tid, t)| {
-                **tid != except && t.running && self.processes.get(&t.pid).is_some_and(|p| p.image == image_id)
+                **tid != except
+                    && t.running
+                    && t.held_at.is_none()
+                    && self.processes.get(&t.pid).is_some_and(|p| p.image == image_id)
             })
-            .map(|(tid, t)| (*tid, t.pid))
+            .map(|(tid, _)| *tid)
             .collect();
         // An interrupt, not a SIGSTOP: no signal the program could see.
-        let targets: Vec<Pid> =
-            targets.into_iter().filter(|&(tid, _)| ptrace::interrupt(tid).is_ok()).map(|t| t.0).collect();
+        let targets: Vec<Pid> = targets.into_iter().filter(|&tid| ptrace::interrupt(tid).is_ok()).collect();
         let mut stopped = Vec::new();
         for tid in targets {
-            let Ok(Some((_, status))) = ptrace::wait(Some(tid)) else { continue };
+            let status = match halt(tid, STALL_LIMIT) {
+                Halt::Reported(status) => status,
+                Halt::Stopped => Status::Event(ptrace::PTRACE_EVENT_STOP),
+                Halt::Held(pc) => {
+                    if let Some(t) = self.threads.get_mut(&tid) {
+                        t.held_at = Some(pc);
+                    }
+                    continue;
+                }
+                Halt::Stalled => {
+                    eprintln!(
+                        "== CALIPER: cali-run: thread {tid} does not stop within {}s; the program runs on unmeasured",
+                        STALL_LIMIT.as_secs()
+                    );
+                    self.stalled = true;
+                    continue;
+                }
+                Halt::Gone => continue,
+            };
             if let Some(t) = self.threads.get_mut(&tid) {
                 t.running = false;
                 if status == Status::Event(ptrace::PTRACE_EVENT_STOP) {
@@ -36,6 +60,18 @@ impl Engine {
             self.pending.push_back((tid, status));
         }
         stopped
+    }
+
+    /// Where the held threads of image `image_id` resume: the code there
+    /// must not change under them. A thread blocked in a system call may
+    /// also resume at the call itself (restarted), two bytes before.
+    pub(super) fn held_at(&self, image_id: usize) -> Vec<u64> {
+        self.threads
+            .values()
+            .filter(|t| self.processes.get(&t.pid).is_some_and(|p| p.image == image_id))
+            .filter_map(|t| t.held_at)
+            .flat_map(|pc| [pc, pc.wrapping_sub(2)])
+            .collect()
     }
 
     pub(super) fn resume_world(&mut self, stopped: &[Pid]) {
@@ -69,22 +105,34 @@ impl Engine {
     }
 
     /// Stops every thread, takes all probes out and detaches. Processes in
-    /// a job control stop stay stopped.
+    /// a job control stop stay stopped. A thread blocked in the kernel
+    /// (a `vfork` parent waiting for its child) is let go when its stop
+    /// comes, after the others run free.
     pub(super) fn let_go_all(&mut self) {
         self.take_samples();
         // The running threads, and those left in a job control stop (which
         // must be stopped for the tool to detach, and stay in the job's
         // stop after).
-        let tids: Vec<Pid> =
-            self.threads.iter().filter(|(_, t)| t.running || t.listening).map(|(&tid, _)| tid).collect();
+        let tids: Vec<Pid> = self
+            .threads
+            .iter()
+            .filter(|(_, t)| (t.running || t.listening) && t.held_at.is_none())
+            .map(|(&tid, _)| tid)
+            .collect();
         for &tid in &tids {
             let _ = ptrace::interrupt(tid);
         }
+        let mut held: Vec<Pid> =
+            self.threads.iter().filter(|(_, t)| t.held_at.is_some()).map(|(&tid, _)| tid).collect();
         let mut signals = HashMap::new();
         for &tid in &tids {
             // Whatever each reports, it is stopped now.
-            if let Ok(Some((_, Status::Stopped(sig)))) = ptrace::wait(Some(tid)) {
-                signals.insert(tid, sig);
+            match halt(tid, STALL_LIMIT) {
+                Halt::Reported(Status::Stopped(sig)) => {
+                    signals.insert(tid, sig);
+                }
+                Halt::Held(_) | Halt::Stalled => held.push(tid),
+                Halt::Reported(_) | Halt::Stopped | Halt::Gone => {}
             }
         }
         // So are the threads whose stops wait in `pending`.
@@ -102,9 +150,21 @@ impl Engine {
                 signals.remove(&tid);
             }
         }
+        // Every probe out before any thread runs free: processes sharing
+        // an image (a vfork child and its parent) run its code.
+        for image in self.images.values_mut() {
+            let _ = image.strip();
+        }
         let pids: Vec<Pid> = self.processes.keys().copied().collect();
         for pid in &pids {
             self.let_go(*pid, &signals);
+        }
+        for tid in held {
+            let signal = match ptrace::wait(Some(tid)) {
+                Ok(Some((_, Status::Stopped(sig)))) => sig,
+                _ => 0,
+            };
+            let _ = ptrace::detach(tid, signal);
         }
         if !self.attached {
             // The launched program is still our child: its exit code is ours.

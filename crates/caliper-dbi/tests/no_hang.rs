@@ -1,0 +1,141 @@
+//! Programs that once made the tool hang or broke under it: children
+//! started with `vfork`, `posix_spawn` and `system()`, functions that take
+//! their own address. Each runs under fcount, arcs and breakpoint counting
+//! with the output and exit code it has natively, within a bound that
+//! turns a hang into a failure; an interrupt to the tool lets the program
+//! finish on its own.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// Far more than any of these programs takes under the tool.
+const BOUND: Duration = Duration::from_secs(60);
+
+const PROGRAMS: &[&str] = &["spawn", "vfork_call", "vfork_nocall", "sysc", "selfaddr", "selfaddr_tail", "vfork_busy"];
+
+/// The programs, built once with -O2.
+fn programs_dir() -> &'static Path {
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        for name in PROGRAMS {
+            common::build(dir.path(), name, &[]);
+        }
+        dir
+    })
+    .path()
+}
+
+/// Waits for `child` for at most `BOUND`; kills it (and fails) past that.
+fn output_within(child: Child, what: &str) -> Output {
+    let pid = child.id() as libc::pid_t;
+    let (done, outcome) = std::sync::mpsc::channel();
+    std::thread::spawn(move || done.send(child.wait_with_output()));
+    match outcome.recv_timeout(BOUND) {
+        Ok(output) => output.expect("cali-run waited for"),
+        Err(_) => {
+            // SAFETY: kill has no memory preconditions; the child is ours.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!("{what} did not finish within {BOUND:?}");
+        }
+    }
+}
+
+fn native(name: &str) -> Output {
+    let dir = programs_dir();
+    let child = Command::new(dir.join(name)).current_dir(dir).stdin(Stdio::null()).output().expect("runs");
+    assert!(child.status.success(), "{name} natively: {child:?}");
+    child
+}
+
+fn under_tool(name: &str, options: &[&str]) -> Output {
+    let dir = programs_dir();
+    let out = tempfile::tempdir().unwrap();
+    let file = out.path().join("out.cali");
+    let mut all = options.to_vec();
+    all.extend(["-o", file.to_str().unwrap()]);
+    let child = common::command_in(dir, &all, &format!("./{name}"), &[])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("cali-run starts");
+    output_within(child, &format!("{name} under {options:?}"))
+}
+
+fn same_as_native(name: &str) {
+    let expected = native(name);
+    for options in [&["-c", "fcount"][..], &["-c", "arcs"], &["-c", "fcount", "--breakpoints-only"]] {
+        let started = Instant::now();
+        let got = under_tool(name, options);
+        let stderr = String::from_utf8_lossy(&got.stderr);
+        assert_eq!(
+            String::from_utf8_lossy(&got.stdout),
+            String::from_utf8_lossy(&expected.stdout),
+            "{name} under {options:?} ({:?}): {stderr}",
+            started.elapsed()
+        );
+        assert_eq!(got.status.code(), expected.status.code(), "{name} under {options:?}: {stderr}");
+    }
+}
+
+#[test]
+fn a_posix_spawn_child_runs_and_is_waited_for() {
+    same_as_native("spawn");
+}
+
+#[test]
+fn a_vfork_child_that_calls_before_its_exec_runs() {
+    same_as_native("vfork_call");
+}
+
+#[test]
+fn a_vfork_child_that_execs_at_once_runs() {
+    same_as_native("vfork_nocall");
+}
+
+#[test]
+fn a_system_call_of_the_shell_runs() {
+    same_as_native("sysc");
+}
+
+#[test]
+fn a_vfork_child_that_runs_a_while_runs() {
+    same_as_native("vfork_busy");
+}
+
+#[test]
+fn a_function_that_compares_its_own_address_works() {
+    same_as_native("selfaddr");
+}
+
+#[test]
+fn a_function_that_compares_its_own_address_before_a_tail_call_works() {
+    same_as_native("selfaddr_tail");
+}
+
+/// An interrupt sent to the tool while a vfork child runs (its parent
+/// suspended) and later while the program runs: the tool lets go and the
+/// program finishes as natively, its exit code the tool's.
+#[test]
+fn an_interrupt_to_the_tool_lets_the_program_finish() {
+    let expected = native("vfork_busy");
+    for delay in [Duration::from_millis(300), Duration::from_millis(1300)] {
+        let dir = programs_dir();
+        let child = common::command_in(dir, &["-c", "fcount", "-o", "/dev/null"], "./vfork_busy", &[])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("cali-run starts");
+        std::thread::sleep(delay);
+        // SAFETY: kill has no memory preconditions; the child is ours.
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+        let got = output_within(child, "vfork_busy interrupted");
+        let stderr = String::from_utf8_lossy(&got.stderr);
+        assert_eq!(got.stdout, expected.stdout, "interrupted after {delay:?}: {stderr}");
+        assert_eq!(got.status.code(), Some(0), "interrupted after {delay:?}: {stderr}");
+    }
+}
