@@ -3,7 +3,8 @@
 //! their own address. Each runs under fcount, arcs and breakpoint counting
 //! with the output and exit code it has natively, within a bound that
 //! turns a hang into a failure; an interrupt to the tool lets the program
-//! finish on its own.
+//! finish on its own. CPython's main linked against the shared libpython
+//! runs a garbage-collecting script under fcount and arcs.
 
 mod common;
 
@@ -137,5 +138,76 @@ fn an_interrupt_to_the_tool_lets_the_program_finish() {
         let stderr = String::from_utf8_lossy(&got.stderr);
         assert_eq!(got.stdout, expected.stdout, "interrupted after {delay:?}: {stderr}");
         assert_eq!(got.status.code(), Some(0), "interrupted after {delay:?}: {stderr}");
+    }
+}
+
+/// Classes, lists and dicts in cycles, collected: the collector's
+/// traversal functions (CPython's `subtype_traverse` takes its own address
+/// in its first instructions) run for every object.
+const GC_SCRIPT: &str = r#"
+import gc
+class Node:
+    def __init__(self, parent):
+        self.parent = parent
+        self.children = []
+class Leaf(Node):
+    pass
+roots = []
+for i in range(300):
+    root = Node(None)
+    for j in range(50):
+        child = Leaf(root)
+        root.children.append(child)
+        child.children.append([root, {j: child}])
+    roots.append(root)
+del roots
+print("collected", gc.collect() > 0)
+print("sum", sum(len(str(i)) for i in range(20000)))
+"#;
+
+/// `python`, CPython's main linked against the shared libpython (as a
+/// CPython built with --enable-shared is), in a directory of its own.
+fn shared_python() -> &'static Path {
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let flags = |what: &str| {
+            let out = Command::new("python3-config")
+                .args(["--embed", what])
+                .output()
+                .expect("python3-config runs (libpython3.11-dev; scripts/test-all.sh installs it)");
+            String::from_utf8(out.stdout).unwrap()
+        };
+        let (cflags, ldflags) = (flags("--cflags"), flags("--ldflags"));
+        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/pyembed.c");
+        let mut args: Vec<&str> = cflags.split_whitespace().collect();
+        args.extend(["-o", "python", source.to_str().unwrap()]);
+        args.extend(ldflags.split_whitespace());
+        common::gcc(dir.path(), &args);
+        std::fs::write(dir.path().join("gc_heavy.py"), GC_SCRIPT).unwrap();
+        dir
+    })
+    .path()
+}
+
+#[test]
+fn cpython_on_the_shared_libpython_runs_as_natively() {
+    let dir = shared_python();
+    let libraries = Command::new("ldd").arg(dir.join("python")).output().expect("ldd runs");
+    assert!(String::from_utf8_lossy(&libraries.stdout).contains("libpython3"), "linked against the shared libpython");
+    for args in [&["-c", "print('hello')"][..], &["gc_heavy.py"]] {
+        let native = Command::new(dir.join("python")).args(args).current_dir(dir).output().expect("python runs");
+        assert!(native.status.success(), "python {args:?} natively: {native:?}");
+        for collector in ["fcount", "arcs"] {
+            let child = common::command_in(dir, &["-c", collector, "-o", "/dev/null"], "./python", args)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("cali-run starts");
+            let got = output_within(child, &format!("python {args:?} under {collector}"));
+            let stderr = String::from_utf8_lossy(&got.stderr);
+            assert_eq!(got.stdout, native.stdout, "python {args:?} under {collector}: {stderr}");
+            assert_eq!(got.status.code(), Some(0), "python {args:?} under {collector}: {stderr}");
+        }
     }
 }
