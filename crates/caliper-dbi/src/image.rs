@@ -181,9 +181,6 @@ pub struct Image {
     pub traps: HashMap<u64, u64>,
     /// The prefix bytes of the trampolines' unlocked increments.
     pub unlocked: Vec<u64>,
-    /// The return addresses of calls moved into trampolines, with the
-    /// address each call had in place (its call site).
-    pub moved_calls: HashMap<u64, u64>,
     /// The padding that holds jumps to trampolines, with the bytes each
     /// jump replaced. A stub stays when its entry is restored: a thread
     /// may be between the two jumps.
@@ -209,7 +206,6 @@ impl Image {
             probes: HashMap::new(),
             traps: HashMap::new(),
             unlocked: Vec::new(),
-            moved_calls: HashMap::new(),
             stubs: HashMap::new(),
             regions: Vec::new(),
         })
@@ -225,7 +221,6 @@ impl Image {
             probes: self.probes.clone(),
             traps: self.traps.clone(),
             unlocked: self.unlocked.clone(),
-            moved_calls: self.moved_calls.clone(),
             stubs: self.stubs.clone(),
             regions: self.regions.clone(),
         })
@@ -577,6 +572,7 @@ impl Image {
         let next = module.info.functions.iter().map(|f| f.address).find(|&a| a > in_file);
         let targets = module.info.branch_targets();
         let long = relocate::entry_instructions(body, addr, JUMP_LEN).and_then(|moved| {
+            relocate::check_movable(&moved)?;
             let prefix = relocate::covered_len(&moved);
             let padded = size > 0
                 && size < prefix
@@ -591,6 +587,7 @@ impl Image {
                 why @ (Unpatchable::TooShort
                 | Unpatchable::BranchIntoEntry(_)
                 | Unpatchable::OverlapsNext
+                | Unpatchable::NotMovable(..)
                 | Unpatchable::Undecodable),
             ) => why,
             Err(why) => return Err(why),
@@ -657,7 +654,7 @@ impl Image {
     ) -> Result<Patch, Unpatchable> {
         let MovedEntry { addr, module: m, moved, original, stub } = entry;
         let back = addr + original.len() as u64;
-        let (trampoline, (trap, unlocked, returns)) = self.place(m, thread, |at, counters| {
+        let (trampoline, (trap, unlocked)) = self.place(m, thread, |at, counters| {
             let slot = |s: usize| counters + s as u64 * 8;
             let built = match counting {
                 Counting::Calls { slot: s } => {
@@ -672,8 +669,7 @@ impl Image {
                 }
             };
             let unlocked: Vec<u64> = built.unlocked.iter().map(|u| at + u).collect();
-            let returns: Vec<(u64, u64)> = built.returns.iter().map(|&(r, site)| (at + r, site)).collect();
-            Ok((built.code, (built.trap.map(|t| at + t), unlocked, returns)))
+            Ok((built.code, (built.trap.map(|t| at + t), unlocked)))
         })?;
         let user_break = self.probes.get(&addr).is_some_and(|p| p.user_break);
         self.write_jump(addr, trampoline, stub, user_break)?;
@@ -681,7 +677,6 @@ impl Image {
             self.traps.insert(t, addr);
         }
         self.unlocked.extend(unlocked);
-        self.moved_calls.extend(returns);
         if let Some(p) = self.probes.get_mut(&addr) {
             p.state = ProbeState::Patched { trampoline, original, stub };
         }

@@ -245,11 +245,6 @@ pub struct Trampoline {
     pub trap: Option<u64>,
     /// The offsets of the unlocked increments' [`UNLOCKED_PREFIX`] bytes.
     pub unlocked: Vec<u64>,
-    /// For each call among the moved instructions: the offset of its
-    /// return address in the trampoline, and the call's address in place
-    /// (a call moved from a function's entry returns into the trampoline,
-    /// which the tool must not mistake for the caller).
-    pub returns: Vec<(u64, u64)>,
 }
 
 /// Branch targets inside a trampoline are labels: instruction addresses
@@ -290,16 +285,26 @@ fn relabel(moved: &[Instruction]) -> Result<Vec<Instruction>, Unpatchable> {
     Ok(out)
 }
 
+/// Checks that instructions moved from a function's entry do in a
+/// trampoline what they do in place (see [`movable`]).
+pub fn check_movable(moved: &[Instruction]) -> Result<(), Unpatchable> {
+    relabel(moved).map(drop)
+}
+
 /// Checks that `insn`, one of the instructions moved from the bytes
 /// `span`, does in the trampoline what it does in place; its near branch
 /// target, if it has one. Refused: what reads its own address other than
-/// through a RIP-relative operand or a call's return address (which the
-/// tool maps back), what faults on purpose (a handler would see the
-/// trampoline's address), and an access to the moved bytes (the jump is
-/// there now).
+/// through a RIP-relative operand, a call (it would push a return address
+/// in the trampoline, where no unwinder finds the caller: a C++ exception
+/// thrown below it ends the program), what faults on purpose (a handler
+/// would see the trampoline's address), and an access to the moved bytes
+/// (the jump is there now).
 fn movable(insn: &Instruction, span: &std::ops::Range<u64>) -> Result<Option<u64>, Unpatchable> {
     let refuse = |why| Err(Unpatchable::NotMovable(insn.ip(), why));
     match insn.flow_control() {
+        FlowControl::Call | FlowControl::IndirectCall => {
+            return refuse("its return address would be in the trampoline, unknown to unwinders");
+        }
         FlowControl::Interrupt | FlowControl::Exception => return refuse("it traps or faults"),
         FlowControl::XbeginXabortXend => return refuse("a transaction resumes at an address of its own"),
         _ => {}
@@ -318,11 +323,7 @@ fn movable(insn: &Instruction, span: &std::ops::Range<u64>) -> Result<Option<u64
     if !branch {
         return Ok(None);
     }
-    let target = insn.near_branch64();
-    if insn.flow_control() == FlowControl::Call && target == insn.next_ip() {
-        return refuse("it calls the next instruction to learn its own address");
-    }
-    Ok(Some(target))
+    Ok(Some(insn.near_branch64()))
 }
 
 /// The instructions that increment `counter` as `how` says.
@@ -430,12 +431,7 @@ pub fn build(at: u64, probe: Probe, moved: &[Instruction], resume: u64) -> Resul
         .filter(|&i| list[i].code() == Code::Inc_rm64 && !list[i].has_lock_prefix())
         .map(|i| offsets[i] as u64)
         .collect();
-    // The jump back follows the moved instructions, so each has a next.
-    let returns = (probe_len..probe_len + moved.len())
-        .filter(|&i| matches!(list[i].flow_control(), FlowControl::Call | FlowControl::IndirectCall))
-        .map(|i| (offsets[i + 1] as u64, moved[i - probe_len].ip()))
-        .collect();
-    Ok(Trampoline { code: encoded.code_buffer, trap, unlocked, returns })
+    Ok(Trampoline { code: encoded.code_buffer, trap, unlocked })
 }
 
 /// The address of the call instruction that ends at `ret` (a return
@@ -493,17 +489,17 @@ mod tests {
     }
 
     #[test]
-    fn a_moved_call_says_where_it_returned_in_place() {
-        // sub rsp,8; call 0x1200 ; at 0x1000
+    fn a_call_is_not_moved() {
+        // sub rsp,8; call 0x1200 ; at 0x1000: an exception thrown below the
+        // call would find no caller at a return address in the trampoline.
         let code = [0x48, 0x83, 0xec, 0x08, 0xe8, 0xf7, 0x01, 0x00, 0x00];
         let moved = entry_instructions(&code, 0x1000, JUMP_LEN).unwrap();
         assert_eq!(moved.len(), 2);
-        let at = 0x7000_0000;
-        let t =
-            build(at, Probe::Count { counter: 0x7000_2000, increment: Increment::Unlocked }, &moved, 0x1009).unwrap();
-        let back = decode_all(&t.code, at);
-        assert_eq!(back[2].near_branch64(), 0x1200, "the call still reaches its callee");
-        assert_eq!(t.returns, [(back[3].ip() - at, 0x1004)], "returns to the jump back; in place, called at 0x1004");
+        let probe = Probe::Count { counter: 0x7000_2000, increment: Increment::Unlocked };
+        assert!(matches!(build(0x7000_0000, probe, &moved, 0x1009), Err(Unpatchable::NotMovable(0x1004, _))));
+        assert_eq!(check_movable(&moved[..1]), Ok(()), "the instructions before it are");
+        // call [rip+0x100]
+        assert!(matches!(moved_at_trampoline(&[0xff, 0x15, 0, 1, 0, 0]), Err(Unpatchable::NotMovable(0x1000, _))));
     }
 
     #[test]
@@ -680,8 +676,6 @@ mod tests {
         // xbegin (its abort address); call next instruction; pop rax
         assert_eq!(refused(&[0xc7, 0xf8, 0x00, 0x00, 0x00, 0x00]), 0x1000);
         assert_eq!(refused(&[0xe8, 0x00, 0x00, 0x00, 0x00, 0x58]), 0x1000);
-        // A call elsewhere is moved: its return address is mapped back.
-        assert!(moved_at_trampoline(&[0xe8, 0x00, 0x01, 0x00, 0x00]).is_ok());
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Programs that once made the tool hang or broke under it: children
 //! started with `vfork`, `posix_spawn` and `system()`, functions that take
-//! their own address. Each runs under fcount, arcs and breakpoint counting
+//! their own address, a C++ exception thrown below a call in a function's
+//! first bytes. Each runs under fcount, arcs and breakpoint counting
 //! with the output and exit code it has natively, within a bound that
 //! turns a hang into a failure; an interrupt to the tool lets the program
 //! finish on its own. CPython's main linked against the shared libpython
@@ -26,6 +27,13 @@ fn programs_dir() -> &'static Path {
         for name in PROGRAMS {
             common::build(dir.path(), name, &[]);
         }
+        let unwind = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/unwind.cpp");
+        let status = Command::new("g++")
+            .current_dir(dir.path())
+            .args(["-O2", "-o", "unwind", unwind.to_str().unwrap()])
+            .status()
+            .expect("g++ runs (scripts/test-all.sh installs it)");
+        assert!(status.success(), "g++ unwind.cpp failed");
         dir
     })
     .path()
@@ -106,6 +114,11 @@ fn a_system_call_of_the_shell_runs() {
 #[test]
 fn a_vfork_child_that_runs_a_while_runs() {
     same_as_native("vfork_busy");
+}
+
+#[test]
+fn an_exception_thrown_below_an_entry_call_is_caught() {
+    same_as_native("unwind");
 }
 
 #[test]

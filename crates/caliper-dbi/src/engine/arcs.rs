@@ -40,23 +40,16 @@ impl Engine {
     pub(super) fn arc_of(&mut self, image_id: usize, f: usize, ret: u64) -> usize {
         let image = &self.images[&image_id];
         let unknown: Arc<str> = Arc::from("?");
-        // A call moved into a trampoline is known; any other is the call
-        // before the return address.
-        let moved = image.moved_calls.get(&ret).copied();
-        let site = moved.unwrap_or(ret);
         // Not a return address into code (a thread's start, or a function
         // entered by a jump, finds other data there): an arc from nowhere.
-        let Some(m) = image.module_of(site.wrapping_sub(1)).filter(|_| site >= 8) else {
+        let Some(m) = image.module_of(ret.wrapping_sub(1)).filter(|_| ret >= 8) else {
             return self.arcs.intern(f, &unknown, "?", None, ret);
         };
         let module = &image.modules[m];
         let mut before = [0u8; 8];
-        let site = match moved {
-            Some(site) => site,
-            None => match image.memory.read(ret.wrapping_sub(8), &mut before) {
-                Ok(()) => relocate::call_before(&before, ret),
-                Err(_) => ret,
-            },
+        let site = match image.memory.read(ret.wrapping_sub(8), &mut before) {
+            Ok(()) => relocate::call_before(&before, ret),
+            Err(_) => ret,
         };
         let in_file = site.wrapping_sub(module.bias);
         let functions = &module.info.functions;
