@@ -473,7 +473,8 @@ impl Engine {
                     Ok(None) => break,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                     Err(e) => {
-                        eprintln!("== CALIPER: cali-run: wait failed: {e}");
+                        eprintln!("== CALIPER: cali-run: wait failed: {e}; the program runs on unmeasured");
+                        self.let_go_all();
                         break;
                     }
                 },

@@ -47,7 +47,11 @@ impl Engine {
                     self.stalled = true;
                     continue;
                 }
-                Halt::Gone => continue,
+                // No longer the tool's to wait for (gone, or untraced).
+                Halt::Gone => {
+                    self.threads.remove(&tid);
+                    continue;
+                }
             };
             if let Some(t) = self.threads.get_mut(&tid) {
                 t.running = false;
