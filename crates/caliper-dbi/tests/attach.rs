@@ -165,6 +165,12 @@ impl Worker {
         line
     }
 
+    /// Fails the test if the program has ended (a detach killed it).
+    fn assert_running(&mut self) {
+        let ended = self.child.try_wait().unwrap();
+        assert!(ended.is_none(), "the program ended after the detach: {ended:?}");
+    }
+
     /// Ends its input; its exit code.
     fn finish(mut self) -> Option<i32> {
         drop(self.input);
@@ -218,40 +224,40 @@ fn after_a_detach_the_code_is_the_files_and_the_program_computes_as_without_the_
     common::build(dir.path(), "attach_work", &[]);
     let program = dir.path().join("attach_work");
     let elf = Elf::read(&program);
-    let rounds = [1000, 2_000_000, 3_000_000, 4_000_000];
+    // The first and last requests unmeasured, each between attached alone.
+    let rounds = [1000, 2_000_000, 1_500_000, 1_000_000, 2_500_000, 500_000, 1000];
     let native = native_answers(&program, &rounds);
 
     let mut worker = Worker::start(&program);
     let pid = worker.child.id();
     worker.ask(rounds[0]);
     assert_eq!(worker.answer(), native[0]);
-    // Attached for exactly the second request's calls of mix and step: the
-    // program waits for its input while the tool attaches, and the detach
-    // comes as it goes back to its input (often in the arc trampoline of
-    // fgets@plt, which must not trap once the tool is gone).
-    let result = dir.path().join("attached.cali");
-    let tool = attach(pid, &program, &elf, &result);
-    worker.ask(rounds[1]);
-    assert_eq!(worker.answer(), native[1]);
-    assert!(!changed_functions(pid, &program, &elf).is_empty(), "probed while attached");
-    interrupt(tool);
-
-    assert_eq!(tracer(pid), "0", "no longer traced");
-    assert_eq!(changed_functions(pid, &program, &elf), Vec::<String>::new(), "every function as in the file");
-    for (&r, expected) in rounds[2..].iter().zip(&native[2..]) {
+    for (cycle, (&r, expected)) in rounds.iter().zip(&native).enumerate().skip(1).take(rounds.len() - 2) {
+        // Attached for exactly this request's calls of mix and step: the
+        // program waits for its input while the tool attaches, and the
+        // detach comes as it goes back to its input (often in the arc
+        // trampoline of fgets@plt, which must not trap once the tool is
+        // gone).
+        let result = dir.path().join(format!("attached-{cycle}.cali"));
+        let tool = attach(pid, &program, &elf, &result);
         worker.ask(r);
         assert_eq!(&worker.answer(), expected);
+        assert!(!changed_functions(pid, &program, &elf).is_empty(), "probed while attached");
+        interrupt(tool);
+
+        worker.assert_running();
+        assert_eq!(tracer(pid), "0", "no longer traced");
+        assert_eq!(changed_functions(pid, &program, &elf), Vec::<String>::new(), "every function as in the file");
+        let rows = common::read_result(&result);
+        for name in ["mix", "step"] {
+            let count = rows[&("attach_work".into(), name.into())].count;
+            assert_eq!(count, Some(r), "{name}: the calls while attached, time {cycle}");
+        }
+        assert!(!rows.contains_key(&("attach_work".into(), "main".into())), "main began before the attach");
     }
+    worker.ask(rounds[rounds.len() - 1]);
+    assert_eq!(&worker.answer(), native.last().unwrap());
     assert_eq!(worker.finish(), Some(4));
-    let rows = common::read_result(&result);
-    for name in ["mix", "step"] {
-        assert_eq!(
-            rows[&("attach_work".into(), name.into())].count,
-            Some(rounds[1]),
-            "{name}: the calls while attached"
-        );
-    }
-    assert!(!rows.contains_key(&("attach_work".into(), "main".into())), "main began before the attach");
 }
 
 #[test]
@@ -273,6 +279,7 @@ fn a_detach_while_the_program_works_leaves_it_computing_as_without_the_tool() {
     std::thread::sleep(Duration::from_millis(300));
     interrupt(tool);
     assert_eq!(worker.answer(), native[0]);
+    worker.assert_running();
     assert_eq!(tracer(pid), "0", "no longer traced");
     assert_eq!(changed_functions(pid, &program, &elf), Vec::<String>::new(), "every function as in the file");
     worker.ask(rounds[1]);
