@@ -40,8 +40,8 @@ pub enum Unpatchable {
     Undecodable,
     /// The encoder could not place the instructions at the trampoline.
     Unencodable(String),
-    /// The instruction at this address would not do in the trampoline
-    /// what it does in place, for this reason.
+    /// The instruction this many bytes into the function would not do in
+    /// the trampoline what it does in place, for this reason.
     NotMovable(u64, &'static str),
 }
 
@@ -55,7 +55,7 @@ impl fmt::Display for Unpatchable {
             Unpatchable::BreakpointInEntry => write!(f, "a debugger breakpoint in the entry bytes"),
             Unpatchable::Undecodable => write!(f, "entry instructions do not decode"),
             Unpatchable::Unencodable(why) => write!(f, "cannot relocate: {why}"),
-            Unpatchable::NotMovable(at, why) => write!(f, "cannot move the instruction at {at:#x}: {why}"),
+            Unpatchable::NotMovable(offset, why) => write!(f, "cannot move the instruction at entry+{offset}: {why}"),
         }
     }
 }
@@ -274,8 +274,8 @@ fn relabel(moved: &[Instruction]) -> Result<Vec<Instruction>, Unpatchable> {
         copy.set_ip(MOVED_LABEL + n as u64);
         match movable(insn, &span)? {
             Some(target) if span.contains(&target) => {
-                let label = label_of(target)
-                    .ok_or(Unpatchable::NotMovable(insn.ip(), "it branches into the middle of a moved instruction"))?;
+                let why = "it branches into the middle of a moved instruction";
+                let label = label_of(target).ok_or(Unpatchable::NotMovable(insn.ip() - span.start, why))?;
                 copy.set_near_branch64(label);
             }
             _ => {}
@@ -300,7 +300,7 @@ pub fn check_movable(moved: &[Instruction]) -> Result<(), Unpatchable> {
 /// would see the trampoline's address), and an access to the moved bytes
 /// (the jump is there now).
 fn movable(insn: &Instruction, span: &std::ops::Range<u64>) -> Result<Option<u64>, Unpatchable> {
-    let refuse = |why| Err(Unpatchable::NotMovable(insn.ip(), why));
+    let refuse = |why| Err(Unpatchable::NotMovable(insn.ip() - span.start, why));
     match insn.flow_control() {
         FlowControl::Call | FlowControl::IndirectCall => {
             return refuse("its return address would be in the trampoline, unknown to unwinders");
@@ -496,10 +496,10 @@ mod tests {
         let moved = entry_instructions(&code, 0x1000, JUMP_LEN).unwrap();
         assert_eq!(moved.len(), 2);
         let probe = Probe::Count { counter: 0x7000_2000, increment: Increment::Unlocked };
-        assert!(matches!(build(0x7000_0000, probe, &moved, 0x1009), Err(Unpatchable::NotMovable(0x1004, _))));
+        assert!(matches!(build(0x7000_0000, probe, &moved, 0x1009), Err(Unpatchable::NotMovable(4, _))));
         assert_eq!(check_movable(&moved[..1]), Ok(()), "the instructions before it are");
         // call [rip+0x100]
-        assert!(matches!(moved_at_trampoline(&[0xff, 0x15, 0, 1, 0, 0]), Err(Unpatchable::NotMovable(0x1000, _))));
+        assert!(matches!(moved_at_trampoline(&[0xff, 0x15, 0, 1, 0, 0]), Err(Unpatchable::NotMovable(0, _))));
     }
 
     #[test]
@@ -657,25 +657,25 @@ mod tests {
         // jmp short 0x1001: into its own second byte
         assert_eq!(
             moved_at_trampoline(&[0xeb, 0xff, 0x90, 0x90, 0x90]),
-            Err(Unpatchable::NotMovable(0x1000, "it branches into the middle of a moved instruction"))
+            Err(Unpatchable::NotMovable(0, "it branches into the middle of a moved instruction"))
         );
     }
 
     #[test]
     fn what_would_differ_in_the_trampoline_is_refused() {
         let refused = |code: &[u8]| match moved_at_trampoline(code) {
-            Err(Unpatchable::NotMovable(at, _)) => at,
+            Err(Unpatchable::NotMovable(offset, _)) => offset,
             other => panic!("{code:x?} moved: {other:?}"),
         };
         // mov rax,[rip-5]: reads its own bytes, the jump's now
-        assert_eq!(refused(&[0x48, 0x8b, 0x05, 0xfb, 0xff, 0xff, 0xff]), 0x1000);
+        assert_eq!(refused(&[0x48, 0x8b, 0x05, 0xfb, 0xff, 0xff, 0xff]), 0);
         // nop; syscall (saves its address in rcx); ud2; int 0x80
-        assert_eq!(refused(&[0x90, 0x0f, 0x05, 0x90, 0x90]), 0x1001);
-        assert_eq!(refused(&[0x0f, 0x0b, 0x90, 0x90, 0x90]), 0x1000);
-        assert_eq!(refused(&[0xcd, 0x80, 0x90, 0x90, 0x90]), 0x1000);
+        assert_eq!(refused(&[0x90, 0x0f, 0x05, 0x90, 0x90]), 1);
+        assert_eq!(refused(&[0x0f, 0x0b, 0x90, 0x90, 0x90]), 0);
+        assert_eq!(refused(&[0xcd, 0x80, 0x90, 0x90, 0x90]), 0);
         // xbegin (its abort address); call next instruction; pop rax
-        assert_eq!(refused(&[0xc7, 0xf8, 0x00, 0x00, 0x00, 0x00]), 0x1000);
-        assert_eq!(refused(&[0xe8, 0x00, 0x00, 0x00, 0x00, 0x58]), 0x1000);
+        assert_eq!(refused(&[0xc7, 0xf8, 0x00, 0x00, 0x00, 0x00]), 0);
+        assert_eq!(refused(&[0xe8, 0x00, 0x00, 0x00, 0x00, 0x58]), 0);
     }
 
     #[test]
