@@ -4,7 +4,8 @@
 //! first bytes. Each runs under fcount, arcs and breakpoint counting
 //! with the output and exit code it has natively, within a bound that
 //! turns a hang into a failure; an interrupt to the tool lets the program
-//! finish on its own. CPython's main linked against the shared libpython
+//! finish on its own, and so does the watchdog where the tool has lost a
+//! stopped thread. CPython's main linked against the shared libpython
 //! runs a garbage-collecting script under fcount and arcs.
 
 mod common;
@@ -223,4 +224,23 @@ fn cpython_on_the_shared_libpython_runs_as_natively() {
             assert_eq!(got.status.code(), Some(0), "python {args:?} under {collector}: {stderr}");
         }
     }
+}
+
+/// A thread the tool has lost (left stopped at a breakpoint, as a bug of
+/// the tool could leave it): the watchdog says so in one line and lets
+/// the program go, which finishes as natively.
+#[test]
+fn the_watchdog_frees_a_thread_the_tool_lost() {
+    let expected = native("selfaddr");
+    let child = common::command_in(programs_dir(), &["-c", "fcount", "-o", "/dev/null"], "./selfaddr", &[])
+        .env("CALI_RUN_DEBUG_LOSE_STOP_AT_HIT", "3")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("cali-run starts");
+    let got = output_within(child, "selfaddr with a lost stop");
+    let stderr = String::from_utf8_lossy(&got.stderr);
+    assert!(stderr.contains("has waited for the tool"), "{stderr}");
+    assert_eq!(got.stdout, expected.stdout, "{stderr}");
+    assert_eq!(got.status.code(), Some(0), "{stderr}");
 }

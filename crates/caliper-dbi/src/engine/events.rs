@@ -4,11 +4,9 @@
 //! (to read the counts so far) and may ask to stop measuring; the loop
 //! acts on that between two ptrace events, never in the middle of one.
 //!
-//! The periodic timer is a POSIX timer of its own, on a real-time signal
-//! aimed at the thread that runs the engine (a host such as Python may have
-//! other threads), so that it interrupts the engine's wait and never
-//! touches the `SIGALRM` that the start and duration delays use.
+//! The periodic timer is a [`PeriodicTimer`] on `SIGRTMIN`.
 
+use super::timer::PeriodicTimer;
 use super::{Engine, Exit, Outcome};
 use crate::ptrace::Pid;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -60,64 +58,15 @@ extern "C" fn note_timer(_: libc::c_int) {
     TIMER_FIRED.store(true, Ordering::Relaxed);
 }
 
-/// A POSIX timer firing every period at the calling thread, deleted (and
-/// its signal's handler restored) on drop.
-struct PeriodicTimer {
-    id: libc::timer_t,
-    signal: libc::c_int,
-    previous: libc::sigaction,
-}
-
-impl PeriodicTimer {
-    fn start(period: Duration) -> std::io::Result<PeriodicTimer> {
-        let signal = libc::SIGRTMIN();
-        // SAFETY: the handler only stores into an atomic; the structs are
-        // plain data, zeroed then filled; the timer id is written by
-        // timer_create before it is used.
-        unsafe {
-            let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = note_timer as *const () as usize;
-            libc::sigemptyset(&mut action.sa_mask);
-            let mut previous: libc::sigaction = std::mem::zeroed();
-            if libc::sigaction(signal, &action, &mut previous) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            let mut event: libc::sigevent = std::mem::zeroed();
-            event.sigev_notify = libc::SIGEV_THREAD_ID;
-            event.sigev_signo = signal;
-            event.sigev_notify_thread_id = libc::gettid();
-            let mut id: libc::timer_t = std::ptr::null_mut();
-            if libc::timer_create(libc::CLOCK_MONOTONIC, &mut event, &mut id) != 0 {
-                let error = std::io::Error::last_os_error();
-                libc::sigaction(signal, &previous, std::ptr::null_mut());
-                return Err(error);
-            }
-            let every =
-                libc::timespec { tv_sec: period.as_secs() as libc::time_t, tv_nsec: period.subsec_nanos() as _ };
-            let spec = libc::itimerspec { it_interval: every, it_value: every };
-            libc::timer_settime(id, 0, &spec, std::ptr::null_mut());
-            Ok(PeriodicTimer { id, signal, previous })
-        }
-    }
-}
-
-impl Drop for PeriodicTimer {
-    fn drop(&mut self) {
-        // SAFETY: the id came from timer_create; the old action from sigaction.
-        unsafe {
-            libc::timer_delete(self.id);
-            libc::sigaction(self.signal, &self.previous, std::ptr::null_mut());
-        }
-        TIMER_FIRED.store(false, Ordering::Relaxed);
-    }
-}
-
 impl Engine {
     /// Reports events to `observer` from now on, and [`Event::Timer`]
     /// every `period` (at least a millisecond) if given.
     pub fn observe(&mut self, observer: Box<dyn Observer>, period: Option<Duration>) -> std::io::Result<()> {
         self.events.timer = match period {
-            Some(period) => Some(PeriodicTimer::start(period.max(Duration::from_millis(1)))?),
+            Some(period) => {
+                let period = period.max(Duration::from_millis(1));
+                Some(PeriodicTimer::start(period, libc::SIGRTMIN(), note_timer, &TIMER_FIRED)?)
+            }
             None => None,
         };
         self.events.observer = Some(observer);

@@ -18,6 +18,8 @@ mod probes;
 mod samples;
 mod signals;
 mod threads;
+mod timer;
+mod watchdog;
 
 use crate::counters::Counters;
 use crate::debugger::DebugConfig;
@@ -237,8 +239,10 @@ pub struct Engine {
     events: events::Events,
     /// The `cdb` debugger, with `--debug-on-fault` or `cali-run debug`.
     debugger: Option<debug::Debugger>,
-    /// A thread would not stop: the measurement ends.
+    /// A thread would not stop, or waits for the tool in vain: the
+    /// measurement ends.
     stalled: bool,
+    watchdog: watchdog::Watchdog,
     /// Stops at the tool's `int3`s so far ([`Outcome::traps`]).
     traps: u64,
 }
@@ -283,6 +287,7 @@ impl Engine {
             events: events::Events::default(),
             debugger,
             stalled: false,
+            watchdog: watchdog::Watchdog::default(),
             traps: 0,
         };
         // The handlers come before an attach, so that an interrupt during it
@@ -445,6 +450,7 @@ impl Engine {
     pub fn run(mut self) -> Outcome {
         // A bug of the tool must not cost the program its life: on a panic
         // the probes come out and the program runs on untraced.
+        self.start_watchdog();
         let followed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.follow()));
         if let Err(panic) = followed {
             self.recover(panic.as_ref());
@@ -458,6 +464,7 @@ impl Engine {
             if self.take_tool_signal() {
                 break;
             }
+            self.watch();
             if self.stalled {
                 self.let_go_all();
                 break;

@@ -11,7 +11,8 @@ use crate::relocate::{Increment, Unpatchable};
 impl Engine {
     /// Handles an `int3` hit; false if it was not one of ours.
     pub(super) fn on_breakpoint(&mut self, tid: Pid) -> bool {
-        super::signals::debug_panic_point();
+        let hit = super::signals::count_hit();
+        super::signals::debug_panic_point(hit);
         let Some(image_id) = self.image_of(tid) else { return false };
         let Ok(mut regs) = ptrace::registers(tid) else { return false };
         let addr = regs.rip.wrapping_sub(1);
@@ -23,7 +24,7 @@ impl Engine {
         if ptrace::set_registers(tid, &regs).is_err() {
             return true;
         }
-        if !self.debug_failure_stop(tid) {
+        if !self.debug_failure_stop(tid) && !super::signals::debug_lose_stop(hit) {
             self.resume(tid, 0);
         }
         true

@@ -16,6 +16,7 @@
 
 use super::Engine;
 use crate::ptrace::{self, Pid};
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 
 /// The last signal the tool received (0 for none), for the loop to act on.
@@ -130,18 +131,33 @@ impl Engine {
     }
 }
 
-/// The breakpoint hits handled so far, for [`debug_panic_point`].
+/// The breakpoint hits handled so far, for the debug points below.
 static HITS: AtomicU64 = AtomicU64::new(0);
+
+/// Counts a breakpoint hit; its number, from 1.
+pub(super) fn count_hit() -> u64 {
+    HITS.fetch_add(1, Ordering::Relaxed) + 1
+}
+
+/// The hit number in environment variable `name`, read once into `at`.
+fn hit_in_env(at: &'static OnceLock<Option<u64>>, name: &str) -> Option<u64> {
+    *at.get_or_init(|| std::env::var(name).ok().and_then(|v| v.parse().ok()))
+}
 
 /// Panics at the Nth breakpoint hit when `CALI_RUN_DEBUG_PANIC_AT_HIT=N`
 /// is set: a way for tests to check that a bug of the tool leaves the
 /// program unharmed.
-pub(super) fn debug_panic_point() {
-    static AT: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
-    let at = AT.get_or_init(|| std::env::var("CALI_RUN_DEBUG_PANIC_AT_HIT").ok().and_then(|v| v.parse().ok()));
-    if let Some(at) = *at
-        && HITS.fetch_add(1, Ordering::Relaxed) + 1 == at
-    {
-        panic!("CALI_RUN_DEBUG_PANIC_AT_HIT={at}");
+pub(super) fn debug_panic_point(hit: u64) {
+    static AT: OnceLock<Option<u64>> = OnceLock::new();
+    if hit_in_env(&AT, "CALI_RUN_DEBUG_PANIC_AT_HIT") == Some(hit) {
+        panic!("CALI_RUN_DEBUG_PANIC_AT_HIT={hit}");
     }
+}
+
+/// Whether the Nth breakpoint hit's thread is to be left stopped, never
+/// resumed, when `CALI_RUN_DEBUG_LOSE_STOP_AT_HIT=N` is set: a way for
+/// tests to check that the watchdog frees a thread the tool lost.
+pub(super) fn debug_lose_stop(hit: u64) -> bool {
+    static AT: OnceLock<Option<u64>> = OnceLock::new();
+    hit_in_env(&AT, "CALI_RUN_DEBUG_LOSE_STOP_AT_HIT") == Some(hit)
 }
