@@ -26,6 +26,10 @@ pub(super) const STALL_LIMIT: Duration = Duration::from_secs(10);
 /// tool asks the kernel whether it is blocked (most stop in microseconds).
 const SETTLE: Duration = Duration::from_millis(1);
 
+/// How long the tool only yields the processor between two looks (a
+/// sleep lasts 50 µs or more, the kernel's timer slack).
+const SPIN: Duration = Duration::from_micros(100);
+
 /// Where an interrupted thread is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Halt {
@@ -46,7 +50,7 @@ pub(super) enum Halt {
 /// stop or to be found blocked in the kernel.
 pub(super) fn halt(tid: Pid, limit: Duration) -> Halt {
     let start = Instant::now();
-    let mut pause = Duration::from_micros(2);
+    let mut pause = Duration::from_micros(50);
     loop {
         match ptrace::try_wait(tid) {
             Ok(Some(status)) => return Halt::Reported(status),
@@ -69,6 +73,10 @@ pub(super) fn halt(tid: Pid, limit: Duration) -> Halt {
         }
         if start.elapsed() >= limit {
             return Halt::Stalled;
+        }
+        if start.elapsed() < SPIN {
+            std::thread::yield_now();
+            continue;
         }
         std::thread::sleep(pause);
         pause = (pause * 2).min(Duration::from_millis(1));
