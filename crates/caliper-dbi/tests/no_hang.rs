@@ -132,13 +132,14 @@ fn a_function_that_compares_its_own_address_before_a_tail_call_works() {
     same_as_native("selfaddr_tail");
 }
 
-/// An interrupt sent to the tool while a vfork child runs (its parent
-/// suspended) and later while the program runs: the tool lets go and the
-/// program finishes as natively, its exit code the tool's.
+/// SIGINT or SIGTERM sent to the tool while a vfork child runs (its
+/// parent suspended), and SIGINT later while the program runs: the tool
+/// lets go and the program finishes as natively, its exit code the tool's.
 #[test]
 fn an_interrupt_to_the_tool_lets_the_program_finish() {
     let expected = native("vfork_busy");
-    for delay in [Duration::from_millis(300), Duration::from_millis(1300)] {
+    let (early, late) = (Duration::from_millis(300), Duration::from_millis(1300));
+    for (signal, delay) in [(libc::SIGINT, early), (libc::SIGTERM, early), (libc::SIGINT, late)] {
         let dir = programs_dir();
         let child = common::command_in(dir, &["-c", "fcount", "-o", "/dev/null"], "./vfork_busy", &[])
             .stdout(Stdio::piped())
@@ -147,11 +148,11 @@ fn an_interrupt_to_the_tool_lets_the_program_finish() {
             .expect("cali-run starts");
         std::thread::sleep(delay);
         // SAFETY: kill has no memory preconditions; the child is ours.
-        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+        unsafe { libc::kill(child.id() as libc::pid_t, signal) };
         let got = output_within(child, "vfork_busy interrupted");
         let stderr = String::from_utf8_lossy(&got.stderr);
-        assert_eq!(got.stdout, expected.stdout, "interrupted after {delay:?}: {stderr}");
-        assert_eq!(got.status.code(), Some(0), "interrupted after {delay:?}: {stderr}");
+        assert_eq!(got.stdout, expected.stdout, "signal {signal} after {delay:?}: {stderr}");
+        assert_eq!(got.status.code(), Some(0), "signal {signal} after {delay:?}: {stderr}");
     }
 }
 
