@@ -10,24 +10,9 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-fn require(program: &str) {
-    let found = Command::new("sh").args(["-c", &format!("command -v {program}")]).output().unwrap();
-    assert!(found.status.success(), "{program} is missing: run scripts/test-all.sh, which installs it");
-}
-
 /// A deterministic, compressible input of about 4 MB.
 fn input() -> Vec<u8> {
-    let mut state = 0x2545f4914f6cdd1d_u64;
-    let words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa"];
-    let mut out = Vec::new();
-    while out.len() < 4 << 20 {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        out.extend_from_slice(words[(state % 10) as usize].as_bytes());
-        out.push(if state.is_multiple_of(11) { b'\n' } else { b' ' });
-    }
-    out
+    common::words(4 << 20)
 }
 
 fn run(command: &mut Command, stdin: &[u8]) -> Output {
@@ -46,7 +31,7 @@ fn run(command: &mut Command, stdin: &[u8]) -> Output {
 /// Runs `program args` plainly and under `cali-run -c fcount,arcs`; asserts the
 /// same output and exit code, and returns the result records.
 fn compare(program: &str, args: &[&str], stdin: &[u8]) -> HashMap<(String, String), Row> {
-    require(program);
+    common::require(program);
     let plain = run(Command::new(program).args(args), stdin);
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("result.cali");

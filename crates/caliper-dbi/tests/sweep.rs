@@ -165,26 +165,6 @@ fn ratios(values: &[f64]) -> String {
     }
 }
 
-fn require(program: &Path) {
-    let found = Command::new("sh").arg("-c").arg(format!("command -v {}", program.display())).output().unwrap();
-    assert!(found.status.success(), "{} is missing: run scripts/test-all.sh, which installs it", program.display());
-}
-
-/// A deterministic text of about `size` bytes: words, spaces and lines.
-fn text(size: usize) -> Vec<u8> {
-    let mut state = 0x2545f4914f6cdd1d_u64;
-    let words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa"];
-    let mut out = Vec::new();
-    while out.len() < size {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        out.extend_from_slice(words[(state % 10) as usize].as_bytes());
-        out.push(if state.is_multiple_of(11) { b'\n' } else { b' ' });
-    }
-    out
-}
-
 const PYTHON: &str = "import gc, json, zlib\n\
 class P:\n    def __init__(s, i): s.i = i; s.me = s\n\
 d = {str(i): [i * i, str(i)] for i in range(20000)}\n\
@@ -235,7 +215,7 @@ fn repository(dir: &Path, env: &[(&'static str, String)]) {
 }
 
 fn cases(dir: &Path) -> Vec<Case> {
-    let data = text(2 << 20);
+    let data = common::words(2 << 20);
     let compressed = {
         let mut gzip = Command::new("gzip").arg("-c").stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
         let mut input = gzip.stdin.take().unwrap();
@@ -305,7 +285,7 @@ fn cases(dir: &Path) -> Vec<Case> {
 fn real_programs_run_as_without_the_tool_under_each_collector() {
     for program in ["gzip", "bzip2", "xz", "python3", "perl", "lua5.4", "sqlite3", "grep", "sed", "gawk", "git", "gcc"]
     {
-        require(&Path::new("/usr/bin").join(program));
+        common::require(Path::new("/usr/bin").join(program));
     }
     let runs: usize = std::env::var("CALI_SWEEP_RUNS").ok().and_then(|n| n.parse().ok()).unwrap_or(1).max(1);
     let dir = tempfile::tempdir().unwrap();

@@ -12,6 +12,29 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 
+/// Fails naming scripts/test-all.sh (which installs it) if `program` is
+/// not on the path.
+pub fn require(program: impl AsRef<std::ffi::OsStr>) {
+    let program = Path::new(program.as_ref());
+    let found = Command::new("sh").arg("-c").arg(format!("command -v {}", program.display())).output().unwrap();
+    assert!(found.status.success(), "{} is missing: run scripts/test-all.sh, which installs it", program.display());
+}
+
+/// A deterministic text of about `size` bytes: words, spaces and lines.
+pub fn words(size: usize) -> Vec<u8> {
+    let mut state = 0x2545f4914f6cdd1d_u64;
+    let words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa"];
+    let mut out = Vec::new();
+    while out.len() < size {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        out.extend_from_slice(words[(state % 10) as usize].as_bytes());
+        out.push(if state.is_multiple_of(11) { b'\n' } else { b' ' });
+    }
+    out
+}
+
 /// The cali-run binary under test.
 pub fn cali_run() -> Command {
     Command::new(env!("CARGO_BIN_EXE_cali-run"))
