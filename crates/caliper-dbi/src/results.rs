@@ -25,7 +25,9 @@
 //!
 //! With `sample`, one record per sampled call stack: the nested
 //! `dbi.frame` path (outermost first, so `format tree` shows a call tree
-//! and `format folded` flame-graph input) and `dbi.samples`.
+//! and `format folded` flame-graph input) and `dbi.samples`; the globals
+//! count the samples whose call chain was cut at a return address outside
+//! the program's code (`dbi.sample.truncated`).
 
 use crate::callgraph::CallGraph;
 use crate::engine::{Collect, Outcome};
@@ -77,6 +79,10 @@ pub fn write_cali(out: impl Write, outcome: &Outcome, collect: Collect) -> io::R
     let mut globals = Record::globals();
     globals.push_ref(db.get_or_create_node(collect_attr, Variant::from(collect.names()), None));
     globals.push_ref(db.get_or_create_node(traps_attr, Variant::Uint(outcome.traps), None));
+    if collect.sample {
+        let truncated_attr = db.create_attribute("dbi.sample.truncated", AttrType::Uint, Properties::GLOBAL, &[]);
+        globals.push_ref(db.get_or_create_node(truncated_attr, Variant::Uint(outcome.samples_truncated), None));
+    }
     writer.write_record(&db, &globals)?;
     for (id, r) in reported(outcome, collect) {
         let module = db.get_or_create_node(module_attr, Variant::from(&*r.module), None);
@@ -222,6 +228,14 @@ pub fn text_report(outcome: &Outcome, collect: Collect) -> String {
         let _ = writeln!(out, "== {total} samples ({} lost), by call stack:", outcome.samples_lost);
         for (stack, count) in sorted_stacks(outcome) {
             let _ = writeln!(out, "{count:>14} {}", stack.join(";"));
+        }
+        if outcome.samples_truncated > 0 {
+            let _ = writeln!(
+                out,
+                "== {} samples with the call chain cut at a return address outside the program's code \
+                 (frame pointers missing)",
+                outcome.samples_truncated
+            );
         }
     }
     let mut kept: BTreeMap<String, usize> = BTreeMap::new();

@@ -9,7 +9,8 @@
 //!
 //! The kernel walks user call chains by frame pointers: in code built
 //! without them a chain is short (the sampled function and whatever the
-//! frame-pointer walk finds).
+//! frame-pointer walk finds, which the engine cuts at the first return
+//! address outside the process's code).
 
 use crate::ptrace::Pid;
 use caliper_perf::{

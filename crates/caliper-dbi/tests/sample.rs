@@ -95,3 +95,50 @@ fn an_unknown_event_is_a_usage_error() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.starts_with("== CALIPER: cali-run: unknown event `spoons`"), "{stderr}");
 }
+
+/// Runs deep_spin, built with `flags`, under `-c sample`: its stacks, and
+/// the samples whose call chain was cut.
+fn sample_deep_spin(flags: &[&str]) -> (Vec<(String, u64)>, u64) {
+    let dir = tempfile::tempdir().unwrap();
+    common::build(dir.path(), "deep_spin", flags);
+    let file = dir.path().join("deep_spin.cali");
+    let output = common::run_in(dir.path(), &["-c", "sample", "-o", file.to_str().unwrap()], "./deep_spin", &[]);
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "spun\n");
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let stacks = stacks(&file);
+    let total: u64 = stacks.iter().map(|s| s.1).sum();
+    assert!(total >= 100, "half a second at 1 kHz: {stacks:?}");
+    // A frame is a function or a module and offset, never a bare address.
+    for (stack, _) in &stacks {
+        for frame in stack.split(';') {
+            assert!(!frame.starts_with("0x"), "bare address {frame} in {stack}: {stacks:?}");
+        }
+    }
+    let in_hot: u64 = stacks.iter().filter(|s| s.0.ends_with("hot")).map(|s| s.1).sum();
+    assert!(in_hot * 10 >= total * 8, "most samples in hot: {stacks:?}");
+    (stacks, common::global_count(&file, "dbi.sample.truncated"))
+}
+
+#[test]
+fn a_frame_pointer_walk_through_data_is_cut_and_counted() {
+    // RBP points into text while hot runs: the kernel's walk reads the
+    // text as return addresses.
+    let (stacks, truncated) = sample_deep_spin(&["-fomit-frame-pointer", "-DTEXT_IN_RBP"]);
+    let total: u64 = stacks.iter().map(|s| s.1).sum();
+    assert!(truncated * 10 >= total * 8, "most chains cut ({truncated} of {total}): {stacks:?}");
+    // The text report says so in one line.
+    let dir = tempfile::tempdir().unwrap();
+    common::build(dir.path(), "deep_spin", &["-fomit-frame-pointer", "-DTEXT_IN_RBP"]);
+    let output = common::run_in(dir.path(), &["-c", "sample"], "./deep_spin", &[]);
+    let report = String::from_utf8_lossy(&output.stderr);
+    let cut = " samples with the call chain cut at a return address outside the program's code";
+    assert!(report.lines().any(|l| l.starts_with("== ") && l.contains(cut)), "{report}");
+}
+
+#[test]
+fn frame_pointers_give_every_caller() {
+    let (stacks, _) = sample_deep_spin(&["-fno-omit-frame-pointer"]);
+    let total: u64 = stacks.iter().map(|s| s.1).sum();
+    let full: u64 = stacks.iter().filter(|s| s.0.contains("main;descend;descend;descend;hot")).map(|s| s.1).sum();
+    assert!(full * 10 >= total * 8, "most samples in main > descend x3 > hot: {stacks:?}");
+}

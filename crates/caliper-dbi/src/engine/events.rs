@@ -84,6 +84,7 @@ impl Engine {
             counters: self.read_counters(),
             stacks: self.stacks.clone(),
             samples_lost: self.sampler.as_ref().map_or(0, |s| s.lost),
+            samples_truncated: self.samples_truncated,
             traps: self.traps,
         }
     }

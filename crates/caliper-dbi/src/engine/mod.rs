@@ -155,6 +155,9 @@ pub struct Outcome {
     pub stacks: HashMap<Vec<String>, u64>,
     /// Samples the kernel dropped (its buffer full).
     pub samples_lost: u64,
+    /// Samples whose call chain was cut at a return address outside the
+    /// program's code (a frame-pointer walk through code without them).
+    pub samples_truncated: u64,
     /// The program's stops at the tool's `int3`s: what the measurement
     /// cost in ptrace round trips, which its wall time only suggests.
     pub traps: u64,
@@ -221,6 +224,7 @@ pub struct Engine {
     /// The sampling event, with `sample`.
     sampler: Option<Sampler>,
     stacks: HashMap<Vec<String>, u64>,
+    samples_truncated: u64,
     /// New processes whose first stop came before their parent's fork
     /// event: held stopped until the event says how to treat them.
     early: HashSet<Pid>,
@@ -279,6 +283,7 @@ impl Engine {
             early: HashSet::new(),
             sampler: None,
             stacks: HashMap::new(),
+            samples_truncated: 0,
             main: 0,
             attached,
             shared: attached,
@@ -694,6 +699,7 @@ impl Engine {
             counters,
             stacks: self.stacks,
             samples_lost,
+            samples_truncated: self.samples_truncated,
             traps: self.traps,
         }
     }

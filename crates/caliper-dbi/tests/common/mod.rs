@@ -183,15 +183,19 @@ pub fn read_result(path: &Path) -> HashMap<(String, String), Row> {
 /// The program's stops at the tool's breakpoints, from the globals
 /// (`dbi.traps`) of a `.cali` result.
 pub fn traps(path: &Path) -> u64 {
+    global_count(path, "dbi.traps")
+}
+
+/// The count `name` in the globals of a `.cali` result.
+pub fn global_count(path: &Path, name: &str) -> u64 {
     let data = std::fs::read(path).expect("result written");
     let mut db = MetadataDb::new();
     read_records(&mut db, "result", &data).expect("valid .cali");
     let globals = db.globals();
-    let traps =
-        globals.refs().filter_map(|n| db.node(n)).find(|n| db.attribute(n.attribute).unwrap().name() == "dbi.traps");
-    match traps.map(|n| n.value.clone()) {
+    let global = globals.refs().filter_map(|n| db.node(n)).find(|n| db.attribute(n.attribute).unwrap().name() == name);
+    match global.map(|n| n.value.clone()) {
         Some(Variant::Uint(n)) => n,
-        other => panic!("dbi.traps in the globals: {other:?}"),
+        other => panic!("{name} in the globals: {other:?}"),
     }
 }
 
