@@ -233,7 +233,7 @@ pub fn text_report(outcome: &Outcome, collect: Collect) -> String {
             let _ = writeln!(
                 out,
                 "== {} samples with the call chain cut at a return address outside the program's code \
-                 (frame pointers missing)",
+                 (code without unwind entries or frame pointers)",
                 outcome.samples_truncated
             );
         }

@@ -10,12 +10,15 @@
 //! The kernel walks user call chains by frame pointers: in code built
 //! without them a chain is short (the sampled function and whatever the
 //! frame-pointer walk finds, which the engine cuts at the first return
-//! address outside the process's code).
+//! address outside the process's code). So each sample also carries the
+//! thread's PC, SP and BP and a copy of the top of its stack, from which
+//! the engine unwinds by the modules' CFI.
 
 use crate::ptrace::Pid;
 use caliper_perf::{
     EXCLUDE_CALLCHAIN_KERNEL, EXCLUDE_HV, EXCLUDE_KERNEL, EventCode, FREQ, INHERIT, PERF_FLAG_FD_CLOEXEC,
-    PERF_TYPE_SOFTWARE, PerfEventAttr, RECORD_LOST, RECORD_SAMPLE, SAMPLE_CALLCHAIN, SAMPLE_IP, SAMPLE_TID,
+    PERF_TYPE_SOFTWARE, PerfEventAttr, RECORD_LOST, RECORD_SAMPLE, REG_X86_BP, REG_X86_IP, REG_X86_SP,
+    SAMPLE_CALLCHAIN, SAMPLE_IP, SAMPLE_REGS_USER, SAMPLE_STACK_USER, SAMPLE_TID,
 };
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -30,12 +33,36 @@ pub const TASK_CLOCK_EVENT: EventCode = EventCode { kind: PERF_TYPE_SOFTWARE, co
 const CONTEXT_MARKERS: u64 = 0xffff_ffff_ffff_f000;
 /// Data pages of the ring buffer (16 MiB).
 const DATA_PAGES: usize = 4096;
+/// The bytes of user stack copied with each sample: room for the frames
+/// of a few dozen calls, at 1 kHz a few MB/s through the buffer.
+const STACK_BYTES: u32 = 8192;
 
-/// One sample: the process and the call chain, innermost first.
+/// One sample: the process, the call chain the kernel found (innermost
+/// first), and the thread's user state where the kernel copied it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sample {
     pub pid: Pid,
     pub chain: Vec<u64>,
+    pub user: Option<UserState>,
+}
+
+/// A thread's registers at a sample, and the top of its stack.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserState {
+    pub pc: u64,
+    pub sp: u64,
+    pub bp: u64,
+    /// The bytes from `sp` up.
+    pub stack: Vec<u8>,
+}
+
+impl UserState {
+    /// The stack word at `addr`, where the copy holds it.
+    pub fn read(&self, addr: u64) -> Option<u64> {
+        let at = usize::try_from(addr.checked_sub(self.sp)?).ok()?;
+        let word = self.stack.get(at..at.checked_add(8)?)?;
+        Some(u64::from_le_bytes(word.try_into().ok()?))
+    }
 }
 
 /// The sampling events, one per processor.
@@ -69,7 +96,9 @@ impl Sampler {
             // A clock's period is its nanoseconds; with FREQ, the field is
             // the frequency and the kernel sets the period.
             sample_period: if clock { 1_000_000_000 / frequency } else { frequency },
-            sample_type: SAMPLE_IP | SAMPLE_TID | SAMPLE_CALLCHAIN,
+            sample_type: SAMPLE_IP | SAMPLE_TID | SAMPLE_CALLCHAIN | SAMPLE_REGS_USER | SAMPLE_STACK_USER,
+            sample_regs_user: REG_X86_BP | REG_X86_SP | REG_X86_IP,
+            sample_stack_user: STACK_BYTES,
             flags: INHERIT | EXCLUDE_KERNEL | EXCLUDE_HV | EXCLUDE_CALLCHAIN_KERNEL | if clock { 0 } else { FREQ },
             wakeup_events: 1,
             ..PerfEventAttr::default()
@@ -152,7 +181,10 @@ impl Ring {
                     let chain: Vec<u64> =
                         (0..nr).map(|i| read(body + 24 + i * 8, 8)).filter(|&ip| ip < CONTEXT_MARKERS).collect();
                     let chain = if chain.is_empty() { vec![read(body, 8)] } else { chain };
-                    samples.push(Sample { pid, chain });
+                    let user = user_state(body + 24 + nr * 8, at + len, read, |from, n| {
+                        (0..n).map(|i| byte(from + i as u64)).collect()
+                    });
+                    samples.push(Sample { pid, chain, user });
                 }
                 RECORD_LOST if len >= 24 => lost += read(body + 8, 8),
                 _ => {}
@@ -163,6 +195,29 @@ impl Ring {
         unsafe { (*tail_ptr).store(at, std::sync::atomic::Ordering::Release) };
         lost
     }
+}
+
+/// The registers and stack copy of a sample record whose call chain ends
+/// at `at` and the record at `end`: `{ abi, bp, sp, ip }` (no registers
+/// where `abi` is 0, for a kernel thread) then `{ size, bytes[size],
+/// dyn_size }`, of which the first `dyn_size` bytes hold the stack.
+fn user_state(
+    at: u64,
+    end: u64,
+    read: impl Fn(u64, usize) -> u64,
+    copy: impl Fn(u64, usize) -> Vec<u8>,
+) -> Option<UserState> {
+    if at + 8 > end || read(at, 8) == 0 || at + 40 > end {
+        return None;
+    }
+    let (bp, sp, pc) = (read(at + 8, 8), read(at + 16, 8), read(at + 24, 8));
+    let size = read(at + 32, 8);
+    let bytes = at + 40;
+    if size == 0 || bytes + size + 8 > end {
+        return None;
+    }
+    let used = read(bytes + size, 8).min(size);
+    Some(UserState { pc, sp, bp, stack: copy(bytes, used as usize) })
 }
 
 impl Drop for Ring {

@@ -119,26 +119,44 @@ fn sample_deep_spin(flags: &[&str]) -> (Vec<(String, u64)>, u64) {
     (stacks, common::global_count(&file, "dbi.sample.truncated"))
 }
 
-#[test]
-fn a_frame_pointer_walk_through_data_is_cut_and_counted() {
-    // RBP points into text while hot runs: the kernel's walk reads the
-    // text as return addresses.
-    let (stacks, truncated) = sample_deep_spin(&["-fomit-frame-pointer", "-DTEXT_IN_RBP"]);
+/// Most samples show hot's callers up to main.
+fn assert_callers_of_hot(stacks: &[(String, u64)]) {
     let total: u64 = stacks.iter().map(|s| s.1).sum();
-    assert!(truncated * 10 >= total * 8, "most chains cut ({truncated} of {total}): {stacks:?}");
-    // The text report says so in one line.
-    let dir = tempfile::tempdir().unwrap();
-    common::build(dir.path(), "deep_spin", &["-fomit-frame-pointer", "-DTEXT_IN_RBP"]);
-    let output = common::run_in(dir.path(), &["-c", "sample"], "./deep_spin", &[]);
-    let report = String::from_utf8_lossy(&output.stderr);
-    let cut = " samples with the call chain cut at a return address outside the program's code";
-    assert!(report.lines().any(|l| l.starts_with("== ") && l.contains(cut)), "{report}");
+    let full: u64 = stacks.iter().filter(|s| s.0.contains("main;descend;descend;descend;hot")).map(|s| s.1).sum();
+    assert!(full * 10 >= total * 8, "most samples in main > descend x3 > hot: {stacks:?}");
 }
+
+/// RBP points into text while hot runs: a frame-pointer walk from there
+/// reads the text as return addresses.
+const TEXT_IN_RBP: [&str; 2] = ["-fomit-frame-pointer", "-DTEXT_IN_RBP"];
 
 #[test]
 fn frame_pointers_give_every_caller() {
     let (stacks, _) = sample_deep_spin(&["-fno-omit-frame-pointer"]);
+    assert_callers_of_hot(&stacks);
+}
+
+#[test]
+fn unwind_tables_give_every_caller_without_frame_pointers() {
+    let (stacks, truncated) = sample_deep_spin(&TEXT_IN_RBP);
+    assert_callers_of_hot(&stacks);
     let total: u64 = stacks.iter().map(|s| s.1).sum();
-    let full: u64 = stacks.iter().filter(|s| s.0.contains("main;descend;descend;descend;hot")).map(|s| s.1).sum();
-    assert!(full * 10 >= total * 8, "most samples in main > descend x3 > hot: {stacks:?}");
+    assert!(truncated * 10 < total, "few chains cut ({truncated} of {total}): {stacks:?}");
+}
+
+#[test]
+fn a_frame_pointer_walk_through_data_is_cut_and_counted() {
+    // Neither unwind tables nor frame pointers: the walk from hot goes
+    // through the text.
+    let no_tables = [&TEXT_IN_RBP[..], &["-fno-asynchronous-unwind-tables", "-fno-unwind-tables"]].concat();
+    let (stacks, truncated) = sample_deep_spin(&no_tables);
+    let total: u64 = stacks.iter().map(|s| s.1).sum();
+    assert!(truncated * 10 >= total * 8, "most chains cut ({truncated} of {total}): {stacks:?}");
+    // The text report says so in one line.
+    let dir = tempfile::tempdir().unwrap();
+    common::build(dir.path(), "deep_spin", &no_tables);
+    let output = common::run_in(dir.path(), &["-c", "sample"], "./deep_spin", &[]);
+    let report = String::from_utf8_lossy(&output.stderr);
+    let cut = " samples with the call chain cut at a return address outside the program's code";
+    assert!(report.lines().any(|l| l.starts_with("== ") && l.contains(cut)), "{report}");
 }

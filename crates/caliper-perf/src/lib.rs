@@ -18,6 +18,16 @@ pub const PERF_TYPE_RAW: u32 = 4;
 pub const SAMPLE_IP: u64 = 1 << 0;
 pub const SAMPLE_TID: u64 = 1 << 1;
 pub const SAMPLE_CALLCHAIN: u64 = 1 << 5;
+/// The user registers chosen by `sample_regs_user`, and a copy of the
+/// top `sample_stack_user` bytes of the user stack: what a sampler needs
+/// to unwind by the modules' CFI.
+pub const SAMPLE_REGS_USER: u64 = 1 << 12;
+pub const SAMPLE_STACK_USER: u64 = 1 << 13;
+
+/// `sample_regs_user` bits of x86-64's registers (`perf_event_x86_regs`).
+pub const REG_X86_BP: u64 = 1 << 6;
+pub const REG_X86_SP: u64 = 1 << 7;
+pub const REG_X86_IP: u64 = 1 << 8;
 
 /// `read_format`: all the group's counts in one read.
 pub const PERF_FORMAT_GROUP: u64 = 1 << 3;

@@ -225,6 +225,10 @@ pub struct Engine {
     sampler: Option<Sampler>,
     stacks: HashMap<Vec<String>, u64>,
     samples_truncated: u64,
+    /// The modules' unwind tables, to unwind samples by their CFI.
+    unwind: crate::debugger::unwind::UnwindTables,
+    /// Wakes the loop to drain the sampling buffers, with `sample`.
+    sample_drain: Option<timer::PeriodicTimer>,
     /// New processes whose first stop came before their parent's fork
     /// event: held stopped until the event says how to treat them.
     early: HashSet<Pid>,
@@ -284,6 +288,8 @@ impl Engine {
             sampler: None,
             stacks: HashMap::new(),
             samples_truncated: 0,
+            unwind: Default::default(),
+            sample_drain: None,
             main: 0,
             attached,
             shared: attached,
@@ -434,7 +440,10 @@ impl Engine {
             Sampler::open(self.main, TASK_CLOCK_EVENT, SAMPLES_PER_SECOND)
         });
         match opened {
-            Ok(sampler) => self.sampler = Some(sampler),
+            Ok(sampler) => {
+                self.sampler = Some(sampler);
+                self.start_sample_drain();
+            }
             Err(e) => eprintln!("== CALIPER: cali-run: cannot sample process {}: {e}", self.main),
         }
     }
@@ -470,6 +479,7 @@ impl Engine {
                 break;
             }
             self.watch();
+            self.drain_samples_when_due();
             if self.stalled {
                 self.let_go_all();
                 break;

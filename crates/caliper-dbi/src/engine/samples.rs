@@ -2,27 +2,71 @@
 //! and their call chains named by the functions of the sampled process's
 //! modules.
 //!
-//! The kernel walks a user call chain by frame pointers, so in code built
-//! without them it reads whatever lies on the stack (text, -1, a pointer
-//! to data) as return addresses. A caller frame is kept only where its
-//! return address lies in code of the process; the chain is cut at the
-//! first one that does not, and the cut counted: every frame shown is
-//! then a function or a module and offset.
+//! A sample's chain is unwound by the modules' CFI (`.eh_frame`) from the
+//! registers and the copy of the stack it carries, so that code built
+//! without frame pointers shows its callers. Where that gives no caller
+//! (no copy, or no unwind entry), the chain is the kernel's, walked by
+//! frame pointers, which in code built without them reads whatever lies
+//! on the stack (text, -1, a pointer to data) as return addresses. Either
+//! way a caller frame is kept only where its return address lies in code
+//! of the process; the chain is cut at the first one that does not, and
+//! the cut counted: every frame shown is then a function or a module and
+//! offset.
 
 use super::Engine;
+use super::timer::PeriodicTimer;
+use crate::debugger::unwind::{CodeFile, UnwindTables};
 use crate::image::Image;
 use crate::maps::{self, Mapping};
 use crate::ptrace::Pid;
+use crate::sample::Sample;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// How often the loop drains the sampling buffers: with its stack copy a
+/// sample takes about 8 KiB, so at 1 kHz a processor's buffer fills in
+/// about 2 s, and a program that runs without stopping for the tool
+/// would lose samples between drains at its stops.
+const DRAIN_PERIOD: Duration = Duration::from_millis(200);
+
+/// Set by the drain timer, taken by the loop.
+static DRAIN_DUE: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn note_drain_due(_: libc::c_int) {
+    DRAIN_DUE.store(true, Ordering::Relaxed);
+}
 
 impl Engine {
+    /// Starts the drain timer (on `SIGRTMIN + 2`; the observer's timer has
+    /// `SIGRTMIN`, the watchdog's `SIGRTMIN + 1`). Without it samples are
+    /// drained at the program's stops only.
+    pub(super) fn start_sample_drain(&mut self) {
+        match PeriodicTimer::start(DRAIN_PERIOD, libc::SIGRTMIN() + 2, note_drain_due, &DRAIN_DUE) {
+            Ok(timer) => self.sample_drain = Some(timer),
+            Err(e) => eprintln!("== CALIPER: cali-run: samples drained at the program's stops only ({e})"),
+        }
+    }
+
+    /// Drains the sampling buffers when the drain timer has fired.
+    pub(super) fn drain_samples_when_due(&mut self) {
+        if DRAIN_DUE.swap(false, Ordering::Relaxed) {
+            self.take_samples();
+        }
+    }
+
     /// Drains the sampling buffer into the stack counts.
     pub(super) fn take_samples(&mut self) {
         let Some(sampler) = self.sampler.as_mut() else { return };
         // Read once a drain, for an address outside the modules known.
         let mut mapped: HashMap<Pid, Vec<Mapping>> = HashMap::new();
+        let mut files: HashMap<Pid, Vec<CodeFile>> = HashMap::new();
         for sample in sampler.drain() {
             let image = self.processes.get(&sample.pid).and_then(|p| self.images.get(&p.image));
+            let files = files
+                .entry(sample.pid)
+                .or_insert_with(|| self.unwind.code_files(sample.pid, image.map_or(&[], |i| &i.modules)));
+            let chain = unwound_chain(&mut self.unwind, files, &sample).unwrap_or(sample.chain);
             let mut name = |addr: u64| {
                 module_name(image, addr).or_else(|| {
                     let code = mapped.entry(sample.pid).or_insert_with(|| executable_mappings(sample.pid));
@@ -31,8 +75,8 @@ impl Engine {
             };
             // Innermost first; a return address names its caller through
             // the call before it.
-            let mut stack = Vec::with_capacity(sample.chain.len());
-            for (i, &ip) in sample.chain.iter().enumerate() {
+            let mut stack = Vec::with_capacity(chain.len());
+            for (i, &ip) in chain.iter().enumerate() {
                 match name(if i == 0 { ip } else { ip.wrapping_sub(1) }) {
                     Some(frame) => stack.push(frame),
                     // The sampled instruction ran, named or not (its
@@ -48,6 +92,14 @@ impl Engine {
             *self.stacks.entry(stack).or_default() += 1;
         }
     }
+}
+
+/// The chain of `sample` unwound by CFI from its registers and stack copy,
+/// where that finds a caller.
+fn unwound_chain(tables: &mut UnwindTables, files: &[CodeFile], sample: &Sample) -> Option<Vec<u64>> {
+    let user = sample.user.as_ref()?;
+    let frames = tables.backtrace(files, (user.pc, user.sp, user.bp), |addr| user.read(addr), |_| None);
+    (frames.len() > 1).then(|| frames.iter().map(|f| f.address).collect())
 }
 
 /// The function at `addr`, or the module and offset, where `addr` is in
