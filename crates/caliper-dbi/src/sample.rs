@@ -226,3 +226,39 @@ impl Drop for Ring {
         unsafe { libc::munmap(self.ring.cast(), self.ring_len) };
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Reads little-endian words and bytes of `record` as the ring's
+    /// readers do.
+    fn parse(record: &[u8]) -> Option<UserState> {
+        let read = |at: u64, n: usize| -> u64 { (0..n).map(|i| u64::from(record[at as usize + i]) << (8 * i)).sum() };
+        user_state(0, record.len() as u64, read, |from, n| record[from as usize..from as usize + n].to_vec())
+    }
+
+    fn words(words: &[u64]) -> Vec<u8> {
+        words.iter().flat_map(|w| w.to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn the_stack_copy_is_the_part_the_kernel_filled() {
+        // abi 2 (64-bit), BP, SP, IP, size 24, three words of which two
+        // were filled (dyn_size 16).
+        let record = words(&[2, 0x7000, 0x6ff0, 0x401000, 24, 0x11, 0x401234, 0xdead, 16]);
+        let user = parse(&record).unwrap();
+        assert_eq!((user.pc, user.sp, user.bp), (0x401000, 0x6ff0, 0x7000));
+        assert_eq!(user.read(0x6ff0), Some(0x11));
+        assert_eq!(user.read(0x6ff8), Some(0x401234));
+        assert_eq!(user.read(0x7000), None, "past what the kernel copied");
+        assert_eq!(user.read(0x6fe8), None, "below the stack pointer");
+    }
+
+    #[test]
+    fn no_registers_or_no_stack_give_no_state() {
+        assert_eq!(parse(&words(&[0, 0])), None, "abi 0: no registers");
+        assert_eq!(parse(&words(&[2, 1, 2, 3, 0])), None, "no stack copied");
+        assert_eq!(parse(&words(&[2, 1, 2, 3, 64, 0])), None, "a record shorter than it says");
+    }
+}
