@@ -8,8 +8,9 @@
 
 use crate::relocate::BranchTargets;
 use gimli::{BaseAddresses, CieOrFde, EhFrame, LittleEndian, UnwindSection};
-use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SymbolKind};
-use std::collections::BTreeMap;
+use iced_x86::{Decoder, DecoderOptions, Mnemonic};
+use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, ObjectSymbolTable, RelocationTarget, SymbolKind};
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -41,6 +42,9 @@ pub struct ModuleInfo {
     /// The file, read again for [`ModuleInfo::branch_targets`].
     pub path: PathBuf,
     branch_targets: OnceLock<BranchTargets>,
+    /// The PLT entries (`.plt` and `.plt.got`) by the name of the function
+    /// each jumps to.
+    plt: HashMap<String, u64>,
 }
 
 impl ModuleInfo {
@@ -58,6 +62,12 @@ impl ModuleInfo {
                 .collect();
             BranchTargets::scan(&code, self.functions.iter().map(|f| (f.address, f.size)))
         })
+    }
+
+    /// The address of this module's PLT entry that jumps to the function
+    /// named `name`, if it has one.
+    pub fn plt_entry(&self, name: &str) -> Option<u64> {
+        self.plt.get(name).copied()
     }
 }
 
@@ -120,8 +130,11 @@ pub fn discover(data: &[u8]) -> Result<ModuleInfo, String> {
             })
             .or_insert_with(|| FunctionEntry { name: format!("{address:#x}"), address, size });
     }
-    for plt in plt_entries(&file, data) {
-        by_address.entry(plt.address).or_insert(plt);
+    let mut plt = got_plt_entries(&file);
+    for entry in plt_entries(&file, data) {
+        let name = entry.name.strip_suffix("@plt").unwrap_or(&entry.name).to_string();
+        plt.insert(name, entry.address);
+        by_address.entry(entry.address).or_insert(entry);
     }
     let first_segment =
         file.segments().map(|s| (s.address() & !0xfff, s.file_range().0 & !0xfff)).min().unwrap_or((0, 0));
@@ -130,6 +143,7 @@ pub fn discover(data: &[u8]) -> Result<ModuleInfo, String> {
         entry: file.entry(),
         dynamic: file.section_by_name(".dynamic").map(|s| s.address()),
         first_segment,
+        plt,
         ..ModuleInfo::default()
     })
 }
@@ -198,6 +212,44 @@ fn plt_entries(file: &object::File, data: &[u8]) -> Vec<FunctionEntry> {
             break;
         }
         entries.push(FunctionEntry { name: format!("{name}@plt"), address, size: ENTRY });
+    }
+    entries
+}
+
+/// The `.plt.got` entries (a `jmp [rip+d]` through the GOT slot of a
+/// function whose address the module also takes, which the linker binds at
+/// load): the name of the function each jumps to, and its address. They
+/// are not instrumented: a call through one enters its function with the
+/// return address of the call.
+fn got_plt_entries(file: &object::File) -> HashMap<String, u64> {
+    let Some(code) = file.section_by_name(".plt.got") else { return HashMap::new() };
+    let (Ok(bytes), Some(symbols)) = (code.data(), file.dynamic_symbol_table()) else { return HashMap::new() };
+    let slots: HashMap<u64, String> = file
+        .dynamic_relocations()
+        .into_iter()
+        .flatten()
+        .filter_map(|(slot, rel)| match rel.target() {
+            RelocationTarget::Symbol(i) => Some((slot, symbols.symbol_by_index(i).ok()?.name().ok()?.to_string())),
+            _ => None,
+        })
+        .collect();
+    let mut entries = HashMap::new();
+    // An entry starts at its first instruction that is not padding
+    // (`endbr64` where the module has indirect branch tracking).
+    let mut start = None;
+    for insn in Decoder::with_ip(64, bytes, code.address(), DecoderOptions::NONE) {
+        if insn.mnemonic() == Mnemonic::Nop {
+            continue;
+        }
+        let entry = *start.get_or_insert(insn.ip());
+        if insn.mnemonic() == Mnemonic::Jmp {
+            if insn.is_ip_rel_memory_operand()
+                && let Some(name) = slots.get(&insn.ip_rel_memory_address())
+            {
+                entries.insert(name.clone(), entry);
+            }
+            start = None;
+        }
     }
     entries
 }

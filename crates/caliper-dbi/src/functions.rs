@@ -136,6 +136,19 @@ impl ArcTable {
         self.records.len() - 1
     }
 
+    /// The arcs along which calls were made, given the counter values: an
+    /// arc trampoline knows the call sites in the code before any call
+    /// comes from them, and one never used is no arc of the program's.
+    pub fn taken(&self, counters: &[u64]) -> ArcTable {
+        let mut taken = ArcTable::default();
+        let called = self.records.iter().enumerate().filter(|&(id, _)| self.calls(id, counters) > 0);
+        for (_, r) in called {
+            taken.index.insert((r.callee, r.caller_module.clone(), r.callsite), taken.records.len());
+            taken.records.push(r.clone());
+        }
+        taken
+    }
+
     /// The total calls along arc `id`, given the counter values.
     pub fn calls(&self, id: usize, counters: &[u64]) -> u64 {
         let r = &self.records[id];

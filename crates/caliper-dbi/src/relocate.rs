@@ -105,15 +105,23 @@ pub fn covered_len(instructions: &[Instruction]) -> u64 {
 /// The direct branch and call targets of a module's code, with where
 /// each branch is: a jump may replace a function's first bytes only if
 /// nothing branches into them (an entry shared by several functions, as
-/// the C library's string functions have, is such a branch).
+/// the C library's string functions have, is such a branch). The direct
+/// calls are kept apart too, (target, return address) each, and the
+/// branches out of a function, (target, the function's entry) each: the
+/// call sites an arc trampoline can know before the first call from them
+/// (a function's tail call returns to its callers).
 #[derive(Debug, Clone, Default)]
-pub struct BranchTargets(Vec<(u64, u64)>);
+pub struct BranchTargets {
+    targets: Vec<(u64, u64)>,
+    calls: Vec<(u64, u64)>,
+    tail_calls: Vec<(u64, u64)>,
+}
 
 impl BranchTargets {
     /// Decodes each function (address, size) whose bytes lie in one of
     /// `sections` (address, bytes) and notes its direct branch targets.
     pub fn scan(sections: &[(u64, &[u8])], functions: impl Iterator<Item = (u64, u64)>) -> BranchTargets {
-        let mut targets = Vec::new();
+        let (mut targets, mut calls, mut tail_calls) = (Vec::new(), Vec::new(), Vec::new());
         let mut insn = Instruction::default();
         for (address, size) in functions {
             let Some((base, bytes)) =
@@ -128,19 +136,45 @@ impl BranchTargets {
                 decoder.decode_out(&mut insn);
                 if insn.op0_kind() == OpKind::NearBranch64 {
                     targets.push((insn.near_branch64(), insn.ip()));
+                    let target = insn.near_branch64();
+                    if insn.mnemonic() == Mnemonic::Call {
+                        calls.push((target, insn.next_ip()));
+                    } else if !(address..address.saturating_add(size)).contains(&target) {
+                        tail_calls.push((target, address));
+                    }
                 }
             }
         }
         targets.sort_unstable();
         targets.dedup_by_key(|t| t.0);
-        BranchTargets(targets)
+        calls.sort_unstable();
+        tail_calls.sort_unstable();
+        tail_calls.dedup();
+        BranchTargets { targets, calls, tail_calls }
     }
 
     /// Where a branch into (`low`, `high`) is, if any.
     pub fn into_range(&self, low: u64, high: u64) -> Option<u64> {
-        let first = self.0.partition_point(|t| t.0 <= low);
-        self.0.get(first).filter(|t| t.0 < high).map(|t| t.1)
+        let first = self.targets.partition_point(|t| t.0 <= low);
+        self.targets.get(first).filter(|t| t.0 < high).map(|t| t.1)
     }
+
+    /// The return addresses of the direct calls to `target`, in order.
+    pub fn calls_to(&self, target: u64) -> impl Iterator<Item = u64> + '_ {
+        paired_with(&self.calls, target)
+    }
+
+    /// The entries of the functions that branch to `target` outside
+    /// their own code (tail calls), in order.
+    pub fn tail_calls_to(&self, target: u64) -> impl Iterator<Item = u64> + '_ {
+        paired_with(&self.tail_calls, target)
+    }
+}
+
+/// The second of each pair in sorted `pairs` whose first is `key`.
+fn paired_with(pairs: &[(u64, u64)], key: u64) -> impl Iterator<Item = u64> + '_ {
+    let first = pairs.partition_point(|p| p.0 < key);
+    pairs[first..].iter().take_while(move |p| p.0 == key).map(|p| p.1)
 }
 
 /// Checks that a jump may replace the first `prefix_len` bytes of the
@@ -520,6 +554,22 @@ mod tests {
         assert_eq!(check_patchable(0x1000, 0, 5, None, &none), Err(Unpatchable::UnknownSize));
         assert_eq!(check_patchable(0x1000, 7, 5, Some(0x1003), &none), Err(Unpatchable::OverlapsNext));
         assert_eq!(check_patchable(0x1000, 5, 5, None, &none), Ok(()));
+    }
+
+    #[test]
+    fn keeps_the_direct_calls_and_the_tail_calls() {
+        // A function at 0x1000: call 0x1010; jmp 0x1010; call 0x1010; one
+        // at 0x100c: call 0x1020.
+        let code =
+            [0xe8, 0x0b, 0x00, 0x00, 0x00, 0xeb, 0x09, 0xe8, 0x04, 0x00, 0x00, 0x00, 0xe8, 0x0f, 0x00, 0x00, 0x00];
+        let sections = [(0x1000, code.as_slice())];
+        let targets = BranchTargets::scan(&sections, [(0x1000, 0xc), (0x100c, 5)].into_iter());
+        assert_eq!(targets.calls_to(0x1010).collect::<Vec<_>>(), [0x1005, 0x100c], "the jump is no call");
+        assert_eq!(targets.calls_to(0x1020).collect::<Vec<_>>(), [0x1011]);
+        assert_eq!(targets.calls_to(0x1000).count(), 0);
+        assert_eq!(targets.tail_calls_to(0x1010).collect::<Vec<_>>(), [0x1000], "a jump out of the function");
+        let wider = BranchTargets::scan(&sections, [(0x1000, 0x20)].into_iter());
+        assert_eq!(wider.tail_calls_to(0x1010).count(), 0, "a jump inside it");
     }
 
     #[test]

@@ -120,6 +120,37 @@ fn call_sites_past_the_list_are_counted_together() {
 }
 
 #[test]
+fn direct_call_sites_are_known_before_their_first_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = common::source("known_sites.c");
+    let source = source.to_str().unwrap();
+    common::gcc(dir.path(), &["-O2", "-shared", "-fPIC", "-DLIBRARY", "-o", "libknown.so", source]);
+    common::gcc(dir.path(), &["-O2", "-o", "known_sites", source, "-L.", "-lknown", "-Wl,-rpath,$ORIGIN"]);
+    let traps = |collector: &str| {
+        let file = dir.path().join(format!("{collector}.cali"));
+        let functions = "main,target,lib_calls,shared_target,shared_target@plt";
+        let options = ["-c", collector, "-i", functions, "-o", file.to_str().unwrap()];
+        let output = run_in(dir.path(), &options, "./known_sites", &[]);
+        assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+        (common::traps(&file), file)
+    };
+    let (fcount, _) = traps("fcount");
+    let (arcs, file) = traps("arcs");
+    // Each site its own arc with its calls, the sites that never ran none;
+    // the library's last call is a tail call: it returns to main.
+    let arcs_of = read_arcs(&file);
+    let sites = |caller: &str, callee: &str| arcs_of[&(caller.into(), callee.into())].clone();
+    assert_eq!(sites("main", "target"), (1..=12).collect::<Vec<u64>>());
+    let through_plt = [1, 1, 2, 3, 4, 5, 6, 7, 8];
+    assert_eq!(sites("main", "shared_target"), through_plt);
+    assert_eq!(sites("lib_calls", "shared_target"), [1, 1, 1, 1]);
+    assert_eq!(sites("main", "shared_target@plt"), through_plt);
+    // Only the first call of each function stops the program, under
+    // either collector.
+    assert_eq!(arcs, fcount, "traps under arcs and under fcount");
+}
+
+#[test]
 fn coverage_marks_what_ran() {
     let dir = counts_dir();
     let out = tempfile::tempdir().unwrap();

@@ -2,7 +2,7 @@
 //! the callee's entry), and the arc trampolines' lists of known sites.
 
 use super::Engine;
-use crate::image::{Counting, SiteSlots, Stopped};
+use crate::image::{Counting, Image, SiteSlots, Stopped};
 use crate::ptrace::Pid;
 use crate::relocate;
 use std::sync::Arc;
@@ -26,8 +26,13 @@ pub(super) struct SiteList {
 
 impl SiteList {
     /// The list of a new arc trampoline counting calls in `slot`.
-    pub(super) fn new(slot: usize) -> SiteList {
+    fn new(slot: usize) -> SiteList {
         SiteList { slot, sites: Vec::new(), other: None, frozen: false }
+    }
+
+    /// The slot of the function's calls.
+    pub(super) fn slot(&self) -> usize {
+        self.slot
     }
 
     pub(super) fn counting(&self) -> Counting {
@@ -35,7 +40,82 @@ impl SiteList {
     }
 }
 
+/// How many tail calls deep [`calls_of`] looks for call sites.
+const TAIL_CALLS: u32 = 1;
+
+/// Adds to `sites` the return addresses of the direct calls of the function
+/// `name` at `entry` in the file of module `home`: in its module, the calls
+/// of the entry; in every module, the calls of the PLT entry of its name
+/// (a library calls its own exported functions through one too); and,
+/// `depth` levels of tail calls deep, the calls of the functions that jump
+/// to it (their calls return from it).
+fn calls_of(image: &Image, home: usize, entry: u64, name: &str, depth: u32, sites: &mut Vec<u64>) {
+    for (m, module) in image.modules.iter().enumerate() {
+        let direct = (m == home).then_some(entry);
+        for target in direct.into_iter().chain(module.info.plt_entry(name)) {
+            let code = module.info.branch_targets();
+            sites.extend(code.calls_to(target).map(|ret| ret.wrapping_add(module.bias)));
+            if depth == 0 {
+                continue;
+            }
+            let functions = &module.info.functions;
+            for from in code.tail_calls_to(target).filter(|&from| m != home || from != entry) {
+                if let Ok(i) = functions.binary_search_by_key(&from, |g| g.address) {
+                    calls_of(image, m, from, &functions[i].name, depth - 1, sites);
+                }
+            }
+        }
+    }
+}
+
 impl Engine {
+    /// The list of the first arc trampoline of function `f` at `entry`,
+    /// first called with return address `ret` (if the stack could be
+    /// read): that call's site and the
+    /// call sites the code shows (see [`Engine::sites_in_code`]) known
+    /// already, so that only calls from other sites (through pointers, from
+    /// modules loaded later) stop at its trap. A function called from more
+    /// sites than a trampoline knows starts with the first call's alone:
+    /// the first sites to call it take the places. None when no counter
+    /// slot is left.
+    pub(super) fn first_sites(&mut self, image_id: usize, f: usize, entry: u64, ret: Option<u64>) -> Option<SiteList> {
+        let slot = match self.functions.records[f].slot {
+            Some(slot) => slot,
+            None => self.counters.allocate()?,
+        };
+        let mut list = SiteList::new(slot);
+        let mut sites = self.sites_in_code(image_id, f, entry);
+        if sites.len() > MAX_SITES {
+            sites.clear();
+        }
+        if let Some(ret) = ret.filter(|r| !sites.contains(r) && sites.len() < MAX_SITES) {
+            sites.insert(0, ret);
+        }
+        for ret in sites {
+            let (Some(value), Some(count)) = (self.counters.allocate(), self.counters.allocate()) else { break };
+            if self.counters.write(value, ret).is_err() {
+                break;
+            }
+            let arc = self.arc_of(image_id, f, ret);
+            self.arcs.records[arc].slots.push(count);
+            list.sites.push((ret, SiteSlots { value, count }, arc));
+        }
+        Some(list)
+    }
+
+    /// The return addresses of the direct calls of function `f` at
+    /// `entry` (see [`calls_of`]).
+    fn sites_in_code(&self, image_id: usize, f: usize, entry: u64) -> Vec<u64> {
+        let image = &self.images[&image_id];
+        let Some(home) = image.module_of(entry) else { return Vec::new() };
+        let in_file = entry.wrapping_sub(image.modules[home].bias);
+        let mut sites = Vec::new();
+        calls_of(image, home, in_file, &self.functions.records[f].name, TAIL_CALLS, &mut sites);
+        sites.sort_unstable();
+        sites.dedup();
+        sites
+    }
+
     /// The arc from the call that returns to `ret` to function `f`.
     pub(super) fn arc_of(&mut self, image_id: usize, f: usize, ret: u64) -> usize {
         let image = &self.images[&image_id];

@@ -77,11 +77,12 @@ impl Engine {
     /// arcs seen so far; the exit is [`Exit::Detached`] while the main
     /// process runs.
     pub fn results_so_far(&self) -> Outcome {
+        let counters = self.read_counters();
         Outcome {
             exit: self.exit.unwrap_or(Exit::Detached),
             functions: self.functions.clone(),
-            arcs: self.arcs.clone(),
-            counters: self.read_counters(),
+            arcs: self.arcs.taken(&counters),
+            counters,
             stacks: self.stacks.clone(),
             samples_lost: self.sampler.as_ref().map_or(0, |s| s.lost),
             samples_truncated: self.samples_truncated,

@@ -705,7 +705,7 @@ impl Engine {
         Outcome {
             exit: self.exit.unwrap_or(Exit::Detached),
             functions: self.functions,
-            arcs: self.arcs,
+            arcs: self.arcs.taken(&counters),
             counters,
             stacks: self.stacks,
             samples_lost,

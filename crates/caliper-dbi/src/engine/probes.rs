@@ -158,6 +158,13 @@ impl Engine {
             let _ = self.images.get_mut(&image_id).expect("live image").remove(addr);
             return addr;
         }
+        let sites = match function {
+            Some(f) if self.config.collect.arcs && !internal && !self.config.breakpoints_only => {
+                let ret = self.images[&image_id].memory.read_u64(rsp).ok();
+                self.first_sites(image_id, f, addr, ret)
+            }
+            _ => None,
+        };
         let stopped = self.stop_world(image_id, tid);
         let mut busy: Vec<u64> = stopped.iter().filter_map(|&t| ptrace::registers(t).ok()).map(|r| r.rip).collect();
         busy.extend(self.held_at(image_id));
@@ -168,13 +175,14 @@ impl Engine {
             // A function patched in another image (a forked child, an
             // earlier run of the program) counts into the same slot.
             Some(f) if !internal && !self.config.breakpoints_only => {
-                match self.functions.records[f].slot.or(self.counters.peek_next()) {
+                let slot = match &sites {
+                    Some(list) => Some(list.slot()),
+                    None if self.config.collect.arcs => None,
+                    None => self.functions.records[f].slot.or(self.counters.peek_next()),
+                };
+                match slot {
                     Some(slot) => {
-                        let counting = if self.config.collect.arcs {
-                            Counting::Arcs { slot, sites: Vec::new(), other: None }
-                        } else {
-                            Counting::Calls { slot }
-                        };
+                        let counting = sites.as_ref().map_or(Counting::Calls { slot }, SiteList::counting);
                         let size = self.functions.records[f].size;
                         let increment = self.counters.increment(self.shared);
                         image.patch(addr, size, &counting, increment, &busy, &mut thread).map(|p| (p, slot))
@@ -194,8 +202,8 @@ impl Engine {
                 let record = &mut self.functions.records[function.expect("patched functions exist")];
                 record.slot = Some(slot);
                 record.mode = Mode::Trampoline;
-                if self.config.collect.arcs {
-                    self.sites.insert((image_id, addr), SiteList::new(slot));
+                if let Some(list) = sites {
+                    self.sites.insert((image_id, addr), list);
                 }
                 patch.trampoline
             }

@@ -40,7 +40,7 @@ pub fn cali_run() -> Command {
     Command::new(env!("CARGO_BIN_EXE_cali-run"))
 }
 
-fn source(name: &str) -> PathBuf {
+pub fn source(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c").join(name)
 }
 
