@@ -231,6 +231,11 @@ impl Image {
         self.modules.iter().position(|m| (m.low..m.high).contains(&addr))
     }
 
+    /// Whether `addr` lies in the trampolines written so far.
+    pub fn in_trampolines(&self, addr: u64) -> bool {
+        self.regions.iter().any(|r| (r.end - CODE_BYTES + SCRATCH..r.next).contains(&addr))
+    }
+
     /// Brings the module list up to date with `/proc/PID/maps`: modules
     /// gone are forgotten (their code is unmapped), new ones have their
     /// selected functions armed (with `arm`; without, the modules are only

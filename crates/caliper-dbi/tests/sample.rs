@@ -160,3 +160,19 @@ fn a_frame_pointer_walk_through_data_is_cut_and_counted() {
     let cut = " samples with the call chain cut at a return address outside the program's code";
     assert!(report.lines().any(|l| l.starts_with("== ") && l.contains(cut)), "{report}");
 }
+
+#[test]
+fn a_sample_in_a_trampoline_names_its_function_and_callers() {
+    let dir = tempfile::tempdir().unwrap();
+    common::build(dir.path(), "tiny_calls", &[]);
+    let file = dir.path().join("tiny_calls.cali");
+    let output =
+        common::run_in(dir.path(), &["-c", "fcount,sample", "-o", file.to_str().unwrap()], "./tiny_calls", &[]);
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "1\n");
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let stacks = stacks(&file);
+    let total: u64 = stacks.iter().map(|s| s.1).sum();
+    assert!(total >= 50, "{stacks:?}");
+    let in_loop: u64 = stacks.iter().filter(|s| s.0.contains("main;loop")).map(|s| s.1).sum();
+    assert!(in_loop * 10 >= total * 9, "most samples in main > loop (> tiny): {stacks:?}");
+}

@@ -14,6 +14,7 @@
 //! offset.
 
 use super::Engine;
+use super::debug::stands_for;
 use super::timer::PeriodicTimer;
 use crate::debugger::unwind::{CodeFile, UnwindTables};
 use crate::image::Image;
@@ -66,7 +67,7 @@ impl Engine {
             let files = files
                 .entry(sample.pid)
                 .or_insert_with(|| self.unwind.code_files(sample.pid, image.map_or(&[], |i| &i.modules)));
-            let chain = unwound_chain(&mut self.unwind, files, &sample).unwrap_or(sample.chain);
+            let chain = unwound_chain(&mut self.unwind, files, image, &sample).unwrap_or(sample.chain);
             let mut name = |addr: u64| {
                 module_name(image, addr).or_else(|| {
                     let code = mapped.entry(sample.pid).or_insert_with(|| executable_mappings(sample.pid));
@@ -95,11 +96,18 @@ impl Engine {
 }
 
 /// The chain of `sample` unwound by CFI from its registers and stack copy,
-/// where that finds a caller.
-fn unwound_chain(tables: &mut UnwindTables, files: &[CodeFile], sample: &Sample) -> Option<Vec<u64>> {
+/// where that finds a caller; an address in a trampoline stands for the
+/// program's instruction it runs for, from which unwinding goes on.
+fn unwound_chain(
+    tables: &mut UnwindTables,
+    files: &[CodeFile],
+    image: Option<&Image>,
+    sample: &Sample,
+) -> Option<Vec<u64>> {
     let user = sample.user.as_ref()?;
-    let frames = tables.backtrace(files, (user.pc, user.sp, user.bp), |addr| user.read(addr), |_| None);
-    (frames.len() > 1).then(|| frames.iter().map(|f| f.address).collect())
+    let translate = |addr| image.filter(|i| i.in_trampolines(addr)).and_then(|i| stands_for(i, addr));
+    let frames = tables.backtrace(files, (user.pc, user.sp, user.bp), |addr| user.read(addr), translate);
+    (frames.len() > 1).then(|| frames.iter().map(|f| f.stands_for.unwrap_or(f.address)).collect())
 }
 
 /// The function at `addr`, or the module and offset, where `addr` is in

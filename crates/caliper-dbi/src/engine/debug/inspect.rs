@@ -329,7 +329,7 @@ fn symbol_or_address(image: &Image, addr: u64) -> String {
 /// The program's instruction that the tool's code at `addr` runs for (a
 /// moved instruction's original, the entry for the probe, the
 /// continuation for the jump back), and the bytes the probe pushed.
-fn stands_for(image: &Image, addr: u64) -> Option<(u64, u64)> {
+pub(in crate::engine) fn stands_for(image: &Image, addr: u64) -> Option<(u64, u64)> {
     let moved = moved_code_at(image, addr)?;
     Some(match moved.layout.place(addr)? {
         Place::Probe { stack_adjust } => (moved.entry, stack_adjust),

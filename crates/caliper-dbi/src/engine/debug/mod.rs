@@ -14,6 +14,8 @@
 
 mod inspect;
 
+pub(super) use inspect::stands_for;
+
 use super::{Engine, StartError};
 use crate::debugger::DebugConfig;
 use crate::debugger::command::{self, Command, HELP, Location};
