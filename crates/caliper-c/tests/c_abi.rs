@@ -78,15 +78,7 @@ fn examples() -> &'static [(&'static str, Lang, PathBuf)] {
     BUILT.get_or_init(|| {
         let root = workspace_root();
         let cmake_dir = scratch("cmake-build");
-        must(
-            Command::new("cmake")
-                .arg("-S")
-                .arg(root.join("examples"))
-                .arg("-B")
-                .arg(&cmake_dir)
-                .arg(format!("-DCMAKE_PREFIX_PATH={}", prefix().display())),
-        );
-        must(Command::new("cmake").arg("--build").arg(&cmake_dir));
+        install::cmake_build(&root.join("examples"), &cmake_dir, prefix(), &[]);
         let pc_dir = scratch("pkg-config-build");
         let sources = [
             (Lang::C, "c/cali-example.c", "cali-example"),
@@ -1266,15 +1258,7 @@ fn fortran_builds() -> &'static [(&'static str, PathBuf)] {
     BUILT.get_or_init(|| {
         let sources = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fortran");
         let cmake_dir = scratch("fortran-cmake");
-        must(
-            Command::new("cmake")
-                .arg("-S")
-                .arg(&sources)
-                .arg("-B")
-                .arg(&cmake_dir)
-                .arg(format!("-DCMAKE_PREFIX_PATH={}", prefix().display())),
-        );
-        must(Command::new("cmake").arg("--build").arg(&cmake_dir));
+        install::cmake_build(&sources, &cmake_dir, prefix(), &[]);
         let pc_dir = scratch("fortran-pkg-config");
         for program in ["shapes", "types"] {
             build_with_pkg_config(Lang::Fortran, &sources.join(format!("{program}.f90")), &pc_dir.join(program));

@@ -93,15 +93,7 @@ fn run(exe: &Path, config: Option<&str>, args: &[&str]) -> Output {
     if let Some(config) = config {
         cmd.env("CALI_CONFIG", config);
     }
-    let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{exe:?} {args:?} ({config:?}): {}\n{}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
+    must(&mut cmd)
 }
 
 /// The paths of a runtime-report's tree, as `report::rows` reads them.

@@ -655,15 +655,7 @@ fn cmake_target_links_libcaliper_mpi() {
     )
     .unwrap();
     let build_dir = dir.join("build");
-    must(
-        Command::new("cmake")
-            .arg("-S")
-            .arg(&dir)
-            .arg("-B")
-            .arg(&build_dir)
-            .arg(format!("-DCMAKE_PREFIX_PATH={}", prefix().display())),
-    );
-    must(Command::new("cmake").arg("--build").arg(&build_dir));
+    install::cmake_build(&dir, &build_dir, prefix(), &[]);
     mpirun(2, &dir, &[("CALI_CONFIG", "runtime-report(output=cross.txt)")], &build_dir.join("app"), &["2"]);
     let report = std::fs::read_to_string(dir.join("cross.txt")).unwrap();
     assert!(report.starts_with("Path") && report.contains("Min time/rank"), "{report}");
@@ -675,16 +667,7 @@ fn cmake_target_links_libcaliper_mpi() {
 fn cmake_build(dir: &Path, lists: &str) -> PathBuf {
     std::fs::write(dir.join("CMakeLists.txt"), lists).unwrap();
     let build_dir = dir.join("build");
-    must(
-        Command::new("cmake")
-            .arg("-S")
-            .arg(dir)
-            .arg("-B")
-            .arg(&build_dir)
-            .arg(format!("-DCMAKE_PREFIX_PATH={}", prefix().display()))
-            .arg("-DCMAKE_EXE_LINKER_FLAGS=-Wl,--as-needed"),
-    );
-    must(Command::new("cmake").arg("--build").arg(&build_dir));
+    install::cmake_build(dir, &build_dir, prefix(), &["-DCMAKE_EXE_LINKER_FLAGS=-Wl,--as-needed"]);
     build_dir
 }
 

@@ -5,7 +5,7 @@
 
 use crate::workspace_root;
 use std::fs::File;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// Whether `tool` is on the PATH.
@@ -31,6 +31,17 @@ pub fn must(cmd: &mut Command) -> Output {
         String::from_utf8_lossy(&out.stderr)
     );
     out
+}
+
+/// Configures the CMake project in `source` into `build` against the
+/// installed `prefix` (`find_package(caliper)` finds it there), with the
+/// `-D` arguments `defines`, and builds it.
+pub fn cmake_build(source: &Path, build: &Path, prefix: &Path, defines: &[&str]) {
+    let mut configure = Command::new("cmake");
+    configure.arg("-S").arg(source).arg("-B").arg(build);
+    configure.arg(format!("-DCMAKE_PREFIX_PATH={}", prefix.display())).args(defines);
+    must(&mut configure);
+    must(Command::new("cmake").arg("--build").arg(build));
 }
 
 /// Cargo's target directory.
