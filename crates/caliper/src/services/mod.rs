@@ -13,6 +13,7 @@ mod event;
 mod event_sampling;
 mod io;
 mod iteration_class;
+pub mod kokkos;
 mod libpfm;
 mod loop_monitor;
 mod loop_statistics;
@@ -56,6 +57,8 @@ pub const SERVICES: &[ServiceSpec] = &[
     debug::SPEC,
     event::SPEC,
     io::SPEC,
+    kokkos::LOOKUP_SPEC,
+    kokkos::TIME_SPEC,
     libpfm::SPEC,
     loop_monitor::SPEC,
     loop_statistics::SPEC,
