@@ -14,17 +14,22 @@ pub struct Row {
 
 /// The rows of the runtime-report tree in `text`: the lines after the
 /// `Path` header (which may follow other output on its line), two spaces
-/// of indentation a level, the path then Time (E) and Time (I).
+/// of indentation a level, the path then Time (E) and Time (I). A name
+/// may hold spaces (Kokkos names its kernels so): it is the words before
+/// the numbers that end the line (so its last word must not be a number).
 pub fn rows(text: &str) -> Vec<Row> {
     let mut stack: Vec<String> = Vec::new();
     let mut rows = Vec::new();
     for line in text.lines().skip_while(|l| !l.contains("Path ")).skip(1).filter(|l| !l.trim().is_empty()) {
         let depth = (line.len() - line.trim_start().len()) / 2;
         let fields: Vec<&str> = line.split_whitespace().collect();
-        let [name, exclusive, inclusive, ..] = fields[..] else { panic!("not a report row: {line:?}") };
+        let numbers = fields.iter().rev().take_while(|f| f.parse::<f64>().is_ok()).count();
+        let (name, numbers) = fields.split_at(fields.len() - numbers.min(fields.len() - 1));
+        let [exclusive, inclusive, ..] = numbers[..] else { panic!("not a report row: {line:?}") };
+        let name = name.join(" ");
         let seconds = |s: &str| s.parse().unwrap_or_else(|_| panic!("not a time: {s:?} in {line:?}"));
         stack.truncate(depth);
-        stack.push(name.to_string());
+        stack.push(name);
         rows.push(Row { path: stack.join("/"), exclusive: seconds(exclusive), inclusive: seconds(inclusive) });
     }
     rows
@@ -53,5 +58,11 @@ mod tests {
         assert_eq!(paths(&rows), ["main", "main/foo", "w"]);
         assert_eq!(row(&rows, "main/foo").exclusive, 1.0);
         assert_eq!(row(&rows, "main").inclusive, 1.5);
+    }
+
+    #[test]
+    fn names_may_hold_spaces() {
+        let text = "Path Time (E) Time (I)\nsolve 0.5 1.5\n  init 2 [a] 0.25 0.25\n";
+        assert_eq!(row(&rows(text), "solve/init 2 [a]").inclusive, 0.25);
     }
 }
