@@ -8,7 +8,8 @@
 # `script` (cali-query's progress bar is tested under the terminal it makes),
 # Debian's Open MPI (caliper-mpi builds against it; its tests run mpirun)
 # and libclang (the `mpi` crate of caliper-mpi's `rsmpi` feature generates
-# its bindings with it),
+# its bindings with it), Debian's Kokkos (libtrilinos-kokkos-dev: a real
+# Kokkos program runs with libcaliper as its tool),
 # and a Python virtualenv at target/test-venv (or under $CARGO_TARGET_DIR)
 # with the reference's clients from crates/caliper-testutil/py/requirements.txt
 # (the interoperability tests run them), maturin and pytest from
@@ -31,6 +32,7 @@ for tool in gcc:gcc g++:g++ gfortran:gfortran cmake:cmake pkg-config:pkg-config 
     command -v "${tool%%:*}" >/dev/null 2>&1 || missing+=("${tool##*:}")
 done
 ls /usr/lib/llvm-*/lib/libclang.so >/dev/null 2>&1 || missing+=(libclang-dev)
+[ -e /usr/include/trilinos/Kokkos_Core.hpp ] || missing+=(libtrilinos-kokkos-dev)
 if [ ${#missing[@]} -gt 0 ]; then
     echo "== installing ${missing[*]}"
     apt-get update -qq

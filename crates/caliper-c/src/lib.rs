@@ -30,6 +30,7 @@ mod channels;
 mod cxx_api;
 mod datatracker;
 mod entry;
+mod kokkos;
 mod logging;
 mod manager;
 mod mpi_binding;
