@@ -207,6 +207,10 @@ pub trait Service: Send + Sync {
     fn thread_state(&self) -> ServiceState {
         Box::new(())
     }
+    /// Prepares a flush of the channel, before any record or global is
+    /// read (the reference's `pre_flush_evt`): e.g. `adiak_import` turns
+    /// the program's Adiak values into globals here. Updates are stopped.
+    fn pre_flush(&self, _cali: &dyn Runtime, _channel: &dyn ChannelView) {}
     /// Emits the records gathered in the threads' states.
     fn flush(&self, _cali: &dyn Runtime, _states: &mut [&mut dyn ThreadService], _emit: &mut dyn FnMut(&Record)) {}
     /// Whether the service edits the channel's flushed records
@@ -262,6 +266,10 @@ pub trait Runtime: Sync {
     /// Sets a global attribute of the process (run metadata, e.g. the
     /// sampler's `sample.frequency`), outside any thread's update.
     fn set_global(&self, attr: Attribute, value: ValueKey);
+    /// Sets several global attributes of the process in one update of the
+    /// process context, so that the cost grows with their number, not its
+    /// square (e.g. `adiak_import`'s metadata).
+    fn set_globals(&self, values: &[(Attribute, ValueKey)]);
     /// The async-signal-safe snapshot entry, for a service's signal
     /// handler (see [`crate::signal`]).
     fn signal_entry(&self) -> SignalEntry;

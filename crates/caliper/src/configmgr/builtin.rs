@@ -87,7 +87,20 @@ pub(crate) fn controller(spec: &ConfigSpec, options: &Options) -> Result<Channel
             Output::Channel
         }
     };
+    add_adiak_import(spec, options, &mut config);
     Ok(ChannelController::new(&spec.name, config, options.channel_metadata(), output))
+}
+
+/// Adds `adiak_import` where the reference's configs do when it is built
+/// with Adiak: to the configs of category `adiak` (the profiles, `spot`)
+/// and to reports that print their metadata (`print.metadata`), when the
+/// program has Adiak. Without Adiak the config stays as it was, silently.
+fn add_adiak_import(spec: &ConfigSpec, options: &Options, config: &mut Vec<(String, String)>) {
+    let wanted = spec.categories.iter().any(|c| c == "adiak") || options.is_enabled("print.metadata");
+    let present = get_setting(config, "CALI_SERVICES_ENABLE").split(',').any(|s| s == "adiak_import");
+    if wanted && !present && crate::services::adiak_is_loaded() {
+        add_services(config, &["adiak_import"]);
+    }
 }
 
 /// `event-trace`: the trace as `.cali` through the recorder, or, with

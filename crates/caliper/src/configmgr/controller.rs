@@ -156,6 +156,7 @@ impl ChannelController {
 /// logged.
 fn write_output(cali: &Caliper, channel: &Channel, pattern: &str, write: impl FnOnce(&str) -> io::Result<()>) {
     cali.with_updates_stopped(|| {
+        cali.prepare_flush(channel);
         let name = output::substitute(cali, pattern);
         if let Err(e) = write(&name) {
             log::error(format_args!("{}: could not write {name}: {e}", channel.name()));

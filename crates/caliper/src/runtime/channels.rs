@@ -153,6 +153,9 @@ impl Runtime for Caliper {
     fn set_global(&self, attr: Attribute, value: ValueKey) {
         self.update_process(|bb| bb.set(attr, value));
     }
+    fn set_globals(&self, values: &[(Attribute, ValueKey)]) {
+        self.update_process(|bb| values.iter().for_each(|&(attr, value)| bb.set(attr, value)));
+    }
     fn request_flush(&self) {
         request_deferred_flush();
     }

@@ -78,7 +78,21 @@ impl Caliper {
     /// Hands every record the channel gathered to `emit` (records refer to
     /// the context tree).
     pub fn flush(&self, channel: &Channel, emit: &mut dyn FnMut(&Record)) {
-        self.with_updates_stopped(|| channel.flush(self, emit));
+        self.with_updates_stopped(|| {
+            self.prepare_flush(channel);
+            channel.flush(self, emit)
+        });
+    }
+
+    /// Runs the channel's services' [`Service::pre_flush`] hooks, before a
+    /// flush reads its records and globals. Updates must be stopped. A
+    /// service that fails costs its own preparation only.
+    pub(crate) fn prepare_flush(&self, channel: &Channel) {
+        for service in channel.services() {
+            contain(&format!("{}: {}", channel.name(), service.name()), || {
+                service.pre_flush(self, &ChannelOutput::new(self, channel))
+            });
+        }
     }
 
     /// Flushes a channel and writes its outputs (reports, files). A service
@@ -86,6 +100,7 @@ impl Caliper {
     pub fn flush_and_write(&self, channel: &Channel) {
         log::info(format_args!("{}: Flushing Caliper data", channel.name()));
         self.with_updates_stopped(|| {
+            self.prepare_flush(channel);
             for service in channel.services() {
                 if service.writes_output() {
                     contain(&format!("{}: {}", channel.name(), service.name()), || {

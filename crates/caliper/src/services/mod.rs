@@ -2,6 +2,7 @@
 //! that lists them: a new service is one file (with its [`ServiceSpec`])
 //! and one row of [`SERVICES`].
 
+mod adiak;
 mod aggregate;
 mod alloc;
 mod allocstats;
@@ -43,11 +44,14 @@ mod validator;
 use crate::config::RuntimeConfig;
 use crate::log;
 use crate::service::Runtime;
+pub(crate) use adiak::is_loaded as adiak_is_loaded;
 pub(crate) use registry::{Created, NotCreated};
 use registry::{ServiceSpec, Settings, Setup, Stage};
 
 /// Every service this runtime has.
 pub const SERVICES: &[ServiceSpec] = &[
+    adiak::EXPORT_SPEC,
+    adiak::IMPORT_SPEC,
     aggregate::SPEC,
     alloc::SPEC,
     allocstats::SPEC,
