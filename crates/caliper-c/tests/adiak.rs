@@ -156,6 +156,14 @@ fn an_adiak_name_that_is_a_context_attribute_is_left_to_the_program() {
 }
 
 #[test]
+fn a_report_for_a_query_has_them() {
+    let (program, _, _) = programs();
+    let out = run(program, &["query"], &[("CALI_SERVICES_ENABLE", "adiak_import,aggregate,event,timer")]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.lines().any(|l| l.contains("problem") && l.contains("sedov")), "{text}");
+}
+
+#[test]
 fn json_split_profiles_carry_them_for_hatchet() {
     let (program, _, _) = programs();
     let out = install::scratch("adiak", "json-split").join("profile.json");

@@ -24,7 +24,10 @@ pub fn write_report_for_query(
 ) -> Result<(), String> {
     let query = parse_query(calql).map_err(|e| format!("query parse error: {e}"))?;
     let view = ChannelOutput::new(cali, channel);
-    cali.with_updates_stopped(|| write_query(cali, &view, &query, Formatter::Expand, out, IfEmpty::Write))
-        .ok_or_else(|| "flush skipped: called from a signal handler that interrupted Caliper".to_string())?
-        .map_err(|e| format!("could not write the report: {e}"))
+    cali.with_updates_stopped(|| {
+        cali.prepare_flush(channel);
+        write_query(cali, &view, &query, Formatter::Expand, out, IfEmpty::Write)
+    })
+    .ok_or_else(|| "flush skipped: called from a signal handler that interrupted Caliper".to_string())?
+    .map_err(|e| format!("could not write the report: {e}"))
 }

@@ -4,7 +4,8 @@
  * With the argument "export" it flushes
  * Caliper's default channel and prints what Adiak then holds of the
  * Caliper globals `cali.caliper.version` and `build.mode`, and of its own
- * `problem`. */
+ * `problem`. With "query", it writes a report of channel 0 with its
+ * globals through cali_write_report_for_query to its output. */
 #include <adiak_tool.h>
 #include <caliper/cali.h>
 
@@ -26,6 +27,12 @@ static void print_adiak_value(const char *name)
       printf("%s\n", (const char *)v->v_ptr);
    else
       printf("%ld\n", v->v_long);
+}
+
+static void write_stdout(void *user_arg, const char *text, size_t len)
+{
+   (void)user_arg;
+   fwrite(text, 1, len, stdout);
 }
 
 int main(int argc, char **argv)
@@ -57,6 +64,8 @@ int main(int argc, char **argv)
       print_adiak_value("build.mode");
       print_adiak_value("problem");
    }
+   if (argc > 1 && strcmp(argv[1], "query") == 0)
+      cali_write_report_for_query(0, "select count() group by region format tree(print-globals)", write_stdout, NULL);
    adiak_fini();
    return 0;
 }
