@@ -86,12 +86,6 @@ impl Counters {
         Some(slot)
     }
 
-    /// Sets a slot (the return address of a call site, which trampolines
-    /// compare with): the tracees see it at once through their mappings.
-    pub fn write(&self, slot: usize, value: u64) -> io::Result<()> {
-        self.file.as_file().write_all_at(&value.to_le_bytes(), slot as u64 * 8)
-    }
-
     /// The current value of every allocated slot (over all its copies).
     pub fn read_all(&self) -> io::Result<Vec<u64>> {
         let mut totals = vec![0u64; self.next];
@@ -142,7 +136,7 @@ mod tests {
     fn a_count_is_the_sum_of_its_copies() {
         let mut counters = Counters::create().unwrap();
         let slot = counters.allocate().unwrap();
-        counters.write(slot, 5).unwrap();
+        counters.file.as_file().write_all_at(&5u64.to_le_bytes(), slot as u64 * 8).unwrap();
         if counters.copies > 1 {
             let last = (counters.copies as u64 - 1) * BYTES;
             counters.file.as_file().write_all_at(&7u64.to_le_bytes(), last + slot as u64 * 8).unwrap();

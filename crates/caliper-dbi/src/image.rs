@@ -139,13 +139,14 @@ pub enum Counting {
     Calls { slot: usize },
     /// The calls and the calls from each known site; calls from other
     /// sites trap to the tool, or with `other` count there.
-    Arcs { slot: usize, sites: Vec<SiteSlots>, other: Option<usize> },
+    Arcs { slot: usize, sites: Vec<KnownSite>, other: Option<usize> },
 }
 
-/// The slots of a call site: its return address and its count.
+/// A call site an arc trampoline knows: its return address (a constant
+/// in the trampoline) and the slot of its count.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SiteSlots {
-    pub value: usize,
+pub struct KnownSite {
+    pub ret: u64,
     pub count: usize,
 }
 
@@ -666,8 +667,7 @@ impl Image {
                     relocate::build(at, TrampolineProbe::Count { counter: slot(*s), increment }, moved, back)?
                 }
                 Counting::Arcs { slot: s, sites, other } => {
-                    let sites: Vec<Site> =
-                        sites.iter().map(|x| Site { value: slot(x.value), counter: slot(x.count) }).collect();
+                    let sites: Vec<Site> = sites.iter().map(|x| Site { ret: x.ret, counter: slot(x.count) }).collect();
                     let miss = other.map_or(Miss::Trap, |o| Miss::Count(slot(o)));
                     let probe = TrampolineProbe::Arcs { counter: slot(*s), sites: &sites, miss, increment };
                     relocate::build(at, probe, moved, back)?

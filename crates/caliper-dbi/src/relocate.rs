@@ -12,9 +12,10 @@
 //! stays counted by its breakpoint, and [`Unpatchable`] says why.
 
 use iced_x86::{
-    BlockEncoder, BlockEncoderOptions, Code, Decoder, DecoderOptions, FlowControl, Instruction, InstructionBlock,
-    MemoryOperand, Mnemonic, OpKind, Register,
+    BlockEncoder, BlockEncoderOptions, Code, Decoder, DecoderOptions, Encoder, FlowControl, Instruction,
+    InstructionBlock, MemoryOperand, Mnemonic, OpKind, Register,
 };
+use std::collections::HashMap;
 use std::fmt;
 
 /// The length of the `jmp rel32` written over a function's entry.
@@ -216,10 +217,11 @@ pub enum Probe<'a> {
     /// across a call.
     Count { counter: u64, increment: Increment },
     /// The call count, then the count of the call site: the return address
-    /// (at `[rsp]` on entry) compared with each known site's, and that
-    /// site's counter incremented. A return address that matches none
-    /// takes the `miss` path. RAX is saved on the stack below the return
-    /// address, which at a function's entry is free.
+    /// (at `[rsp]` on entry) looked up among the known sites' by a binary
+    /// search (see [`MAX_ARC_SITES`]), and that site's counter incremented.
+    /// A return address that matches none takes the `miss` path. RAX is
+    /// saved on the stack below the return address, which at a function's
+    /// entry is free.
     Arcs { counter: u64, sites: &'a [Site], miss: Miss, increment: Increment },
 }
 
@@ -235,8 +237,7 @@ pub enum Increment {
     Locked,
     /// `lock inc` of the running processor's copy of the counter, the
     /// copies `1 << stride_log2` bytes apart, processor N's the (N+1)th
-    /// (the first holds what the tool writes, such as the call sites'
-    /// return addresses, which every processor reads): threads on different
+    /// (the first is the one the other increments reach): threads on different
     /// processors do not fight for one cache line (a contended `lock inc`
     /// costs three times an uncontended one), and the lock keeps the count
     /// exact when a thread moves to another processor between reading the
@@ -254,12 +255,21 @@ pub const LOCK_PREFIX: u8 = 0xf0;
 /// A call site known to an arc-counting trampoline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Site {
-    /// Where the site's return address is kept (a counter-file slot the
-    /// tool writes).
-    pub value: u64,
+    /// The return address of its call.
+    pub ret: u64,
     /// The site's call counter.
     pub counter: u64,
 }
+
+/// The most call sites an arc trampoline knows. Its search takes
+/// log2(sites) compares, so the bound is its size: at most 63 bytes a site
+/// (the compare and its branches, the increment, per processor the
+/// longest, the return address as a constant), it stays within
+/// [`MAX_ARC_TRAMPOLINE`].
+pub const MAX_ARC_SITES: usize = 1024;
+
+/// The most bytes of an arc trampoline, a sixty-fourth of a region.
+pub const MAX_ARC_TRAMPOLINE: usize = 64 << 10;
 
 /// What an arc-counting trampoline does with a call from a new site.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -289,6 +299,10 @@ const LABEL: u64 = 0xffff_8000_0000_0000;
 /// The labels of the moved instructions, the Nth at `MOVED_LABEL + N`
 /// (the probe's are below).
 const MOVED_LABEL: u64 = LABEL + 0x1_0000;
+
+/// The labels of an arc probe's constants, the Nth site's return address
+/// at `CONSTANT_LABEL + N`.
+const CONSTANT_LABEL: u64 = LABEL + 0x2_0000;
 
 /// The `moved` instructions as the trampoline carries them, or why one of
 /// them cannot be moved. The block encoder redirects every operand that
@@ -401,71 +415,219 @@ fn unencodable(e: iced_x86::IcedError) -> Unpatchable {
     Unpatchable::Unencodable(e.to_string())
 }
 
-/// The arc-counting part of a trampoline; the index of the trap, if any.
+/// The arc-counting part of a trampoline, in `list`: RAX saved, the
+/// return address loaded into it and searched for among `sites`' (sorted
+/// here) in a tree of compares, each node one site's: equal, its counter
+/// incremented; below or above, the node of the lower or the higher half
+/// next; no site left, the `miss` path. The return addresses are constants
+/// after the trampoline's code (no immediate holds 64 bits), the Nth at
+/// `CONSTANT_LABEL + N`: they are returned, sorted, with the index of the
+/// trap, if any.
 fn arc_probe(
     list: &mut Vec<Instruction>,
     sites: &[Site],
     miss: Miss,
     increment_by: Increment,
-) -> Result<Option<usize>, Unpatchable> {
-    let done = LABEL;
-    let next = |i: usize| LABEL + 1 + i as u64;
+) -> Result<(Option<usize>, Vec<u64>), Unpatchable> {
+    let mut sorted = sites.to_vec();
+    sorted.sort_unstable_by_key(|s| s.ret);
     list.push(Instruction::with1(Code::Push_r64, Register::RAX).map_err(unencodable)?);
     let ret = MemoryOperand::with_base_displ(Register::RSP, 8);
     list.push(Instruction::with2(Code::Mov_r64_rm64, Register::RAX, ret).map_err(unencodable)?);
-    for (i, site) in sites.iter().enumerate() {
-        let value = MemoryOperand::with_base_displ(Register::RIP, site.value as i64);
-        let mut cmp = Instruction::with2(Code::Cmp_r64_rm64, Register::RAX, value).map_err(unencodable)?;
-        if i > 0 {
-            cmp.set_ip(next(i - 1));
-        }
-        list.push(cmp);
-        list.push(Instruction::with_branch(Code::Jne_rel32_64, next(i)).map_err(unencodable)?);
-        list.extend(increment(site.counter, increment_by)?);
-        list.push(Instruction::with_branch(Code::Jmp_rel32_64, done).map_err(unencodable)?);
-    }
+    let mut search = Search { list, sites: &sorted, increment_by };
+    search.node(0, sorted.len(), None)?;
     let mut on_miss = match miss {
         Miss::Trap => vec![Instruction::with(Code::Int3)],
         Miss::Count(counter) => increment(counter, increment_by)?,
     };
-    if !sites.is_empty() {
-        on_miss[0].set_ip(next(sites.len() - 1));
-    }
+    on_miss[0].set_ip(Search::MISS);
     let trap = (miss == Miss::Trap).then_some(list.len());
     list.extend(on_miss);
     let mut pop = Instruction::with1(Code::Pop_r64, Register::RAX).map_err(unencodable)?;
-    pop.set_ip(done);
+    pop.set_ip(Search::DONE);
     list.push(pop);
-    Ok(trap)
+    Ok((trap, sorted.iter().map(|s| s.ret).collect()))
+}
+
+/// The tree of compares of an arc probe, over sites sorted by return
+/// address, the return address in RAX.
+struct Search<'a> {
+    list: &'a mut Vec<Instruction>,
+    sites: &'a [Site],
+    increment_by: Increment,
+}
+
+impl Search<'_> {
+    /// The end of the probe, where RAX is restored.
+    const DONE: u64 = LABEL;
+    /// The path of a return address no site has.
+    const MISS: u64 = LABEL + 1;
+
+    /// The label of the node of site `i`.
+    fn node_label(i: usize) -> u64 {
+        LABEL + 2 + 2 * i as u64
+    }
+
+    /// The label of the branch to a half after site `i`'s compare.
+    fn halves_label(i: usize) -> u64 {
+        LABEL + 3 + 2 * i as u64
+    }
+
+    /// The node of the middle of `sites[low..high]` (its first
+    /// instruction labelled `label`, if it is a branch target), followed
+    /// by the nodes of the higher half, which it falls into, and those of
+    /// the lower half.
+    fn node(&mut self, low: usize, high: usize, label: Option<u64>) -> Result<(), Unpatchable> {
+        if low == high {
+            return Ok(());
+        }
+        let mid = low + (high - low) / 2;
+        let (lower, higher) = (low < mid, mid + 1 < high);
+        let constant = MemoryOperand::with_base_displ(Register::RIP, (CONSTANT_LABEL + mid as u64) as i64);
+        let mut cmp = Instruction::with2(Code::Cmp_r64_rm64, Register::RAX, constant).map_err(unencodable)?;
+        cmp.set_ip(label.unwrap_or(0));
+        self.list.push(cmp);
+        let unequal = if lower || higher { Self::halves_label(mid) } else { Self::MISS };
+        self.list.push(Instruction::with_branch(Code::Jne_rel32_64, unequal).map_err(unencodable)?);
+        self.list.extend(increment(self.sites[mid].counter, self.increment_by)?);
+        self.list.push(Instruction::with_branch(Code::Jmp_rel32_64, Self::DONE).map_err(unencodable)?);
+        if !(lower || higher) {
+            return Ok(());
+        }
+        let below = if lower { Self::node_label(low + (mid - low) / 2) } else { Self::MISS };
+        let mut jb = Instruction::with_branch(Code::Jb_rel32_64, below).map_err(unencodable)?;
+        jb.set_ip(Self::halves_label(mid));
+        self.list.push(jb);
+        if higher {
+            self.node(mid + 1, high, None)?;
+        } else {
+            self.list.push(Instruction::with_branch(Code::Jmp_rel32_64, Self::MISS).map_err(unencodable)?);
+        }
+        if lower {
+            self.node(low, mid, Some(Self::node_label(low + (mid - low) / 2)))?;
+        }
+        Ok(())
+    }
 }
 
 /// Encodes a trampoline at address `at`: the probe, the `moved`
-/// instructions (decoded at their original addresses), and a jump to
-/// `resume`.
+/// instructions (decoded at their original addresses), a jump to
+/// `resume`, and the probe's constants, 8-byte aligned.
 pub fn build(at: u64, probe: Probe, moved: &[Instruction], resume: u64) -> Result<Trampoline, Unpatchable> {
-    let mut list = Vec::with_capacity(moved.len() + 8);
+    let mut list = Vec::new();
     let mut trap = None;
+    let mut constants = Vec::new();
     match probe {
         Probe::None => {}
         Probe::Count { counter, increment: how } => list.extend(increment(counter, how)?),
         Probe::Arcs { counter, sites, miss, increment: how } => {
             list.extend(increment(counter, how)?);
-            trap = arc_probe(&mut list, sites, miss, how)?;
+            (trap, constants) = arc_probe(&mut list, sites, miss, how)?;
         }
     }
-    let probe_len = list.len();
-    list.extend(relabel(moved)?);
-    list.push(Instruction::with_branch(Code::Jmp_rel32_64, resume).map_err(unencodable)?);
-    let block = InstructionBlock::new(&list, at);
-    let encoded =
-        BlockEncoder::encode(64, block, BlockEncoderOptions::RETURN_NEW_INSTRUCTION_OFFSETS).map_err(unencodable)?;
-    let offsets = &encoded.new_instruction_offsets;
-    let trap = trap.map(|i| offsets[i] as u64);
-    let unlocked = (0..probe_len)
+    let probe = ProbeCode::encode(&list, at)?;
+    let mut back = relabel(moved)?;
+    back.push(Instruction::with_branch(Code::Jmp_rel32_64, resume).map_err(unencodable)?);
+    let block = InstructionBlock::new(&back, probe.end());
+    let back = BlockEncoder::encode(64, block, BlockEncoderOptions::NONE).map_err(unencodable)?.code_buffer;
+    let constants_at = (probe.end() + back.len() as u64).next_multiple_of(8);
+    let offset = |i: usize| probe.offsets[i];
+    let trap = trap.map(offset);
+    let unlocked = (0..list.len())
         .filter(|&i| list[i].code() == Code::Inc_rm64 && !list[i].has_lock_prefix())
-        .map(|i| offsets[i] as u64)
+        .map(offset)
         .collect();
-    Ok(Trampoline { code: encoded.code_buffer, trap, unlocked })
+    let mut code = probe.finish(|label| {
+        let n = label.checked_sub(CONSTANT_LABEL).filter(|&n| n < constants.len() as u64)?;
+        Some(constants_at + 8 * n)
+    })?;
+    code.extend(back);
+    if !constants.is_empty() {
+        code.resize((constants_at - at) as usize, INT3);
+        code.extend(constants.iter().flat_map(|c| c.to_le_bytes()));
+    }
+    Ok(Trampoline { code, trap, unlocked })
+}
+
+/// The byte of `int3`, which pads before an arc probe's constants.
+const INT3: u8 = 0xcc;
+
+/// A probe's code: its instructions encoded one after the other, each in
+/// the form it has (branches `rel32`, memory operands RIP-relative with
+/// 32-bit displacements), so that its length does not depend on what it
+/// reaches, and the labels it refers to (instruction addresses at or above
+/// `LABEL`) filled in once all are placed. The block encoder, which
+/// shortens branches, takes passes over the whole block: for a search over
+/// a thousand sites, milliseconds a trampoline.
+struct ProbeCode {
+    at: u64,
+    code: Vec<u8>,
+    /// The offset of each instruction.
+    offsets: Vec<u64>,
+    /// The address of each label an instruction has.
+    labels: HashMap<u64, u64>,
+    /// (the offset of a 32-bit field relative to the end of its
+    /// instruction, the offset of that end, the label it refers to).
+    fixups: Vec<(usize, u64, u64)>,
+}
+
+impl ProbeCode {
+    /// `list` encoded from `at`, its references to labels not filled in.
+    fn encode(list: &[Instruction], at: u64) -> Result<ProbeCode, Unpatchable> {
+        let mut encoder = Encoder::new(64);
+        let (mut offsets, mut labels, mut fixups) = (Vec::with_capacity(list.len()), HashMap::new(), Vec::new());
+        let mut offset = 0;
+        for insn in list {
+            let ip = at + offset;
+            if insn.ip() >= LABEL {
+                labels.insert(insn.ip(), ip);
+            }
+            // A label referred to is stood for by the instruction itself,
+            // in reach of it, until the fixup.
+            let mut placed = *insn;
+            let branch = (insn.op0_kind() == OpKind::NearBranch64 && insn.near_branch64() >= LABEL).then(|| {
+                placed.set_near_branch64(ip);
+                insn.near_branch64()
+            });
+            let memory = (insn.is_ip_rel_memory_operand() && insn.memory_displacement64() >= LABEL).then(|| {
+                placed.set_memory_displacement64(ip);
+                insn.memory_displacement64()
+            });
+            let len = encoder.encode(&placed, ip).map_err(unencodable)? as u64;
+            let constants = encoder.get_constant_offsets();
+            let end = offset + len;
+            if let Some(label) = branch {
+                if constants.immediate_size() != 4 {
+                    return Err(Unpatchable::Unencodable("a probe branch without a 32-bit offset".into()));
+                }
+                fixups.push((offset as usize + constants.immediate_offset(), end, label));
+            }
+            if let Some(label) = memory {
+                fixups.push((offset as usize + constants.displacement_offset(), end, label));
+            }
+            offsets.push(offset);
+            offset = end;
+        }
+        Ok(ProbeCode { at, code: encoder.take_buffer(), offsets, labels, fixups })
+    }
+
+    /// The address past the code.
+    fn end(&self) -> u64 {
+        self.at + self.code.len() as u64
+    }
+
+    /// The code, each label resolved to the instruction that has it, or
+    /// by `other` (the probe's constants).
+    fn finish(mut self, other: impl Fn(u64) -> Option<u64>) -> Result<Vec<u8>, Unpatchable> {
+        for &(field, end, label) in &self.fixups {
+            let target = self.labels.get(&label).copied().or_else(|| other(label));
+            let target = target.ok_or_else(|| Unpatchable::Unencodable(format!("no label {label:#x}")))?;
+            let relative = i32::try_from(target.wrapping_sub(self.at + end) as i64)
+                .map_err(|_| Unpatchable::Unencodable("a probe constant out of reach".into()))?;
+            self.code[field..field + 4].copy_from_slice(&relative.to_le_bytes());
+        }
+        Ok(self.code)
+    }
 }
 
 /// The address of the call instruction that ends at `ret` (a return
@@ -572,39 +734,98 @@ mod tests {
         assert_eq!(wider.tail_calls_to(0x1010).count(), 0, "a jump inside it");
     }
 
-    #[test]
-    #[rustfmt::skip]
-    fn arc_probe_compares_each_site_then_traps() {
-        // push rbp; mov rbp,rsp; nop
-        let code = [0x55, 0x48, 0x89, 0xe5, 0x90, 0x90];
-        let moved = entry_instructions(&code, 0x1000, JUMP_LEN).unwrap();
-        let sites =
-            [Site { value: 0x7000_3000, counter: 0x7000_3008 }, Site { value: 0x7000_3010, counter: 0x7000_3018 }];
-        let at = 0x7000_0000;
-        let probe = Probe::Arcs { counter: 0x7000_2000, sites: &sites, miss: Miss::Trap, increment: Increment::Locked };
-        let t = build(at, probe, &moved, 0x1005).unwrap();
+    /// What the arc probe of trampoline `t` at `at` does with return
+    /// address `ret` (its increments and compares run as the processor
+    /// would, the constants read from the code): the counters it
+    /// increments, whether it ends at the trap, and how many compares it
+    /// made.
+    fn run_arc_probe(t: &Trampoline, at: u64, ret: u64) -> (Vec<u64>, bool, usize) {
         let back = decode_all(&t.code, at);
-        let codes: Vec<Code> = back.iter().map(|i| i.code()).collect();
-        use Code::*;
-        assert_eq!(
-            codes,
-            [
-                Inc_rm64, Push_r64, Mov_r64_rm64, Cmp_r64_rm64, Jne_rel8_64, Inc_rm64, Jmp_rel8_64, Cmp_r64_rm64,
-                Jne_rel8_64, Inc_rm64, Jmp_rel8_64, Int3, Pop_r64, Push_r64, Mov_rm64_r64, Nopd, Jmp_rel32_64
-            ],
-            "the probe (its branches made short), the moved push rbp; mov rbp,rsp; nop, and the jump back"
-        );
-        let ip = |n: usize| back[n].ip();
-        assert_eq!(back[4].near_branch64(), ip(7), "a mismatch tries the next site");
-        assert_eq!(back[8].near_branch64(), ip(11), "the last mismatch traps");
-        assert_eq!(back[6].near_branch64(), ip(12), "a match skips to the end");
-        assert_eq!(t.trap, Some(ip(11) - at));
-        assert_eq!(back[3].memory_displacement64(), 0x7000_3000);
-        assert_eq!(back[9].memory_displacement64(), 0x7000_3018);
-        let counted =
-            build(at, Probe::Arcs { counter: 1 << 30, sites: &[], miss: Miss::Count(0x7000_4000), increment: Increment::Locked }, &moved, 0x1005)
-                .unwrap();
+        let index_of = |ip: u64| back.iter().position(|i| i.ip() == ip).expect("a branch to an instruction");
+        let constant = |addr: u64| {
+            let offset = (addr - at) as usize;
+            u64::from_le_bytes(t.code[offset..offset + 8].try_into().unwrap())
+        };
+        let (mut counted, mut compares, mut flags) = (Vec::new(), 0, (false, false));
+        let mut n = back.iter().position(|i| i.code() == Code::Mov_r64_rm64).unwrap() + 1;
+        loop {
+            let insn = &back[n];
+            n += 1;
+            match insn.code() {
+                Code::Cmp_r64_rm64 => {
+                    compares += 1;
+                    let value = constant(insn.ip_rel_memory_address());
+                    flags = (ret == value, ret < value);
+                }
+                Code::Jne_rel8_64 | Code::Jne_rel32_64 if !flags.0 => n = index_of(insn.near_branch64()),
+                Code::Jb_rel8_64 | Code::Jb_rel32_64 if flags.1 => n = index_of(insn.near_branch64()),
+                Code::Jmp_rel8_64 | Code::Jmp_rel32_64 => n = index_of(insn.near_branch64()),
+                Code::Jne_rel8_64 | Code::Jne_rel32_64 | Code::Jb_rel8_64 | Code::Jb_rel32_64 => {}
+                Code::Inc_rm64 => counted.push(insn.memory_displacement64()),
+                Code::Int3 => return (counted, true, compares),
+                Code::Pop_r64 => return (counted, false, compares),
+                other => panic!("{other:?} in the arc probe"),
+            }
+        }
+    }
+
+    #[test]
+    fn arc_probe_searches_the_sites_then_traps() {
+        // push rbp; mov rbp,rsp; nop
+        let moved = entry_instructions(&[0x55, 0x48, 0x89, 0xe5, 0x90, 0x90], 0x1000, JUMP_LEN).unwrap();
+        let at = 0x7000_0000;
+        for count in [0usize, 1, 2, 3, 7, 32, 100, 333] {
+            // Sites given out of order, spread over two modules far apart.
+            let sites: Vec<Site> = (0..count as u64)
+                .map(|i| (i * 7919) % count as u64)
+                .map(|k| Site { ret: ((k % 2) << 44) + 0x5555_0000 + k * 13, counter: 0x7000_8000 + 8 * k })
+                .collect();
+            let probe =
+                Probe::Arcs { counter: 0x7000_2000, sites: &sites, miss: Miss::Trap, increment: Increment::Locked };
+            let t = build(at, probe, &moved, 0x1005).unwrap();
+            let depth = (usize::BITS - count.leading_zeros()) as usize;
+            for site in &sites {
+                let (counted, trapped, compares) = run_arc_probe(&t, at, site.ret);
+                assert_eq!((counted, trapped), (vec![site.counter], false), "{count} sites: {:#x}", site.ret);
+                assert!(compares <= depth, "{count} sites: {compares} compares");
+            }
+            for stranger in [0, 0x5555_0001, 0x5555_0000 + 13 * count as u64, 1 << 44, u64::MAX] {
+                let (counted, trapped, compares) = run_arc_probe(&t, at, stranger);
+                assert_eq!((counted, trapped), (vec![], true), "{count} sites: {stranger:#x} traps");
+                assert!(compares <= depth);
+            }
+            let offset = |n: u64| n - at;
+            let back = decode_all(&t.code, at);
+            assert_eq!(t.trap, back.iter().find(|i| i.code() == Code::Int3).map(|i| offset(i.ip())));
+            let moved_push = back.iter().position(|i| i.code() == Code::Push_r64 && i.op0_register() == Register::RBP);
+            let jump_back = &back[moved_push.expect("the moved push rbp") + 3];
+            assert_eq!(jump_back.near_branch64(), 0x1005, "the moved instructions, then the jump back");
+            let constants = &t.code[(jump_back.next_ip() - at) as usize..];
+            let start = constants.len() - 8 * count;
+            assert!(constants[..start].iter().all(|&b| b == 0xcc), "only padding before the constants");
+            assert!(count == 0 || (t.code.len() - 8 * count).is_multiple_of(8), "the constants 8-byte aligned");
+        }
+        let counted = build(
+            at,
+            Probe::Arcs { counter: 1 << 30, sites: &[], miss: Miss::Count(0x7000_4000), increment: Increment::Locked },
+            &moved,
+            0x1005,
+        )
+        .unwrap();
         assert_eq!(counted.trap, None);
+        assert_eq!(run_arc_probe(&counted, at, 0x1234), (vec![0x7000_4000], false, 0), "no site: the other sites");
+    }
+
+    #[test]
+    fn an_arc_trampoline_with_the_most_sites_fits_its_bound() {
+        let moved = entry_instructions(&[0x55, 0x48, 0x89, 0xe5, 0x90], 0x1000, JUMP_LEN).unwrap();
+        let sites: Vec<Site> = (0..MAX_ARC_SITES as u64)
+            .map(|k| Site { ret: 0x5555_0000_0000 + k * 5, counter: 0x7fff_0000 + 8 * k })
+            .collect();
+        let increment = Increment::PerCpu { stride_log2: 23 };
+        let probe = Probe::Arcs { counter: 0x7000_2000, sites: &sites, miss: Miss::Count(0x7000_4000), increment };
+        let t = build(0x7000_0000, probe, &moved, 0x1005).unwrap();
+        assert!(t.code.len() <= MAX_ARC_TRAMPOLINE, "{} bytes", t.code.len());
     }
 
     #[test]
@@ -621,7 +842,7 @@ mod tests {
     #[test]
     fn an_unlocked_increment_becomes_locked_by_one_byte() {
         let moved = entry_instructions(&[0x55, 0x48, 0x89, 0xe5, 0x90], 0x1000, JUMP_LEN).unwrap();
-        let sites = [Site { value: 0x7000_3000, counter: 0x7000_3008 }];
+        let sites = [Site { ret: 0x5555_3000, counter: 0x7000_3008 }];
         let probe =
             Probe::Arcs { counter: 0x7000_2000, sites: &sites, miss: Miss::Trap, increment: Increment::Unlocked };
         let mut t = build(0x7000_0000, probe, &moved, 0x1005).unwrap();

@@ -105,18 +105,34 @@ fn arcs_count_each_call_site() {
 }
 
 #[test]
-fn call_sites_past_the_list_are_counted_together() {
+fn a_thousand_sites_in_the_code_are_known_and_learned_sites_are_bounded() {
     let dir = tempfile::tempdir().unwrap();
     common::build(dir.path(), "many_sites", &[]);
-    let file = dir.path().join("sites.cali");
-    let output =
-        run_in(dir.path(), &["-c", "arcs", "-i", "many_sites", "-o", file.to_str().unwrap()], "./many_sites", &[]);
-    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
-    let arcs = read_arcs(&file);
-    // Sites 1 to 32 in the order of their first calls, each its own arc;
-    // the other 8, from their first call on, one.
-    assert_eq!(arcs[&("main".into(), "target".into())], (1..=32).collect::<Vec<u64>>());
-    assert_eq!(arcs[&("(other call sites)".into(), "target".into())], [(33..=40).sum::<u64>()]);
+    let run = |collector: &str, function: &str| {
+        let file = dir.path().join(format!("{collector}-{function}.cali"));
+        let options = ["-c", collector, "-i", function, "-o", file.to_str().unwrap()];
+        let output = run_in(dir.path(), &options, "./many_sites", &[]);
+        assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+        (common::traps(&file), read_arcs(&file))
+    };
+    // Each of the first 992 direct sites (as many as a trampoline knows
+    // from the code) its own arc, known before its first call; the last 8
+    // counted together from the start: no stop beyond fcount's.
+    let (fcount, _) = run("fcount", "target");
+    let (traps, arcs) = run("arcs", "target");
+    assert_eq!(arcs[&("direct".into(), "target".into())], (1..=992).collect::<Vec<u64>>());
+    assert_eq!(arcs[&("(other call sites)".into(), "target".into())], [(993..=1000).sum::<u64>()]);
+    assert_eq!(traps, fcount, "traps under arcs and under fcount");
+    // Sites 1 to 32 through the pointer in the order of their first calls,
+    // each its own arc; the other 8, from their first call on, one.
+    let (fcount, _) = run("fcount", "pointed");
+    let (traps, arcs) = run("arcs", "pointed");
+    assert_eq!(arcs[&("indirect".into(), "pointed".into())], (1..=32).collect::<Vec<u64>>());
+    assert_eq!(arcs[&("(other call sites)".into(), "pointed".into())], [(33..=40).sum::<u64>()]);
+    // A stop at the first call of each learned site and of the first of
+    // the others; the first of all may be the function's first call, which
+    // stops under fcount too.
+    assert!((32..=33).contains(&(traps - fcount)), "{traps} traps under arcs, {fcount} under fcount");
 }
 
 #[test]

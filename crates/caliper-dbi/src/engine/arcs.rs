@@ -2,22 +2,35 @@
 //! the callee's entry), and the arc trampolines' lists of known sites.
 
 use super::Engine;
-use crate::image::{Counting, Image, SiteSlots, Stopped};
+use crate::image::{Counting, Image, KnownSite, Stopped};
 use crate::ptrace::Pid;
 use crate::relocate;
 use std::sync::Arc;
 
-/// The most call sites an arc trampoline compares with; calls from
-/// further sites are counted together as "other call sites".
-pub const MAX_SITES: usize = 32;
+/// The most call sites an arc trampoline learns from their calls (the
+/// first call's, and those that stop at its new-site trap: calls through
+/// pointers, from modules loaded later): each stop costs the program a
+/// stop of every thread and a new trampoline. Calls from further sites are
+/// counted together as "other call sites".
+pub const MAX_LEARNED_SITES: usize = 32;
+
+/// The most call sites an arc trampoline knows from the code before their
+/// first call: what its size allows beside the learned ones. A function
+/// the code shows more sites of knows these and counts calls from any
+/// other site as the other call sites from the start: learning 32 more,
+/// each a stop and a rebuild of its largest trampoline, would gain little.
+pub const MAX_CODE_SITES: usize = relocate::MAX_ARC_SITES - MAX_LEARNED_SITES;
 
 /// The call sites an arc trampoline knows, per (image, entry).
 #[derive(Debug, Clone)]
 pub(super) struct SiteList {
     slot: usize,
-    /// (return address, slots, arc id) of each site.
-    sites: Vec<(u64, SiteSlots, usize)>,
-    /// The slot of the other sites, once the list is full.
+    /// Each site, with its arc's id.
+    sites: Vec<(KnownSite, usize)>,
+    /// How many of them calls taught (see [`MAX_LEARNED_SITES`]).
+    learned: usize,
+    /// The slot of the other sites, once the learned ones are as many as
+    /// they may be.
     other: Option<usize>,
     /// No new trampoline could be built: calls from new sites stay
     /// counted at the trap.
@@ -27,7 +40,7 @@ pub(super) struct SiteList {
 impl SiteList {
     /// The list of a new arc trampoline counting calls in `slot`.
     fn new(slot: usize) -> SiteList {
-        SiteList { slot, sites: Vec::new(), other: None, frozen: false }
+        SiteList { slot, sites: Vec::new(), learned: 0, other: None, frozen: false }
     }
 
     /// The slot of the function's calls.
@@ -36,12 +49,22 @@ impl SiteList {
     }
 
     pub(super) fn counting(&self) -> Counting {
-        Counting::Arcs { slot: self.slot, sites: self.sites.iter().map(|s| s.1).collect(), other: self.other }
+        Counting::Arcs { slot: self.slot, sites: self.sites.iter().map(|s| s.0).collect(), other: self.other }
+    }
+
+    /// Whether the trampoline knows the site returning to `ret`.
+    fn knows(&self, ret: u64) -> bool {
+        self.sites.iter().any(|s| s.0.ret == ret)
     }
 }
 
 /// How many tail calls deep [`calls_of`] looks for call sites.
 const TAIL_CALLS: u32 = 1;
+
+/// The length of a `call rel32`, the direct calls [`calls_of`] finds (the
+/// call before a return address is where [`relocate::call_before`] finds
+/// it too).
+const CALL_REL32_LEN: u64 = 5;
 
 /// Adds to `sites` the return addresses of the direct calls of the function
 /// `name` at `entry` in the file of module `home`: in its module, the calls
@@ -71,36 +94,49 @@ fn calls_of(image: &Image, home: usize, entry: u64, name: &str, depth: u32, site
 impl Engine {
     /// The list of the first arc trampoline of function `f` at `entry`,
     /// first called with return address `ret` (if the stack could be
-    /// read): that call's site and the
-    /// call sites the code shows (see [`Engine::sites_in_code`]) known
-    /// already, so that only calls from other sites (through pointers, from
-    /// modules loaded later) stop at its trap. A function called from more
-    /// sites than a trampoline knows starts with the first call's alone:
-    /// the first sites to call it take the places. None when no counter
-    /// slot is left.
+    /// read): the call sites the code shows (see [`Engine::sites_in_code`])
+    /// and that call's site known already, so that only calls from other
+    /// sites stop at its trap. Of more than [`MAX_CODE_SITES`] sites in the
+    /// code, those at the lowest addresses (the program's before its
+    /// libraries'), the others counted together. None when no counter slot
+    /// is left.
     pub(super) fn first_sites(&mut self, image_id: usize, f: usize, entry: u64, ret: Option<u64>) -> Option<SiteList> {
         let slot = match self.functions.records[f].slot {
             Some(slot) => slot,
             None => self.counters.allocate()?,
         };
         let mut list = SiteList::new(slot);
-        let mut sites = self.sites_in_code(image_id, f, entry);
-        if sites.len() > MAX_SITES {
-            sites.clear();
-        }
-        if let Some(ret) = ret.filter(|r| !sites.contains(r) && sites.len() < MAX_SITES) {
-            sites.insert(0, ret);
-        }
-        for ret in sites {
-            let (Some(value), Some(count)) = (self.counters.allocate(), self.counters.allocate()) else { break };
-            if self.counters.write(value, ret).is_err() {
-                break;
+        let mut in_code = self.sites_in_code(image_id, f, entry);
+        let crowded = in_code.len() > MAX_CODE_SITES;
+        in_code.truncate(MAX_CODE_SITES);
+        for ret in in_code {
+            let arc = self.arc_from(image_id, f, ret, Some(ret.wrapping_sub(CALL_REL32_LEN)));
+            if !self.add_site(&mut list, ret, arc) {
+                return Some(list);
             }
+        }
+        if crowded {
+            if let Some(other) = self.counters.allocate() {
+                let arc = self.other_sites_arc(f);
+                self.arcs.records[arc].slots.push(other);
+                list.other = Some(other);
+            }
+        } else if let Some(ret) = ret.filter(|&r| !list.knows(r)) {
             let arc = self.arc_of(image_id, f, ret);
-            self.arcs.records[arc].slots.push(count);
-            list.sites.push((ret, SiteSlots { value, count }, arc));
+            if self.add_site(&mut list, ret, arc) {
+                list.learned += 1;
+            }
         }
         Some(list)
+    }
+
+    /// Adds the site returning to `ret`, of arc `arc`, to `list`, with a
+    /// counter of its own; false when no counter slot is left.
+    fn add_site(&mut self, list: &mut SiteList, ret: u64, arc: usize) -> bool {
+        let Some(count) = self.counters.allocate() else { return false };
+        self.arcs.records[arc].slots.push(count);
+        list.sites.push((KnownSite { ret, count }, arc));
+        true
     }
 
     /// The return addresses of the direct calls of function `f` at
@@ -118,6 +154,13 @@ impl Engine {
 
     /// The arc from the call that returns to `ret` to function `f`.
     pub(super) fn arc_of(&mut self, image_id: usize, f: usize, ret: u64) -> usize {
+        self.arc_from(image_id, f, ret, None)
+    }
+
+    /// The arc from the call that returns to `ret` to function `f`, the
+    /// call at `site` where the code shows it, else found in the bytes
+    /// before `ret`.
+    fn arc_from(&mut self, image_id: usize, f: usize, ret: u64, site: Option<u64>) -> usize {
         let image = &self.images[&image_id];
         let unknown: Arc<str> = Arc::from("?");
         // Not a return address into code (a thread's start, or a function
@@ -126,11 +169,13 @@ impl Engine {
             return self.arcs.intern(f, &unknown, "?", None, ret);
         };
         let module = &image.modules[m];
-        let mut before = [0u8; 8];
-        let site = match image.memory.read(ret.wrapping_sub(8), &mut before) {
-            Ok(()) => relocate::call_before(&before, ret),
-            Err(_) => ret,
-        };
+        let site = site.unwrap_or_else(|| {
+            let mut before = [0u8; 8];
+            match image.memory.read(ret.wrapping_sub(8), &mut before) {
+                Ok(()) => relocate::call_before(&before, ret),
+                Err(_) => ret,
+            }
+        });
         let in_file = site.wrapping_sub(module.bias);
         let functions = &module.info.functions;
         let caller = match functions.partition_point(|x| x.address <= in_file) {
@@ -156,7 +201,7 @@ impl Engine {
 
     /// A call from a site the arc trampoline at `entry` does not know:
     /// counted here, and the trampoline rebuilt to know it (or, when it
-    /// knows as many as it may, to count further sites together).
+    /// has learned as many as it may, to count further sites together).
     pub(super) fn on_new_site(&mut self, tid: Pid, image_id: usize, entry: u64, ret: u64) {
         let Some(f) = self.images[&image_id].probes.get(&entry).and_then(|p| p.function) else { return };
         let Some(mut list) = self.sites.get(&(image_id, entry)).cloned() else {
@@ -164,25 +209,20 @@ impl Engine {
             self.arcs.records[arc].trap_hits += 1;
             return;
         };
-        let known = list.sites.iter().any(|s| s.0 == ret);
+        let known = list.knows(ret);
+        let full = list.learned >= MAX_LEARNED_SITES;
         // A site past a full list is one of the other sites from its first
         // call on, so that it has no arc of its own beside them.
-        let hit = if !known && list.sites.len() >= MAX_SITES {
-            self.other_sites_arc(f)
-        } else {
-            self.arc_of(image_id, f, ret)
-        };
+        let hit = if !known && full { self.other_sites_arc(f) } else { self.arc_of(image_id, f, ret) };
         self.arcs.records[hit].trap_hits += 1;
         if known || list.other.is_some() || list.frozen {
             return;
         }
-        if list.sites.len() < MAX_SITES {
-            let (Some(value), Some(count)) = (self.counters.allocate(), self.counters.allocate()) else { return };
-            if self.counters.write(value, ret).is_err() {
+        if !full {
+            if !self.add_site(&mut list, ret, hit) {
                 return;
             }
-            self.arcs.records[hit].slots.push(count);
-            list.sites.push((ret, SiteSlots { value, count }, hit));
+            list.learned += 1;
         } else {
             let Some(other) = self.counters.allocate() else { return };
             self.arcs.records[hit].slots.push(other);
@@ -200,6 +240,11 @@ impl Engine {
                 self.sites.insert((image_id, entry), list);
             }
             Err(e) => {
+                // The old trampoline stays, and its list: further new
+                // sites are counted at the trap without another try.
+                if let Some(old) = self.sites.get_mut(&(image_id, entry)) {
+                    old.frozen = true;
+                }
                 let failure = format!("cannot add a call site to {}: {e}", self.functions.records[f].name);
                 eprintln!("== CALIPER: cali-run: {failure}");
                 self.debug_note_failure(failure);

@@ -30,7 +30,7 @@ use crate::image::{Image, Internal};
 use crate::launch;
 use crate::ptrace::{self, Pid, Status};
 use crate::sample::{Sampler, TASK_CLOCK_EVENT};
-pub use arcs::MAX_SITES;
+pub use arcs::MAX_LEARNED_SITES;
 use arcs::SiteList;
 use caliper_perf::EventCode;
 pub use events::{Action, Event, Observer};

@@ -1,18 +1,34 @@
-/* One function called from 40 call sites, site i (in program order) i + 1
- * times: more sites than an arc trampoline lists (32), so the last 8 are
- * counted together as the other call sites. */
+/* Many call sites per function. `target` is called directly from 1000
+ * sites, site i (in program order) i + 1 times: an arc trampoline knows the
+ * first 992 from the code, so none stops the program, and counts the last
+ * 8 together as the other call sites. `pointed` is called through a
+ * pointer from 40 sites, site i i + 1 times: each site is learned at its
+ * first call, up to 32 of them; the last 8 are counted together. */
 #include <stdio.h>
 
 volatile long sink;
 volatile int one = 1;
 
 __attribute__((noipa)) void target(long i) { sink += i; }
+__attribute__((noipa)) void pointed(long i) { sink -= i; }
+void (*volatile through)(long) = pointed;
 
-#define SITE(i) for (int k = 0; k < (i) * one + one; k++) target(i);
-#define TEN(t) SITE(t) SITE(t + 1) SITE(t + 2) SITE(t + 3) SITE(t + 4) SITE(t + 5) SITE(t + 6) SITE(t + 7) SITE(t + 8) SITE(t + 9)
+#define SITE(f, i) for (int k = 0; k < (i) * one + one; k++) f(i);
+#define TEN(f, t) SITE(f, t) SITE(f, t + 1) SITE(f, t + 2) SITE(f, t + 3) SITE(f, t + 4) \
+    SITE(f, t + 5) SITE(f, t + 6) SITE(f, t + 7) SITE(f, t + 8) SITE(f, t + 9)
+#define HUNDRED(f, h) TEN(f, h) TEN(f, h + 10) TEN(f, h + 20) TEN(f, h + 30) TEN(f, h + 40) \
+    TEN(f, h + 50) TEN(f, h + 60) TEN(f, h + 70) TEN(f, h + 80) TEN(f, h + 90)
+
+__attribute__((noipa)) void direct(void) {
+    HUNDRED(target, 0) HUNDRED(target, 100) HUNDRED(target, 200) HUNDRED(target, 300) HUNDRED(target, 400)
+    HUNDRED(target, 500) HUNDRED(target, 600) HUNDRED(target, 700) HUNDRED(target, 800) HUNDRED(target, 900)
+}
+
+__attribute__((noipa)) void indirect(void) { TEN(through, 0) TEN(through, 10) TEN(through, 20) TEN(through, 30) }
 
 int main(void) {
-    TEN(0) TEN(10) TEN(20) TEN(30)
+    direct();
+    indirect();
     printf("%ld\n", sink);
     return 0;
 }
