@@ -42,6 +42,9 @@ Measures an unmodified program by lazy dynamic instrumentation.
                          free until then)
       --duration SECONDS stop measuring after this long (from the start)
       --breakpoints-only count every call at a breakpoint (no trampolines)
+      --lazy             patch each function at its first call (a ptrace stop
+                         each) instead of all as their modules load: for
+                         huge programs that call few of their functions
   -p, --pid PID          attach to a running process (until SIGINT)
       --control FILE     read the measurement from a control file
       --script FILE.py   run a Python script that drives the engine with
@@ -130,6 +133,7 @@ pub fn parse(args: Vec<OsString>) -> Result<Request, String> {
             "--duration" => config.duration = Some(seconds(&value("seconds")?)?),
             "--start" => config.start = Some(seconds(&value("seconds")?)?),
             "--breakpoints-only" => config.breakpoints_only = true,
+            "--lazy" => config.lazy = true,
             "--debug-on-fault" => {
                 debug.get_or_insert_with(DebugConfig::default);
             }

@@ -79,6 +79,11 @@ impl Counters {
         (self.next < SLOTS).then_some(self.next)
     }
 
+    /// How many slots are left.
+    pub fn free(&self) -> usize {
+        SLOTS - self.next
+    }
+
     /// Takes the next slot.
     pub fn allocate(&mut self) -> Option<usize> {
         let slot = self.peek_next()?;

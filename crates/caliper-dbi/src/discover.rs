@@ -45,6 +45,11 @@ pub struct ModuleInfo {
     /// The PLT entries (`.plt` and `.plt.got`) by the name of the function
     /// each jumps to.
     plt: HashMap<String, u64>,
+    /// (PLT entry, GOT slot) of each entry of an IFUNC
+    /// (`R_X86_64_IRELATIVE`): the dynamic linker fills the slot with the
+    /// implementation its resolver picks, whose name the entry does not
+    /// carry (the C library calls its string functions so).
+    ifunc_plt: Vec<(u64, u64)>,
 }
 
 impl ModuleInfo {
@@ -68,6 +73,12 @@ impl ModuleInfo {
     /// named `name`, if it has one.
     pub fn plt_entry(&self, name: &str) -> Option<u64> {
         self.plt.get(name).copied()
+    }
+
+    /// (PLT entry, GOT slot) of each IFUNC the module calls through its
+    /// PLT, in its file's addresses.
+    pub fn ifunc_plt_entries(&self) -> &[(u64, u64)] {
+        &self.ifunc_plt
     }
 }
 
@@ -131,7 +142,11 @@ pub fn discover(data: &[u8]) -> Result<ModuleInfo, String> {
             .or_insert_with(|| FunctionEntry { name: format!("{address:#x}"), address, size });
     }
     let mut plt = got_plt_entries(&file);
-    for entry in plt_entries(&file, data) {
+    let mut ifunc_plt = Vec::new();
+    for (entry, ifunc_slot) in plt_entries(&file, data) {
+        if let Some(slot) = ifunc_slot {
+            ifunc_plt.push((entry.address, slot));
+        }
         let name = entry.name.strip_suffix("@plt").unwrap_or(&entry.name).to_string();
         plt.insert(name, entry.address);
         by_address.entry(entry.address).or_insert(entry);
@@ -144,6 +159,7 @@ pub fn discover(data: &[u8]) -> Result<ModuleInfo, String> {
         dynamic: file.section_by_name(".dynamic").map(|s| s.address()),
         first_segment,
         plt,
+        ifunc_plt,
         ..ModuleInfo::default()
     })
 }
@@ -156,7 +172,7 @@ fn preferred_name(candidate: &str, known: &str) -> bool {
     key(candidate) < key(known)
 }
 
-/// (start, length) of every FDE in `.eh_frame`.
+/// (start, length) of every FDE in `.eh_frame` but signal frames'.
 fn fde_ranges(file: &object::File) -> Vec<(u64, u64)> {
     let Some(section) = file.section_by_name(".eh_frame") else { return Vec::new() };
     let Ok(data) = section.data() else { return Vec::new() };
@@ -171,10 +187,14 @@ fn fde_ranges(file: &object::File) -> Vec<(u64, u64)> {
     let mut ranges = Vec::new();
     let mut entries = eh_frame.entries(&bases);
     while let Ok(Some(entry)) = entries.next() {
+        // A signal frame's FDE (glibc's signal return code) starts a byte
+        // before the code, for unwinders that look up a return address
+        // minus one: no function starts there.
         if let CieOrFde::Fde(partial) = entry
             && let Ok(fde) = partial.parse(EhFrame::cie_from_offset)
             && fde.initial_address() != 0
             && fde.len() != 0
+            && !fde.is_signal_trampoline()
         {
             ranges.push((fde.initial_address(), fde.len()));
         }
@@ -183,10 +203,12 @@ fn fde_ranges(file: &object::File) -> Vec<(u64, u64)> {
 }
 
 /// The PLT entries: entry `i` of `.plt.sec` (or of `.plt`, after its
-/// 16-byte header) jumps through the GOT slot of `.rela.plt` entry `i`.
-fn plt_entries(file: &object::File, data: &[u8]) -> Vec<FunctionEntry> {
+/// 16-byte header) jumps through the GOT slot of `.rela.plt` entry `i`;
+/// with it, that slot where the entry is an IFUNC's.
+fn plt_entries(file: &object::File, data: &[u8]) -> Vec<(FunctionEntry, Option<u64>)> {
     const ENTRY: u64 = 16;
     const RELA: usize = 24;
+    const R_X86_64_IRELATIVE: u64 = 37;
     let (plt, first) = match (file.section_by_name(".plt.sec"), file.section_by_name(".plt")) {
         (Some(sec), _) => (sec, 0),
         (None, Some(plt)) => (plt, 1),
@@ -203,6 +225,7 @@ fn plt_entries(file: &object::File, data: &[u8]) -> Vec<FunctionEntry> {
         file.dynamic_symbols().filter_map(|s| Some((s.index().0, s.name().ok()?.to_string()))).collect();
     let mut entries = Vec::new();
     for (i, rel) in table.chunks_exact(RELA).enumerate() {
+        let slot = u64::from_le_bytes(rel[0..8].try_into().expect("8 bytes"));
         let info = u64::from_le_bytes(rel[8..16].try_into().expect("8 bytes"));
         let addend = i64::from_le_bytes(rel[16..24].try_into().expect("8 bytes"));
         // An IRELATIVE slot has no symbol: it is named by its resolver.
@@ -211,7 +234,8 @@ fn plt_entries(file: &object::File, data: &[u8]) -> Vec<FunctionEntry> {
         if address.saturating_add(ENTRY) > plt_end {
             break;
         }
-        entries.push(FunctionEntry { name: format!("{name}@plt"), address, size: ENTRY });
+        let ifunc_slot = (info & 0xffff_ffff == R_X86_64_IRELATIVE).then_some(slot);
+        entries.push((FunctionEntry { name: format!("{name}@plt"), address, size: ENTRY }, ifunc_slot));
     }
     entries
 }

@@ -74,6 +74,14 @@ impl FunctionTable {
         self.index.get(&(module.clone(), address)).copied()
     }
 
+    /// Marks covered every function that a trampoline counted calls of
+    /// (one patched ahead of its first call saw no breakpoint hit).
+    pub fn cover_counted(&mut self, counters: &[u64]) {
+        for r in &mut self.records {
+            r.covered |= r.slot.and_then(|s| counters.get(s)).is_some_and(|&n| n > 0);
+        }
+    }
+
     /// The total calls of function `id`, given the counter values.
     pub fn calls(&self, id: usize, counters: &[u64]) -> u64 {
         let r = &self.records[id];

@@ -17,7 +17,7 @@ use crate::maps::{self, Mapping};
 use crate::memory::Memory;
 use crate::ptrace::Pid;
 use crate::relocate::{self, Increment, JUMP_LEN, Miss, Probe as TrampolineProbe, Site, Unpatchable};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::ffi::CString;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
@@ -176,7 +176,8 @@ pub struct Image {
     pub pid: Pid,
     pub memory: Memory,
     pub modules: Vec<LoadedModule>,
-    pub probes: HashMap<u64, Probe>,
+    /// By address, so that the probes in a range of bytes are found at once.
+    pub probes: BTreeMap<u64, Probe>,
     /// The new-call-site traps of arc trampolines, with the entry each
     /// belongs to.
     pub traps: HashMap<u64, u64>,
@@ -185,7 +186,7 @@ pub struct Image {
     /// The padding that holds jumps to trampolines, with the bytes each
     /// jump replaced. A stub stays when its entry is restored: a thread
     /// may be between the two jumps.
-    pub stubs: HashMap<u64, [u8; JUMP_LEN as usize]>,
+    pub stubs: BTreeMap<u64, [u8; JUMP_LEN as usize]>,
     pub regions: Vec<Region>,
 }
 
@@ -204,10 +205,10 @@ impl Image {
             pid,
             memory: Memory::open(pid)?,
             modules: Vec::new(),
-            probes: HashMap::new(),
+            probes: BTreeMap::new(),
             traps: HashMap::new(),
             unlocked: Vec::new(),
-            stubs: HashMap::new(),
+            stubs: BTreeMap::new(),
             regions: Vec::new(),
         })
     }
@@ -294,29 +295,35 @@ impl Image {
         Ok(added)
     }
 
-    /// Puts an `int3` at each (address, function) not probed yet.
+    /// Puts an `int3` at each (address, function) not probed yet, in one
+    /// batch of writes.
     fn arm(&mut self, entries: &[(u64, usize)]) -> io::Result<()> {
-        for &(addr, function) in entries {
-            if self.probes.contains_key(&addr) {
-                continue;
+        self.batched(|image| {
+            for &(addr, function) in entries {
+                if image.probes.contains_key(&addr) {
+                    continue;
+                }
+                let mut byte = [0u8];
+                if image.memory.read(addr, &mut byte).is_err() {
+                    continue;
+                }
+                image.memory.write(addr, &[INT3])?;
+                let state = ProbeState::Armed;
+                let probe =
+                    Probe { function: Some(function), internal: None, original: byte[0], state, user_break: false };
+                image.probes.insert(addr, probe);
             }
-            let mut byte = [0u8];
-            if self.memory.read(addr, &mut byte).is_err() {
-                continue;
-            }
-            self.memory.write(addr, &[INT3])?;
-            self.probes.insert(
-                addr,
-                Probe {
-                    function: Some(function),
-                    internal: None,
-                    original: byte[0],
-                    state: ProbeState::Armed,
-                    user_break: false,
-                },
-            );
-        }
-        Ok(())
+            Ok(())
+        })
+    }
+
+    /// Runs `work` in one batch of memory writes (see
+    /// [`Memory::begin_batch`]): for work on many places while no thread of
+    /// the process runs the code it changes.
+    fn batched(&mut self, work: impl FnOnce(&mut Image) -> io::Result<()>) -> io::Result<()> {
+        self.memory.begin_batch();
+        let done = work(self);
+        self.memory.end_batch().and(done)
     }
 
     /// Adds an internal probe at `addr` (arming it if no probe is there).
@@ -351,7 +358,7 @@ impl Image {
         if let Some(entry) = self.patched_entry_covering(addr).filter(|&entry| entry != addr) {
             return Err(BreakError::InsidePatchedEntry(entry));
         }
-        if let Some(&stub) = self.stubs.keys().find(|&&stub| (stub..stub + JUMP_LEN).contains(&addr)) {
+        if let Some(stub) = self.stub_covering(addr, addr + 1) {
             return Err(BreakError::InsideStub(stub));
         }
         let memory_error = |e: io::Error| BreakError::Memory(e.to_string());
@@ -392,9 +399,9 @@ impl Image {
 
     /// The patched entry whose replaced bytes hold `addr`, if any.
     pub fn patched_entry_covering(&self, addr: u64) -> Option<u64> {
-        (addr.saturating_sub(MAX_ENTRY_BYTES)..=addr).find(|at| {
-            matches!(self.probes.get(at), Some(Probe { state: ProbeState::Patched { original, .. }, .. })
-                if at + original.len() as u64 > addr)
+        self.probes.range(addr.saturating_sub(MAX_ENTRY_BYTES)..=addr).find_map(|(&at, probe)| match &probe.state {
+            ProbeState::Patched { original, .. } if at + original.len() as u64 > addr => Some(at),
+            _ => None,
         })
     }
 
@@ -432,21 +439,21 @@ impl Image {
         };
         // A patched entry's jump may start before `addr` and cover it.
         let first = addr.saturating_sub(MAX_ENTRY_BYTES);
-        for (at, probe) in (first..addr + n as u64).filter_map(|at| Some((at, self.probes.get(&at)?))) {
+        for (&at, probe) in self.probes.range(first..addr + n as u64) {
             match &probe.state {
                 ProbeState::Removed => continue,
                 ProbeState::Patched { original, .. } => put_back(at, original),
                 ProbeState::Armed | ProbeState::Displaced { .. } => put_back(at, &[probe.original]),
             }
         }
-        for (&at, original) in self.stubs.iter().filter(|(at, _)| **at < addr + n as u64 && **at + JUMP_LEN > addr) {
+        for (&at, original) in self.stubs.range(addr.saturating_sub(JUMP_LEN - 1)..addr + n as u64) {
             put_back(at, original);
         }
         Ok(code)
     }
 
     /// The trampoline region of module `m`, mapped on first use.
-    fn region_for(&mut self, m: usize, thread: &mut Stopped) -> io::Result<usize> {
+    pub fn region_for(&mut self, m: usize, thread: &mut Stopped) -> io::Result<usize> {
         if let Some(r) = self.modules[m].region {
             return Ok(r);
         }
@@ -550,7 +557,7 @@ impl Image {
         let body = self.original_code(addr, 2 * MAX_ENTRY_BYTES as usize).map_err(failed)?;
         let (moved, stub) = self.plan_jump(m, addr, size, &body)?;
         let prefix = relocate::covered_len(&moved);
-        if (addr + 1..addr + prefix).any(|at| self.probes.contains_key(&at)) {
+        if self.probes.range(addr + 1..addr + prefix).next().is_some() {
             return Err(Unpatchable::BreakpointInEntry);
         }
         if busy.iter().any(|&pc| pc > addr + 1 && pc < addr + prefix) {
@@ -575,7 +582,8 @@ impl Image {
     ) -> Result<(Vec<iced_x86::Instruction>, Option<u64>), Unpatchable> {
         let module = &self.modules[m];
         let in_file = addr.wrapping_sub(module.bias);
-        let next = module.info.functions.iter().map(|f| f.address).find(|&a| a > in_file);
+        let functions = &module.info.functions;
+        let next = functions.get(functions.partition_point(|f| f.address <= in_file)).map(|f| f.address);
         let targets = module.info.branch_targets();
         let long = relocate::entry_instructions(body, addr, JUMP_LEN).and_then(|moved| {
             relocate::check_movable(&moved)?;
@@ -625,12 +633,17 @@ impl Image {
     /// Whether the tool has written or claimed any byte of (`low`,
     /// `high`): a probe's `int3` or jump, or a stub.
     fn in_use(&self, low: u64, high: u64) -> bool {
-        let stub = self.stubs.keys().any(|&s| s < high && s + JUMP_LEN > low);
-        stub || (low.saturating_sub(MAX_ENTRY_BYTES)..high).any(|at| match self.probes.get(&at).map(|p| &p.state) {
-            Some(ProbeState::Patched { original, .. }) => at + original.len() as u64 > low,
-            Some(ProbeState::Armed | ProbeState::Displaced { .. }) => at >= low,
-            Some(ProbeState::Removed) | None => false,
-        })
+        self.stub_covering(low, high).is_some()
+            || self.probes.range(low.saturating_sub(MAX_ENTRY_BYTES)..high).any(|(&at, probe)| match &probe.state {
+                ProbeState::Patched { original, .. } => at + original.len() as u64 > low,
+                ProbeState::Armed | ProbeState::Displaced { .. } => at >= low,
+                ProbeState::Removed => false,
+            })
+    }
+
+    /// The stub whose jump covers a byte of (`low`, `high`), if any.
+    fn stub_covering(&self, low: u64, high: u64) -> Option<u64> {
+        self.stubs.range(low.saturating_sub(JUMP_LEN - 1)..high).map(|(&stub, _)| stub).next()
     }
 
     /// Replaces the trampoline of the patched entry at `addr` by one that
@@ -724,32 +737,36 @@ impl Image {
     /// each. Safe while no other thread runs this code: the engine calls it
     /// at the first new thread or process, before that one runs.
     pub fn lock_all(&mut self) -> io::Result<()> {
-        for at in std::mem::take(&mut self.unlocked) {
-            self.memory.write(at, &[relocate::LOCK_PREFIX])?;
-        }
-        Ok(())
+        self.batched(|image| {
+            for at in std::mem::take(&mut image.unlocked) {
+                image.memory.write(at, &[relocate::LOCK_PREFIX])?;
+            }
+            Ok(())
+        })
     }
 
     /// Takes every probe out (original code back), before the process is
-    /// detached. Trampolines stay mapped, and the stubs' jumps to them in
+    /// detached (its threads stopped). Trampolines stay mapped, and the stubs' jumps to them in
     /// place: a thread may still be in one, and it jumps back into
     /// original code; their traps become `nop`s.
     pub fn strip(&mut self) -> io::Result<()> {
-        for (&addr, probe) in &mut self.probes {
-            match &probe.state {
-                ProbeState::Armed | ProbeState::Displaced { .. } => self.memory.write(addr, &[probe.original])?,
-                ProbeState::Patched { original, .. } => self.memory.write(addr, original)?,
-                ProbeState::Removed => {}
+        self.batched(|image| {
+            for (&addr, probe) in &mut image.probes {
+                match &probe.state {
+                    ProbeState::Armed | ProbeState::Displaced { .. } => image.memory.write(addr, &[probe.original])?,
+                    ProbeState::Patched { original, .. } => image.memory.write(addr, original)?,
+                    ProbeState::Removed => {}
+                }
+                probe.state = ProbeState::Removed;
             }
-            probe.state = ProbeState::Removed;
-        }
-        // A thread in an arc trampoline, short of its new-call-site trap,
-        // meets a `nop` there and goes on: untraced, the `int3` would kill
-        // the program.
-        for &trap in self.traps.keys() {
-            self.memory.write(trap, &[NOP])?;
-        }
-        Ok(())
+            // A thread in an arc trampoline, short of its new-call-site
+            // trap, meets a `nop` there and goes on: untraced, the `int3`
+            // would kill the program.
+            for &trap in image.traps.keys() {
+                image.memory.write(trap, &[NOP])?;
+            }
+            Ok(())
+        })
     }
 }
 

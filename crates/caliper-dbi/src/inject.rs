@@ -15,6 +15,12 @@ use std::io;
 /// arrive meanwhile are returned for the caller to deliver later, so the
 /// program loses none.
 pub fn syscall(memory: &Memory, tid: Pid, nr: i64, args: [u64; 6], deferred: &mut Vec<i32>) -> io::Result<i64> {
+    // The tracee runs: it must see what a batch wrote, and the step must
+    // run the `syscall` written now.
+    memory.unbatched(|| run_syscall(memory, tid, nr, args, deferred))?
+}
+
+fn run_syscall(memory: &Memory, tid: Pid, nr: i64, args: [u64; 6], deferred: &mut Vec<i32>) -> io::Result<i64> {
     const SYSCALL: [u8; 2] = [0x0f, 0x05];
     let saved = ptrace::registers(tid)?;
     let at = saved.rip;
@@ -30,8 +36,13 @@ pub fn syscall(memory: &Memory, tid: Pid, nr: i64, args: [u64; 6], deferred: &mu
     regs.r10 = args[3];
     regs.r8 = args[4];
     regs.r9 = args[5];
-    let result =
-        ptrace::set_registers(tid, &regs).and_then(|()| step_once(tid, deferred)).and_then(|()| ptrace::registers(tid));
+    let step = |deferred: &mut Vec<i32>| {
+        ptrace::set_registers(tid, &regs).and_then(|()| step_once(tid, deferred)).and_then(|()| ptrace::registers(tid))
+    };
+    // A thread stopped inside a system call of its own (at its exec
+    // event) first finishes that call, which sets RAX and runs none of
+    // the thread's instructions: then the step is taken again.
+    let result = step(deferred).and_then(|after| if after.rip == at { step(deferred) } else { Ok(after) });
     let restored = memory.write(at, &original).and_then(|()| ptrace::set_registers(tid, &saved));
     let after = result?;
     restored?;

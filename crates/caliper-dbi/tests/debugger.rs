@@ -32,7 +32,8 @@ fn in_terminal(options: &[&str], program: &str, args: &[&str]) -> Terminal {
 
 #[test]
 fn a_breakpoint_stops_an_instrumented_function_and_shows_its_state() {
-    let mut cdb = in_terminal(&["debug"], "./debuggee", &[]);
+    // Lazily patched: the first call of a function instruments it.
+    let mut cdb = in_terminal(&["debug", "--lazy"], "./debuggee", &[]);
     let entry = cdb.expect("(cdb) ");
     assert!(entry.contains("The program is stopped at its entry"), "{entry}");
     assert!(entry.contains("_start+0x0 (debuggee)"), "{entry}");

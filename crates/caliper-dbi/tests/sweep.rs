@@ -307,28 +307,30 @@ fn real_programs_run_as_without_the_tool_under_each_collector() {
                     cell = Some(if run.hung { "HANG".to_string() } else { "FAIL".to_string() });
                     break;
                 }
-                seen.push((run.seconds / plain.seconds.max(1e-3), common::traps(&result)));
+                let extra_ms = (run.seconds - plain.seconds) * 1e3;
+                seen.push((run.seconds / plain.seconds.max(1e-3), extra_ms, common::traps(&result)));
             }
             let cell = cell.unwrap_or_else(|| {
                 let ratio: Vec<f64> = seen.iter().map(|s| s.0).collect();
-                let traps = seen.iter().map(|s| s.1).max().unwrap();
-                format!("ok {} {traps}", ratios(&ratio))
+                let extra_ms = seen.iter().map(|s| s.1).fold(f64::INFINITY, f64::min);
+                let traps = seen.iter().map(|s| s.2).max().unwrap();
+                format!("ok {} {extra_ms:+.0}ms {traps}", ratios(&ratio))
             });
             table.insert((row, column), cell);
         }
     }
     let mut out = format!("{:<18}", "program");
     for collector in COLLECTORS {
-        let _ = write!(out, " | {collector:<22}");
+        let _ = write!(out, " | {collector:<27}");
     }
     out.push('\n');
     for (row, case) in cases.iter().enumerate() {
         let _ = write!(out, "{:<18}", case.name);
         for column in 0..COLLECTORS.len() {
-            let _ = write!(out, " | {:<22}", table[&(row, column)]);
+            let _ = write!(out, " | {:<27}", table[&(row, column)]);
         }
         out.push('\n');
     }
-    println!("ok: output and exit as native; time against native; breakpoint traps\n{out}");
+    println!("ok: output and exit as native; time against native, and the least time over it; breakpoint traps\n{out}");
     assert!(failures.is_empty(), "{} failures:\n{}\n{out}", failures.len(), failures.join("\n"));
 }

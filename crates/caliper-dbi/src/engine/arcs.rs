@@ -69,13 +69,16 @@ const CALL_REL32_LEN: u64 = 5;
 /// Adds to `sites` the return addresses of the direct calls of the function
 /// `name` at `entry` in the file of module `home`: in its module, the calls
 /// of the entry; in every module, the calls of the PLT entry of its name
-/// (a library calls its own exported functions through one too); and,
+/// (a library calls its own exported functions through one too) and of
+/// the IFUNC PLT entries the dynamic linker pointed at it; and,
 /// `depth` levels of tail calls deep, the calls of the functions that jump
 /// to it (their calls return from it).
 fn calls_of(image: &Image, home: usize, entry: u64, name: &str, depth: u32, sites: &mut Vec<u64>) {
+    let in_process = entry.wrapping_add(image.modules[home].bias);
     for (m, module) in image.modules.iter().enumerate() {
         let direct = (m == home).then_some(entry);
-        for target in direct.into_iter().chain(module.info.plt_entry(name)) {
+        let ifunc = ifunc_entries_to(image, m, in_process);
+        for target in direct.into_iter().chain(module.info.plt_entry(name)).chain(ifunc) {
             let code = module.info.branch_targets();
             sites.extend(code.calls_to(target).map(|ret| ret.wrapping_add(module.bias)));
             if depth == 0 {
@@ -89,6 +92,27 @@ fn calls_of(image: &Image, home: usize, entry: u64, name: &str, depth: u32, site
             }
         }
     }
+}
+
+/// The PLT entries of IFUNCs of module `m` whose GOT slot holds
+/// `address` in the process (see [`crate::discover::ModuleInfo::ifunc_plt_entries`]),
+/// in the file's addresses: the slots are read in one piece.
+fn ifunc_entries_to(image: &Image, m: usize, address: u64) -> Vec<u64> {
+    let module = &image.modules[m];
+    let entries = module.info.ifunc_plt_entries();
+    let (Some(low), Some(high)) = (entries.iter().map(|e| e.1).min(), entries.iter().map(|e| e.1).max()) else {
+        return Vec::new();
+    };
+    // A GOT a few pages long at most; a larger span is no GOT.
+    let Some(len) = high.checked_sub(low).map(|span| span + 8).filter(|&len| len <= 1 << 16) else {
+        return Vec::new();
+    };
+    let mut got = vec![0u8; len as usize];
+    if image.memory.read(low.wrapping_add(module.bias), &mut got).is_err() {
+        return Vec::new();
+    }
+    let slot = |at: u64| u64::from_le_bytes(got[(at - low) as usize..][..8].try_into().expect("8 bytes"));
+    entries.iter().filter(|e| slot(e.1) == address).map(|e| e.0).collect()
 }
 
 impl Engine {
@@ -210,20 +234,36 @@ impl Engine {
             return;
         };
         let known = list.knows(ret);
-        let full = list.learned >= MAX_LEARNED_SITES;
+        let open = !known && list.other.is_none() && !list.frozen;
+        let shown = if open { self.sites_in_code(image_id, f, entry) } else { Vec::new() };
+        let in_code = shown.binary_search(&ret).is_ok();
+        let full = !in_code && list.learned >= MAX_LEARNED_SITES;
         // A site past a full list is one of the other sites from its first
         // call on, so that it has no arc of its own beside them.
         let hit = if !known && full { self.other_sites_arc(f) } else { self.arc_of(image_id, f, ret) };
         self.arcs.records[hit].trap_hits += 1;
-        if known || list.other.is_some() || list.frozen {
+        if !open {
             return;
         }
-        if !full {
+        if in_code {
+            // A site the code shows that the first build did not know: an
+            // IFUNC's PLT slot the dynamic linker has filled since. Every
+            // such site joins, none of them learned.
+            let room = MAX_CODE_SITES.saturating_sub(list.sites.len() - list.learned);
+            let joining: Vec<u64> = shown.into_iter().filter(|&r| !list.knows(r)).take(room).collect();
+            for site in joining {
+                let arc = if site == ret { hit } else { self.arc_from(image_id, f, site, Some(site - CALL_REL32_LEN)) };
+                if !self.add_site(&mut list, site, arc) {
+                    return;
+                }
+            }
+        }
+        if !list.knows(ret) && !full {
             if !self.add_site(&mut list, ret, hit) {
                 return;
             }
             list.learned += 1;
-        } else {
+        } else if !list.knows(ret) {
             let Some(other) = self.counters.allocate() else { return };
             self.arcs.records[hit].slots.push(other);
             list.other = Some(other);

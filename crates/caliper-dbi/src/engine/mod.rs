@@ -1,15 +1,17 @@
 //! The event loop: launch or attach, follow threads, forks and execs,
 //! pass signals through, and act on breakpoint hits.
 //!
-//! A function's first hit decides how it is measured from then on
-//! (HP Caliper's lazy instrumentation): for coverage the `int3` is simply
-//! removed; for counts the entry is replaced by a jump to a counting
-//! trampoline, with every other thread of the address space stopped while
-//! the code changes; a function whose entry cannot take a jump keeps its
+//! For counts, a module's functions get their trampolines as it loads
+//! (module `ahead`); otherwise a function's first hit decides how it is
+//! measured from then on (HP Caliper's lazy instrumentation): for
+//! coverage the `int3` is simply removed; for counts the entry is
+//! replaced by a jump to a counting trampoline, with every other thread
+//! of the address space stopped while the code changes; a function whose entry cannot take a jump keeps its
 //! breakpoint and the tool counts each hit (resuming through a moved copy
 //! of the first instruction, so other threads never see the original byte
 //! missing).
 
+mod ahead;
 mod arcs;
 mod debug;
 mod events;
@@ -97,6 +99,10 @@ pub struct Config {
     /// Count every call at its breakpoint instead of building trampolines
     /// (for comparison: the same counts, far slower).
     pub breakpoints_only: bool,
+    /// Patch each function at its first call, as HP Caliper does, instead
+    /// of every function of a module as it loads: for a
+    /// program so large that it calls few of its functions in its run.
+    pub lazy: bool,
     /// Stop measuring after this long: probes out, processes let go.
     pub duration: Option<Duration>,
     /// Start measuring only after this long (the program runs free until
@@ -118,6 +124,7 @@ impl Default for Config {
             follow_exec: false,
             exec_programs: Vec::new(),
             breakpoints_only: false,
+            lazy: false,
             duration: None,
             start: None,
             sample_event: ("task-clock".to_string(), TASK_CLOCK_EVENT),
@@ -379,9 +386,7 @@ impl Engine {
     /// the libraries it loads.
     fn new_image(&mut self, pid: Pid) -> io::Result<()> {
         let mut image = Image::new(pid)?;
-        if self.measuring {
-            self.probe(&mut image)?;
-        }
+        let loaded = if self.measuring { self.probe(&mut image)? } else { Vec::new() };
         let id = self.next_image;
         self.next_image += 1;
         self.images.insert(id, image);
@@ -389,21 +394,22 @@ impl Engine {
         if let Some(old) = old {
             self.drop_image_if_unused(old.image);
         }
+        self.patch_stopped_image(id, &loaded);
         Ok(())
     }
 
     /// Probes the modules mapped into `image` now, and watches the linker's
-    /// rendezvous for the libraries it loads later.
-    fn probe(&mut self, image: &mut Image) -> io::Result<()> {
+    /// rendezvous for the libraries it loads later. The modules probed.
+    fn probe(&mut self, image: &mut Image) -> io::Result<Vec<Arc<str>>> {
         let arm = self.config.collect.probes();
-        image.scan(arm, &self.config.filter, &mut self.functions, &mut self.modules)?;
+        let loaded = image.scan(arm, &self.config.filter, &mut self.functions, &mut self.modules)?;
         let rendezvous = image.modules.iter().find_map(|m| {
             m.info.functions.iter().find(|f| f.name == "_dl_debug_state").map(|f| f.address.wrapping_add(m.bias))
         });
         if let Some(addr) = rendezvous {
             image.watch(addr, Internal::LinkerRendezvous)?;
         }
-        Ok(())
+        Ok(loaded)
     }
 
     /// The delayed start: every image probed, its threads stopped meanwhile.
@@ -413,10 +419,12 @@ impl Engine {
         for id in ids {
             let stopped = self.stop_world(id, 0);
             let Some(mut image) = self.images.remove(&id) else { continue };
-            if let Err(e) = self.probe(&mut image) {
+            let loaded = self.probe(&mut image).unwrap_or_else(|e| {
                 eprintln!("== CALIPER: cali-run: cannot instrument process {}: {e}", image.pid);
-            }
+                Vec::new()
+            });
             self.images.insert(id, image);
+            self.patch_stopped_image(id, &loaded);
             self.resume_world(&stopped);
         }
         self.start_sampling();
@@ -510,6 +518,8 @@ impl Engine {
         self.take_samples();
         if let Some(thread) = self.threads.get_mut(&tid) {
             thread.held_at = None;
+            // Stopped, whatever for, until resumed.
+            thread.running = false;
         }
         match status {
             Status::Exited(code) => self.gone(tid, Exit::Code(code)),
@@ -701,6 +711,7 @@ impl Engine {
     fn finish(mut self) -> Outcome {
         self.take_samples();
         let counters = self.read_counters();
+        self.functions.cover_counted(&counters);
         let samples_lost = self.sampler.as_ref().map_or(0, |s| s.lost);
         Outcome {
             exit: self.exit.unwrap_or(Exit::Detached),

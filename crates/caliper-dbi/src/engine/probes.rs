@@ -8,6 +8,17 @@ use crate::image::{Counting, Internal, ProbeState, Stopped};
 use crate::ptrace::{self, Pid};
 use crate::relocate::{Increment, Unpatchable};
 
+/// The stopped address space a patch is made in.
+pub(super) struct World<'a> {
+    /// The thread that runs the system calls that map trampoline memory.
+    pub tid: Pid,
+    /// The program counters of the stopped threads (none may be inside
+    /// the bytes a patch replaces).
+    pub busy: &'a [u64],
+    /// Signals that arrived meanwhile, to deliver later.
+    pub deferred: &'a mut Vec<i32>,
+}
+
 impl Engine {
     /// Handles an `int3` hit; false if it was not one of ours.
     pub(super) fn on_breakpoint(&mut self, tid: Pid) -> bool {
@@ -56,7 +67,11 @@ impl Engine {
             let arm = self.config.collect.probes();
             let pid = image.pid;
             match image.scan(arm, &self.config.filter, &mut self.functions, &mut self.modules) {
-                Ok(loaded) => self.notify_loads(pid, &loaded),
+                Ok(loaded) => {
+                    self.notify_loads(pid, &loaded);
+                    // No thread runs the new modules' code yet.
+                    self.patch_ahead(image_id, tid, &loaded, &[]);
+                }
                 Err(e) => eprintln!("== CALIPER: cali-run: cannot read the loaded libraries: {e}"),
             }
         }
@@ -107,6 +122,7 @@ impl Engine {
         let stopped = self.stop_world(image_id, tid);
         let mut deferred = Vec::new();
         let image = self.images.get_mut(&image_id).expect("live image");
+        image.memory.begin_batch();
         let patched: Vec<(u64, usize)> = image
             .probes
             .iter()
@@ -124,6 +140,9 @@ impl Engine {
                 let name = &self.functions.records[f].name;
                 eprintln!("== CALIPER: cali-run: cannot give {name} per-processor counters: {e}");
             }
+        }
+        if let Err(e) = image.memory.end_batch() {
+            eprintln!("== CALIPER: cali-run: cannot give process {} per-processor counters: {e}", image.pid);
         }
         self.resume_world(&stopped);
         self.redeliver(tid, deferred);
@@ -169,44 +188,19 @@ impl Engine {
         let mut busy: Vec<u64> = stopped.iter().filter_map(|&t| ptrace::registers(t).ok()).map(|r| r.rip).collect();
         busy.extend(self.held_at(image_id));
         let mut deferred = Vec::new();
-        let image = self.images.get_mut(&image_id).expect("live image");
-        let mut thread = Stopped { tid, counters: &self.counters, deferred: &mut deferred };
         let patched = match function {
-            // A function patched in another image (a forked child, an
-            // earlier run of the program) counts into the same slot.
             Some(f) if !internal && !self.config.breakpoints_only => {
-                let slot = match &sites {
-                    Some(list) => Some(list.slot()),
-                    None if self.config.collect.arcs => None,
-                    None => self.functions.records[f].slot.or(self.counters.peek_next()),
-                };
-                match slot {
-                    Some(slot) => {
-                        let counting = sites.as_ref().map_or(Counting::Calls { slot }, SiteList::counting);
-                        let size = self.functions.records[f].size;
-                        let increment = self.counters.increment(self.shared);
-                        image.patch(addr, size, &counting, increment, &busy, &mut thread).map(|p| (p, slot))
-                    }
-                    None => Err(Unpatchable::Unencodable("counter slots exhausted".into())),
-                }
+                let mut world = World { tid, busy: &busy, deferred: &mut deferred };
+                self.patch_function(image_id, addr, f, sites, &mut world)
             }
             _ => Err(Unpatchable::Unencodable("breakpoint counting chosen".into())),
         };
+        let image = self.images.get_mut(&image_id).expect("live image");
+        let mut thread = Stopped { tid, counters: &self.counters, deferred: &mut deferred };
         let mut counted_here = false;
         let mut failure = None;
         let resume_at = match patched {
-            Ok((patch, slot)) => {
-                if self.counters.peek_next() == Some(slot) {
-                    self.counters.allocate();
-                }
-                let record = &mut self.functions.records[function.expect("patched functions exist")];
-                record.slot = Some(slot);
-                record.mode = Mode::Trampoline;
-                if let Some(list) = sites {
-                    self.sites.insert((image_id, addr), list);
-                }
-                patch.trampoline
-            }
+            Ok(trampoline) => trampoline,
             Err(why) => match image.displace(addr, &mut thread) {
                 Ok(resume) => {
                     if let Some(f) = function {
@@ -236,5 +230,42 @@ impl Engine {
             self.count_trap_hit(image_id, f, rsp);
         }
         resume_at
+    }
+
+    /// Replaces the entry `addr` of function `f` in image `image_id` with
+    /// a jump to a counting trampoline (with `arcs`, one that knows the
+    /// call sites of `sites`). The trampoline's address.
+    pub(super) fn patch_function(
+        &mut self,
+        image_id: usize,
+        addr: u64,
+        f: usize,
+        sites: Option<SiteList>,
+        world: &mut World,
+    ) -> Result<u64, Unpatchable> {
+        // A function patched in another image (a forked child, an earlier
+        // run of the program) counts into the same slot.
+        let slot = match &sites {
+            Some(list) => Some(list.slot()),
+            None if self.config.collect.arcs => None,
+            None => self.functions.records[f].slot.or(self.counters.peek_next()),
+        };
+        let slot = slot.ok_or_else(|| Unpatchable::Unencodable("counter slots exhausted".into()))?;
+        let counting = sites.as_ref().map_or(Counting::Calls { slot }, SiteList::counting);
+        let size = self.functions.records[f].size;
+        let increment = self.counters.increment(self.shared);
+        let image = self.images.get_mut(&image_id).expect("live image");
+        let mut thread = Stopped { tid: world.tid, counters: &self.counters, deferred: world.deferred };
+        let patch = image.patch(addr, size, &counting, increment, world.busy, &mut thread)?;
+        if self.counters.peek_next() == Some(slot) {
+            self.counters.allocate();
+        }
+        let record = &mut self.functions.records[f];
+        record.slot = Some(slot);
+        record.mode = Mode::Trampoline;
+        if let Some(list) = sites {
+            self.sites.insert((image_id, addr), list);
+        }
+        Ok(patch.trampoline)
     }
 }

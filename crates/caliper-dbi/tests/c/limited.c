@@ -1,11 +1,10 @@
 /* A program that lowers its own address-space limit to just above what it
- * uses, then calls into liblimited.so for the first time: cali-run cannot
- * map a trampoline region for that library, which is an instrumentation
- * failure (the function stays uncounted), and the program runs on. */
+ * uses, then loads liblimited.so and calls into it: cali-run cannot map a
+ * trampoline region for that library, which is an instrumentation failure
+ * (the function stays uncounted), and the program runs on. */
+#include <dlfcn.h>
 #include <stdio.h>
 #include <sys/resource.h>
-
-long lib_step(long x); /* in liblimited.so */
 
 int main(void) {
     printf("start\n");
@@ -20,6 +19,12 @@ int main(void) {
     struct rlimit limit = {room, room};
     if (setrlimit(RLIMIT_AS, &limit) != 0) {
         return 1;
+    }
+    /* Found through the program's run path ($ORIGIN). */
+    void *library = dlopen("liblimited.so", RTLD_NOW);
+    long (*lib_step)(long) = library ? (long (*)(long))dlsym(library, "lib_step") : NULL;
+    if (!lib_step) {
+        return 2;
     }
     printf("lib_step %ld\n", lib_step(41));
     return 0;

@@ -114,7 +114,7 @@ pub fn debuggee_dir() -> &'static Path {
         let library = library.to_str().unwrap();
         gcc(dir.path(), &["-O2", "-shared", "-fPIC", "-nostartfiles", "-o", "liblimited.so", library]);
         let limited = limited.to_str().unwrap();
-        gcc(dir.path(), &["-O2", "-o", "limited", limited, "-L.", "-llimited", "-Wl,-rpath,$ORIGIN"]);
+        gcc(dir.path(), &["-O2", "-o", "limited", limited, "-Wl,-rpath,$ORIGIN"]);
         dir
     })
     .path()
