@@ -136,6 +136,26 @@ fn a_thousand_sites_in_the_code_are_known_and_learned_sites_are_bounded() {
 }
 
 #[test]
+fn calls_through_an_ifunc_plt_entry_are_known_sites() {
+    let dir = tempfile::tempdir().unwrap();
+    common::build(dir.path(), "ifunc_sites", &[]);
+    let run = |collector: &str| {
+        let file = dir.path().join(format!("{collector}.cali"));
+        let output =
+            run_in(dir.path(), &["-c", collector, "-i", "chosen", "-o", file.to_str().unwrap()], "./ifunc_sites", &[]);
+        assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+        (common::traps(&file), read_arcs(&file))
+    };
+    let (fcount, _) = run("fcount");
+    let (traps, arcs) = run("arcs");
+    assert_eq!(arcs[&("main".into(), "chosen".into())], (1..=6).collect::<Vec<u64>>());
+    // The sites are known from the PLT slot the dynamic linker filled: at
+    // the first build, or, where that came before the relocation, at the
+    // first call from one of them, which stops once.
+    assert!(traps <= fcount + 1, "{traps} traps under arcs, {fcount} under fcount");
+}
+
+#[test]
 fn direct_call_sites_are_known_before_their_first_call() {
     let dir = tempfile::tempdir().unwrap();
     let source = common::source("known_sites.c");
