@@ -121,6 +121,8 @@ pub struct LoadedModule {
     pub info: Arc<ModuleInfo>,
     /// The trampoline region serving it.
     pub region: Option<usize>,
+    /// A function of it has been called (see [`crate::engine`]).
+    pub entered: bool,
 }
 
 /// Memory mapped into the tracee for trampolines and counters.
@@ -289,7 +291,7 @@ impl Image {
                     .collect();
                 self.arm(&selected)?;
             }
-            self.modules.push(LoadedModule { path: module.clone(), bias, low, high, info, region: None });
+            self.modules.push(LoadedModule { path: module.clone(), bias, low, high, info, region: None, entered: false });
             added.push(module);
         }
         Ok(added)

@@ -1,8 +1,8 @@
 //! The event loop: launch or attach, follow threads, forks and execs,
 //! pass signals through, and act on breakpoint hits.
 //!
-//! For counts, a module's functions get their trampolines as it loads
-//! (module `ahead`); otherwise a function's first hit decides how it is
+//! For counts, a module's functions get their trampolines at the first
+//! call into it (module `ahead`); otherwise a function's first hit decides how it is
 //! measured from then on (HP Caliper's lazy instrumentation): for
 //! coverage the `int3` is simply removed; for counts the entry is
 //! replaced by a jump to a counting trampoline, with every other thread
@@ -100,7 +100,7 @@ pub struct Config {
     /// (for comparison: the same counts, far slower).
     pub breakpoints_only: bool,
     /// Patch each function at its first call, as HP Caliper does, instead
-    /// of every function of a module as it loads: for a
+    /// of every function of a module at the first call into it: for a
     /// program so large that it calls few of its functions in its run.
     pub lazy: bool,
     /// Stop measuring after this long: probes out, processes let go.
@@ -386,7 +386,9 @@ impl Engine {
     /// the libraries it loads.
     fn new_image(&mut self, pid: Pid) -> io::Result<()> {
         let mut image = Image::new(pid)?;
-        let loaded = if self.measuring { self.probe(&mut image)? } else { Vec::new() };
+        if self.measuring {
+            self.probe(&mut image)?;
+        }
         let id = self.next_image;
         self.next_image += 1;
         self.images.insert(id, image);
@@ -394,22 +396,21 @@ impl Engine {
         if let Some(old) = old {
             self.drop_image_if_unused(old.image);
         }
-        self.patch_stopped_image(id, &loaded);
         Ok(())
     }
 
     /// Probes the modules mapped into `image` now, and watches the linker's
-    /// rendezvous for the libraries it loads later. The modules probed.
-    fn probe(&mut self, image: &mut Image) -> io::Result<Vec<Arc<str>>> {
+    /// rendezvous for the libraries it loads later.
+    fn probe(&mut self, image: &mut Image) -> io::Result<()> {
         let arm = self.config.collect.probes();
-        let loaded = image.scan(arm, &self.config.filter, &mut self.functions, &mut self.modules)?;
+        image.scan(arm, &self.config.filter, &mut self.functions, &mut self.modules)?;
         let rendezvous = image.modules.iter().find_map(|m| {
             m.info.functions.iter().find(|f| f.name == "_dl_debug_state").map(|f| f.address.wrapping_add(m.bias))
         });
         if let Some(addr) = rendezvous {
             image.watch(addr, Internal::LinkerRendezvous)?;
         }
-        Ok(loaded)
+        Ok(())
     }
 
     /// The delayed start: every image probed, its threads stopped meanwhile.
@@ -419,12 +420,10 @@ impl Engine {
         for id in ids {
             let stopped = self.stop_world(id, 0);
             let Some(mut image) = self.images.remove(&id) else { continue };
-            let loaded = self.probe(&mut image).unwrap_or_else(|e| {
+            if let Err(e) = self.probe(&mut image) {
                 eprintln!("== CALIPER: cali-run: cannot instrument process {}: {e}", image.pid);
-                Vec::new()
-            });
+            }
             self.images.insert(id, image);
-            self.patch_stopped_image(id, &loaded);
             self.resume_world(&stopped);
         }
         self.start_sampling();

@@ -67,11 +67,7 @@ impl Engine {
             let arm = self.config.collect.probes();
             let pid = image.pid;
             match image.scan(arm, &self.config.filter, &mut self.functions, &mut self.modules) {
-                Ok(loaded) => {
-                    self.notify_loads(pid, &loaded);
-                    // No thread runs the new modules' code yet.
-                    self.patch_ahead(image_id, tid, &loaded, &[]);
-                }
+                Ok(loaded) => self.notify_loads(pid, &loaded),
                 Err(e) => eprintln!("== CALIPER: cali-run: cannot read the loaded libraries: {e}"),
             }
         }
@@ -188,13 +184,19 @@ impl Engine {
         let mut busy: Vec<u64> = stopped.iter().filter_map(|&t| ptrace::registers(t).ok()).map(|r| r.rip).collect();
         busy.extend(self.held_at(image_id));
         let mut deferred = Vec::new();
+        let mut world = World { tid, busy: &busy, deferred: &mut deferred };
         let patched = match function {
             Some(f) if !internal && !self.config.breakpoints_only => {
-                let mut world = World { tid, busy: &busy, deferred: &mut deferred };
                 self.patch_function(image_id, addr, f, sites, &mut world)
             }
             _ => Err(Unpatchable::Unencodable("breakpoint counting chosen".into())),
         };
+        if function.is_some()
+            && !internal
+            && let Some(m) = self.images[&image_id].module_of(addr)
+        {
+            self.patch_module_ahead(image_id, m, &mut world);
+        }
         let image = self.images.get_mut(&image_id).expect("live image");
         let mut thread = Stopped { tid, counters: &self.counters, deferred: &mut deferred };
         let mut counted_here = false;
