@@ -291,7 +291,15 @@ impl Image {
                     .collect();
                 self.arm(&selected)?;
             }
-            self.modules.push(LoadedModule { path: module.clone(), bias, low, high, info, region: None, entered: false });
+            self.modules.push(LoadedModule {
+                path: module.clone(),
+                bias,
+                low,
+                high,
+                info,
+                region: None,
+                entered: false,
+            });
             added.push(module);
         }
         Ok(added)
