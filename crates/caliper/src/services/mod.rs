@@ -24,6 +24,7 @@ mod mpi;
 mod mpiflush;
 mod mpireport;
 pub(crate) mod output;
+mod papi;
 mod perf_events;
 mod perf_topdown;
 mod recorder;
@@ -68,6 +69,7 @@ pub const SERVICES: &[ServiceSpec] = &[
     loop_statistics::SPEC,
     measurement_template::SPEC,
     memstat::SPEC,
+    papi::SPEC,
     perf_topdown::SPEC,
     thread_id::SPEC,
     recorder::SPEC,
