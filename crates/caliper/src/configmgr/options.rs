@@ -185,11 +185,22 @@ impl Options {
             let fragment = option.query(level);
             if !fragment.is_empty() {
                 query.push(' ');
-                query.push_str(&fragment.replace("{}", self.get(&option.name).unwrap_or("")));
+                query.push_str(&expand_fragment(fragment, self.get(&option.name).unwrap_or("")));
             }
         }
         query
     }
+}
+
+/// A query fragment for an option's `value`: `{}` stands for the value;
+/// a fragment with `{item}` is repeated for each item of a comma-separated
+/// value (`papi.counters=a,b`: a column per counter).
+fn expand_fragment(fragment: &str, value: &str) -> String {
+    if !fragment.contains("{item}") {
+        return fragment.replace("{}", value);
+    }
+    let items = value.split(',').map(str::trim).filter(|item| !item.is_empty());
+    items.map(|item| fragment.replace("{item}", item)).collect::<Vec<_>>().join(" ")
 }
 
 /// A setting of a channel config list.
@@ -308,6 +319,16 @@ mod tests {
         assert_eq!(get_setting(&config, "CALI_SERVICES_ENABLE"), "aggregate,event,timer");
         assert_eq!(get_setting(&config, "CALI_X"), "x=count()");
         assert_eq!(o.check(|s| s != "nosuch"), Ok(()));
+    }
+
+    #[test]
+    fn item_fragments_repeat_for_each_item_of_the_value() {
+        assert_eq!(
+            expand_fragment("select sum(p.{item}) as \"{item}\"", " a::x , b-y,"),
+            "select sum(p.a::x) as \"a::x\" select sum(p.b-y) as \"b-y\""
+        );
+        assert_eq!(expand_fragment("select {}", "a,b"), "select a,b");
+        assert_eq!(expand_fragment("select sum(p.{item})", ""), "");
     }
 
     #[test]

@@ -214,3 +214,32 @@ fn global_option_specs_from_the_api() {
     assert!(!mgr.add_option_spec(r#"{ "type": "bool" }"#));
     assert_eq!(mgr.error_msg(), "option spec: option spec: \"name\" is missing");
 }
+
+#[test]
+fn papi_options_enable_the_service_with_their_counters() {
+    let mut mgr = ConfigManager::new();
+    let text = "runtime-report,hatchet-region-profile,papi.counters=\"perf::PAGE-FAULTS,PAPI_TOT_INS\"";
+    assert!(mgr.add(text), "{}", mgr.error_msg());
+    let [report, profile] = mgr.channels() else { panic!("two channels") };
+    for c in [report, profile] {
+        assert!(setting(c, "CALI_SERVICES_ENABLE").split(',').any(|s| s == "papi"), "{}", c.name());
+        assert_eq!(setting(c, "CALI_PAPI_COUNTERS"), "perf::PAGE-FAULTS,PAPI_TOT_INS");
+    }
+    let query = setting(report, "CALI_REPORT_CONFIG");
+    assert!(
+        query.contains(
+            "select sum(sum#papi.perf::PAGE-FAULTS) as \"perf::PAGE-FAULTS\" unit count \
+             select sum(sum#papi.PAPI_TOT_INS) as \"PAPI_TOT_INS\" unit count"
+        ),
+        "a column per counter: {query}"
+    );
+    caliper_query::parse_query(&query).expect("the report query parses");
+
+    let mut mgr = ConfigManager::new();
+    assert!(mgr.add("runtime-report,papi.topdown.toplevel"), "{}", mgr.error_msg());
+    let c = &mgr.channels()[0];
+    assert!(setting(c, "CALI_PAPI_COUNTERS").starts_with("topdown:::TOPDOWN_RETIRING_PERC,"));
+    let query = setting(c, "CALI_REPORT_CONFIG");
+    assert!(query.contains("avg(topdown.retiring) as \"Retiring\" unit percent"), "{query}");
+    caliper_query::parse_query(&query).expect("the topdown query parses");
+}
