@@ -9,7 +9,9 @@
 # Debian's Open MPI (caliper-mpi builds against it; its tests run mpirun)
 # and libclang (the `mpi` crate of caliper-mpi's `rsmpi` feature generates
 # its bindings with it), Debian's Kokkos (libtrilinos-kokkos-dev: a real
-# Kokkos program runs with libcaliper as its tool),
+# Kokkos program runs with libcaliper as its tool), Debian's PAPI
+# (libpapi-dev: the papi service loads libpapi at run time, and its test
+# program registers events with libsde),
 # and a Python virtualenv at target/test-venv (or under $CARGO_TARGET_DIR)
 # with the reference's clients from crates/caliper-testutil/py/requirements.txt
 # (the interoperability tests run them), maturin and pytest from
@@ -33,6 +35,7 @@ for tool in gcc:gcc g++:g++ gfortran:gfortran cmake:cmake pkg-config:pkg-config 
 done
 ls /usr/lib/llvm-*/lib/libclang.so >/dev/null 2>&1 || missing+=(libclang-dev)
 [ -e /usr/include/trilinos/Kokkos_Core.hpp ] || missing+=(libtrilinos-kokkos-dev)
+[ -e /usr/include/sde_lib.h ] || missing+=(libpapi-dev)
 if [ ${#missing[@]} -gt 0 ]; then
     echo "== installing ${missing[*]}"
     apt-get update -qq
