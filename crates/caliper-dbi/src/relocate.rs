@@ -303,6 +303,9 @@ const MOVED_LABEL: u64 = LABEL + 0x1_0000;
 /// The labels of an arc probe's constants, the Nth site's return address
 /// at `CONSTANT_LABEL + N`.
 const CONSTANT_LABEL: u64 = LABEL + 0x2_0000;
+/// The labels of the instructions after the first of an emulated call
+/// (see `emulated_call`), which moves last, so only one is ever emulated.
+const EMULATION_LABEL: u64 = LABEL + 0x3_0000;
 
 /// The `moved` instructions as the trampoline carries them, or why one of
 /// them cannot be moved. The block encoder redirects every operand that
@@ -320,6 +323,16 @@ fn relabel(moved: &[Instruction]) -> Result<Vec<Instruction>, Unpatchable> {
     for (n, insn) in moved.iter().enumerate() {
         let mut copy = *insn;
         copy.set_ip(MOVED_LABEL + n as u64);
+        if matches!(insn.flow_control(), FlowControl::Call | FlowControl::IndirectCall) {
+            // The first of them takes the call's label; the others are
+            // only ever reached from it.
+            let mut emulation = emulated_call(insn, &span)?;
+            for (k, part) in emulation.iter_mut().enumerate() {
+                part.set_ip(if k == 0 { MOVED_LABEL + n as u64 } else { EMULATION_LABEL + k as u64 });
+            }
+            out.extend(emulation);
+            continue;
+        }
         match movable(insn, &span)? {
             Some(target) if span.contains(&target) => {
                 let why = "it branches into the middle of a moved instruction";
@@ -334,25 +347,65 @@ fn relabel(moved: &[Instruction]) -> Result<Vec<Instruction>, Unpatchable> {
 }
 
 /// Checks that instructions moved from a function's entry do in a
-/// trampoline what they do in place (see [`movable`]).
+/// trampoline what they do in place (see `movable` and `emulated_call`).
 pub fn check_movable(moved: &[Instruction]) -> Result<(), Unpatchable> {
     relabel(moved).map(drop)
+}
+
+/// A call moved from the entry bytes `span`, in the trampoline: its
+/// return address (the instruction after it, in the function) put on the
+/// stack without a change to any register but RSP or to the flags, then a
+/// jump where the call goes. The callee returns into the function itself,
+/// so that an unwinder finds the caller it expects (a call made in the
+/// trampoline would leave the trampoline's address on the stack, which no
+/// unwinder knows: a C++ exception thrown below it would end the program).
+/// Only the last moved instruction may be a call (the function's code
+/// goes on where it returns), and not one that reads the stack pointer,
+/// which has moved by then.
+fn emulated_call(insn: &Instruction, span: &std::ops::Range<u64>) -> Result<[Instruction; 4], Unpatchable> {
+    let refuse = |why| Err(Unpatchable::NotMovable(insn.ip() - span.start, why));
+    if insn.next_ip() != span.end {
+        return refuse("its return address would be in the trampoline, unknown to unwinders");
+    }
+    let reads_rsp = (0..insn.op_count()).any(|i| match insn.op_kind(i) {
+        OpKind::Register => insn.op_register(i).full_register() == Register::RSP,
+        OpKind::Memory => insn.memory_base() == Register::RSP || insn.memory_index() == Register::RSP,
+        _ => false,
+    });
+    if reads_rsp {
+        return refuse("a call through the stack pointer, which the pushed return address moves");
+    }
+    let jump = match insn.code() {
+        Code::Call_rel32_64 => {
+            Instruction::with_branch(Code::Jmp_rel32_64, insn.near_branch64()).map_err(unencodable)?
+        }
+        Code::Call_rm64 => {
+            let mut jump = *insn;
+            jump.set_code(Code::Jmp_rm64);
+            jump
+        }
+        _ => return refuse("a far or 16- or 32-bit call"),
+    };
+    let ret = insn.next_ip();
+    let slot = |offset: i64| MemoryOperand::with_base_displ(Register::RSP, offset);
+    Ok([
+        Instruction::with2(Code::Lea_r64_m, Register::RSP, slot(-8)).map_err(unencodable)?,
+        Instruction::with2(Code::Mov_rm32_imm32, slot(0), ret as u32).map_err(unencodable)?,
+        Instruction::with2(Code::Mov_rm32_imm32, slot(4), (ret >> 32) as u32).map_err(unencodable)?,
+        jump,
+    ])
 }
 
 /// Checks that `insn`, one of the instructions moved from the bytes
 /// `span`, does in the trampoline what it does in place; its near branch
 /// target, if it has one. Refused: what reads its own address other than
-/// through a RIP-relative operand, a call (it would push a return address
-/// in the trampoline, where no unwinder finds the caller: a C++ exception
-/// thrown below it ends the program), what faults on purpose (a handler
+/// through a RIP-relative operand (a call is `emulated_call`'s), what
+/// faults on purpose (a handler
 /// would see the trampoline's address), and an access to the moved bytes
 /// (the jump is there now).
 fn movable(insn: &Instruction, span: &std::ops::Range<u64>) -> Result<Option<u64>, Unpatchable> {
     let refuse = |why| Err(Unpatchable::NotMovable(insn.ip() - span.start, why));
     match insn.flow_control() {
-        FlowControl::Call | FlowControl::IndirectCall => {
-            return refuse("its return address would be in the trampoline, unknown to unwinders");
-        }
         FlowControl::Interrupt | FlowControl::Exception => return refuse("it traps or faults"),
         FlowControl::XbeginXabortXend => return refuse("a transaction resumes at an address of its own"),
         _ => {}
@@ -685,17 +738,44 @@ mod tests {
     }
 
     #[test]
-    fn a_call_is_not_moved() {
-        // sub rsp,8; call 0x1200 ; at 0x1000: an exception thrown below the
-        // call would find no caller at a return address in the trampoline.
+    fn a_call_moved_last_pushes_the_return_address_into_the_function_and_jumps() {
+        // sub rsp,8; call 0x1200 ; at 0x1000: the callee returns to 0x1009,
+        // in the function, where an unwinder finds the caller.
         let code = [0x48, 0x83, 0xec, 0x08, 0xe8, 0xf7, 0x01, 0x00, 0x00];
-        let moved = entry_instructions(&code, 0x1000, JUMP_LEN).unwrap();
-        assert_eq!(moved.len(), 2);
-        let probe = Probe::Count { counter: 0x7000_2000, increment: Increment::Unlocked };
-        assert!(matches!(build(0x7000_0000, probe, &moved, 0x1009), Err(Unpatchable::NotMovable(4, _))));
-        assert_eq!(check_movable(&moved[..1]), Ok(()), "the instructions before it are");
-        // call [rip+0x100]
-        assert!(matches!(moved_at_trampoline(&[0xff, 0x15, 0, 1, 0, 0]), Err(Unpatchable::NotMovable(0, _))));
+        let back = moved_at_trampoline(&code).unwrap();
+        let codes: Vec<Code> = back.iter().map(|i| i.code()).collect();
+        assert_eq!(
+            codes,
+            [
+                Code::Sub_rm64_imm8,
+                Code::Lea_r64_m,
+                Code::Mov_rm32_imm32,
+                Code::Mov_rm32_imm32,
+                Code::Jmp_rel32_64,
+                Code::Jmp_rel32_64
+            ]
+        );
+        assert_eq!((back[1].memory_base(), back[1].memory_displacement64() as i64), (Register::RSP, -8));
+        assert_eq!((back[2].memory_displacement64(), back[2].immediate32()), (0, 0x1009));
+        assert_eq!((back[3].memory_displacement64(), back[3].immediate32()), (4, 0));
+        assert_eq!(back[4].near_branch64(), 0x1200, "where the call went");
+        // call [rip+0x100]: a jump through the same slot.
+        let back = moved_at_trampoline(&[0xff, 0x15, 0, 1, 0, 0]).unwrap();
+        assert_eq!(back[1].immediate32(), 0x1006);
+        assert_eq!((back[3].code(), back[3].ip_rel_memory_address()), (Code::Jmp_rm64, 0x1106));
+        // call next; pop rax (a function reading its own address): the
+        // address pushed is the function's, as in place.
+        let back = moved_at_trampoline(&[0xe8, 0x00, 0x00, 0x00, 0x00, 0x58]).unwrap();
+        assert_eq!((back[1].immediate32(), back[3].near_branch64()), (0x1005, 0x1005));
+        // A call not last (its return would be into the trampoline) or
+        // through the stack pointer is not moved.
+        let early = [0xe8, 0xf7, 0x01, 0x00, 0x00];
+        let moved = entry_instructions(&early, 0x1000, JUMP_LEN).unwrap();
+        assert!(matches!(check_movable(&moved[..1]), Ok(())));
+        let moved = entry_instructions(&[0xe8, 0xf7, 0x01, 0x00, 0x00, 0x90], 0x1000, 6).unwrap();
+        assert!(matches!(check_movable(&moved), Err(Unpatchable::NotMovable(0, _))));
+        // call [rsp+8]
+        assert!(matches!(moved_at_trampoline(&[0xff, 0x54, 0x24, 0x08, 0x90]), Err(Unpatchable::NotMovable(0, _))));
     }
 
     #[test]
@@ -944,9 +1024,8 @@ mod tests {
         assert_eq!(refused(&[0x90, 0x0f, 0x05, 0x90, 0x90]), 1);
         assert_eq!(refused(&[0x0f, 0x0b, 0x90, 0x90, 0x90]), 0);
         assert_eq!(refused(&[0xcd, 0x80, 0x90, 0x90, 0x90]), 0);
-        // xbegin (its abort address); call next instruction; pop rax
+        // xbegin (its abort address)
         assert_eq!(refused(&[0xc7, 0xf8, 0x00, 0x00, 0x00, 0x00]), 0);
-        assert_eq!(refused(&[0xe8, 0x00, 0x00, 0x00, 0x00, 0x58]), 0);
     }
 
     #[test]
