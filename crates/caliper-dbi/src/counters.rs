@@ -93,11 +93,17 @@ impl Counters {
 
     /// The current value of every allocated slot (over all its copies).
     pub fn read_all(&self) -> io::Result<Vec<u64>> {
-        let mut totals = vec![0u64; self.next];
-        let mut bytes = vec![0u8; self.next * 8];
+        self.read(0, self.next)
+    }
+
+    /// The current values of the `n` slots from `first` (over all their
+    /// copies).
+    pub fn read(&self, first: usize, n: usize) -> io::Result<Vec<u64>> {
+        let mut totals = vec![0u64; n];
+        let mut bytes = vec![0u8; n * 8];
         let file: &File = self.file.as_file();
         for copy in 0..self.copies as u64 {
-            file.read_exact_at(&mut bytes, copy * BYTES)?;
+            file.read_exact_at(&mut bytes, copy * BYTES + first as u64 * 8)?;
             let values = bytes.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")));
             for (total, value) in totals.iter_mut().zip(values) {
                 *total = total.wrapping_add(value);

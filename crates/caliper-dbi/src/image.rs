@@ -140,8 +140,18 @@ pub enum Counting {
     /// The function's calls.
     Calls { slot: usize },
     /// The calls and the calls from each known site; calls from other
-    /// sites trap to the tool, or with `other` count there.
-    Arcs { slot: usize, sites: Vec<KnownSite>, other: Option<usize> },
+    /// sites trap to the tool, or with `other` count there, after those
+    /// the `table` of learned sites takes, if any (see [`LearnedTable`]).
+    Arcs { slot: usize, sites: Vec<KnownSite>, other: Option<usize>, table: Option<LearnedTable> },
+}
+
+/// The slots of an arc trampoline's table of the sites it learns itself
+/// (see [`Miss::Learn`]): `entries` pairs from `first`, (return address,
+/// count).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LearnedTable {
+    pub first: usize,
+    pub entries: usize,
 }
 
 /// A call site an arc trampoline knows: its return address (a constant
@@ -689,9 +699,13 @@ impl Image {
                 Counting::Calls { slot: s } => {
                     relocate::build(at, TrampolineProbe::Count { counter: slot(*s), increment }, moved, back)?
                 }
-                Counting::Arcs { slot: s, sites, other } => {
+                Counting::Arcs { slot: s, sites, other, table } => {
                     let sites: Vec<Site> = sites.iter().map(|x| Site { ret: x.ret, counter: slot(x.count) }).collect();
-                    let miss = other.map_or(Miss::Trap, |o| Miss::Count(slot(o)));
+                    let miss = match (other, table) {
+                        (None, _) => Miss::Trap,
+                        (Some(o), None) => Miss::Count(slot(*o)),
+                        (Some(o), Some(t)) => Miss::Learn { table: slot(t.first), entries: t.entries, other: slot(*o) },
+                    };
                     let probe = TrampolineProbe::Arcs { counter: slot(*s), sites: &sites, miss, increment };
                     relocate::build(at, probe, moved, back)?
                 }

@@ -279,6 +279,13 @@ pub enum Miss {
     /// Counts it in one counter for all other sites (when the trampoline
     /// has as many sites as it may).
     Count(u64),
+    /// Learns the site in `table`, `entries` pairs of counters (the return
+    /// address, 0 while the entry is free; the count), searched in order:
+    /// the entry of this return address counted, else the first free one
+    /// claimed (`cmpxchg`, locked as the increments are, so that two threads
+    /// cannot claim one entry) and counted; with no entry left, `other`.
+    /// The tool reads the table at the end: a new site costs no stop.
+    Learn { table: u64, entries: usize, other: u64 },
 }
 
 /// An encoded trampoline.
@@ -429,7 +436,13 @@ fn movable(insn: &Instruction, span: &std::ops::Range<u64>) -> Result<Option<u64
 
 /// The instructions that increment `counter` as `how` says.
 fn increment(counter: u64, how: Increment) -> Result<Vec<Instruction>, Unpatchable> {
-    let at_counter = MemoryOperand::with_base_displ(Register::RIP, counter as i64);
+    increment_at(Register::RIP, counter as i64, how)
+}
+
+/// The instructions that increment the counter at `base + displacement`
+/// (`base` RIP, or a register that is neither RAX nor R11) as `how` says.
+fn increment_at(base: Register, displacement: i64, how: Increment) -> Result<Vec<Instruction>, Unpatchable> {
+    let at_counter = MemoryOperand::with_base_displ(base, displacement);
     let stride = match how {
         Increment::PerCpu { stride_log2 } => 1i64 << stride_log2,
         _ => 0,
@@ -452,12 +465,8 @@ fn increment(counter: u64, how: Increment) -> Result<Vec<Instruction>, Unpatchab
         Instruction::with1(Code::Rdpid_r64, Register::R11).map_err(unencodable)?,
         Instruction::with2(Code::And_rm32_imm32, Register::R11D, 0xfff).map_err(unencodable)?,
         Instruction::with2(Code::Shl_rm64_imm8, Register::R11, stride_log2).map_err(unencodable)?,
-        Instruction::with2(
-            Code::Lea_r64_m,
-            Register::RAX,
-            MemoryOperand::with_base_displ(Register::RIP, counter as i64 + stride),
-        )
-        .map_err(unencodable)?,
+        Instruction::with2(Code::Lea_r64_m, Register::RAX, MemoryOperand::with_base_displ(base, displacement + stride))
+            .map_err(unencodable)?,
         inc,
         Instruction::with1(Code::Pop_r64, Register::R11).map_err(unencodable)?,
         Instruction::with1(Code::Pop_r64, Register::RAX).map_err(unencodable)?,
@@ -489,9 +498,14 @@ fn arc_probe(
     list.push(Instruction::with2(Code::Mov_r64_rm64, Register::RAX, ret).map_err(unencodable)?);
     let mut search = Search { list, sites: &sorted, increment_by };
     search.node(0, sorted.len(), None)?;
+    let mut constants: Vec<u64> = sorted.iter().map(|s| s.ret).collect();
     let mut on_miss = match miss {
         Miss::Trap => vec![Instruction::with(Code::Int3)],
         Miss::Count(counter) => increment(counter, increment_by)?,
+        Miss::Learn { table, entries, other } => {
+            constants.push(table.wrapping_add(LEARNED_ENTRY * entries as u64));
+            learn(table, CONSTANT_LABEL + sorted.len() as u64, other, increment_by)?
+        }
     };
     on_miss[0].set_ip(Search::MISS);
     let trap = (miss == Miss::Trap).then_some(list.len());
@@ -499,7 +513,67 @@ fn arc_probe(
     let mut pop = Instruction::with1(Code::Pop_r64, Register::RAX).map_err(unencodable)?;
     pop.set_ip(Search::DONE);
     list.push(pop);
-    Ok((trap, sorted.iter().map(|s| s.ret).collect()))
+    Ok((trap, constants))
+}
+
+/// The bytes of an entry of a [`Miss::Learn`] table: the return address,
+/// then the count.
+pub const LEARNED_ENTRY: u64 = 16;
+
+/// The labels of the learning path's branch targets.
+const LEARN_LOOP: u64 = LABEL + 0x8000;
+const LEARN_FOUND: u64 = LABEL + 0x8001;
+const LEARN_NEXT: u64 = LABEL + 0x8002;
+
+/// The path of [`Miss::Learn`], the return address in RAX (saved), the
+/// flags free: RCX walks the entries of `table` up to the address in the
+/// constant labelled `table_end`; RDX holds the return address while
+/// `cmpxchg` takes 0 in RAX. Each register it uses is pushed and popped.
+fn learn(table: u64, table_end: u64, other: u64, how: Increment) -> Result<Vec<Instruction>, Unpatchable> {
+    let op = |r: Result<Instruction, iced_x86::IcedError>| r.map_err(unencodable);
+    let labelled = |mut insn: Instruction, label: u64| {
+        insn.set_ip(label);
+        insn
+    };
+    let entry = MemoryOperand::with_base(Register::RCX);
+    let mut claim = op(Instruction::with2(Code::Cmpxchg_rm64_r64, entry, Register::RDX))?;
+    match how {
+        Increment::Unlocked => claim.set_segment_prefix(Register::DS),
+        Increment::Locked | Increment::PerCpu { .. } => claim.set_has_lock_prefix(true),
+    }
+    let mut path = vec![
+        op(Instruction::with1(Code::Push_r64, Register::RCX))?,
+        op(Instruction::with2(
+            Code::Lea_r64_m,
+            Register::RCX,
+            MemoryOperand::with_base_displ(Register::RIP, table as i64),
+        ))?,
+        labelled(op(Instruction::with2(Code::Cmp_r64_rm64, Register::RAX, entry))?, LEARN_LOOP),
+        op(Instruction::with_branch(Code::Je_rel32_64, LEARN_FOUND))?,
+        op(Instruction::with2(Code::Cmp_rm64_imm8, entry, 0))?,
+        op(Instruction::with_branch(Code::Jne_rel32_64, LEARN_NEXT))?,
+        op(Instruction::with1(Code::Push_r64, Register::RDX))?,
+        op(Instruction::with2(Code::Mov_r64_rm64, Register::RDX, Register::RAX))?,
+        op(Instruction::with2(Code::Xor_r32_rm32, Register::EAX, Register::EAX))?,
+        claim,
+        // mov and pop keep the flags: unequal, another thread claimed the
+        // entry first, for its return address or this one; compare again.
+        op(Instruction::with2(Code::Mov_r64_rm64, Register::RAX, Register::RDX))?,
+        op(Instruction::with1(Code::Pop_r64, Register::RDX))?,
+        op(Instruction::with_branch(Code::Jne_rel32_64, LEARN_LOOP))?,
+    ];
+    let mut count = increment_at(Register::RCX, 8, how)?;
+    count[0].set_ip(LEARN_FOUND);
+    path.extend(count);
+    path.push(op(Instruction::with1(Code::Pop_r64, Register::RCX))?);
+    path.push(op(Instruction::with_branch(Code::Jmp_rel32_64, Search::DONE))?);
+    let end = MemoryOperand::with_base_displ(Register::RIP, table_end as i64);
+    path.push(labelled(op(Instruction::with2(Code::Add_rm64_imm8, Register::RCX, LEARNED_ENTRY as i32))?, LEARN_NEXT));
+    path.push(op(Instruction::with2(Code::Cmp_r64_rm64, Register::RCX, end))?);
+    path.push(op(Instruction::with_branch(Code::Jb_rel32_64, LEARN_LOOP))?);
+    path.push(op(Instruction::with1(Code::Pop_r64, Register::RCX))?);
+    path.extend(increment(other, how)?);
+    Ok(path)
 }
 
 /// The tree of compares of an arc probe, over sites sorted by return
@@ -587,7 +661,7 @@ pub fn build(at: u64, probe: Probe, moved: &[Instruction], resume: u64) -> Resul
     let offset = |i: usize| probe.offsets[i];
     let trap = trap.map(offset);
     let unlocked = (0..list.len())
-        .filter(|&i| list[i].code() == Code::Inc_rm64 && !list[i].has_lock_prefix())
+        .filter(|&i| matches!(list[i].code(), Code::Inc_rm64 | Code::Cmpxchg_rm64_r64) && !list[i].has_lock_prefix())
         .map(offset)
         .collect();
     let mut code = probe.finish(|label| {
@@ -894,6 +968,114 @@ mod tests {
         .unwrap();
         assert_eq!(counted.trap, None);
         assert_eq!(run_arc_probe(&counted, at, 0x1234), (vec![0x7000_4000], false, 0), "no site: the other sites");
+    }
+
+    /// The counter copies and their stride in [`learns_new_sites_without_a_stop`].
+    const COPIES: usize = 65;
+    const STRIDE_LOG2: u32 = 12;
+
+    /// The counters of an arc trampoline with a [`Miss::Learn`] table of
+    /// `entries`, run for real: a function whose only instruction is `ret`,
+    /// called from `sites` call sites (site k, from 1, k times), the first
+    /// a known site. Returns the counters (the call's, the other sites', the
+    /// known site's, then the table's pairs), summed over the processors'
+    /// copies. Asserts that the registers a call leaves alone survive.
+    fn run_learning(how: Increment, sites: usize, entries: usize) -> Vec<u64> {
+        const PAGE: usize = 4096;
+        let len = 2 * PAGE + COPIES * PAGE;
+        // SAFETY: a fresh private mapping, unmapped at the end.
+        let base = unsafe {
+            let prot = libc::PROT_READ | libc::PROT_WRITE | libc::PROT_EXEC;
+            libc::mmap(std::ptr::null_mut(), len, prot, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0)
+        };
+        assert_ne!(base, libc::MAP_FAILED);
+        let (at, callers, counters) = (base as u64, base as u64 + PAGE as u64, base as u64 + 2 * PAGE as u64);
+        let slots = 4 + 2 * entries;
+        let known = [Site { ret: callers + 5, counter: counters + 16 }];
+        let miss = Miss::Learn { table: counters + 32, entries, other: counters + 8 };
+        let moved = entry_instructions(&[0xc3, 0x90, 0x90, 0x90, 0x90], 0x1000, JUMP_LEN).unwrap();
+        let t = build(at, Probe::Arcs { counter: counters, sites: &known, miss, increment: how }, &moved, 0x1005);
+        let t = t.unwrap();
+        assert!(t.code.len() <= PAGE && t.trap.is_none());
+        // SAFETY: the code and the callers fit their pages; each caller is
+        // `call <trampoline>; ret`, called with the registers it keeps named.
+        unsafe {
+            std::ptr::copy_nonoverlapping(t.code.as_ptr(), at as *mut u8, t.code.len());
+            for k in 0..sites as u64 {
+                let caller = callers + 6 * k;
+                let rel = (at as i64 - (caller + 5) as i64) as i32;
+                let mut call = [0xe8, 0, 0, 0, 0, 0xc3];
+                call[1..5].copy_from_slice(&rel.to_le_bytes());
+                std::ptr::copy_nonoverlapping(call.as_ptr(), caller as *mut u8, call.len());
+            }
+            for k in 0..sites as u64 {
+                for _ in 0..=k {
+                    let kept = [0x1111u64, 0x2222, 0x3333, 0x4444, 0x5555, 0x6666];
+                    let (mut rax, mut rcx, mut rdx, mut r11) = (kept[0], kept[1], kept[2], kept[3]);
+                    let (mut rbx, mut r12) = (kept[4], kept[5]);
+                    std::arch::asm!(
+                        // RBX, which asm! cannot name, through R13.
+                        "xchg rbx, r13",
+                        "call {f}",
+                        "xchg rbx, r13",
+                        f = in(reg) callers + 6 * k,
+                        inout("r13") rbx,
+                        inout("rax") rax,
+                        inout("rcx") rcx,
+                        inout("rdx") rdx,
+                        inout("r11") r11,
+                        inout("r12") r12,
+                        clobber_abi("C"),
+                    );
+                    assert_eq!([rax, rcx, rdx, r11, rbx, r12], kept, "the registers after the call");
+                }
+            }
+        }
+        let copies = if matches!(how, Increment::PerCpu { .. }) { COPIES } else { 1 };
+        let read = |slot: usize, copy: usize| {
+            // SAFETY: inside the mapping.
+            unsafe { *((counters as usize + copy * (1 << STRIDE_LOG2) + 8 * slot) as *const u64) }
+        };
+        let values = (0..slots).map(|slot| (0..copies).map(|c| read(slot, c)).sum()).collect();
+        // SAFETY: the mapping made above, no longer used.
+        unsafe { libc::munmap(base, len) };
+        values
+    }
+
+    /// Whether this processor runs `rdpid` with a processor number below
+    /// the copies [`run_learning`] has.
+    fn per_cpu_runs_here() -> bool {
+        let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let rdpid = info.lines().any(|l| l.starts_with("flags") && l.split_whitespace().any(|f| f == "rdpid"));
+        rdpid && std::thread::available_parallelism().is_ok_and(|n| n.get() < COPIES)
+    }
+
+    #[test]
+    fn learns_new_sites_without_a_stop() {
+        let mut increments = vec![Increment::Unlocked, Increment::Locked];
+        if per_cpu_runs_here() {
+            increments.push(Increment::PerCpu { stride_log2: STRIDE_LOG2 });
+        }
+        for how in increments {
+            // 40 sites: the known one, 32 learned, 7 more counted together.
+            let sites = 40;
+            let counters = run_learning(how, sites, 32);
+            let calls: u64 = (1..=sites as u64).sum();
+            assert_eq!(counters[0], calls, "{how:?}: every call");
+            assert_eq!(counters[2], 1, "{how:?}: the known site, by the search");
+            let table: Vec<(u64, u64)> = counters[4..].chunks(2).map(|p| (p[0], p[1])).collect();
+            let rets: Vec<u64> = table.iter().map(|e| e.0).collect();
+            assert!(rets[0] != 0 && rets.windows(2).all(|w| w[1] == w[0] + 6), "{how:?}: in the order of the calls");
+            let counts: Vec<u64> = table.iter().map(|e| e.1).collect();
+            assert_eq!(counts, (2..=33).collect::<Vec<u64>>(), "{how:?}: site k, k calls");
+            assert_eq!(counters[1], (34..=40).sum::<u64>(), "{how:?}: the sites past the table");
+            // A table with room to spare: the free entries stay 0.
+            let counters = run_learning(how, 5, 8);
+            assert_eq!(counters[1], 0, "{how:?}: no other site");
+            let counts: Vec<u64> = counters[4..].chunks(2).map(|p| p[1]).collect();
+            assert_eq!(counts, [2, 3, 4, 5, 0, 0, 0, 0]);
+            assert!(counters[4..].chunks(2).skip(4).all(|p| p[0] == 0), "{how:?}: free entries");
+        }
     }
 
     #[test]

@@ -2,17 +2,30 @@
 //! the callee's entry), and the arc trampolines' lists of known sites.
 
 use super::Engine;
-use crate::image::{Counting, Image, KnownSite, Stopped};
+use crate::image::{Counting, Image, KnownSite, LearnedTable, Stopped};
 use crate::ptrace::Pid;
 use crate::relocate;
+use object::{Object, ObjectSection};
+use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::Arc;
 
-/// The most call sites an arc trampoline learns from their calls (the
-/// first call's, and those that stop at its new-site trap: calls through
-/// pointers, from modules loaded later): each stop costs the program a
-/// stop of every thread and a new trampoline. Calls from further sites are
-/// counted together as "other call sites".
+/// The most call sites an arc trampoline learns from their calls (calls
+/// through pointers, from modules loaded later): in its table of learned
+/// sites, without a stop (see [`Miss::Learn`](relocate::Miss::Learn)), or,
+/// where no table could be had, each at a stop of every thread and a new
+/// trampoline. Calls from further sites are counted together as "other
+/// call sites".
 pub const MAX_LEARNED_SITES: usize = 32;
+
+/// The counter slots a table of learned sites takes: a pair per site.
+const TABLE_SLOTS: usize = 2 * MAX_LEARNED_SITES;
+
+/// The free counter slots below which an arc trampoline gets no table of
+/// learned sites (and learns at its trap): half of them, so that a
+/// program with tens of thousands of functions keeps slots for the
+/// trampolines of its later modules.
+const TABLE_ROOM: usize = crate::counters::SLOTS / 2;
 
 /// The most call sites an arc trampoline knows from the code before their
 /// first call: what its size allows beside the learned ones. A function
@@ -35,12 +48,15 @@ pub(super) struct SiteList {
     /// No new trampoline could be built: calls from new sites stay
     /// counted at the trap.
     frozen: bool,
+    /// The table of the sites the trampoline learns itself, read at the
+    /// end (see [`Engine::take_learned_sites`]).
+    table: Option<LearnedTable>,
 }
 
 impl SiteList {
     /// The list of a new arc trampoline counting calls in `slot`.
     fn new(slot: usize) -> SiteList {
-        SiteList { slot, sites: Vec::new(), learned: 0, other: None, frozen: false }
+        SiteList { slot, sites: Vec::new(), learned: 0, other: None, frozen: false, table: None }
     }
 
     /// The slot of the function's calls.
@@ -49,7 +65,8 @@ impl SiteList {
     }
 
     pub(super) fn counting(&self) -> Counting {
-        Counting::Arcs { slot: self.slot, sites: self.sites.iter().map(|s| s.0).collect(), other: self.other }
+        let sites = self.sites.iter().map(|s| s.0).collect();
+        Counting::Arcs { slot: self.slot, sites, other: self.other, table: self.table }
     }
 
     /// Whether the trampoline knows the site returning to `ret`.
@@ -119,11 +136,12 @@ impl Engine {
     /// The list of the first arc trampoline of function `f` at `entry`,
     /// first called with return address `ret` (if the stack could be
     /// read): the call sites the code shows (see [`Engine::sites_in_code`])
-    /// and that call's site known already, so that only calls from other
-    /// sites stop at its trap. Of more than [`MAX_CODE_SITES`] sites in the
-    /// code, those at the lowest addresses (the program's before its
-    /// libraries'), the others counted together. None when no counter slot
-    /// is left.
+    /// and a table for the others (see [`Engine::give_table`]); where no
+    /// table could be had, that call's site known already, so that only
+    /// calls from other sites stop at its trap. Of more than
+    /// [`MAX_CODE_SITES`] sites in the code, those at the lowest addresses
+    /// (the program's before its libraries'), the others counted together.
+    /// None when no counter slot is left.
     pub(super) fn first_sites(&mut self, image_id: usize, f: usize, entry: u64, ret: Option<u64>) -> Option<SiteList> {
         let slot = match self.functions.records[f].slot {
             Some(slot) => slot,
@@ -145,13 +163,91 @@ impl Engine {
                 self.arcs.records[arc].slots.push(other);
                 list.other = Some(other);
             }
-        } else if let Some(ret) = ret.filter(|&r| !list.knows(r)) {
+        } else if !self.give_table(f, &mut list)
+            && let Some(ret) = ret.filter(|&r| !list.knows(r))
+        {
             let arc = self.arc_of(image_id, f, ret);
             if self.add_site(&mut list, ret, arc) {
                 list.learned += 1;
             }
         }
         Some(list)
+    }
+
+    /// Gives the trampoline of `list`, of function `f`, a table of the
+    /// sites it learns and a slot for the sites past it, if enough counter
+    /// slots are free (see [`TABLE_ROOM`]); whether it has one.
+    fn give_table(&mut self, f: usize, list: &mut SiteList) -> bool {
+        if list.table.is_some() {
+            return true;
+        }
+        if list.other.is_some() || self.counters.free() < TABLE_ROOM + TABLE_SLOTS + 1 {
+            return false;
+        }
+        let Some(other) = self.counters.allocate() else { return false };
+        let first = self.counters.peek_next().expect("room for the table");
+        for _ in 0..TABLE_SLOTS {
+            self.counters.allocate();
+        }
+        let arc = self.other_sites_arc(f);
+        self.arcs.records[arc].slots.push(other);
+        list.other = Some(other);
+        list.table = Some(LearnedTable { first, entries: MAX_LEARNED_SITES });
+        true
+    }
+
+    /// The arcs of the sites the trampolines of image `image_id` learned in
+    /// their tables, each given its count's slot: read before the image
+    /// goes (the callers are named from its modules), at its process's exit
+    /// or exec or at the end. A forked process's trampolines share their
+    /// parent's tables: a count's slot joins its arc once.
+    pub(super) fn take_learned_sites(&mut self, image_id: usize) {
+        let tables: Vec<(u64, LearnedTable)> = self
+            .sites
+            .iter()
+            .filter(|((i, _), _)| *i == image_id)
+            .filter_map(|((_, entry), list)| Some((*entry, list.table?)))
+            .collect();
+        let mut files = HashMap::new();
+        for (entry, table) in tables {
+            let Some(f) = self.images[&image_id].probes.get(&entry).and_then(|p| p.function) else { continue };
+            let pairs = match self.counters.read(table.first, 2 * table.entries) {
+                Ok(pairs) => pairs,
+                Err(e) => {
+                    eprintln!("== CALIPER: cali-run: cannot read the call sites learned: {e}");
+                    return;
+                }
+            };
+            for (n, pair) in pairs.chunks_exact(2).enumerate().filter(|(_, pair)| pair[0] != 0) {
+                let count = table.first + 2 * n + 1;
+                let site = self.call_site_of(image_id, pair[0], &mut files);
+                let arc = self.arc_from(image_id, f, pair[0], site);
+                if !self.arcs.records[arc].slots.contains(&count) {
+                    self.arcs.records[arc].slots.push(count);
+                }
+            }
+        }
+    }
+
+    /// The call that returns to `ret`, found in the bytes before it: in the
+    /// process, or, once it has exited, in its module's file (`files`, the
+    /// files read so far by path).
+    fn call_site_of(&self, image_id: usize, ret: u64, files: &mut HashMap<PathBuf, Vec<u8>>) -> Option<u64> {
+        let image = &self.images[&image_id];
+        let mut before = [0u8; 8];
+        if image.memory.read(ret.wrapping_sub(8), &mut before).is_ok() {
+            return Some(relocate::call_before(&before, ret));
+        }
+        let module = &image.modules[image.module_of(ret.wrapping_sub(1))?];
+        let data = files
+            .entry(module.info.path.clone())
+            .or_insert_with(|| std::fs::read(&module.info.path).unwrap_or_default());
+        let in_file = ret.wrapping_sub(module.bias);
+        let file = object::File::parse(data.as_slice()).ok()?;
+        let section = file.sections().find(|s| s.address() + 8 <= in_file && in_file <= s.address() + s.size())?;
+        let bytes = section.data().ok()?.get((in_file - section.address()) as usize - 8..)?;
+        let before: [u8; 8] = bytes.get(..8)?.try_into().ok()?;
+        Some(relocate::call_before(&before, in_file).wrapping_add(module.bias))
     }
 
     /// Adds the site returning to `ret`, of arc `arc`, to `list`, with a

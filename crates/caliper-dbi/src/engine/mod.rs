@@ -462,7 +462,8 @@ impl Engine {
     }
 
     fn drop_image_if_unused(&mut self, image: usize) {
-        if !self.processes.values().any(|p| p.image == image) {
+        if !self.processes.values().any(|p| p.image == image) && self.images.contains_key(&image) {
+            self.take_learned_sites(image);
             self.images.remove(&image);
         }
     }
@@ -709,6 +710,10 @@ impl Engine {
 
     fn finish(mut self) -> Outcome {
         self.take_samples();
+        let live: Vec<usize> = self.images.keys().copied().collect();
+        for image in live {
+            self.take_learned_sites(image);
+        }
         let counters = self.read_counters();
         self.functions.cover_counted(&counters);
         let samples_lost = self.sampler.as_ref().map_or(0, |s| s.lost);

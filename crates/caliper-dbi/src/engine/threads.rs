@@ -97,6 +97,9 @@ impl Engine {
     pub(super) fn let_go(&mut self, pid: Pid, signals: &HashMap<Pid, i32>) {
         if let Some(process) = self.processes.remove(&pid) {
             let shared = self.processes.values().any(|p| p.image == process.image);
+            if !shared && self.images.contains_key(&process.image) {
+                self.take_learned_sites(process.image);
+            }
             if !shared && let Some(mut image) = self.images.remove(&process.image) {
                 let _ = image.strip();
             }
