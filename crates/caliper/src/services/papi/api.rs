@@ -116,10 +116,9 @@ impl Papi {
         let papi = PAPI.get_or_init(Papi::load).as_ref().map_err(String::clone)?;
         if multiplex {
             static MULTIPLEX: OnceLock<Result<(), String>> = OnceLock::new();
-            MULTIPLEX
-                .get_or_init(|| papi.check(unsafe { (papi.multiplex_init)() }).map_err(|e| papi.error(e)))
-                .clone()
-                .map_err(|e| format!("cannot multiplex: {e}"))?;
+            // SAFETY: PAPI_multiplex_init takes no arguments.
+            let init = || papi.check(unsafe { (papi.multiplex_init)() }).map_err(|e| papi.error(e));
+            MULTIPLEX.get_or_init(init).clone().map_err(|e| format!("cannot multiplex: {e}"))?;
         }
         Ok(papi)
     }
@@ -127,8 +126,8 @@ impl Papi {
     fn load() -> Result<Papi, String> {
         let (handle, version) = RELEASES
             .iter()
-            // SAFETY: dlopen with a NUL-terminated name.
             .find_map(|&(name, version)| {
+                // SAFETY: dlopen with a NUL-terminated name.
                 let handle = unsafe { libc::dlopen(name.as_ptr(), libc::RTLD_NOW | libc::RTLD_GLOBAL) };
                 (!handle.is_null()).then_some((handle, version))
             })
@@ -162,6 +161,7 @@ impl Papi {
         if initialised != version {
             return Err(format!("PAPI_library_init failed: {}", papi.error(initialised)));
         }
+        // SAFETY: a function that PAPI calls for the calling thread's id.
         papi.check(unsafe { (papi.thread_init)(thread_id) })
             .map_err(|e| format!("PAPI_thread_init failed: {}", papi.error(e)))?;
         Ok(papi)
@@ -253,7 +253,7 @@ impl EventSet {
     /// Reads the counts into `values` (one per event, in the order
     /// added), resetting them to zero after if `reset`.
     pub fn read(&mut self, values: &mut [i64], reset: bool) -> Result<(), Error> {
-        assert!(values.len() >= self.len);
+        debug_assert!(values.len() >= self.len);
         // SAFETY: room for one value per event of the set.
         self.papi.check(unsafe { (self.papi.read)(self.handle, values.as_mut_ptr()) })?;
         if reset {
