@@ -11,7 +11,8 @@
 # its bindings with it), Debian's Kokkos (libtrilinos-kokkos-dev: a real
 # Kokkos program runs with libcaliper as its tool), Debian's PAPI
 # (libpapi-dev: the papi service loads libpapi at run time, and its test
-# program registers events with libsde),
+# program registers events with libsde), clang and LLVM's OpenMP
+# runtime (libomp-dev: OpenMP programs run with libcaliper as their OMPT tool),
 # and a Python virtualenv at target/test-venv (or under $CARGO_TARGET_DIR)
 # with the reference's clients from crates/caliper-testutil/py/requirements.txt
 # (the interoperability tests run them), maturin and pytest from
@@ -30,12 +31,13 @@ for tool in gcc:gcc g++:g++ gfortran:gfortran cmake:cmake pkg-config:pkg-config 
     mpirun:openmpi-bin mpicc:libopenmpi-dev \
     gzip:gzip bzip2:bzip2 xz:xz-utils sqlite3:sqlite3 /usr/bin/python3:python3 strip:binutils nm:binutils \
     /usr/bin/gawk:gawk /usr/bin/perl:perl /usr/bin/lua5.4:lua5.4 /usr/bin/git:git \
-    x86_64-linux-gnu-python3.11-config:libpython3.11-dev; do
+    x86_64-linux-gnu-python3.11-config:libpython3.11-dev clang:clang; do
     command -v "${tool%%:*}" >/dev/null 2>&1 || missing+=("${tool##*:}")
 done
 ls /usr/lib/llvm-*/lib/libclang.so >/dev/null 2>&1 || missing+=(libclang-dev)
 [ -e /usr/include/trilinos/Kokkos_Core.hpp ] || missing+=(libtrilinos-kokkos-dev)
 [ -e /usr/include/sde_lib.h ] || missing+=(libpapi-dev)
+ls /usr/lib/llvm-*/lib/libomp.so >/dev/null 2>&1 || missing+=(libomp-dev)
 if [ ${#missing[@]} -gt 0 ]; then
     echo "== installing ${missing[*]}"
     apt-get update -qq

@@ -36,6 +36,7 @@ mod manager;
 mod mpi_binding;
 mod names;
 mod nodes;
+mod ompt;
 #[cfg(feature = "load-constructor")]
 mod preload;
 mod report;

@@ -6,7 +6,7 @@
 //! with updates stopped.
 
 use crate::attributes::{Attribute, AttributeInfo, Builtins};
-use crate::blackboard::Blackboard;
+use crate::blackboard::{Blackboard, StackEntry};
 use crate::capture::Outcome;
 use crate::snapshot::{RegionAttributes, RegionSnapshot, Snapshot, Stamps};
 use crate::tree::ContextTree;
@@ -288,6 +288,18 @@ pub trait Runtime: Sync {
     /// Hands a memory region begun or ended on the calling thread to the
     /// active channels' [tracking services](Service::track_memory).
     fn track_memory(&self, event: &MemoryEvent<'_>);
+    /// The calling thread's region stack, outermost first, in `out`: what
+    /// work handed to other threads takes with it (see
+    /// [`Caliper::region_stack`](crate::Caliper::region_stack)).
+    fn region_stack(&self, out: &mut Vec<StackEntry>);
+    /// Makes the calling thread's region stack `path`, the ended entries in
+    /// `replaced`; returns how many entries were common (see
+    /// [`Caliper::switch_regions`](crate::Caliper::switch_regions)).
+    fn switch_regions(&self, path: &[StackEntry], replaced: &mut Vec<StackEntry>) -> usize;
+    /// Ends the calling thread's region-stack entries from `from` up and
+    /// begins `with` in their place (see
+    /// [`Caliper::replace_regions`](crate::Caliper::replace_regions)).
+    fn replace_regions(&self, from: usize, with: &[StackEntry], removed: &mut Vec<StackEntry>) -> usize;
 }
 
 /// The runtime once it is ready and until it finishes; `None` otherwise

@@ -58,6 +58,10 @@ pub(crate) fn controller(spec: &ConfigSpec, options: &Options) -> Result<Channel
             runtime_profile(options, &mut config)?;
             Output::Channel
         }
+        "openmp-report" => {
+            openmp_report(options, &mut config);
+            Output::Channel
+        }
         "sample-report" => {
             sample_report(options, &mut config)?;
             Output::Channel
@@ -211,6 +215,36 @@ fn runtime_report(options: &Options, config: &mut Vec<(String, String)>) {
         tree_format(options)
     );
     set_setting(config, "CALI_REPORT_CONFIG", &options.build_query(QueryLevel::Local, &base));
+}
+
+/// `openmp-report`: per region (`show_regions`, a tree) or for the whole
+/// run (a table), the team size, the initial thread's time and all
+/// threads' time; the `openmp.*` options add the work and barrier times.
+/// The reference's cross-rank query lacks its `select` keyword: here it
+/// has it.
+fn openmp_report(options: &Options, config: &mut Vec<(String, String)>) {
+    options.update_channel_config(config);
+    let format = if options.is_enabled("show_regions") { tree_format(options) } else { "table".to_string() };
+    let local = "let sum#time.duration=scale(sum#time.duration.ns,1e-9),n.threads=first(omp.num.threads),\
+                 t.initial=first(sum#time.duration) if omp.thread.type=initial \
+                 select max(n.threads) as \"#Threads\",inclusive_sum(t.initial) as \"Time (thread)\" unit sec,\
+                 inclusive_sum(sum#time.duration) as \"Time (total)\" unit sec";
+    let (filename, append) = (options.get_or("output", "stderr"), options.get_or("output.append", "false"));
+    if across_ranks(options, "aggregate_across_ranks") {
+        let cross = format!(
+            "select max(max#n.threads) as \"#Threads\",avg(inclusive#t.initial) as \"Time (thread) (avg)\" unit sec,\
+             avg(inclusive#sum#time.duration) as \"Time (total) (avg)\" unit sec format {format}"
+        );
+        let (local, cross) =
+            (options.build_query(QueryLevel::Local, local), options.build_query(QueryLevel::Cross, &cross));
+        mpireport(config, &local, &cross, filename, append);
+        return;
+    }
+    add_services(config, &["report"]);
+    set_setting(config, "CALI_REPORT_FILENAME", filename);
+    set_setting(config, "CALI_REPORT_APPEND", append);
+    let local = format!("{local} format {format}");
+    set_setting(config, "CALI_REPORT_CONFIG", &options.build_query(QueryLevel::Local, &local));
 }
 
 /// The CalQL formatter and file extension of a profile config's

@@ -2,6 +2,7 @@
 //! off, and their run metadata.
 
 use super::*;
+use crate::blackboard::StackEntry;
 use crate::service::{GlobalRuntime, MemoryEvent};
 
 impl Caliper {
@@ -173,6 +174,15 @@ impl Runtime for Caliper {
     }
     fn track_memory(&self, event: &MemoryEvent<'_>) {
         Caliper::track_memory(self, event);
+    }
+    fn region_stack(&self, out: &mut Vec<StackEntry>) {
+        Caliper::region_stack(self, out);
+    }
+    fn switch_regions(&self, path: &[StackEntry], replaced: &mut Vec<StackEntry>) -> usize {
+        Caliper::switch_regions(self, path, replaced)
+    }
+    fn replace_regions(&self, from: usize, with: &[StackEntry], removed: &mut Vec<StackEntry>) -> usize {
+        Caliper::replace_regions(self, from, with, removed)
     }
 }
 

@@ -23,6 +23,7 @@ mod memstat;
 mod mpi;
 mod mpiflush;
 mod mpireport;
+pub mod ompt;
 pub(crate) mod output;
 mod papi;
 mod perf_events;
@@ -69,6 +70,7 @@ pub const SERVICES: &[ServiceSpec] = &[
     loop_statistics::SPEC,
     measurement_template::SPEC,
     memstat::SPEC,
+    ompt::SPEC,
     papi::SPEC,
     perf_topdown::SPEC,
     thread_id::SPEC,
