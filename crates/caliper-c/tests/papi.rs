@@ -136,6 +136,13 @@ fn the_service_alone_adds_papi_attributes_to_each_snapshot() {
     assert!(line("work").contains(&format!("papi.{PAGES}=2048")), "{listed}");
     assert!(line("idle").contains(&format!("papi.{PAGES}=0")), "{listed}");
     assert!(line("thread_work").contains(&format!("papi.{PAGES}=512")), "{listed}");
+    // A thread's first count starts where its event set started: nothing
+    // was touched before any region began, on any thread.
+    let query = format!("select event.begin#region,papi.{PAGES} where event.begin#region format expand");
+    let begins = must(Command::new(prefix().join("bin/cali-query")).arg("-q").arg(&query).arg(&file));
+    let begins = String::from_utf8_lossy(&begins.stdout);
+    assert_eq!(begins.lines().count(), 5, "{begins}");
+    assert!(begins.lines().all(|l| l.ends_with(&format!("papi.{PAGES}=0"))), "{begins}");
 
     let attrs = must(Command::new(prefix().join("bin/cali-query")).args(["--list-attributes", "-e"]).arg(&file));
     let attrs = String::from_utf8_lossy(&attrs.stdout);

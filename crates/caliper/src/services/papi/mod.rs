@@ -170,13 +170,22 @@ impl Service for PapiService {
     fn thread_state(&self) -> ServiceState {
         self.papi.register_thread();
         let sets = self.groups.iter().filter_map(|group| match group.open(self.papi, self.multiplex) {
-            Ok(set) => Some(ThreadSet {
-                set,
-                events: group.events.iter().map(|e| (e.attr, e.float)).collect(),
-                last: vec![0; group.events.len()],
-                values: vec![0; group.events.len()],
-                reset: group.resets(),
-            }),
+            Ok(mut set) => {
+                // The first delta counts from here: an event whose value
+                // is not zero at the start (a software-defined event's
+                // instant value) would else give the thread's first
+                // snapshot its whole value.
+                let mut last = vec![0; group.events.len()];
+                let reset = group.resets();
+                let _ = set.read(&mut last, reset);
+                Some(ThreadSet {
+                    set,
+                    events: group.events.iter().map(|e| (e.attr, e.float)).collect(),
+                    last,
+                    values: vec![0; group.events.len()],
+                    reset,
+                })
+            }
             Err((_, e)) => {
                 static SAID: AtomicBool = AtomicBool::new(false);
                 if !SAID.swap(true, Ordering::Relaxed) {
