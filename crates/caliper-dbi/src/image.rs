@@ -140,8 +140,9 @@ pub enum Counting {
     /// The function's calls.
     Calls { slot: usize },
     /// The calls and the calls from each known site; calls from other
-    /// sites trap to the tool, or with `other` count there, after those
-    /// the `table` of learned sites takes, if any (see [`LearnedTable`]).
+    /// sites go to the `table` of learned sites, if any (see
+    /// [`LearnedTable`]), then trap to the tool, or with `other` count
+    /// there.
     Arcs { slot: usize, sites: Vec<KnownSite>, other: Option<usize>, table: Option<LearnedTable> },
 }
 
@@ -701,10 +702,10 @@ impl Image {
                 }
                 Counting::Arcs { slot: s, sites, other, table } => {
                     let sites: Vec<Site> = sites.iter().map(|x| Site { ret: x.ret, counter: slot(x.count) }).collect();
-                    let miss = match (other, table) {
-                        (None, _) => Miss::Trap,
-                        (Some(o), None) => Miss::Count(slot(*o)),
-                        (Some(o), Some(t)) => Miss::Learn { table: slot(t.first), entries: t.entries, other: slot(*o) },
+                    let miss = match (table, other) {
+                        (Some(t), o) => Miss::Learn { table: slot(t.first), entries: t.entries, other: o.map(slot) },
+                        (None, Some(o)) => Miss::Count(slot(*o)),
+                        (None, None) => Miss::Trap,
                     };
                     let probe = TrampolineProbe::Arcs { counter: slot(*s), sites: &sites, miss, increment };
                     relocate::build(at, probe, moved, back)?

@@ -283,9 +283,11 @@ pub enum Miss {
     /// address, 0 while the entry is free; the count), searched in order:
     /// the entry of this return address counted, else the first free one
     /// claimed (`cmpxchg`, locked as the increments are, so that two threads
-    /// cannot claim one entry) and counted; with no entry left, `other`.
-    /// The tool reads the table at the end: a new site costs no stop.
-    Learn { table: u64, entries: usize, other: u64 },
+    /// cannot claim one entry) and counted; with no entry left, `other`, or
+    /// without it an `int3` (the tool takes the table's sites into the
+    /// search and gives a larger table). The tool reads the table at the
+    /// end: a new site costs no stop.
+    Learn { table: u64, entries: usize, other: Option<u64> },
 }
 
 /// An encoded trampoline.
@@ -508,7 +510,7 @@ fn arc_probe(
         }
     };
     on_miss[0].set_ip(Search::MISS);
-    let trap = (miss == Miss::Trap).then_some(list.len());
+    let trap = on_miss.iter().position(|i| i.code() == Code::Int3).map(|n| list.len() + n);
     list.extend(on_miss);
     let mut pop = Instruction::with1(Code::Pop_r64, Register::RAX).map_err(unencodable)?;
     pop.set_ip(Search::DONE);
@@ -528,8 +530,10 @@ const LEARN_NEXT: u64 = LABEL + 0x8002;
 /// The path of [`Miss::Learn`], the return address in RAX (saved), the
 /// flags free: RCX walks the entries of `table` up to the address in the
 /// constant labelled `table_end`; RDX holds the return address while
-/// `cmpxchg` takes 0 in RAX. Each register it uses is pushed and popped.
-fn learn(table: u64, table_end: u64, other: u64, how: Increment) -> Result<Vec<Instruction>, Unpatchable> {
+/// `cmpxchg` takes 0 in RAX. Each register it uses is pushed and popped
+/// (before the `int3` of a full table too, where the tool finds the
+/// return address above the saved RAX, as at [`Miss::Trap`]'s).
+fn learn(table: u64, table_end: u64, other: Option<u64>, how: Increment) -> Result<Vec<Instruction>, Unpatchable> {
     let op = |r: Result<Instruction, iced_x86::IcedError>| r.map_err(unencodable);
     let labelled = |mut insn: Instruction, label: u64| {
         insn.set_ip(label);
@@ -572,7 +576,10 @@ fn learn(table: u64, table_end: u64, other: u64, how: Increment) -> Result<Vec<I
     path.push(op(Instruction::with2(Code::Cmp_r64_rm64, Register::RCX, end))?);
     path.push(op(Instruction::with_branch(Code::Jb_rel32_64, LEARN_LOOP))?);
     path.push(op(Instruction::with1(Code::Pop_r64, Register::RCX))?);
-    path.extend(increment(other, how)?);
+    match other {
+        Some(other) => path.extend(increment(other, how)?),
+        None => path.push(Instruction::with(Code::Int3)),
+    }
     Ok(path)
 }
 
@@ -992,7 +999,7 @@ mod tests {
         let (at, callers, counters) = (base as u64, base as u64 + PAGE as u64, base as u64 + 2 * PAGE as u64);
         let slots = 4 + 2 * entries;
         let known = [Site { ret: callers + 5, counter: counters + 16 }];
-        let miss = Miss::Learn { table: counters + 32, entries, other: counters + 8 };
+        let miss = Miss::Learn { table: counters + 32, entries, other: Some(counters + 8) };
         let moved = entry_instructions(&[0xc3, 0x90, 0x90, 0x90, 0x90], 0x1000, JUMP_LEN).unwrap();
         let t = build(at, Probe::Arcs { counter: counters, sites: &known, miss, increment: how }, &moved, 0x1005);
         let t = t.unwrap();
@@ -1076,6 +1083,17 @@ mod tests {
             assert_eq!(counts, [2, 3, 4, 5, 0, 0, 0, 0]);
             assert!(counters[4..].chunks(2).skip(4).all(|p| p[0] == 0), "{how:?}: free entries");
         }
+        // Without a counter for the sites past it, a full table ends at the
+        // trap, RCX popped, as a trampoline without a table traps.
+        let moved = entry_instructions(&[0x55, 0x48, 0x89, 0xe5, 0x90], 0x1000, JUMP_LEN).unwrap();
+        let miss = Miss::Learn { table: 0x7000_4000, entries: 8, other: None };
+        let probe = Probe::Arcs { counter: 0x7000_2000, sites: &[], miss, increment: Increment::Locked };
+        let t = build(0x7000_0000, probe, &moved, 0x1005).unwrap();
+        let back = decode_all(&t.code, 0x7000_0000);
+        let trap = back.iter().position(|i| i.code() == Code::Int3).expect("a trap");
+        assert_eq!(t.trap, Some(back[trap].ip() - 0x7000_0000));
+        assert_eq!((back[trap - 1].code(), back[trap - 1].op0_register()), (Code::Pop_r64, Register::RCX));
+        assert_eq!((back[trap + 1].code(), back[trap + 1].op0_register()), (Code::Pop_r64, Register::RAX));
     }
 
     #[test]

@@ -18,8 +18,14 @@ use std::sync::Arc;
 /// call sites".
 pub const MAX_LEARNED_SITES: usize = 32;
 
-/// The counter slots a table of learned sites takes: a pair per site.
-const TABLE_SLOTS: usize = 2 * MAX_LEARNED_SITES;
+/// The entries of an arc trampoline's first table of learned sites. Each
+/// function of a module gets its trampoline, and its table, as the module
+/// is first entered, at two counter slots an entry: a program's ten
+/// thousand functions take 170,000 slots so. A function called from more
+/// sites through pointers (few are) fills it and stops once: the tool
+/// takes its sites into the search, and its next table has the entries
+/// left of [`MAX_LEARNED_SITES`].
+const FIRST_TABLE: usize = 8;
 
 /// The free counter slots below which an arc trampoline gets no table of
 /// learned sites (and learns at its trap): half of them, so that a
@@ -74,6 +80,9 @@ impl SiteList {
         self.sites.iter().any(|s| s.0.ret == ret)
     }
 }
+
+/// Module files read, by path (see [`Engine::call_site_of`]).
+type Files = HashMap<PathBuf, Vec<u8>>;
 
 /// How many tail calls deep [`calls_of`] looks for call sites.
 const TAIL_CALLS: u32 = 1;
@@ -175,25 +184,68 @@ impl Engine {
     }
 
     /// Gives the trampoline of `list`, of function `f`, a table of the
-    /// sites it learns and a slot for the sites past it, if enough counter
-    /// slots are free (see [`TABLE_ROOM`]); whether it has one.
+    /// sites it learns: [`FIRST_TABLE`] entries, or the rest of
+    /// [`MAX_LEARNED_SITES`] after the sites it learned, with then a slot
+    /// for the sites past it; if enough counter slots are free (see
+    /// [`TABLE_ROOM`]). Whether it has one.
     fn give_table(&mut self, f: usize, list: &mut SiteList) -> bool {
         if list.table.is_some() {
             return true;
         }
-        if list.other.is_some() || self.counters.free() < TABLE_ROOM + TABLE_SLOTS + 1 {
+        let left = MAX_LEARNED_SITES.saturating_sub(list.learned);
+        let entries = if list.learned == 0 { FIRST_TABLE.min(left) } else { left };
+        let last = entries == left;
+        if list.other.is_some() || entries == 0 || self.counters.free() < TABLE_ROOM + 2 * entries + 1 {
             return false;
         }
-        let Some(other) = self.counters.allocate() else { return false };
+        if last {
+            let other = self.counters.allocate().expect("room for the table");
+            let arc = self.other_sites_arc(f);
+            self.arcs.records[arc].slots.push(other);
+            list.other = Some(other);
+        }
         let first = self.counters.peek_next().expect("room for the table");
-        for _ in 0..TABLE_SLOTS {
+        for _ in 0..2 * entries {
             self.counters.allocate();
         }
-        let arc = self.other_sites_arc(f);
-        self.arcs.records[arc].slots.push(other);
-        list.other = Some(other);
-        list.table = Some(LearnedTable { first, entries: MAX_LEARNED_SITES });
+        list.table = Some(LearnedTable { first, entries });
         true
+    }
+
+    /// The sites `table` learned: (return address, the slot of its count).
+    fn learned_in(&self, table: LearnedTable) -> Vec<(u64, usize)> {
+        let pairs = self.counters.read(table.first, 2 * table.entries).unwrap_or_else(|e| {
+            eprintln!("== CALIPER: cali-run: cannot read the call sites learned: {e}");
+            Vec::new()
+        });
+        let claimed = pairs.chunks_exact(2).enumerate().filter(|(_, pair)| pair[0] != 0);
+        claimed.map(|(n, pair)| (pair[0], table.first + 2 * n + 1)).collect()
+    }
+
+    /// The arc of function `f` from the site learned returning to `ret`,
+    /// given the slot of its count (once: see [`Engine::take_learned_sites`]).
+    fn learned_arc(&mut self, image_id: usize, f: usize, ret: u64, count: usize, files: &mut Files) -> usize {
+        let site = self.call_site_of(image_id, ret, files);
+        let arc = self.arc_from(image_id, f, ret, site);
+        if !self.arcs.records[arc].slots.contains(&count) {
+            self.arcs.records[arc].slots.push(count);
+        }
+        arc
+    }
+
+    /// Takes the sites the full table of `list`, of function `f`, learned
+    /// into its search, their counts in the table's slots still: the
+    /// trampoline that replaces it has a table of the entries left.
+    fn absorb_table(&mut self, image_id: usize, f: usize, list: &mut SiteList) {
+        let Some(table) = list.table.take() else { return };
+        let mut files = HashMap::new();
+        for (ret, count) in self.learned_in(table) {
+            if !list.knows(ret) {
+                let arc = self.learned_arc(image_id, f, ret, count, &mut files);
+                list.sites.push((KnownSite { ret, count }, arc));
+                list.learned += 1;
+            }
+        }
     }
 
     /// The arcs of the sites the trampolines of image `image_id` learned in
@@ -211,20 +263,8 @@ impl Engine {
         let mut files = HashMap::new();
         for (entry, table) in tables {
             let Some(f) = self.images[&image_id].probes.get(&entry).and_then(|p| p.function) else { continue };
-            let pairs = match self.counters.read(table.first, 2 * table.entries) {
-                Ok(pairs) => pairs,
-                Err(e) => {
-                    eprintln!("== CALIPER: cali-run: cannot read the call sites learned: {e}");
-                    return;
-                }
-            };
-            for (n, pair) in pairs.chunks_exact(2).enumerate().filter(|(_, pair)| pair[0] != 0) {
-                let count = table.first + 2 * n + 1;
-                let site = self.call_site_of(image_id, pair[0], &mut files);
-                let arc = self.arc_from(image_id, f, pair[0], site);
-                if !self.arcs.records[arc].slots.contains(&count) {
-                    self.arcs.records[arc].slots.push(count);
-                }
+            for (ret, count) in self.learned_in(table) {
+                self.learned_arc(image_id, f, ret, count, &mut files);
             }
         }
     }
@@ -232,7 +272,7 @@ impl Engine {
     /// The call that returns to `ret`, found in the bytes before it: in the
     /// process, or, once it has exited, in its module's file (`files`, the
     /// files read so far by path).
-    fn call_site_of(&self, image_id: usize, ret: u64, files: &mut HashMap<PathBuf, Vec<u8>>) -> Option<u64> {
+    fn call_site_of(&self, image_id: usize, ret: u64, files: &mut Files) -> Option<u64> {
         let image = &self.images[&image_id];
         let mut before = [0u8; 8];
         if image.memory.read(ret.wrapping_sub(8), &mut before).is_ok() {
@@ -319,9 +359,11 @@ impl Engine {
         self.arcs.intern(f, &unknown, "(other call sites)", None, 0)
     }
 
-    /// A call from a site the arc trampoline at `entry` does not know:
-    /// counted here, and the trampoline rebuilt to know it (or, when it
-    /// has learned as many as it may, to count further sites together).
+    /// A call from a site the arc trampoline at `entry` does not know, and
+    /// its table of learned sites, if it has one, has no room for:
+    /// counted here, and the trampoline rebuilt to know it and the sites
+    /// of that table, with a table of the entries left (or, when it has
+    /// learned as many as it may, to count further sites together).
     pub(super) fn on_new_site(&mut self, tid: Pid, image_id: usize, entry: u64, ret: u64) {
         let Some(f) = self.images[&image_id].probes.get(&entry).and_then(|p| p.function) else { return };
         let Some(mut list) = self.sites.get(&(image_id, entry)).cloned() else {
@@ -329,6 +371,7 @@ impl Engine {
             self.arcs.records[arc].trap_hits += 1;
             return;
         };
+        self.absorb_table(image_id, f, &mut list);
         let known = list.knows(ret);
         let open = !known && list.other.is_none() && !list.frozen;
         let shown = if open { self.sites_in_code(image_id, f, entry) } else { Vec::new() };
@@ -359,6 +402,7 @@ impl Engine {
                 return;
             }
             list.learned += 1;
+            self.give_table(f, &mut list);
         } else if !list.knows(ret) {
             let Some(other) = self.counters.allocate() else { return };
             self.arcs.records[hit].slots.push(other);
