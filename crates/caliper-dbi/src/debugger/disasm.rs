@@ -65,14 +65,40 @@ impl Layout {
         &self.instructions[self.probe..self.instructions.len() - 1]
     }
 
+    /// The bytes the probe has pushed below the return address at each of
+    /// its instructions, found along its branches: the arc probe saves RAX
+    /// until its end, and the learning of a new site RCX and RDX on a path
+    /// of its own (an `int3` goes on after itself, as the tool resumes it).
+    fn probe_depths(&self) -> Vec<Option<u64>> {
+        let probe = &self.instructions[..self.probe];
+        let index_of = |ip: u64| probe.iter().position(|i| i.ip() == ip);
+        let mut depths = vec![None; probe.len()];
+        let mut work = vec![(0, 0u64)];
+        while let Some((n, depth)) = work.pop() {
+            let Some(insn) = probe.get(n).filter(|_| depths[n].is_none()) else { continue };
+            depths[n] = Some(depth);
+            let after = match insn.mnemonic() {
+                Mnemonic::Push => depth + 8,
+                Mnemonic::Pop => depth.saturating_sub(8),
+                _ => depth,
+            };
+            let target = index_of(insn.near_branch_target());
+            match insn.flow_control() {
+                FlowControl::UnconditionalBranch => work.extend(target.map(|t| (t, after))),
+                FlowControl::ConditionalBranch => {
+                    work.extend(target.map(|t| (t, after)).into_iter().chain([(n + 1, after)]))
+                }
+                _ => work.push((n + 1, after)),
+            }
+        }
+        depths
+    }
+
     /// Where `pc` falls in the code.
     pub fn place(&self, pc: u64) -> Option<Place> {
         let index = self.instructions.iter().position(|i| i.ip() == pc)?;
         Some(if index < self.probe {
-            // The arc probe saves RAX below the return address until its end.
-            let pushes = self.instructions[..index].iter().filter(|i| i.mnemonic() == Mnemonic::Push).count();
-            let pops = self.instructions[..index].iter().filter(|i| i.mnemonic() == Mnemonic::Pop).count();
-            Place::Probe { stack_adjust: 8 * pushes.saturating_sub(pops) as u64 }
+            Place::Probe { stack_adjust: self.probe_depths()[index].unwrap_or(0) }
         } else if index + 1 < self.instructions.len() {
             Place::Moved(index - self.probe)
         } else {
@@ -178,6 +204,20 @@ mod tests {
         assert_eq!(layout.place(after_push), Some(Place::Probe { stack_adjust: 8 }));
         let trap = at + built.trap.unwrap();
         assert_eq!(layout.place(trap), Some(Place::Probe { stack_adjust: 8 }));
+        // The learning path: RCX pushed on it, RDX too while claiming; the
+        // trap of a full table and the end with RAX alone.
+        let miss = relocate::Miss::Learn { table: 0x7000_4000, entries: 8, other: None };
+        let probe = Probe::Arcs { counter: 0x7000_2000, sites: &[], miss, increment: relocate::Increment::Locked };
+        let built = relocate::build(at, probe, &moved, 0x1008).unwrap();
+        let layout = Layout::decode(&built.code, at, moved.len(), 0x1008).unwrap();
+        let adjust_at = |code: iced_x86::Code| {
+            let insn = layout.instructions[..layout.probe].iter().rev().find(|i| i.code() == code).unwrap();
+            layout.place(insn.ip())
+        };
+        assert_eq!(adjust_at(iced_x86::Code::Add_rm64_imm8), Some(Place::Probe { stack_adjust: 16 }), "next entry");
+        assert_eq!(adjust_at(iced_x86::Code::Cmpxchg_rm64_r64), Some(Place::Probe { stack_adjust: 24 }));
+        assert_eq!(adjust_at(iced_x86::Code::Int3), Some(Place::Probe { stack_adjust: 8 }), "the trap");
+        assert_eq!(adjust_at(iced_x86::Code::Pop_r64), Some(Place::Probe { stack_adjust: 8 }), "pop rax");
     }
 
     #[test]
