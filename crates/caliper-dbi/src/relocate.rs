@@ -1004,6 +1004,11 @@ mod tests {
         let t = build(at, Probe::Arcs { counter: counters, sites: &known, miss, increment: how }, &moved, 0x1005);
         let t = t.unwrap();
         assert!(t.code.len() <= PAGE && t.trap.is_none());
+        // The call's, the known site's, the claim, the learned count, the
+        // other sites': each turns locked by its prefix byte.
+        let unlocked = if how == Increment::Unlocked { 5 } else { 0 };
+        assert_eq!(t.unlocked.len(), unlocked);
+        assert!(t.unlocked.iter().all(|&u| t.code[u as usize] == UNLOCKED_PREFIX));
         // SAFETY: the code and the callers fit their pages; each caller is
         // `call <trampoline>; ret`, called with the registers it keeps named.
         unsafe {
