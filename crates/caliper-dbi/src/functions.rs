@@ -19,6 +19,9 @@ pub enum Mode {
     Trampoline,
     /// The breakpoint stays and the tool counts each hit (exact, slower).
     Breakpoint(Unpatchable),
+    /// The breakpoint stays for calls through pointers; the calls the
+    /// code shows (direct calls, GOT slots) go to a counting trampoline.
+    CallSites(Unpatchable),
     /// Not counted after the first call: its first instruction could not
     /// be moved, so the breakpoint was removed.
     Uncounted(Unpatchable),

@@ -25,6 +25,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 const INT3: u8 = 0xcc;
+/// A `call rel32`: its opcode and length.
+const CALL_REL32: u8 = 0xe8;
+const CALL_LEN: u64 = 5;
 /// What a trampoline's `int3` becomes when the tool lets the process go.
 const NOP: u8 = 0x90;
 /// Bytes of trampoline code per region (after one page of scratch space).
@@ -174,7 +177,6 @@ pub struct Patch {
 /// A function entry whose first instructions move to a trampoline.
 struct MovedEntry<'a> {
     addr: u64,
-    module: usize,
     moved: &'a [iced_x86::Instruction],
     /// The bytes they replace (what the jump and its padding cover).
     original: Vec<u8>,
@@ -200,6 +202,10 @@ pub struct Image {
     /// jump replaced. A stub stays when its entry is restored: a thread
     /// may be between the two jumps.
     pub stubs: BTreeMap<u64, [u8; JUMP_LEN as usize]>,
+    /// The calls and GOT slots sent to the trampoline of a function that
+    /// keeps its breakpoint, with the bytes each held (see
+    /// [`Image::redirect_callers`]).
+    pub redirects: BTreeMap<u64, Vec<u8>>,
     pub regions: Vec<Region>,
 }
 
@@ -222,6 +228,7 @@ impl Image {
             traps: HashMap::new(),
             unlocked: Vec::new(),
             stubs: BTreeMap::new(),
+            redirects: BTreeMap::new(),
             regions: Vec::new(),
         })
     }
@@ -237,6 +244,7 @@ impl Image {
             traps: self.traps.clone(),
             unlocked: self.unlocked.clone(),
             stubs: self.stubs.clone(),
+            redirects: self.redirects.clone(),
             regions: self.regions.clone(),
         })
     }
@@ -584,7 +592,7 @@ impl Image {
         if busy.iter().any(|&pc| pc > addr + 1 && pc < addr + prefix) {
             return Err(Unpatchable::Unencodable("a thread is inside the entry bytes".into()));
         }
-        let entry = MovedEntry { addr, module: m, moved: &moved, original: body[..prefix as usize].to_vec(), stub };
+        let entry = MovedEntry { addr, moved: &moved, original: body[..prefix as usize].to_vec(), stub };
         self.install(entry, counting, increment, thread)
     }
 
@@ -681,8 +689,7 @@ impl Image {
         };
         let (original, stub) = (original.clone(), *stub);
         let moved = relocate::entry_instructions(&original, addr, original.len() as u64)?;
-        let m = self.module_of(addr).ok_or(Unpatchable::Undecodable)?;
-        self.install(MovedEntry { addr, module: m, moved: &moved, original, stub }, counting, increment, thread)
+        self.install(MovedEntry { addr, moved: &moved, original, stub }, counting, increment, thread)
     }
 
     fn install(
@@ -692,8 +699,31 @@ impl Image {
         increment: Increment,
         thread: &mut Stopped,
     ) -> Result<Patch, Unpatchable> {
-        let MovedEntry { addr, module: m, moved, original, stub } = entry;
+        let MovedEntry { addr, moved, original, stub } = entry;
         let back = addr + original.len() as u64;
+        let patch = self.place_trampoline(addr, moved, back, counting, increment, thread)?;
+        let user_break = self.probes.get(&addr).is_some_and(|p| p.user_break);
+        self.write_jump(addr, patch.trampoline, stub, user_break)?;
+        if let Some(p) = self.probes.get_mut(&addr) {
+            p.state = ProbeState::Patched { trampoline: patch.trampoline, original, stub };
+        }
+        Ok(patch)
+    }
+
+    /// Builds and places in its module's region the trampoline of the
+    /// entry at `addr`: a probe that counts as `counting` says, then the
+    /// `moved` instructions, then a jump to `back`; its new-site trap is
+    /// noted as the entry's.
+    fn place_trampoline(
+        &mut self,
+        addr: u64,
+        moved: &[iced_x86::Instruction],
+        back: u64,
+        counting: &Counting,
+        increment: Increment,
+        thread: &mut Stopped,
+    ) -> Result<Patch, Unpatchable> {
+        let m = self.module_of(addr).ok_or(Unpatchable::Undecodable)?;
         let (trampoline, (trap, unlocked)) = self.place(m, thread, |at, counters| {
             let slot = |s: usize| counters + s as u64 * 8;
             let built = match counting {
@@ -714,16 +744,102 @@ impl Image {
             let unlocked: Vec<u64> = built.unlocked.iter().map(|u| at + u).collect();
             Ok((built.code, (built.trap.map(|t| at + t), unlocked)))
         })?;
-        let user_break = self.probes.get(&addr).is_some_and(|p| p.user_break);
-        self.write_jump(addr, trampoline, stub, user_break)?;
         if let Some(t) = trap {
             self.traps.insert(t, addr);
         }
         self.unlocked.extend(unlocked);
-        if let Some(p) = self.probes.get_mut(&addr) {
-            p.state = ProbeState::Patched { trampoline, original, stub };
-        }
         Ok(Patch { trampoline, trap })
+    }
+
+    /// For the function `name` at `addr`, whose entry keeps its
+    /// breakpoint (too short for a jump, or its first bytes a branch
+    /// target): the direct calls of it in its module, and the GOT slots
+    /// of PLT entries of its name that hold its address, go to a
+    /// trampoline that counts as `counting` says and runs the entry's
+    /// first instruction, then the rest of the function. Only calls through
+    /// other pointers still stop at the breakpoint. How many calls and
+    /// slots now go there.
+    pub fn redirect_callers(
+        &mut self,
+        addr: u64,
+        name: &str,
+        counting: &Counting,
+        increment: Increment,
+        thread: &mut Stopped,
+    ) -> Result<usize, Unpatchable> {
+        let failed = |e: io::Error| Unpatchable::Unencodable(e.to_string());
+        let m = self.module_of(addr).ok_or(Unpatchable::Undecodable)?;
+        let calls = self.direct_calls_of(m, addr);
+        let slots = self.got_slots_holding(name, addr);
+        if calls.is_empty() && slots.is_empty() {
+            return Ok(0);
+        }
+        let code = self.original_code(addr, 16).map_err(failed)?;
+        let first = relocate::entry_instructions(&code, addr, 1)?;
+        let back = addr + relocate::covered_len(&first);
+        let trampoline = self.place_trampoline(addr, &first, back, counting, increment, thread)?.trampoline;
+        for &call in &calls {
+            let rel = trampoline.wrapping_sub(call + CALL_LEN) as i64;
+            let rel = i32::try_from(rel).map_err(|_| Unpatchable::Unencodable("trampoline out of reach".into()))?;
+            let mut bytes = vec![CALL_REL32];
+            bytes.extend(rel.to_le_bytes());
+            self.redirect(call, &bytes).map_err(failed)?;
+        }
+        for &slot in &slots {
+            self.redirect(slot, &trampoline.to_le_bytes()).map_err(failed)?;
+        }
+        Ok(calls.len() + slots.len())
+    }
+
+    /// Writes `bytes` at `at`, keeping what was there for the strip.
+    fn redirect(&mut self, at: u64, bytes: &[u8]) -> io::Result<()> {
+        let mut before = vec![0u8; bytes.len()];
+        self.memory.read(at, &mut before)?;
+        self.memory.write(at, bytes)?;
+        self.redirects.entry(at).or_insert(before);
+        Ok(())
+    }
+
+    /// The addresses of the `call rel32` instructions of module `m` that
+    /// call `addr`, but those in bytes the tool has changed.
+    fn direct_calls_of(&self, m: usize, addr: u64) -> Vec<u64> {
+        let module = &self.modules[m];
+        let bias = module.bias;
+        let returns: Vec<u64> = module.info.branch_targets().calls_to(addr.wrapping_sub(bias)).collect();
+        returns
+            .into_iter()
+            .map(|ret| ret.wrapping_add(bias).wrapping_sub(CALL_LEN))
+            .filter(|&call| !self.in_use(call, call + CALL_LEN) && !self.redirects.contains_key(&call))
+            .filter(|&call| {
+                self.original_code(call, CALL_LEN as usize).is_ok_and(|code| {
+                    code.len() >= CALL_LEN as usize
+                        && code[0] == CALL_REL32
+                        && (call + CALL_LEN)
+                            .wrapping_add_signed(i32::from_le_bytes([code[1], code[2], code[3], code[4]]) as i64)
+                            == addr
+                })
+            })
+            .collect()
+    }
+
+    /// The GOT slots, in every module, of the PLT entries named `name`
+    /// (the jump through memory that such an entry starts with, after
+    /// `endbr64`) that hold `addr`.
+    fn got_slots_holding(&self, name: &str, addr: u64) -> Vec<u64> {
+        let mut slots = Vec::new();
+        for module in &self.modules {
+            let Some(plt) = module.info.plt_entry(name) else { continue };
+            let Ok(code) = self.original_code(plt.wrapping_add(module.bias), 16) else { continue };
+            let Ok(entry) = relocate::entry_instructions(&code, plt.wrapping_add(module.bias), 8) else { continue };
+            let slot = entry
+                .iter()
+                .find(|i| i.code() == iced_x86::Code::Jmp_rm64 && i.is_ip_rel_memory_operand())
+                .map(|i| i.ip_rel_memory_address());
+            if let Some(slot) = slot.filter(|&s| self.memory.read_u64(s).is_ok_and(|v| v == addr)) {
+                slots.push(slot);
+            }
+        }
+        slots
     }
 
     /// Sends the entry at `addr` to `trampoline`: a `jmp rel32` over the
@@ -784,6 +900,12 @@ impl Image {
                 }
                 probe.state = ProbeState::Removed;
             }
+            // After the probes: a redirected call may be among the bytes
+            // a patched entry's jump replaced.
+            for (&at, before) in &image.redirects {
+                image.memory.write(at, before)?;
+            }
+            image.redirects.clear();
             // A thread in an arc trampoline, short of its new-call-site
             // trap, meets a `nop` there and goes on: untraced, the `int3`
             // would kill the program.

@@ -45,6 +45,9 @@ pub fn instrumentation(record: &FunctionRecord) -> String {
         Mode::Covered => "breakpoint removed".into(),
         Mode::Trampoline => "trampoline".into(),
         Mode::Breakpoint(why) => format!("breakpoint ({why})"),
+        Mode::CallSites(why) => {
+            format!("callers sent to a trampoline, the breakpoint for calls through pointers ({why})")
+        }
         Mode::Uncounted(why) => format!("uncounted ({why})"),
     }
 }
@@ -240,7 +243,7 @@ pub fn text_report(outcome: &Outcome, collect: Collect) -> String {
     }
     let mut kept: BTreeMap<String, usize> = BTreeMap::new();
     for r in &outcome.functions.records {
-        if matches!(r.mode, Mode::Breakpoint(_) | Mode::Uncounted(_)) {
+        if matches!(r.mode, Mode::Breakpoint(_) | Mode::CallSites(_) | Mode::Uncounted(_)) {
             *kept.entry(instrumentation(r)).or_default() += 1;
         }
     }

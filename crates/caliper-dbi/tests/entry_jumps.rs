@@ -10,14 +10,19 @@ use common::{build, read_result, run_in, traps};
 use std::path::Path;
 use std::sync::OnceLock;
 
-/// The directory holding `short_entry` and `memcpy_loop` (built with
-/// `-fno-builtin`, so that each copy is a call of the C library's).
+/// The directory holding `short_entry`, `memcpy_loop` (built with
+/// `-fno-builtin`, so that each copy is a call of the C library's) and
+/// `packed` with `libpacked.so` (built with `-Os`).
 fn programs() -> &'static Path {
     static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
     DIR.get_or_init(|| {
         let dir = tempfile::tempdir().unwrap();
         build(dir.path(), "short_entry", &[]);
         build(dir.path(), "memcpy_loop", &["-fno-builtin"]);
+        let packed = common::source("packed.c");
+        let packed = packed.to_str().unwrap();
+        common::gcc(dir.path(), &["-Os", "-shared", "-fPIC", "-DLIBRARY", "-o", "libpacked.so", packed]);
+        common::gcc(dir.path(), &["-Os", "-o", "packed", packed, "-L.", "-lpacked", "-Wl,-rpath,$ORIGIN"]);
         dir
     })
     .path()
@@ -143,4 +148,25 @@ fn a_breakpoint_on_a_shared_entry_stops_each_call_and_the_listing_shows_the_shor
     cdb.send("continue");
     cdb.expect("The program exited with code 0.");
     assert!(cdb.transcript().contains(&format!("{}\r\n", short_entry_sum(10))), "{}", cdb.transcript());
+}
+
+#[test]
+fn one_byte_functions_are_counted_where_they_are_called() {
+    let mut traps = Vec::new();
+    for calls in [1_000, 100_000] {
+        let (output, rows, run_traps) = measure("fcount", "./packed", calls);
+        assert_eq!(output.trim(), ((1..=calls as i64).sum::<i64>()).to_string());
+        let nothing = &rows[&("packed".into(), "nothing".into())];
+        assert_eq!(nothing.count, Some(calls + 3), "the direct calls and the three through a pointer");
+        assert!(nothing.instrumentation.starts_with("callers sent to a trampoline"), "{}", nothing.instrumentation);
+        let in_library = &rows[&("libpacked.so".into(), "lib_nothing".into())];
+        assert_eq!(in_library.count, Some(calls), "the calls through the PLT");
+        assert!(
+            in_library.instrumentation.starts_with("callers sent to a trampoline"),
+            "{}",
+            in_library.instrumentation
+        );
+        traps.push(run_traps);
+    }
+    assert_no_trap_per_call(&traps);
 }

@@ -200,6 +200,7 @@ impl Engine {
         let image = self.images.get_mut(&image_id).expect("live image");
         let mut thread = Stopped { tid, counters: &self.counters, deferred: &mut deferred };
         let mut counted_here = false;
+        let mut displaced = false;
         let mut failure = None;
         let resume_at = match patched {
             Ok(trampoline) => trampoline,
@@ -208,6 +209,7 @@ impl Engine {
                     if let Some(f) = function {
                         self.functions.records[f].mode = Mode::Breakpoint(why);
                         counted_here = true;
+                        displaced = !internal;
                     }
                     resume
                 }
@@ -223,6 +225,9 @@ impl Engine {
                 }
             },
         };
+        if displaced && let Some(f) = function {
+            self.redirect_callers_of(image_id, addr, f, tid, &mut deferred);
+        }
         self.resume_world(&stopped);
         self.redeliver(tid, deferred);
         if let Some(failure) = failure {
@@ -232,6 +237,37 @@ impl Engine {
             self.count_trap_hit(image_id, f, rsp);
         }
         resume_at
+    }
+
+    /// Under `fcount`, the calls of function `f` (entry `addr` in image
+    /// `image_id`, which keeps its breakpoint) that the code shows go to a
+    /// counting trampoline instead (see [`crate::image::Image::redirect_callers`]):
+    /// a one-byte `ret` function called a million times would stop the
+    /// program a million times. Calls through other pointers still stop.
+    fn redirect_callers_of(&mut self, image_id: usize, addr: u64, f: usize, tid: Pid, deferred: &mut Vec<i32>) {
+        if !self.config.collect.fcount || self.config.collect.arcs || self.config.breakpoints_only {
+            return;
+        }
+        let Some(slot) = self.functions.records[f].slot.or(self.counters.peek_next()) else { return };
+        let increment = self.counters.increment(self.shared);
+        let name = self.functions.records[f].name.clone();
+        let image = self.images.get_mut(&image_id).expect("live image");
+        let mut thread = Stopped { tid, counters: &self.counters, deferred };
+        let Ok(redirected) = image.redirect_callers(addr, &name, &Counting::Calls { slot }, increment, &mut thread)
+        else {
+            return;
+        };
+        if redirected == 0 {
+            return;
+        }
+        if self.counters.peek_next() == Some(slot) {
+            self.counters.allocate();
+        }
+        let record = &mut self.functions.records[f];
+        record.slot = Some(slot);
+        if let Mode::Breakpoint(why) = &record.mode {
+            record.mode = Mode::CallSites(why.clone());
+        }
     }
 
     /// Replaces the entry `addr` of function `f` in image `image_id` with
