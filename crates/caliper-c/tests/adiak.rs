@@ -10,7 +10,7 @@
 use caliper_data::cali::read_records;
 use caliper_data::{AttrType, MetadataDb, Variant};
 use caliper_testutil::install::{self, make_install, must, require_tools};
-use caliper_testutil::{HATCHET, python_with};
+use caliper_testutil::{HATCHET, THICKET, python_with};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
@@ -184,6 +184,30 @@ fn json_split_profiles_carry_them_for_hatchet() {
     assert_eq!((&metadata["problem"], &metadata["iterations"]), (&"sedov".into(), &"42".into()), "{metadata}");
     let launch = metadata["launchdate"].as_str().and_then(|t| t.parse::<u64>().ok());
     assert!(launch.is_some_and(|t| t > 1_600_000_000), "{metadata}");
+}
+
+#[test]
+fn thicket_reads_the_adiak_values_of_several_runs_as_their_metadata() {
+    let (program, _, _) = programs();
+    let dir = install::scratch("adiak", "thicket");
+    let profiles: Vec<PathBuf> = (0..2).map(|n| dir.join(format!("run{n}.cali"))).collect();
+    for profile in &profiles {
+        run(program, &[], &[("CALI_CONFIG", &format!("hatchet-region-profile,output={}", profile.display()))]);
+    }
+    let python = python_with(&[THICKET]);
+    let script = "import json, sys, warnings\n\
+                  warnings.simplefilter('ignore')\n\
+                  import thicket\n\
+                  md = thicket.Thicket.from_caliperreader(sys.argv[1:], disable_tqdm=True).metadata\n\
+                  print(json.dumps({'rows': len(md), 'problem': sorted(set(md['problem'])),\n\
+                  'iterations': sorted(set(int(i) for i in md['iterations'])),\n\
+                  'tolerance': sorted(set(float(t) for t in md['tolerance']))}))";
+    let read = must(Command::new(python).env("MPLBACKEND", "Agg").args(["-c", script]).args(&profiles));
+    // Thicket's own notes (a plotting package it lacks) come first.
+    let stdout = String::from_utf8_lossy(&read.stdout);
+    let last = stdout.lines().last().unwrap_or_default();
+    let metadata: serde_json::Value = serde_json::from_str(last).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    assert_eq!(metadata, serde_json::json!({"rows": 2, "problem": ["sedov"], "iterations": [42], "tolerance": [1e-6]}));
 }
 
 #[test]

@@ -101,6 +101,10 @@ pub const PERFETTO: PyPackage =
 /// The `llnl-hatchet` package, which reads our profiles into GraphFrames.
 pub const HATCHET: PyPackage = PyPackage { name: "llnl-hatchet", module: "hatchet" };
 
+/// The `llnl-thicket` package, which reads many profiles with their run
+/// metadata into one table (as Spot's and Adiak's users do).
+pub const THICKET: PyPackage = PyPackage { name: "llnl-thicket", module: "thicket" };
+
 /// The path of the test virtualenv's Python interpreter, which must have
 /// `packages`. Panics, naming `scripts/test-all.sh`, if the virtualenv or
 /// a package is missing: an interoperability test must not pass without
