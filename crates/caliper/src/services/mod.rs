@@ -23,6 +23,7 @@ mod memstat;
 mod mpi;
 mod mpiflush;
 mod mpireport;
+mod nvtx;
 pub mod ompt;
 pub(crate) mod output;
 mod papi;
@@ -70,6 +71,7 @@ pub const SERVICES: &[ServiceSpec] = &[
     loop_statistics::SPEC,
     measurement_template::SPEC,
     memstat::SPEC,
+    nvtx::SPEC,
     ompt::SPEC,
     papi::SPEC,
     perf_topdown::SPEC,
