@@ -11,8 +11,8 @@
 
 use crate::entry::guard;
 use caliper_mpi_abi::{BINDING_SYMBOL, Binding, MESSAGE_PATTERN, MESSAGE_TRACING};
+use runtime::mpi::functions::Begun;
 use runtime::mpi::{Comm, Message, MpiLayer, SelfComm};
-use runtime::mpi_functions::Begun;
 use std::cell::Cell;
 use std::ffi::{CStr, c_char, c_int, c_void};
 use std::sync::OnceLock;
@@ -225,7 +225,7 @@ pub unsafe extern "C" fn cali_mpi_binding_register(binding: *const Binding) -> c
 /// `cali_mpi_call_end`.
 #[unsafe(no_mangle)]
 pub extern "C" fn cali_mpi_call_begin(index: usize) -> *const c_void {
-    guard("cali_mpi_call_begin", std::ptr::null(), || runtime::mpi_functions::begin(index).into_raw())
+    guard("cali_mpi_call_begin", std::ptr::null(), || runtime::mpi::functions::begin(index).into_raw())
 }
 
 /// `cali_mpi_call_end(begun)`: ends the region of the wrapped call that
@@ -237,7 +237,7 @@ pub extern "C" fn cali_mpi_call_begin(index: usize) -> *const c_void {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cali_mpi_call_end(begun: *const c_void) {
     // SAFETY: per the caller.
-    guard("cali_mpi_call_end", (), || runtime::mpi_functions::end(unsafe { Begun::from_raw(begun) }))
+    guard("cali_mpi_call_end", (), || runtime::mpi::functions::end(unsafe { Begun::from_raw(begun) }))
 }
 
 /// `cali_mpi_initialized()`: after `MPI_Init`, `mpi.rank` and
@@ -250,7 +250,7 @@ pub extern "C" fn cali_mpi_initialized() {
 /// `cali_mpi_finalizing()`: before `MPI_Finalize`, the outputs due.
 #[unsafe(no_mangle)]
 pub extern "C" fn cali_mpi_finalizing() {
-    guard("cali_mpi_finalizing", (), runtime::mpi_finalize::on_finalize)
+    guard("cali_mpi_finalizing", (), runtime::mpi::finalize::on_finalize)
 }
 
 /// `cali_mpi_message_flags()`: whether the wrappers report messages
@@ -265,13 +265,13 @@ pub extern "C" fn cali_mpi_message_flags() -> c_int {
 /// `cali_mpi_message_sent(dst, tag, bytes)`: a completed send.
 #[unsafe(no_mangle)]
 pub extern "C" fn cali_mpi_message_sent(dst: i64, tag: i64, bytes: i64) {
-    guard("cali_mpi_message_sent", (), || runtime::mpi_messages::record(Message::Sent { dst, tag, bytes }))
+    guard("cali_mpi_message_sent", (), || runtime::mpi::messages::record(Message::Sent { dst, tag, bytes }))
 }
 
 /// `cali_mpi_message_received(src, tag, bytes)`: a completed receive.
 #[unsafe(no_mangle)]
 pub extern "C" fn cali_mpi_message_received(src: i64, tag: i64, bytes: i64) {
-    guard("cali_mpi_message_received", (), || runtime::mpi_messages::record(Message::Received { src, tag, bytes }))
+    guard("cali_mpi_message_received", (), || runtime::mpi::messages::record(Message::Received { src, tag, bytes }))
 }
 
 /// `cali_mpi_message_collective(kind, root, bytes)`: a completed
@@ -279,7 +279,7 @@ pub extern "C" fn cali_mpi_message_received(src: i64, tag: i64, bytes: i64) {
 #[unsafe(no_mangle)]
 pub extern "C" fn cali_mpi_message_collective(kind: i64, root: i64, bytes: i64) {
     guard("cali_mpi_message_collective", (), || {
-        runtime::mpi_messages::record(Message::Collective { kind, root: (root >= 0).then_some(root), bytes })
+        runtime::mpi::messages::record(Message::Collective { kind, root: (root >= 0).then_some(root), bytes })
     })
 }
 
@@ -287,13 +287,13 @@ pub extern "C" fn cali_mpi_message_collective(kind: i64, root: i64, bytes: i64) 
 /// after it was posted.
 #[unsafe(no_mangle)]
 pub extern "C" fn cali_mpi_irecv_wait_gap(gap_ns: u64) {
-    guard("cali_mpi_irecv_wait_gap", (), || runtime::mpi_messages::irecv_wait_gap(gap_ns))
+    guard("cali_mpi_irecv_wait_gap", (), || runtime::mpi::messages::irecv_wait_gap(gap_ns))
 }
 
 /// `cali_mpi_now_ns()`: now, on the runtime's clock.
 #[unsafe(no_mangle)]
 pub extern "C" fn cali_mpi_now_ns() -> u64 {
-    guard("cali_mpi_now_ns", 0, runtime::mpi_messages::now_ns)
+    guard("cali_mpi_now_ns", 0, runtime::mpi::messages::now_ns)
 }
 
 /// `cali_mpi_flush_on(comm, flush, arg)`: runs `flush(arg)` (which flushes

@@ -1,6 +1,6 @@
 //! What the generated wrappers report to message tracing and the
 //! communication pattern (`CALI_MPI_MSG_TRACING`, `CALI_MPI_MSG_PATTERN`,
-//! see `caliper::mpi_messages`, `caliper::mpi_pattern`): the peer, tag
+//! see `caliper::mpi::messages`, `caliper::mpi::pattern`): the peer, tag
 //! and bytes of each completed send and receive, and the kind, root and
 //! bytes of each collective, worked out from the call's arguments with
 //! `mpi.h`'s help (`src/shim.c`). Handles come as pointers to them, so that

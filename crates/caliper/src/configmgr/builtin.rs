@@ -72,7 +72,7 @@ pub(crate) fn controller(spec: &ConfigSpec, options: &Options) -> Result<Channel
         }
         "spot" => {
             options.update_channel_config(&mut config);
-            Output::Spot(SpotOutput::new(options)?)
+            Output::Own(Box::new(SpotOutput::new(options)?))
         }
         "event-trace" => {
             event_trace(options, &mut config)?;
@@ -83,7 +83,7 @@ pub(crate) fn controller(spec: &ConfigSpec, options: &Options) -> Result<Channel
                 set_setting(&mut config, "CALI_LOOP_MONITOR_TIME_INTERVAL", "0.5");
             }
             options.update_channel_config(&mut config);
-            Output::LoopReport(LoopReport::new(options))
+            Output::Own(Box::new(LoopReport::new(options)))
         }
         _ => {
             output_to_every_writer(options, &mut config);

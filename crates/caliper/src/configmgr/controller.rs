@@ -2,8 +2,6 @@
 //! channel's settings and run metadata, creates the channel when first
 //! started, and writes the config's output when flushed.
 
-use super::loop_report::LoopReport;
-use super::spot::SpotOutput;
 use crate::channel::Channel;
 use crate::config::RuntimeConfig;
 use crate::log;
@@ -18,10 +16,27 @@ use std::sync::{Arc, Mutex};
 pub(crate) enum Output {
     /// The channel's own output services (recorder, report).
     Channel,
-    /// The Spot profile: a two-level query written as one `.cali` stream.
-    Spot(SpotOutput),
-    /// The loop summary and time series.
-    LoopReport(LoopReport),
+    /// An output the config makes itself from what the channel gathered
+    /// (the Spot profile, the loop report).
+    Own(Box<dyn OwnOutput>),
+}
+
+/// An output a config makes itself rather than through its channel's
+/// output services. The outputs name the controller (a Spot profile
+/// starts a time-series sub-config), so the controller knows them only
+/// through this interface.
+pub(crate) trait OwnOutput: Send + Sync {
+    /// Where the output goes (`%attr%` fields not yet filled in).
+    fn output_pattern(&self) -> &str;
+
+    /// Writes the output of what `channel` gathered to the stream `name`.
+    /// Updates are stopped.
+    fn write(&self, cali: &Caliper, channel: &Channel, name: &str) -> io::Result<()>;
+
+    /// Controllers of sub-configs, which start and stop with this one's.
+    fn sub_controllers(&self) -> Vec<&ChannelController> {
+        Vec::new()
+    }
 }
 
 /// The controller of one config instance's channel.
@@ -109,8 +124,8 @@ impl ChannelController {
     /// Controllers of sub-configs whose output is part of this one's.
     fn sub_controllers(&self) -> Vec<&ChannelController> {
         match &self.output {
-            Output::Spot(spot) => spot.sub_controllers().collect(),
-            Output::Channel | Output::LoopReport(_) => Vec::new(),
+            Output::Own(own) => own.sub_controllers(),
+            Output::Channel => Vec::new(),
         }
     }
 
@@ -141,11 +156,8 @@ impl ChannelController {
         };
         match &self.output {
             Output::Channel => cali.flush_and_write(&channel),
-            Output::Spot(spot) => {
-                write_output(cali, &channel, spot.output_pattern(), |name| spot.write(cali, &channel, name))
-            }
-            Output::LoopReport(report) => {
-                write_output(cali, &channel, report.output_pattern(), |name| report.write(cali, &channel, name))
+            Output::Own(own) => {
+                write_output(cali, &channel, own.output_pattern(), |name| own.write(cali, &channel, name))
             }
         }
     }

@@ -4,6 +4,7 @@
 //! snapshots (`loop.iterations`, `loop.start_iteration`); this runs the
 //! queries over them.
 
+use super::controller::OwnOutput;
 use super::options::Options;
 use super::queries::{self, SharedWriter};
 use crate::channel::Channel;
@@ -82,9 +83,11 @@ impl LoopReport {
             max_rows: options.get_or("timeseries.maxrows", "20").trim().parse().unwrap_or(20),
         }
     }
+}
 
+impl OwnOutput for LoopReport {
     /// Where the report goes (`%attr%` fields not yet filled in).
-    pub(crate) fn output_pattern(&self) -> &str {
+    fn output_pattern(&self) -> &str {
         &self.output
     }
 
@@ -93,7 +96,7 @@ impl LoopReport {
     /// summary and each time series are reduced across the ranks, the
     /// loops are those of the reduced summary (sent from rank 0 to the
     /// others), and rank 0 writes.
-    pub(crate) fn write(&self, cali: &Caliper, channel: &Channel, name: &str) -> io::Result<()> {
+    fn write(&self, cali: &Caliper, channel: &Channel, name: &str) -> io::Result<()> {
         let comm = mpi::world().map_err(io::Error::other)?;
         let root = comm.rank() == 0;
         let mut db = MetadataDb::new();

@@ -6,7 +6,7 @@
 //! records carry `spot.channel=regionprofile|timeseries` and whose
 //! globals describe the metrics.
 
-use super::controller::ChannelController;
+use super::controller::{ChannelController, OwnOutput};
 use super::loop_report;
 use super::options::Options;
 use super::queries;
@@ -122,21 +122,23 @@ impl SpotOutput {
         };
         Ok(SpotOutput { local, cross, filename, enabled: options.enabled_options().join(","), timeseries })
     }
+}
 
+impl OwnOutput for SpotOutput {
     /// The controllers of the sub-configs, which start and stop with the
     /// spot channel.
-    pub(crate) fn sub_controllers(&self) -> impl Iterator<Item = &ChannelController> {
-        self.timeseries.iter().map(|(c, _)| c.as_ref())
+    fn sub_controllers(&self) -> Vec<&ChannelController> {
+        self.timeseries.iter().map(|(c, _)| c.as_ref()).collect()
     }
 
     /// Where the profile goes (`%attr%` fields not yet filled in).
-    pub(crate) fn output_pattern(&self) -> &str {
+    fn output_pattern(&self) -> &str {
         &self.filename
     }
 
     /// Writes the profile of what `channel` gathered to the stream `name`.
     /// Updates must be stopped.
-    pub(crate) fn write(&self, cali: &Caliper, channel: &Channel, name: &str) -> io::Result<()> {
+    fn write(&self, cali: &Caliper, channel: &Channel, name: &str) -> io::Result<()> {
         let (local, mut cross) = (queries::parse(&self.local)?, queries::parse(&self.cross)?);
         let metrics = result_names(&cross);
         cross.format = None;

@@ -4,15 +4,15 @@
 //! means every one) and `CALI_MPI_BLACKLIST`; with neither, none (the rank
 //! is still recorded), as in the reference. Available once an MPI binding
 //! registered (see [`crate::mpi`]). `CALI_MPI_MSG_TRACING` takes a snapshot
-//! of each message (the runtime's `mpi_messages` module);
+//! of each message ([`crate::mpi::messages`]);
 //! `CALI_MPI_MSG_PATTERN` one of what each `comm.region` communicated
-//! (`mpi_pattern`).
+//! ([`crate::mpi::pattern`]).
 
 use super::registry::{Created, NotCreated, ServiceSpec, SettingKind, SettingSpec, Setup, Stage};
 use crate::attributes::Attribute;
 use crate::log;
 use crate::mpi;
-use crate::mpi_pattern::{self, Counts, PatternAttributes};
+use crate::mpi::pattern::{Counts, PatternAttributes};
 use crate::service::{EventKind, Observation, Runtime, Service, ServiceState, ThreadService};
 use crate::value::ValueKey;
 use caliper_data::Entry;
@@ -139,10 +139,10 @@ impl ThreadService for CommRegions {
             return Observation::Ignore;
         }
         match kind {
-            EventKind::Begin => self.marks.push(mpi_pattern::mark()),
+            EventKind::Begin => self.marks.push(mpi::pattern::mark()),
             EventKind::End => {
                 if let Some(mark) = self.marks.pop() {
-                    self.attributes.entries(&mpi_pattern::since(&mark), trigger);
+                    self.attributes.entries(&mpi::pattern::since(&mark), trigger);
                     return Observation::Snapshot;
                 }
             }

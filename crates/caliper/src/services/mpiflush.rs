@@ -1,6 +1,6 @@
 //! `mpiflush`: the channel writes its output before `MPI_Finalize`, while
 //! the ranks can still reduce it across each other (see
-//! [`crate::mpi_finalize`]). Available once an MPI binding registered.
+//! [`crate::mpi::finalize`]). Available once an MPI binding registered.
 
 use super::registry::{Created, NotCreated, ServiceSpec, Setup, Stage};
 use crate::service::Service;

@@ -7,7 +7,7 @@
 //! `mpi.coll.type` (1 barrier, 2 N-to-N, 3 1-to-N, 4 N-to-1) and
 //! `mpi.coll.root`. Sizes and counters are aggregatable, so profiles sum
 //! them (`mpi.message.size`, `mpi.message.count`). The same reports feed
-//! the communication pattern (`crate::mpi_pattern`).
+//! the communication pattern ([`crate::mpi::pattern`]).
 
 use crate::attributes::Attribute;
 use crate::mpi::{self, Message};
@@ -51,10 +51,10 @@ impl Attributes {
 
 /// Accounts for `message` on the calling thread: its snapshot, if an
 /// `mpi` service traces messages, and its part of the communication
-/// pattern (see [`crate::mpi_pattern`]), if one keeps that.
+/// pattern (see [`crate::mpi::pattern`]), if one keeps that.
 pub fn record(message: Message) {
     if mpi::message_pattern() {
-        crate::mpi_pattern::tally(&message);
+        crate::mpi::pattern::tally(&message);
     }
     if !mpi::message_tracing() {
         return;
@@ -81,7 +81,7 @@ pub fn record(message: Message) {
 
 /// A receive posted `gap_ns` before the wait or test that completed it:
 /// its `irecv.req_wait_gap` event for the communication pattern (see
-/// [`crate::mpi_pattern`]), if the calling thread is in a comm region.
+/// [`crate::mpi::pattern`]), if the calling thread is in a comm region.
 pub fn irecv_wait_gap(gap_ns: u64) {
     let Some(cali) = Caliper::instance() else { return };
     if cali.get(cali.builtins().comm_region).is_some() {

@@ -1,7 +1,7 @@
 //! The communication pattern (`CALI_MPI_MSG_PATTERN`, the `comm.stats`
 //! option): what each instance of a `comm.region` communicated, as the
 //! reference's `mpi` service computes it. Each thread tallies the messages
-//! the MPI binding reports (see [`crate::mpi_messages`]) in running totals;
+//! the MPI binding reports (see [`crate::mpi::messages`]) in running totals;
 //! the `mpi` service marks the totals where a `comm.region` begins, and
 //! where it ends takes a snapshot, inside the region, of the difference:
 //!
@@ -19,7 +19,7 @@
 //! also gives an asynchronous event `async.end=irecv.req_wait_gap` whose
 //! `event.duration.ns` is the time from the post to the wait or test that
 //! completed it: the time the program had to overlap the transfer
-//! (`mpi_messages::irecv_wait_gap`).
+//! ([`crate::mpi::messages::irecv_wait_gap`]).
 
 use crate::attributes::Attribute;
 use crate::mpi::Message;
@@ -54,13 +54,22 @@ pub struct Counts {
 /// What a thread communicated since a [`mark`].
 #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
 pub struct Totals {
+    /// Messages sent (`total.send.count`).
     pub sends: i64,
+    /// Messages received (`total.recv.count`).
     pub recvs: i64,
+    /// Collectives taken part in (`total.coll.count`).
     pub colls: i64,
+    /// Bytes sent (`mpi.send.size`).
     pub send_bytes: i64,
+    /// Bytes received (`mpi.recv.size`).
     pub recv_bytes: i64,
+    /// Bytes of collectives (`mpi.coll.size`).
     pub coll_bytes: i64,
+    /// Distinct ranks sent to (`total.dest.ranks`): a rank counts once
+    /// however many messages went to it.
     pub dest_ranks: i64,
+    /// Distinct ranks received from (`total.src.ranks`).
     pub src_ranks: i64,
 }
 
@@ -135,6 +144,8 @@ pub struct PatternAttributes {
 }
 
 impl PatternAttributes {
+    /// Makes the attributes, aggregatable, so that profiles keep their
+    /// minimum, maximum, sum and average per comm region.
     pub fn new(cali: &dyn Runtime) -> PatternAttributes {
         let props = Properties::ASVALUE | Properties::SKIP_EVENTS | Properties::AGGREGATABLE;
         let attr = |name: &str| cali.create_attribute(name, AttrType::Int, props, &[]);
