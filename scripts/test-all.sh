@@ -65,6 +65,8 @@ cargo fmt --manifest-path fuzz/Cargo.toml -- --check
 echo "== lints"
 cargo clippy --workspace --all-targets -- -D warnings
 cargo clippy -p caliper-mpi --all-targets --features rsmpi -- -D warnings
+echo "== API docs (a broken or private link, or a missing doc, fails)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
 echo "== release build"
 cargo build --workspace --release
 echo "== tests"

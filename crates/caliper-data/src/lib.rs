@@ -27,6 +27,8 @@
 //! # Ok::<(), caliper_data::cali::ReadError>(())
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod attribute;
 pub mod cali;
 pub mod hash;

@@ -27,6 +27,8 @@
 //! # }
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod access;
 pub mod aggregate;
 pub mod filter;

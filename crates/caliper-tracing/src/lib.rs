@@ -21,6 +21,8 @@
 //! });
 //! ```
 
+#![warn(missing_docs)]
+
 mod entered;
 mod layer;
 mod mapping;

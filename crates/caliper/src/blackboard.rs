@@ -15,9 +15,9 @@ use caliper_data::node::{INV_ID, Id};
 /// Child lookups a thread has made: (parent, attribute, value) → node.
 /// A small direct-mapped table in front of a hash map answers the lookups
 /// a program repeats (the same regions in a loop) without hashing into
-/// the map. The table grows with the map, up to [`RECENT_MAX_BITS`]: a
+/// the map. The table grows with the map, up to 1024 slots: a
 /// thread that makes few lookups (most of them) keeps a small one. The
-/// map is a cache too, emptied when it reaches [`MAP_MAX`] lookups: a
+/// map is a cache too, emptied when it reaches 65,536 lookups: a
 /// thread that meets many distinct paths (a million region names) would
 /// otherwise keep a second copy of the tree's index.
 #[derive(Default)]

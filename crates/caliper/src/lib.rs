@@ -19,6 +19,8 @@
 //! begin is a push onto a thread-local stack, with the region name
 //! interned once per call site.
 
+#![warn(missing_docs)]
+
 pub mod alloc;
 mod alloc_guard;
 pub mod api;

@@ -315,16 +315,25 @@ pub enum MemoryEvent<'a> {
     /// A region begins.
     Begin(MemoryRegion<'a>),
     /// The region that begins at `address` ends.
-    End { address: u64 },
+    End {
+        /// The region's first byte, as its begin gave it.
+        address: u64,
+    },
 }
 
 /// A tracked memory region: `dims` elements of `elem_size` bytes at
 /// `address`, named `label`.
 #[derive(Clone, Copy, Debug)]
 pub struct MemoryRegion<'a> {
+    /// The first byte; the region's identity, which its end names.
     pub address: u64,
+    /// The name the program or the wrapped function gave it (the
+    /// `alloc.label` of its snapshots).
     pub label: &'a str,
+    /// Bytes per element; the region's size is this times the product of
+    /// `dims`.
     pub elem_size: u64,
+    /// The extent of each dimension, in elements.
     pub dims: &'a [u64],
 }
 

@@ -14,7 +14,7 @@
 //!
 //! The index of children hashes a node's parent, attribute and value with
 //! strings as their interned symbols, so that a lookup never hashes a
-//! string, and keeps node ids only (see [`IdIndex`]), not a copy of each
+//! string, and keeps node ids only (see `IdIndex`), not a copy of each
 //! node's key.
 
 use crate::id_index::{IdIndex, fold};

@@ -169,7 +169,8 @@ thread_local! {
 }
 
 /// Whether the calling thread is starting one of the runtime's own
-/// threads (see [`SPAWNING_OWN_THREAD`]).
+/// threads, which a `pthread_create` wrapper must not prepare for signal
+/// snapshots (a sampler would sample the runtime itself).
 pub fn spawning_own_thread() -> bool {
     SPAWNING_OWN_THREAD.with(Cell::get)
 }

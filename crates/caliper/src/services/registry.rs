@@ -15,11 +15,17 @@ use std::sync::Arc;
 /// The type of a setting, as the reference's help names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SettingKind {
+    /// `true`/`false`, and the spellings the reference takes for them.
     Bool,
+    /// A signed integer.
     Int,
+    /// An unsigned integer (sizes, counts).
     Uint,
+    /// A floating-point number (intervals in seconds).
     Double,
+    /// Free text.
     String,
+    /// A comma-separated list.
     StringList,
 }
 
@@ -40,9 +46,11 @@ impl SettingKind {
 pub struct SettingSpec {
     /// The key, lower case (`buffer_size`).
     pub key: &'static str,
+    /// How the value is read, and how the help names its type.
     pub kind: SettingKind,
     /// The value when the variable is not set, as text.
     pub default: &'static str,
+    /// The setting's line in the service's help (`cali-query --help=<service>`).
     pub description: &'static str,
 }
 
@@ -93,8 +101,13 @@ pub(crate) enum NotCreated {
 /// What a constructor gets: the runtime, the channel's name and the
 /// service's settings.
 pub struct Setup<'a> {
+    /// The runtime, for the attributes the service makes and the
+    /// globals it sets as it starts.
     pub cali: &'a dyn Runtime,
+    /// The name of the channel the service is made for, for its log
+    /// lines.
     pub channel: &'a str,
+    /// The service's `CALI_<SERVICE>_*` values in this channel.
     pub settings: Settings<'a>,
 }
 
@@ -103,11 +116,16 @@ pub(crate) type Constructor = fn(&Setup<'_>) -> Result<Created, NotCreated>;
 
 /// A service as the registry knows it.
 pub struct ServiceSpec {
+    /// The name `CALI_SERVICES_ENABLE` lists.
     pub name: &'static str,
     /// Other names it is enabled by (`timestamp` for `timer`).
     pub aliases: &'static [&'static str],
+    /// The help's one-line description.
     pub description: &'static str,
+    /// Where it sits in the pipeline, which the configuration check
+    /// uses to warn of a channel that measures but writes nothing.
     pub stage: Stage,
+    /// Its `CALI_<SERVICE>_*` settings, with their defaults.
     pub settings: &'static [SettingSpec],
     pub(crate) create: Constructor,
 }

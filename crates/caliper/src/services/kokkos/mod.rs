@@ -26,9 +26,13 @@ pub(super) use time::SPEC as TIME_SPEC;
 /// What Kokkos begins and ends: the `kernel_type` of its region.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kernel {
+    /// `Kokkos::parallel_for`.
     ParallelFor,
+    /// `Kokkos::parallel_reduce`.
     ParallelReduce,
+    /// `Kokkos::parallel_scan`.
     ParallelScan,
+    /// `Kokkos::fence`: a wait, which the profile shows apart from work.
     Fence,
     /// `Kokkos::Profiling::pushRegion`.
     UserRegion,
@@ -54,9 +58,14 @@ impl Kernel {
 /// (`Host`, `Cuda`, ...), its label, its address and its size in bytes.
 #[derive(Clone, Copy, Debug)]
 pub struct View<'a> {
+    /// The memory space (`Host`, `Cuda`, ...): which device's memory the
+    /// view takes.
     pub space: &'a str,
+    /// The view's label.
     pub name: &'a str,
+    /// The first byte of its data.
     pub address: u64,
+    /// Its size in bytes.
     pub size: u64,
 }
 
