@@ -5,6 +5,7 @@
 //! `CALI_SERVICES_ENABLE=nvtx` or `CALI_CONFIG=nvtx`.
 
 use caliper_testutil::install::{self, make_install, must, require_tools};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
@@ -20,7 +21,7 @@ fn built() -> &'static (PathBuf, PathBuf) {
         let lib = prefix.join("lib");
         must(
             Command::new("gcc")
-                .args(["-O2", "-Wall", "-o"])
+                .args(["-O2", "-Wall", "-pthread", "-o"])
                 .arg(dir.join("regions"))
                 .arg(source.join("regions.c"))
                 .arg(format!("-I{}", prefix.join("include").display()))
@@ -84,6 +85,38 @@ fn nested_regions_and_loops_are_ranges_in_a_domain_per_attribute() {
     let (out, record) = run("nested", &[], &[("CALI_SERVICES_ENABLE", "nvtx"), ("NVTX_INJECTION64_PATH", injection())]);
     assert_eq!(record, format!("{RANGES_TO_LOOP_END}pop region solve\npop region main\n"));
     assert_eq!(caliper_lines(&out), Vec::<String>::new());
+}
+
+#[test]
+fn each_thread_has_its_own_ranges() {
+    let (_, record) =
+        run("threads", &["threads"], &[("CALI_SERVICES_ENABLE", "nvtx"), ("NVTX_INJECTION64_PATH", injection())]);
+    // The lines of each thread, colours left out (they go by the order in
+    // which the threads first name their regions).
+    let mut threads: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for line in record.lines() {
+        let (thread, call) = match line.split_once(' ') {
+            Some((n, call)) if n.parse::<u32>().is_ok() => (n, call),
+            _ => ("0", line),
+        };
+        let call = if call.starts_with("push") { call.rsplit_once(' ').unwrap().0 } else { call };
+        threads.entry(thread).or_default().push(call.to_string());
+    }
+    let main: Vec<String> = format!("{RANGES_TO_LOOP_END}pop region solve\npop region main\n")
+        .lines()
+        .map(|l| if l.starts_with("push") { l.rsplit_once(' ').unwrap().0 } else { l }.to_string())
+        .collect();
+    assert_eq!(threads.remove("0"), Some(main));
+    let mut tasks = Vec::new();
+    for (thread, calls) in threads {
+        let task = calls.get(1).and_then(|c| c.strip_prefix("push region ")).unwrap_or_default().to_string();
+        let expected =
+            ["push region worker", &format!("push region {task}"), &format!("pop region {task}"), "pop region worker"];
+        assert_eq!(calls, expected, "thread {thread}");
+        tasks.push(task);
+    }
+    tasks.sort();
+    assert_eq!(tasks, ["task1", "task2"]);
 }
 
 #[test]

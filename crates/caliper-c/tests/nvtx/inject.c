@@ -6,7 +6,10 @@
  *   create <domain>
  *   push <domain> <message> <color>
  *   pop <domain> <message of the range popped>
- * The default domain is written "(default)". Single-threaded. */
+ * The default domain is written "(default)". Ranges are per thread, as
+ * NVTX's are: the lines of each thread but the first to push start with
+ * its number ("1 push ..."). */
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,12 +40,30 @@ enum { CORE2_DomainRangePushEx = 4, CORE2_DomainRangePop = 5, CORE2_DomainCreate
 
 typedef struct Domain {
     char name[64];
-    const char* open[64]; /* messages of open ranges */
-    int depth;
 } Domain;
 
-static Domain default_domain = { "(default)", { 0 }, 0 };
+static Domain default_domain = { "(default)" };
 static FILE* out;
+static atomic_int threads;
+
+/* The calling thread's open ranges, innermost last, and its number. */
+static __thread struct {
+    Domain* domain;
+    char* message;
+} open[64];
+static __thread int depth, number = -1;
+
+/* The calling thread's line prefix. */
+static const char* prefix(void)
+{
+    static __thread char text[16];
+    if (number < 0) {
+        number = atomic_fetch_add(&threads, 1);
+        if (number > 0)
+            snprintf(text, sizeof(text), "%d ", number);
+    }
+    return text;
+}
 
 static int push(Domain* d, const EventAttributes* a)
 {
@@ -50,26 +71,28 @@ static int push(Domain* d, const EventAttributes* a)
         fprintf(out, "bad attributes %u %u %d %d\n", a->version, a->size, a->messageType, a->colorType);
         return -1;
     }
-    fprintf(out, "push %s %s %08x\n", d->name, a->message, a->color);
-    if (d->depth < 64)
-        d->open[d->depth] = strdup(a->message);
-    return d->depth++;
+    fprintf(out, "%spush %s %s %08x\n", prefix(), d->name, a->message, a->color);
+    if (depth == 64)
+        return -1;
+    open[depth].domain = d;
+    open[depth].message = strdup(a->message);
+    return depth++;
 }
 
+/* Pops the domain's innermost range on the calling thread. */
 static int pop(Domain* d)
 {
-    if (d->depth == 0) {
-        fprintf(out, "pop %s (empty)\n", d->name);
+    int at = depth - 1;
+    while (at >= 0 && open[at].domain != d)
+        --at;
+    if (at < 0) {
+        fprintf(out, "%spop %s (empty)\n", prefix(), d->name);
         return -1;
     }
-    --d->depth;
-    if (d->depth < 64) {
-        fprintf(out, "pop %s %s\n", d->name, d->open[d->depth]);
-        free((void*)d->open[d->depth]);
-    } else {
-        fprintf(out, "pop %s ?\n", d->name);
-    }
-    return d->depth;
+    fprintf(out, "%spop %s %s\n", prefix(), d->name, open[at].message);
+    free(open[at].message);
+    memmove(&open[at], &open[at + 1], (depth - at - 1) * sizeof(open[0]));
+    return --depth;
 }
 
 static int range_push_ex(const EventAttributes* a) { return push(&default_domain, a); }
