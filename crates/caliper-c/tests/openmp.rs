@@ -215,24 +215,40 @@ fn openmp_started_before_the_config_says_how_to_measure_it() {
     assert_eq!(cells(&rows, "main/compute")["#Threads"], "4", "{rows:#?}");
 }
 
-#[test]
-fn event_trace_has_the_openmp_attributes() {
-    let dir = install::scratch("openmp", "trace");
-    let file = dir.join("trace.cali");
-    let config = format!("event-trace,trace.openmp,output={}", file.display());
-    run("clang", &[("CALI_CONFIG", &config)]);
+type Records = Vec<BTreeMap<String, String>>;
+
+/// The records of the trace the clang program writes to `file` with the
+/// settings `env`, as `cali-query -e` prints them.
+fn trace(name: &str, env: impl FnOnce(&Path) -> Vec<(&'static str, String)>) -> Records {
+    let file = install::scratch("openmp", name).join("trace.cali");
+    let env = env(&file);
+    run("clang", &env.iter().map(|(k, v)| (*k, v.as_str())).collect::<Vec<_>>());
     let out = must(Command::new(prefix().join("bin/cali-query")).arg("-e").arg(&file));
-    let records: Vec<BTreeMap<String, String>> = String::from_utf8(out.stdout)
+    String::from_utf8(out.stdout)
         .unwrap()
         .lines()
         .map(|l| l.split(',').filter_map(|kv| kv.split_once('=')).map(|(k, v)| (k.into(), v.into())).collect())
-        .collect();
-    let values = |attr: &str| -> Vec<&str> {
-        let mut v: Vec<&str> = records.iter().filter_map(|r| r.get(attr).map(String::as_str)).collect();
-        v.sort();
-        v.dedup();
-        v
-    };
+        .collect()
+}
+
+/// The distinct values of `attr` in `records`, sorted.
+fn distinct<'a>(records: impl IntoIterator<Item = &'a BTreeMap<String, String>>, attr: &str) -> Vec<&'a str> {
+    let mut v: Vec<&str> = records.into_iter().filter_map(|r| r.get(attr).map(String::as_str)).collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+/// The records where `attr` is `value`.
+fn with<'a>(records: &'a Records, attr: &'a str, value: &'a str) -> impl Iterator<Item = &'a BTreeMap<String, String>> {
+    records.iter().filter(move |r| r.get(attr).is_some_and(|v| v == value))
+}
+
+#[test]
+fn event_trace_has_the_openmp_attributes() {
+    let records =
+        trace("trace", |file| vec![("CALI_CONFIG", format!("event-trace,trace.openmp,output={}", file.display()))]);
+    let values = |attr: &str| distinct(&records, attr);
     assert_eq!(values("event.begin#omp.parallel"), ["4"]);
     assert_eq!(values("omp.thread.type"), ["initial", "worker"]);
     assert_eq!(values("omp.thread.id"), ["0", "1", "2", "3"]);
@@ -247,6 +263,53 @@ fn event_trace_has_the_openmp_attributes() {
     assert!(iterations.iter().all(|r| r["region"] == "main/compute/iteration"), "{:?}", iterations[0]);
     let threads: std::collections::BTreeSet<&str> = iterations.iter().map(|r| r["omp.thread.id"].as_str()).collect();
     assert_eq!(threads.len(), 4);
+}
+
+#[test]
+fn event_snapshots_have_the_openmp_state() {
+    let records = trace("state", |file| {
+        vec![
+            ("CALI_SERVICES_ENABLE", "event,ompt,trace,recorder".into()),
+            ("CALI_RECORDER_FILENAME", file.display().to_string()),
+        ]
+    });
+    // Every snapshot has the thread's state.
+    let without = records.iter().find(|r| !r.contains_key("omp.state"));
+    assert!(without.is_none(), "{without:?}");
+    // Outside the parallel region the initial thread works serially.
+    let initial: Records = with(&records, "omp.thread.type", "initial").cloned().collect();
+    for region in ["main", "compute", "serial"] {
+        assert_eq!(distinct(with(&initial, "event.begin#region", region), "omp.state"), ["work_serial"], "{region}");
+    }
+    // The team's threads work in parallel in the loop...
+    assert_eq!(distinct(with(&records, "event.end#region", "iteration"), "omp.state"), ["work_parallel"]);
+    // ...and wait at the end of the explicit barrier.
+    let barrier_ends = distinct(with(&records, "event.end#omp.sync", "barrier_explicit"), "omp.state");
+    assert!(!barrier_ends.is_empty() && barrier_ends.iter().all(|s| s.starts_with("wait_barrier")), "{barrier_ends:?}");
+}
+
+#[test]
+fn samples_have_the_openmp_state_they_were_taken_in() {
+    let records = trace("sampled_state", |file| {
+        vec![
+            ("CALI_SERVICES_ENABLE", "ompt,sampler,trace,recorder".into()),
+            ("CALI_SAMPLER_FREQUENCY", "2000".into()),
+            ("CALI_RECORDER_FILENAME", file.display().to_string()),
+        ]
+    });
+    // Samples taken once the OpenMP runtime runs (those in a region) have
+    // the state their thread was interrupted in: working in the loop's
+    // iterations, waiting in a barrier.
+    let samples: Records = records.into_iter().filter(|r| r.contains_key("cali.sampler.pc")).collect();
+    let in_regions: Vec<_> = samples.iter().filter(|r| r.contains_key("region")).collect();
+    let without = in_regions.iter().find(|r| !r.contains_key("omp.state"));
+    assert!(!in_regions.is_empty() && without.is_none(), "{without:?}");
+    assert_eq!(distinct(with(&samples, "region", "main/compute/iteration"), "omp.state"), ["work_parallel"]);
+    let in_barrier = distinct(with(&samples, "omp.sync", "barrier_explicit"), "omp.state");
+    assert!(in_barrier.iter().all(|s| s.starts_with("wait_barrier")), "{in_barrier:?}");
+    // Four threads on fewer cores wait at the barriers.
+    let states = distinct(&samples, "omp.state");
+    assert!(states.iter().any(|s| s.starts_with("wait_barrier")), "{states:?}");
 }
 
 #[test]

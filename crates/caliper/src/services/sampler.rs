@@ -230,7 +230,8 @@ impl Timer {
 }
 
 /// The `SIGPROF` handler: a snapshot with the interrupted program counter,
-/// and its call stack if a channel records call paths. Async-signal-safe
+/// its call stack if a channel records call paths, and its OpenMP state if
+/// the channel has `ompt`. Async-signal-safe
 /// (atomics, the unwinder and the signal entry), and keeps `errno`.
 extern "C" fn on_sigprof(_signal: libc::c_int, _info: *mut libc::siginfo_t, context: *mut libc::c_void) {
     let (target, Some(push)) = (TARGET.load(Ordering::Acquire), ENTRY.get()) else { return };
@@ -240,14 +241,19 @@ extern "C" fn on_sigprof(_signal: libc::c_int, _info: *mut libc::siginfo_t, cont
     // SAFETY: errno is the thread's own; the context is the kernel's.
     unsafe {
         let errno = *libc::__errno_location();
-        let pc = program_counter(context);
-        let entry = [(target & 0xffff_ffff, ValueKey::from_variant(&Variant::Addr(pc)))];
+        let channel = (target >> 32) as usize;
+        let pc = (target & 0xffff_ffff, ValueKey::from_variant(&Variant::Addr(program_counter(context))));
+        // The OpenMP state the thread was interrupted in, where the channel
+        // has `ompt`: read here, as the program counter is.
+        let state = super::ompt::sampled_state(channel);
+        let entries = [pc, state.unwrap_or(pc)];
+        let entries = &entries[..1 + usize::from(state.is_some())];
         let mut frames = [0u64; crate::capture::MAX_FRAMES];
         let path = super::callpath::request().map(|(attr, skip)| {
             let n = crate::unwind::unwind_in_signal(context, skip, &mut frames);
             (attr, &frames[..n])
         });
-        push((target >> 32) as usize, &entry, path);
+        push(channel, entries, path);
         *libc::__errno_location() = errno;
     }
 }

@@ -15,7 +15,14 @@
 //! * `omp.thread.type` (`initial`, `worker`), `omp.thread.id` (the thread's
 //!   number in its team), `omp.num.threads` (the team's size, inside a
 //!   parallel region) and `omp.proc.id` (the processor the implicit task
-//!   began on): the thread's context.
+//!   began on): the thread's context;
+//! * `omp.state` (`work_serial`, `work_parallel`, `wait_barrier_implicit_parallel`,
+//!   `idle`, ...: OMPT's `ompt_state_t` names without `ompt_state_`): what
+//!   the thread was doing, from the runtime's `ompt_get_state`, in every
+//!   snapshot of a channel with `ompt`. A sample's is read in the
+//!   sampler's signal handler ([`sampled_state`]), so that it is the state
+//!   the thread was interrupted in, not the one it is in when the sample is
+//!   processed.
 //!
 //! A parallel region's threads run in the region path of the thread that
 //! opened it: at `parallel_begin` the encountering thread's region stack
@@ -37,13 +44,14 @@ use super::registry::{Created, NotCreated, ServiceSpec, Setup, Stage};
 use crate::attributes::Attribute;
 use crate::blackboard::StackEntry;
 use crate::log;
-use crate::service::{ChannelView, GlobalRuntime, Runtime, Service};
+use crate::service::{ChannelView, GlobalRuntime, Runtime, Service, ServiceState, ThreadService, Trigger};
+use crate::snapshot::Snapshot;
 use crate::value::ValueKey;
 use caliper_data::node::Id;
 use caliper_data::{AttrType, Properties, Variant};
 use std::cell::RefCell;
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Once, OnceLock};
 
 pub(super) const SPEC: ServiceSpec = ServiceSpec {
@@ -76,7 +84,18 @@ static WANTED: AtomicBool = AtomicBool::new(false);
 static HANDLERS: OnceLock<Handlers> = OnceLock::new();
 
 /// The OpenMP runtime's inquiry functions, once the tool is initialized.
-static INQUIRY: OnceLock<Option<tool::GetProcId>> = OnceLock::new();
+static INQUIRY: OnceLock<Inquiry> = OnceLock::new();
+
+/// The channels with `ompt`, a bit per id (ids from 64 on are left out):
+/// their samples get `omp.state` in the signal handler.
+static SAMPLED_CHANNELS: AtomicU64 = AtomicU64::new(0);
+
+/// The OpenMP runtime's inquiry functions the service calls, those it has.
+#[derive(Clone, Copy)]
+pub(super) struct Inquiry {
+    pub proc_id: Option<tool::GetProcId>,
+    pub state: Option<tool::GetState>,
+}
 
 /// The answer to an OpenMP runtime's `ompt_start_tool`: the tool when a
 /// channel of `cali` (the runtime, just initialized with the program's
@@ -109,8 +128,19 @@ fn use_ompt() -> Option<bool> {
 
 /// Keeps the OpenMP runtime's inquiry functions (from the tool's
 /// initialization).
-fn connect(get_proc_id: Option<tool::GetProcId>) {
-    INQUIRY.get_or_init(|| get_proc_id);
+fn connect(inquiry: Inquiry) {
+    INQUIRY.get_or_init(|| inquiry);
+}
+
+/// The calling thread's `omp.state` entry for a sample in channel
+/// `channel`, if that channel has `ompt` and the OpenMP runtime tells the
+/// state. Async-signal-safe: for the sampler's signal handler.
+pub(super) fn sampled_state(channel: usize) -> Option<(Id, ValueKey)> {
+    let bit = 1u64.checked_shl(u32::try_from(channel).ok()?)?;
+    if SAMPLED_CHANNELS.load(Ordering::Acquire) & bit == 0 {
+        return None;
+    }
+    HANDLERS.get()?.state()
 }
 
 /// Says once, when the program has GCC's libgomp and no OpenMP runtime
@@ -138,8 +168,9 @@ fn has_libgomp() -> bool {
     has(b"GOMP_parallel\0") && !has(b"__kmpc_fork_call\0")
 }
 
-/// The channel's part: the subscriptions, and the libgomp check at flush
-/// (a program may load its OpenMP runtime after the channel starts).
+/// The channel's part: the subscriptions, `omp.state` in its snapshots,
+/// and the libgomp check at flush (a program may load its OpenMP runtime
+/// after the channel starts).
 struct Ompt;
 
 impl Service for Ompt {
@@ -151,10 +182,66 @@ impl Service for Ompt {
         &["omp.parallel", "omp.work", "omp.sync"]
     }
 
+    fn measures(&self) -> bool {
+        true
+    }
+
+    fn attach(&self, channel: usize) {
+        if let Some(bit) = u32::try_from(channel).ok().and_then(|c| 1u64.checked_shl(c)) {
+            SAMPLED_CHANNELS.fetch_or(bit, Ordering::AcqRel);
+        }
+    }
+
+    fn thread_state(&self) -> ServiceState {
+        Box::new(StateReader)
+    }
+
     fn pre_flush(&self, _cali: &dyn Runtime, _channel: &dyn ChannelView) {
         check_runtime();
     }
 }
+
+/// A thread's part of the service: adds `omp.state` to the channel's
+/// snapshots.
+struct StateReader;
+
+impl ThreadService for StateReader {
+    /// The thread's state now; a sample has it from the signal handler
+    /// already (see [`sampled_state`]).
+    fn measure(&mut self, _cali: &dyn Runtime, snapshot: &mut Snapshot, trigger: &Trigger) {
+        if let (false, Some((attr, state))) = (trigger.in_signal, HANDLERS.get().and_then(Handlers::state)) {
+            snapshot.push_value(attr, state);
+        }
+    }
+}
+
+/// `ompt_state_t` values, as omp-tools.h numbers them, and their names as
+/// `omp.state` values.
+const STATES: [(c_int, &str); 23] = [
+    (0x000, "work_serial"),
+    (0x001, "work_parallel"),
+    (0x002, "work_reduction"),
+    (0x010, "wait_barrier"),
+    (0x011, "wait_barrier_implicit_parallel"),
+    (0x012, "wait_barrier_implicit_workshare"),
+    (0x013, "wait_barrier_implicit"),
+    (0x014, "wait_barrier_explicit"),
+    (0x015, "wait_barrier_implementation"),
+    (0x016, "wait_barrier_teams"),
+    (0x020, "wait_taskwait"),
+    (0x021, "wait_taskgroup"),
+    (0x040, "wait_mutex"),
+    (0x041, "wait_lock"),
+    (0x042, "wait_critical"),
+    (0x043, "wait_atomic"),
+    (0x044, "wait_ordered"),
+    (0x080, "wait_target"),
+    (0x081, "wait_target_map"),
+    (0x082, "wait_target_update"),
+    (0x100, "idle"),
+    (0x101, "overhead"),
+    (0x102, "undefined"),
+];
 
 /// `ompt_work_t` names by value (0: none such), then `master`.
 const WORK_NAMES: [&str; 10] = [
@@ -231,6 +318,9 @@ pub(super) struct Handlers {
     thread_id: Attribute,
     num_threads: Attribute,
     proc_id: Attribute,
+    state: Attribute,
+    /// The [`STATES`] names, interned at start: a signal handler cannot.
+    states: [ValueKey; STATES.len()],
     works: [ValueKey; WORK_NAMES.len()],
     syncs: [ValueKey; SYNC_NAMES.len()],
     threads: [ValueKey; THREAD_NAMES.len()],
@@ -255,6 +345,13 @@ impl Handlers {
             thread_id: int("omp.thread.id"),
             num_threads: int("omp.num.threads"),
             proc_id: int("omp.proc.id"),
+            state: cali.create_attribute(
+                "omp.state",
+                AttrType::String,
+                Properties::ASVALUE | Properties::SKIP_EVENTS,
+                &[],
+            ),
+            states: STATES.map(|(_, name)| ValueKey::string(name)),
             works: WORK_NAMES.map(ValueKey::string),
             syncs: SYNC_NAMES.map(ValueKey::string),
             threads: THREAD_NAMES.map(ValueKey::string),
@@ -297,7 +394,7 @@ impl Handlers {
         cali.set(self.thread_id, ValueKey::int(index.into()));
         cali.set(self.num_threads, ValueKey::int(threads.into()));
         // SAFETY: the runtime's `ompt_get_proc_id`, callable on any thread.
-        if let Some(proc_id) = INQUIRY.get().copied().flatten().map(|f| unsafe { f() }) {
+        if let Some(proc_id) = INQUIRY.get().and_then(|i| i.proc_id).map(|f| unsafe { f() }) {
             cali.set(self.proc_id, ValueKey::int(proc_id.into()));
         }
         let set_aside = team.filter(|_| index != 0).map(|team| {
@@ -329,6 +426,17 @@ impl Handlers {
         if let Ok(Some(set_aside)) = top {
             set_aside.restore(cali);
         }
+    }
+
+    /// The calling thread's `omp.state` entry, if the runtime tells it.
+    /// Async-signal-safe: `ompt_get_state` is, and the names are interned.
+    fn state(&self) -> Option<(Id, ValueKey)> {
+        let get_state = INQUIRY.get()?.state?;
+        // SAFETY: the runtime's `ompt_get_state`, which takes NULL for the
+        // wait id, callable on any thread.
+        let state = unsafe { get_state(std::ptr::null_mut()) };
+        let i = STATES.iter().position(|&(value, _)| value == state)?;
+        Some((self.state.id(), self.states[i]))
     }
 
     /// A worksharing construct (`ompt_work_t` `kind`) begins or ends.

@@ -7,7 +7,7 @@
 //! `catch_unwind`: a panic is logged, never unwound into the OpenMP
 //! runtime.
 
-use super::{Handlers, Team};
+use super::{Handlers, Inquiry, Team};
 use crate::log;
 use std::ffi::{c_char, c_int, c_uint, c_void};
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -32,6 +32,9 @@ type Finalize = unsafe extern "C" fn(tool_data: *mut OmptData);
 type SetCallback = unsafe extern "C" fn(event: c_int, callback: InterfaceFn) -> c_int;
 /// `ompt_get_proc_id_t`.
 pub(super) type GetProcId = unsafe extern "C" fn() -> c_int;
+/// `ompt_get_state_t`: the calling thread's `ompt_state_t`, and its wait
+/// id where the pointer is not NULL. Async-signal-safe, by OMPT.
+pub(super) type GetState = unsafe extern "C" fn(wait_id: *mut u64) -> c_int;
 
 /// `ompt_start_tool_result_t`: the tool's initializer and finalizer.
 #[repr(C)]
@@ -130,13 +133,18 @@ unsafe extern "C" fn initialize(lookup: Lookup, _device: c_int, _data: *mut Ompt
             return;
         };
         // SAFETY: the entry points are of the types OMPT gives their names.
-        let (set_callback, get_proc_id) = unsafe {
+        let (set_callback, inquiry) = unsafe {
             (
                 std::mem::transmute::<unsafe extern "C" fn(), SetCallback>(set_callback),
-                find(b"ompt_get_proc_id\0").map(|f| std::mem::transmute::<unsafe extern "C" fn(), GetProcId>(f)),
+                Inquiry {
+                    proc_id: find(b"ompt_get_proc_id\0")
+                        .map(|f| std::mem::transmute::<unsafe extern "C" fn(), GetProcId>(f)),
+                    state: find(b"ompt_get_state\0")
+                        .map(|f| std::mem::transmute::<unsafe extern "C" fn(), GetState>(f)),
+                },
             )
         };
-        super::connect(get_proc_id);
+        super::connect(inquiry);
         // SAFETY: each callback has the type OMPT gives its event.
         let callbacks: [(i32, &str, unsafe extern "C" fn()); 7] = unsafe {
             [
