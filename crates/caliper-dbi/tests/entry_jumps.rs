@@ -170,3 +170,28 @@ fn one_byte_functions_are_counted_where_they_are_called() {
     }
     assert_no_trap_per_call(&traps);
 }
+
+#[test]
+fn arcs_of_one_byte_functions_are_counted_where_they_are_called() {
+    let mut traps_per_run = Vec::new();
+    for calls in [1_000, 100_000] {
+        let out = tempfile::tempdir().unwrap();
+        let file = out.path().join("arcs.cali");
+        let calls_arg = calls.to_string();
+        let output = run_in(programs(), &["-c", "arcs", "-o", file.to_str().unwrap()], "./packed", &[&calls_arg]);
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        // The loop's call of each, the library's through its PLT entry; the
+        // three calls through a pointer, each from a site of its own.
+        for (function, expected) in [("nothing", vec![1, 1, 1, calls]), ("lib_nothing", vec![calls])] {
+            let query = format!("select dbi.count where dbi.caller=main,dbi.function={function} format expand");
+            let mut counts: Vec<u64> = common::query(&file, &query)
+                .lines()
+                .filter_map(|l| l.strip_prefix("dbi.count=")?.parse().ok())
+                .collect();
+            counts.sort_unstable();
+            assert_eq!(counts, expected, "main -> {function}");
+        }
+        traps_per_run.push(traps(&file));
+    }
+    assert_no_trap_per_call(&traps_per_run);
+}

@@ -157,15 +157,7 @@ impl Engine {
             None => self.counters.allocate()?,
         };
         let mut list = SiteList::new(slot);
-        let mut in_code = self.sites_in_code(image_id, f, entry);
-        let crowded = in_code.len() > MAX_CODE_SITES;
-        in_code.truncate(MAX_CODE_SITES);
-        for ret in in_code {
-            let arc = self.arc_from(image_id, f, ret, Some(ret.wrapping_sub(CALL_REL32_LEN)));
-            if !self.add_site(&mut list, ret, arc) {
-                return Some(list);
-            }
-        }
+        let Some(crowded) = self.add_code_sites(image_id, f, entry, &mut list) else { return Some(list) };
         if crowded {
             if let Some(other) = self.counters.allocate() {
                 let arc = self.other_sites_arc(f);
@@ -181,6 +173,43 @@ impl Engine {
             }
         }
         Some(list)
+    }
+
+    /// The list of the trampoline that the callers of function `f` at
+    /// `entry` are sent to when its entry keeps its breakpoint (see
+    /// `Engine::redirect_callers_of`): the sites the code shows, and calls
+    /// from any other site counted together, without a table or a trap
+    /// (only those callers reach it; a call through a pointer stops at
+    /// the breakpoint). None when no counter slot is left.
+    pub(super) fn sealed_sites(&mut self, image_id: usize, f: usize, entry: u64) -> Option<SiteList> {
+        let slot = match self.functions.records[f].slot {
+            Some(slot) => slot,
+            None => self.counters.allocate()?,
+        };
+        let mut list = SiteList::new(slot);
+        self.add_code_sites(image_id, f, entry, &mut list)?;
+        let other = self.counters.allocate()?;
+        let arc = self.other_sites_arc(f);
+        self.arcs.records[arc].slots.push(other);
+        list.other = Some(other);
+        Some(list)
+    }
+
+    /// Adds to `list` the call sites of function `f` at `entry` that the
+    /// code shows (see [`Engine::sites_in_code`]), up to
+    /// [`MAX_CODE_SITES`]: whether the code shows more; None when the
+    /// counter slots ran out.
+    fn add_code_sites(&mut self, image_id: usize, f: usize, entry: u64, list: &mut SiteList) -> Option<bool> {
+        let mut in_code = self.sites_in_code(image_id, f, entry);
+        let crowded = in_code.len() > MAX_CODE_SITES;
+        in_code.truncate(MAX_CODE_SITES);
+        for ret in in_code {
+            let arc = self.arc_from(image_id, f, ret, Some(ret.wrapping_sub(CALL_REL32_LEN)));
+            if !self.add_site(list, ret, arc) {
+                return None;
+            }
+        }
+        Some(crowded)
     }
 
     /// Gives the trampoline of `list`, of function `f`, a table of the

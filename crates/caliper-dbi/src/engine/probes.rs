@@ -239,22 +239,27 @@ impl Engine {
         resume_at
     }
 
-    /// Under `fcount`, the calls of function `f` (entry `addr` in image
-    /// `image_id`, which keeps its breakpoint) that the code shows go to a
-    /// counting trampoline instead (see [`crate::image::Image::redirect_callers`]):
+    /// The calls of function `f` (entry `addr` in image `image_id`, which
+    /// keeps its breakpoint) that the code shows go to a counting
+    /// trampoline instead (see [`crate::image::Image::redirect_callers`]):
     /// a one-byte `ret` function called a million times would stop the
     /// program a million times. Calls through other pointers still stop.
     fn redirect_callers_of(&mut self, image_id: usize, addr: u64, f: usize, tid: Pid, deferred: &mut Vec<i32>) {
-        if !self.config.collect.fcount || self.config.collect.arcs || self.config.breakpoints_only {
+        if !self.config.collect.counts() || self.config.breakpoints_only {
             return;
         }
-        let Some(slot) = self.functions.records[f].slot.or(self.counters.peek_next()) else { return };
+        let (slot, counting) = if self.config.collect.arcs {
+            let Some(list) = self.sealed_sites(image_id, f, addr) else { return };
+            (list.slot(), list.counting())
+        } else {
+            let Some(slot) = self.functions.records[f].slot.or(self.counters.peek_next()) else { return };
+            (slot, Counting::Calls { slot })
+        };
         let increment = self.counters.increment(self.shared);
         let name = self.functions.records[f].name.clone();
         let image = self.images.get_mut(&image_id).expect("live image");
         let mut thread = Stopped { tid, counters: &self.counters, deferred };
-        let Ok(redirected) = image.redirect_callers(addr, &name, &Counting::Calls { slot }, increment, &mut thread)
-        else {
+        let Ok(redirected) = image.redirect_callers(addr, &name, &counting, increment, &mut thread) else {
             return;
         };
         if redirected == 0 {
