@@ -8,7 +8,7 @@
 //! ```
 //!
 //! Run it under any configuration, e.g.
-//! `CALI_SERVICES_ENABLE=event,trace,timer,recorder CALI_RECORDER_FILENAME=stdout cargo run --release --example demo`.
+//! `CALI_SERVICES_ENABLE=event,trace,timer,recorder CALI_RECORDER_FILENAME=stdout cargo run --release --bin demo`.
 
 use std::hint::black_box;
 
