@@ -20,7 +20,7 @@
 //!   `idle`, ...: OMPT's `ompt_state_t` names without `ompt_state_`): what
 //!   the thread was doing, from the runtime's `ompt_get_state`, in every
 //!   snapshot of a channel with `ompt`. A sample's is read in the
-//!   sampler's signal handler ([`sampled_state`]), so that it is the state
+//!   sampler's signal handler (`sampled_state`), so that it is the state
 //!   the thread was interrupted in, not the one it is in when the sample is
 //!   processed.
 //!
