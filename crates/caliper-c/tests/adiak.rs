@@ -57,11 +57,7 @@ fn programs() -> &'static (PathBuf, PathBuf, PathBuf) {
 /// Runs `exe` with these Caliper settings only.
 fn run(exe: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(exe);
-    cmd.args(args).env_remove("LD_LIBRARY_PATH");
-    for (key, _) in std::env::vars_os().filter(|(k, _)| k.to_string_lossy().starts_with("CALI_")) {
-        cmd.env_remove(key);
-    }
-    cmd.envs(env.iter().copied());
+    install::without_caliper_settings(&mut cmd).args(args).envs(env.iter().copied());
     must(&mut cmd)
 }
 

@@ -45,10 +45,7 @@ fn run(name: &str, args: &[&str], env: &[(&str, &str)]) -> (Output, String) {
     let (program, _) = built();
     let record = install::scratch("nvtx", name).join("record.txt");
     let mut cmd = Command::new(program);
-    cmd.args(args).env_remove("LD_LIBRARY_PATH").env_remove("NVTX_INJECTION64_PATH");
-    for (key, _) in std::env::vars_os().filter(|(k, _)| k.to_string_lossy().starts_with("CALI_")) {
-        cmd.env_remove(key);
-    }
+    install::without_caliper_settings(&mut cmd).args(args).env_remove("NVTX_INJECTION64_PATH");
     cmd.env("NVTX_RECORD_FILE", &record).envs(env.iter().copied());
     let out = must(&mut cmd);
     assert_eq!(String::from_utf8_lossy(&out.stdout), "done\n");

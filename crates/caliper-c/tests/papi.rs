@@ -52,11 +52,7 @@ fn program() -> &'static Path {
 /// Runs the program with these Caliper settings only.
 fn run(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(program());
-    cmd.args(args).env_remove("LD_LIBRARY_PATH");
-    for (key, _) in std::env::vars_os().filter(|(k, _)| k.to_string_lossy().starts_with("CALI_")) {
-        cmd.env_remove(key);
-    }
-    cmd.envs(env.iter().copied());
+    install::without_caliper_settings(&mut cmd).args(args).envs(env.iter().copied());
     must(&mut cmd)
 }
 

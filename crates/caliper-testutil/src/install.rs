@@ -20,6 +20,17 @@ pub fn require_tools(tools: &[&str]) {
     assert!(missing.is_empty(), "missing {}: run scripts/test-all.sh once, which installs them", missing.join(", "));
 }
 
+/// `cmd` without this process's `CALI_*` settings and `LD_LIBRARY_PATH`:
+/// a test's program runs against the installed library with only the
+/// settings the test gives it.
+pub fn without_caliper_settings(cmd: &mut Command) -> &mut Command {
+    cmd.env_remove("LD_LIBRARY_PATH");
+    for (key, _) in std::env::vars_os().filter(|(k, _)| k.to_string_lossy().starts_with("CALI_")) {
+        cmd.env_remove(key);
+    }
+    cmd
+}
+
 /// Runs a command that must succeed; panics with its output otherwise.
 pub fn must(cmd: &mut Command) -> Output {
     let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
