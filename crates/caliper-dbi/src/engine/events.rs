@@ -78,9 +78,11 @@ impl Engine {
     /// process runs.
     pub fn results_so_far(&self) -> Outcome {
         let counters = self.read_counters();
+        let mut functions = self.functions.clone();
+        functions.cover_counted(&counters);
         Outcome {
             exit: self.exit.unwrap_or(Exit::Detached),
-            functions: self.functions.clone(),
+            functions,
             arcs: self.arcs.taken(&counters),
             counters,
             stacks: self.stacks.clone(),
