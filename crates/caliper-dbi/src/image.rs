@@ -166,6 +166,17 @@ pub struct KnownSite {
     pub count: usize,
 }
 
+/// A call or GOT slot sent to a trampoline.
+#[derive(Debug, Clone)]
+pub struct Redirect {
+    /// The bytes it held.
+    pub before: Vec<u8>,
+    /// The lowest address of the module it belongs to: with the module
+    /// unmapped, there is nothing to put back (and another module may
+    /// lie there since).
+    pub module: u64,
+}
+
 /// A trampoline in place.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Patch {
@@ -203,9 +214,8 @@ pub struct Image {
     /// may be between the two jumps.
     pub stubs: BTreeMap<u64, [u8; JUMP_LEN as usize]>,
     /// The calls and GOT slots sent to the trampoline of a function that
-    /// keeps its breakpoint, with the bytes each held (see
-    /// [`Image::redirect_callers`]).
-    pub redirects: BTreeMap<u64, Vec<u8>>,
+    /// keeps its breakpoint (see [`Image::redirect_callers`]), by address.
+    pub redirects: BTreeMap<u64, Redirect>,
     pub regions: Vec<Region>,
 }
 
@@ -276,6 +286,7 @@ impl Image {
         self.modules.retain(|m| mapped.iter().any(|&(p, low, _)| p == &*m.path && low == m.low));
         let modules = &self.modules;
         self.probes.retain(|addr, _| modules.iter().any(|m| (m.low..m.high).contains(addr)));
+        self.redirects.retain(|_, r| modules.iter().any(|m| m.low == r.module));
         let known: Vec<u64> = self.modules.iter().map(|m| m.low).collect();
         let mut added = Vec::new();
         for (path, low, high) in mapped {
@@ -778,25 +789,27 @@ impl Image {
         let first = relocate::entry_instructions(&code, addr, 1)?;
         let back = addr + relocate::covered_len(&first);
         let trampoline = self.place_trampoline(addr, &first, back, counting, increment, thread)?.trampoline;
+        let home = self.modules[m].low;
         for &call in &calls {
             let rel = trampoline.wrapping_sub(call + CALL_LEN) as i64;
             let rel = i32::try_from(rel).map_err(|_| Unpatchable::Unencodable("trampoline out of reach".into()))?;
             let mut bytes = vec![CALL_REL32];
             bytes.extend(rel.to_le_bytes());
-            self.redirect(call, &bytes).map_err(failed)?;
+            self.redirect(call, home, &bytes).map_err(failed)?;
         }
-        for &slot in &slots {
-            self.redirect(slot, &trampoline.to_le_bytes()).map_err(failed)?;
+        for &(slot, module) in &slots {
+            self.redirect(slot, module, &trampoline.to_le_bytes()).map_err(failed)?;
         }
         Ok(calls.len() + slots.len())
     }
 
-    /// Writes `bytes` at `at`, keeping what was there for the strip.
-    fn redirect(&mut self, at: u64, bytes: &[u8]) -> io::Result<()> {
+    /// Writes `bytes` at `at`, of the module at `module`, keeping what was
+    /// there for the strip.
+    fn redirect(&mut self, at: u64, module: u64, bytes: &[u8]) -> io::Result<()> {
         let mut before = vec![0u8; bytes.len()];
         self.memory.read(at, &mut before)?;
         self.memory.write(at, bytes)?;
-        self.redirects.entry(at).or_insert(before);
+        self.redirects.entry(at).or_insert(Redirect { before, module });
         Ok(())
     }
 
@@ -824,8 +837,8 @@ impl Image {
 
     /// The GOT slots, in every module, of the PLT entries named `name`
     /// (the jump through memory that such an entry starts with, after
-    /// `endbr64`) that hold `addr`.
-    fn got_slots_holding(&self, name: &str, addr: u64) -> Vec<u64> {
+    /// `endbr64`) that hold `addr`, each with its module's lowest address.
+    fn got_slots_holding(&self, name: &str, addr: u64) -> Vec<(u64, u64)> {
         let mut slots = Vec::new();
         for module in &self.modules {
             let Some(plt) = module.info.plt_entry(name) else { continue };
@@ -836,7 +849,7 @@ impl Image {
                 .find(|i| i.code() == iced_x86::Code::Jmp_rm64 && i.is_ip_rel_memory_operand())
                 .map(|i| i.ip_rel_memory_address());
             if let Some(slot) = slot.filter(|&s| self.memory.read_u64(s).is_ok_and(|v| v == addr)) {
-                slots.push(slot);
+                slots.push((slot, module.low));
             }
         }
         slots
@@ -902,8 +915,8 @@ impl Image {
             }
             // After the probes: a redirected call may be among the bytes
             // a patched entry's jump replaced.
-            for (&at, before) in &image.redirects {
-                image.memory.write(at, before)?;
+            for (&at, redirect) in &image.redirects {
+                image.memory.write(at, &redirect.before)?;
             }
             image.redirects.clear();
             // A thread in an arc trampoline, short of its new-call-site
