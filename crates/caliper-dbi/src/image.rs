@@ -566,17 +566,23 @@ impl Image {
         if let Some(Probe { state: ProbeState::Displaced { resume }, .. }) = self.probes.get(&addr) {
             return Ok(*resume);
         }
-        let failed = |e: io::Error| Unpatchable::Unencodable(e.to_string());
         let m = self.module_of(addr).ok_or(Unpatchable::Undecodable)?;
-        let code = self.original_code(addr, 16).map_err(failed)?;
-        let first = relocate::entry_instructions(&code, addr, 1)?;
-        let back = addr + relocate::covered_len(&first);
+        let (first, back) = self.first_instruction(addr)?;
         let (resume, ()) =
             self.place(m, thread, |at, _| Ok((relocate::build(at, TrampolineProbe::None, &first, back)?.code, ())))?;
         if let Some(p) = self.probes.get_mut(&addr) {
             p.state = ProbeState::Displaced { resume };
         }
         Ok(resume)
+    }
+
+    /// The entry instruction at `addr` as the program has it, to run
+    /// elsewhere, and the address after it, where the function goes on.
+    fn first_instruction(&self, addr: u64) -> Result<(Vec<iced_x86::Instruction>, u64), Unpatchable> {
+        let code = self.original_code(addr, 16).map_err(|e| Unpatchable::Unencodable(e.to_string()))?;
+        let first = relocate::entry_instructions(&code, addr, 1)?;
+        let back = addr + relocate::covered_len(&first);
+        Ok((first, back))
     }
 
     /// Replaces the entry at `addr` (function of `size` bytes) with a jump
@@ -785,9 +791,7 @@ impl Image {
         if calls.is_empty() && slots.is_empty() {
             return Ok(0);
         }
-        let code = self.original_code(addr, 16).map_err(failed)?;
-        let first = relocate::entry_instructions(&code, addr, 1)?;
-        let back = addr + relocate::covered_len(&first);
+        let (first, back) = self.first_instruction(addr)?;
         let trampoline = self.place_trampoline(addr, &first, back, counting, increment, thread)?.trampoline;
         let home = self.modules[m].low;
         for &call in &calls {

@@ -239,6 +239,23 @@ impl Engine {
         resume_at
     }
 
+    /// The counter slot for the calls of function `f`: its own if it has
+    /// one (a function patched in another image, a forked child or an
+    /// earlier run of the program, counts into the same slot), else the
+    /// next free one, which [`Engine::keep_slot`] takes once a trampoline
+    /// counts there.
+    fn calls_slot(&self, f: usize) -> Option<usize> {
+        self.functions.records[f].slot.or(self.counters.peek_next())
+    }
+
+    /// Function `f`'s calls are counted in `slot` from now on.
+    fn keep_slot(&mut self, f: usize, slot: usize) {
+        if self.counters.peek_next() == Some(slot) {
+            self.counters.allocate();
+        }
+        self.functions.records[f].slot = Some(slot);
+    }
+
     /// The calls of function `f` (entry `addr` in image `image_id`, which
     /// keeps its breakpoint) that the code shows go to a counting
     /// trampoline instead (see [`crate::image::Image::redirect_callers`]):
@@ -252,7 +269,7 @@ impl Engine {
             let Some(list) = self.sealed_sites(image_id, f, addr) else { return };
             (list.slot(), list.counting())
         } else {
-            let Some(slot) = self.functions.records[f].slot.or(self.counters.peek_next()) else { return };
+            let Some(slot) = self.calls_slot(f) else { return };
             (slot, Counting::Calls { slot })
         };
         let increment = self.counters.increment(self.shared);
@@ -265,11 +282,8 @@ impl Engine {
         if redirected == 0 {
             return;
         }
-        if self.counters.peek_next() == Some(slot) {
-            self.counters.allocate();
-        }
+        self.keep_slot(f, slot);
         let record = &mut self.functions.records[f];
-        record.slot = Some(slot);
         if let Mode::Breakpoint(why) = &record.mode {
             record.mode = Mode::CallSites(why.clone());
         }
@@ -286,12 +300,10 @@ impl Engine {
         sites: Option<SiteList>,
         world: &mut World,
     ) -> Result<u64, Unpatchable> {
-        // A function patched in another image (a forked child, an earlier
-        // run of the program) counts into the same slot.
         let slot = match &sites {
             Some(list) => Some(list.slot()),
             None if self.config.collect.arcs => None,
-            None => self.functions.records[f].slot.or(self.counters.peek_next()),
+            None => self.calls_slot(f),
         };
         let slot = slot.ok_or_else(|| Unpatchable::Unencodable("counter slots exhausted".into()))?;
         let counting = sites.as_ref().map_or(Counting::Calls { slot }, SiteList::counting);
@@ -300,12 +312,8 @@ impl Engine {
         let image = self.images.get_mut(&image_id).expect("live image");
         let mut thread = Stopped { tid: world.tid, counters: &self.counters, deferred: world.deferred };
         let patch = image.patch(addr, size, &counting, increment, world.busy, &mut thread)?;
-        if self.counters.peek_next() == Some(slot) {
-            self.counters.allocate();
-        }
-        let record = &mut self.functions.records[f];
-        record.slot = Some(slot);
-        record.mode = Mode::Trampoline;
+        self.keep_slot(f, slot);
+        self.functions.records[f].mode = Mode::Trampoline;
         if let Some(list) = sites {
             self.sites.insert((image_id, addr), list);
         }
