@@ -45,6 +45,10 @@ Measures an unmodified program by lazy dynamic instrumentation.
       --lazy             patch each function at its first call (a ptrace stop
                          each) instead of all as their modules load: for
                          huge programs that call few of their functions
+      --no-cache         analyse every module afresh (by default the
+                         functions and branch targets found in a file are
+                         kept in $XDG_CACHE_HOME/caliper/dbi for the next
+                         run; CALI_RUN_CACHE=off does the same)
   -p, --pid PID          attach to a running process (until SIGINT)
       --control FILE     read the measurement from a control file
       --script FILE.py   run a Python script that drives the engine with
@@ -134,6 +138,7 @@ pub fn parse(args: Vec<OsString>) -> Result<Request, String> {
             "--start" => config.start = Some(seconds(&value("seconds")?)?),
             "--breakpoints-only" => config.breakpoints_only = true,
             "--lazy" => config.lazy = true,
+            "--no-cache" => config.cache = false,
             "--debug-on-fault" => {
                 debug.get_or_insert_with(DebugConfig::default);
             }

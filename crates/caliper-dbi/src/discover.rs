@@ -41,15 +41,15 @@ pub struct ModuleInfo {
     pub first_segment: (u64, u64),
     /// The file, read again for [`ModuleInfo::branch_targets`].
     pub path: PathBuf,
-    branch_targets: OnceLock<BranchTargets>,
+    pub(crate) branch_targets: OnceLock<BranchTargets>,
     /// The PLT entries (`.plt` and `.plt.got`) by the name of the function
     /// each jumps to.
-    plt: HashMap<String, u64>,
+    pub(crate) plt: HashMap<String, u64>,
     /// (PLT entry, GOT slot) of each entry of an IFUNC
     /// (`R_X86_64_IRELATIVE`): the dynamic linker fills the slot with the
     /// implementation its resolver picks, whose name the entry does not
     /// carry (the C library calls its string functions so).
-    ifunc_plt: Vec<(u64, u64)>,
+    pub(crate) ifunc_plt: Vec<(u64, u64)>,
 }
 
 impl ModuleInfo {

@@ -9,19 +9,19 @@
 
 use crate::counters::Counters;
 use crate::detour;
-use crate::discover::{self, FunctionEntry, ModuleInfo};
+use crate::discover::{FunctionEntry, ModuleInfo};
 use crate::filter::{self, Filter};
 use crate::functions::FunctionTable;
 use crate::inject::{self, MapRequest};
 use crate::maps::{self, Mapping};
 use crate::memory::Memory;
+use crate::module_cache::ModuleCache;
 use crate::ptrace::Pid;
 use crate::relocate::{self, Increment, JUMP_LEN, Miss, Probe as TrampolineProbe, Site, Unpatchable};
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::CString;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
 use std::sync::Arc;
 
 const INT3: u8 = 0xcc;
@@ -279,7 +279,7 @@ impl Image {
         arm: bool,
         filter: &Filter,
         functions: &mut FunctionTable,
-        cache: &mut HashMap<String, Arc<ModuleInfo>>,
+        cache: &mut ModuleCache,
     ) -> io::Result<Vec<Arc<str>>> {
         let maps = maps::read(self.pid)?;
         let mapped: Vec<(&str, u64, u64)> = executable_files(&maps);
@@ -295,20 +295,7 @@ impl Image {
             if known.contains(&low) || filter.excludes_module(path) && !filter::is_dynamic_linker(path) {
                 continue;
             }
-            let info = match cache.get(path) {
-                Some(info) => info.clone(),
-                None => {
-                    let info = match discover::discover_file(Path::new(path)) {
-                        Ok(info) => Arc::new(info),
-                        Err(e) => {
-                            eprintln!("== CALIPER: cali-run: {e}; not instrumented");
-                            Arc::new(ModuleInfo::default())
-                        }
-                    };
-                    cache.insert(path.to_string(), info.clone());
-                    info
-                }
-            };
+            let info = cache.get(path);
             let Some(bias) = load_bias(&maps, path, &info) else { continue };
             let module: Arc<str> = Arc::from(path);
             if arm {

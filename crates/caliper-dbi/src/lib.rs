@@ -6,7 +6,8 @@
 //! is instrumented, so the cost follows what executes.
 //!
 //! Layers, each using only those before it: [`ptrace`], [`memory`] and
-//! [`maps`] (process control); [`discover`] (functions of an ELF file),
+//! [`maps`] (process control); [`discover`] (functions of an ELF file,
+//! kept between runs by [`module_cache`]),
 //! [`filter`] (which to instrument) and [`functions`] (what is known of
 //! each); [`relocate`] (trampolines), [`detour`] (entries reached by a
 //! short jump through padding), [`inject`] (system calls run in the
@@ -37,6 +38,7 @@ pub mod inject;
 pub mod launch;
 pub mod maps;
 pub mod memory;
+pub mod module_cache;
 pub mod ptrace;
 pub mod relocate;
 pub mod results;

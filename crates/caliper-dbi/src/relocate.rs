@@ -122,6 +122,17 @@ pub struct BranchTargets {
 }
 
 impl BranchTargets {
+    /// The lists as [`BranchTargets::scan`] leaves them (targets, calls,
+    /// tail calls: each sorted), to keep on disk.
+    pub(crate) fn lists(&self) -> [&[(u64, u64)]; 3] {
+        [&self.targets, &self.calls, &self.tail_calls]
+    }
+
+    /// The lists that [`BranchTargets::lists`] gave, read back.
+    pub(crate) fn from_lists([targets, calls, tail_calls]: [Vec<(u64, u64)>; 3]) -> BranchTargets {
+        BranchTargets { targets, calls, tail_calls }
+    }
+
     /// Decodes each function (address, size) whose bytes lie in one of
     /// `sections` (address, bytes) and notes its direct branch targets.
     /// The functions are shared among the processors (the traced program

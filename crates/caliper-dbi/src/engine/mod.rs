@@ -25,11 +25,11 @@ mod watchdog;
 
 use crate::counters::Counters;
 use crate::debugger::DebugConfig;
-use crate::discover::ModuleInfo;
 use crate::filter::{self, Filter};
 use crate::functions::{ArcTable, FunctionTable};
 use crate::image::{Image, Internal};
 use crate::launch;
+use crate::module_cache::ModuleCache;
 use crate::ptrace::{self, Pid, Status};
 use crate::sample::{Sampler, TASK_CLOCK_EVENT};
 pub use arcs::MAX_LEARNED_SITES;
@@ -41,7 +41,6 @@ use signals::install_signal_handlers;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::ffi::OsString;
 use std::io;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 use threads::thread_group;
 
@@ -113,6 +112,9 @@ pub struct Config {
     pub sample_event: (String, EventCode),
     /// Stop at the `cdb` prompt (see [`crate::debugger`]).
     pub debug: Option<DebugConfig>,
+    /// Keep the modules' analyses on disk between runs (see
+    /// [`crate::module_cache`]).
+    pub cache: bool,
 }
 
 impl Default for Config {
@@ -129,6 +131,7 @@ impl Default for Config {
             start: None,
             sample_event: ("task-clock".to_string(), TASK_CLOCK_EVENT),
             debug: None,
+            cache: true,
         }
     }
 }
@@ -221,7 +224,7 @@ pub struct Engine {
     arcs: ArcTable,
     sites: HashMap<(usize, u64), SiteList>,
     counters: Counters,
-    modules: HashMap<String, Arc<ModuleInfo>>,
+    modules: ModuleCache,
     images: HashMap<usize, Image>,
     next_image: usize,
     processes: HashMap<Pid, Process>,
@@ -277,6 +280,7 @@ impl Engine {
         let counters = Counters::create().map_err(|e| StartError(format!("cannot create the counter file: {e}")))?;
         let attached = matches!(target, Target::Attach(_));
         let debugger = config.debug.as_ref().map(debug::Debugger::open).transpose()?;
+        let modules = ModuleCache::new(config.cache);
         let mut engine = Engine {
             deadline: None,
             measuring: config.start.is_none(),
@@ -285,7 +289,7 @@ impl Engine {
             arcs: ArcTable::default(),
             sites: HashMap::new(),
             counters,
-            modules: HashMap::new(),
+            modules,
             images: HashMap::new(),
             next_image: 0,
             processes: HashMap::new(),
@@ -717,6 +721,7 @@ impl Engine {
         let counters = self.read_counters();
         self.functions.cover_counted(&counters);
         let samples_lost = self.sampler.as_ref().map_or(0, |s| s.lost);
+        self.modules.save();
         Outcome {
             exit: self.exit.unwrap_or(Exit::Detached),
             functions: self.functions,

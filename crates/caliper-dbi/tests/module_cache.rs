@@ -1,0 +1,100 @@
+//! The modules' analyses kept on disk between runs: a second run reads
+//! them, and counts exactly as a run that analyses every module afresh;
+//! a damaged entry, or a cache directory that cannot be written, changes
+//! nothing of the program or of its counts.
+
+mod common;
+
+use common::{command_in, counts_dir, read_result};
+use std::collections::HashMap;
+use std::path::Path;
+use std::process::Output;
+
+const MODULES: &str = "counts,libshared.so,libplugin.so";
+
+/// Runs `counts` under fcount with the cache in `cache_home` (as
+/// `XDG_CACHE_HOME`) and its debug lines on: the counts per (module,
+/// function), and what the tool wrote on standard error.
+fn run(cache_home: &Path, extra: &[&str]) -> (HashMap<(String, String), u64>, String) {
+    let out = tempfile::tempdir().unwrap();
+    let file = out.path().join("counts.cali");
+    let mut options = vec!["-c", "fcount", "-i", MODULES, "-o", file.to_str().unwrap()];
+    options.extend(extra);
+    let output: Output = command_in(counts_dir(), &options, "./counts", &[])
+        .env("XDG_CACHE_HOME", cache_home)
+        .env_remove("CALI_RUN_CACHE")
+        .env("CALI_RUN_DEBUG_CACHE", "1")
+        .output()
+        .expect("cali-run runs");
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "child exit 5\ndone\n", "{stderr}");
+    assert_eq!(output.status.code(), Some(3), "{stderr}");
+    let counts = read_result(&file).into_iter().filter_map(|(k, row)| Some((k, row.count?))).collect();
+    (counts, stderr)
+}
+
+/// The lines of the cache's debug output that say `what` of module `name`.
+fn said(stderr: &str, what: &str, name: &str) -> bool {
+    stderr.lines().any(|l| l.contains(&format!("cache: {what} ")) && l.contains(&format!("/{name} ")))
+}
+
+fn entries(cache_home: &Path) -> Vec<std::path::PathBuf> {
+    let dir = cache_home.join("caliper/dbi");
+    std::fs::read_dir(dir).expect("the cache directory").map(|e| e.unwrap().path()).collect()
+}
+
+#[test]
+fn a_second_run_reads_the_cache_and_counts_as_a_run_without_it() {
+    let home = tempfile::tempdir().unwrap();
+    let (first, stderr) = run(home.path(), &[]);
+    assert!(said(&stderr, "wrote", "counts") && !said(&stderr, "read", "counts"), "{stderr}");
+    assert!(entries(home.path()).len() >= 3, "the program and its two libraries kept");
+    let (second, stderr) = run(home.path(), &[]);
+    for module in ["counts", "libshared.so", "libplugin.so"] {
+        assert!(said(&stderr, "read", module), "{module} read from the cache: {stderr}");
+    }
+    assert!(!said(&stderr, "wrote", "counts"), "nothing new to write: {stderr}");
+    let (fresh, stderr) = run(home.path(), &["--no-cache"]);
+    assert!(!stderr.contains("cache: "), "--no-cache leaves the cache alone: {stderr}");
+    assert_eq!(fresh[&("counts".into(), "hot".into())], 1_000_003);
+    assert_eq!(fresh[&("libplugin.so".into(), "plugin_fn".into())], 13);
+    assert_eq!(second, fresh, "counts with the cache read");
+    assert_eq!(first, fresh, "counts with the cache written");
+}
+
+#[test]
+fn a_damaged_cache_is_ignored_and_rewritten() {
+    let home = tempfile::tempdir().unwrap();
+    let (fresh, _) = run(home.path(), &[]);
+    for (i, entry) in entries(home.path()).into_iter().enumerate() {
+        let mut bytes = std::fs::read(&entry).unwrap();
+        if i % 2 == 0 {
+            bytes.truncate(bytes.len() / 2);
+        } else {
+            let middle = bytes.len() / 2;
+            bytes[middle] ^= 0x20;
+        }
+        std::fs::write(&entry, bytes).unwrap();
+    }
+    let (counts, stderr) = run(home.path(), &[]);
+    assert!(stderr.contains("cache: ignored"), "{stderr}");
+    assert!(!said(&stderr, "read", "counts"), "{stderr}");
+    assert!(said(&stderr, "wrote", "counts"), "written again: {stderr}");
+    assert_eq!(counts, fresh);
+    let (again, stderr) = run(home.path(), &[]);
+    assert!(said(&stderr, "read", "counts"), "{stderr}");
+    assert_eq!(again, fresh);
+}
+
+#[test]
+fn a_cache_directory_that_cannot_be_written_changes_nothing() {
+    let home = tempfile::tempdir().unwrap();
+    let (fresh, _) = run(home.path(), &["--no-cache"]);
+    // Under a plain file, no directory can be made (even for root).
+    let blocked = home.path().join("file");
+    std::fs::write(&blocked, b"").unwrap();
+    let (counts, stderr) = run(&blocked, &[]);
+    assert!(stderr.contains("cache: cannot write"), "{stderr}");
+    assert!(stderr.lines().all(|l| l.contains("cache: ") || !l.contains("CALIPER")), "no other message: {stderr}");
+    assert_eq!(counts, fresh);
+}
