@@ -22,7 +22,8 @@
 # read .cali files with caliper-reader), and the
 # Debian programs that cali-run's tests measure (gzip, bzip2, xz, sqlite3,
 # python3, gawk, perl, lua5.4, git, and libpython3.11-dev for a CPython on
-# the shared libpython; strip and nm from binutils). $PYTHON picks the Python.
+# the shared libpython; strip and nm from binutils), and mdbook (into
+# target/tools, to build the user guide). $PYTHON picks the Python.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -67,6 +68,15 @@ cargo clippy --workspace --all-targets -- -D warnings
 cargo clippy -p caliper-mpi --all-targets --features rsmpi -- -D warnings
 echo "== API docs (a broken or private link, or a missing doc, fails)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
+echo "== user guide (mdbook build docs into target/book; a warning, a missing include or a broken link fails)"
+mdbook=${CARGO_TARGET_DIR:-target}/tools/bin/mdbook
+[ -x "$mdbook" ] || cargo install --quiet --locked mdbook --version 0.4.52 --root "${CARGO_TARGET_DIR:-target}/tools"
+# mdbook logs a missing {{#include}} file as an error and still exits 0.
+mdbook_log=$("$mdbook" build docs 2>&1) || { echo "$mdbook_log"; exit 1; }
+if grep -E '\[(WARN|ERROR)\]' <<<"$mdbook_log"; then
+    exit 1
+fi
+scripts/check-book-links.sh target/book
 echo "== release build"
 cargo build --workspace --release
 echo "== tests"
