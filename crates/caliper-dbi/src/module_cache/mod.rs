@@ -202,10 +202,11 @@ fn build_id(file: File) -> Option<Vec<u8>> {
 }
 
 /// The file of the entry for `identity`: named by a hash of it (the
-/// entry holds the identity itself, so a collision only misses).
+/// entry holds the identity itself, so a collision only misses), not by
+/// the format version: an entry of another version is replaced.
 fn entry_path(dir: &Path, identity: &str) -> PathBuf {
     let hash = identity.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3));
-    dir.join(format!("{hash:016x}.v{}", format::VERSION))
+    dir.join(format!("{hash:016x}.module"))
 }
 
 /// Writes `bytes` to `file` in `dir` whole or not at all: to a temporary
@@ -273,6 +274,25 @@ mod tests {
         assert!(read.branch_targets.get().is_some(), "the branch targets were kept");
         second.save();
         assert_eq!(second.written, 0, "nothing new to write");
+    }
+
+    #[test]
+    fn an_entry_of_another_format_version_is_ignored_and_replaced() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut first = ModuleCache::in_dir(Some(dir.path().to_path_buf()));
+        first.get(LIBM);
+        first.save();
+        let entry = entry_path(dir.path(), &identity(Path::new(LIBM)).expect("identity"));
+        let mut bytes = std::fs::read(&entry).expect("entry written");
+        bytes[8..12].copy_from_slice(&(format::VERSION + 1).to_le_bytes());
+        std::fs::write(&entry, bytes).expect("write");
+        let mut second = ModuleCache::in_dir(Some(dir.path().to_path_buf()));
+        assert!(!second.get(LIBM).functions.is_empty());
+        second.save();
+        assert_eq!((second.read, second.written), (0, 1));
+        let mut third = ModuleCache::in_dir(Some(dir.path().to_path_buf()));
+        third.get(LIBM);
+        assert_eq!(third.read, 1);
     }
 
     #[test]
