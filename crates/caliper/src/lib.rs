@@ -30,6 +30,7 @@ pub mod buffer;
 mod capture;
 pub mod channel;
 mod clock;
+mod dynlib;
 pub mod config;
 pub mod configmgr;
 pub mod contain;

@@ -4,7 +4,8 @@
 //! for the process, for threads (`PAPI_thread_init`) and, when asked,
 //! for multiplexing.
 
-use std::ffi::{CStr, CString, c_char, c_int, c_uint, c_ulong, c_void};
+use crate::dynlib::{open_first, symbol};
+use std::ffi::{CStr, CString, c_char, c_int, c_uint, c_ulong};
 use std::sync::OnceLock;
 
 /// `PAPI_OK`.
@@ -87,20 +88,6 @@ pub struct EventKind {
     pub float: bool,
 }
 
-/// `name`'s address in `handle`, as the function type `T`.
-///
-/// # Safety
-/// `T` must be the C signature of `name`.
-unsafe fn symbol<T: Copy>(handle: *mut c_void, name: &CStr) -> Result<T, String> {
-    // SAFETY: dlsym on a handle dlopen returned, with a NUL-terminated name.
-    let address = unsafe { libc::dlsym(handle, name.as_ptr()) };
-    if address.is_null() {
-        return Err(format!("libpapi has no {}", name.to_string_lossy()));
-    }
-    // SAFETY: a function pointer of the signature the caller names.
-    Ok(unsafe { std::mem::transmute_copy::<*mut c_void, T>(&address) })
-}
-
 /// The calling thread's id, as PAPI asks of `PAPI_thread_init`.
 unsafe extern "C" fn thread_id() -> c_ulong {
     // SAFETY: pthread_self has no preconditions.
@@ -124,36 +111,31 @@ impl Papi {
     }
 
     fn load() -> Result<Papi, String> {
-        let (handle, version) = RELEASES
-            .iter()
-            .find_map(|&(name, version)| {
-                // SAFETY: dlopen with a NUL-terminated name.
-                let handle = unsafe { libc::dlopen(name.as_ptr(), libc::RTLD_NOW | libc::RTLD_GLOBAL) };
-                (!handle.is_null()).then_some((handle, version))
-            })
-            .ok_or("PAPI library (libpapi.so.7 or .6) not found")?;
+        let (handle, loaded) =
+            open_first(RELEASES.iter().map(|&(name, _)| name)).ok_or("PAPI library (libpapi.so.7 or .6) not found")?;
+        let version = RELEASES.iter().find(|&&(name, _)| name == loaded).map_or(0, |&(_, version)| version);
         // SAFETY: each name with its signature in papi.h.
         let papi = unsafe {
             Papi {
-                library_init: symbol(handle, c"PAPI_library_init")?,
-                thread_init: symbol(handle, c"PAPI_thread_init")?,
-                multiplex_init: symbol(handle, c"PAPI_multiplex_init")?,
-                register_thread: symbol(handle, c"PAPI_register_thread")?,
-                unregister_thread: symbol(handle, c"PAPI_unregister_thread")?,
-                create_eventset: symbol(handle, c"PAPI_create_eventset")?,
-                assign_eventset_component: symbol(handle, c"PAPI_assign_eventset_component")?,
-                set_multiplex: symbol(handle, c"PAPI_set_multiplex")?,
-                add_named_event: symbol(handle, c"PAPI_add_named_event")?,
-                event_name_to_code: symbol(handle, c"PAPI_event_name_to_code")?,
-                get_event_info: symbol(handle, c"PAPI_get_event_info")?,
-                get_event_component: symbol(handle, c"PAPI_get_event_component")?,
-                start: symbol(handle, c"PAPI_start")?,
-                read: symbol(handle, c"PAPI_read")?,
-                reset: symbol(handle, c"PAPI_reset")?,
-                stop: symbol(handle, c"PAPI_stop")?,
-                cleanup_eventset: symbol(handle, c"PAPI_cleanup_eventset")?,
-                destroy_eventset: symbol(handle, c"PAPI_destroy_eventset")?,
-                strerror: symbol(handle, c"PAPI_strerror")?,
+                library_init: symbol(handle, c"PAPI_library_init", "libpapi")?,
+                thread_init: symbol(handle, c"PAPI_thread_init", "libpapi")?,
+                multiplex_init: symbol(handle, c"PAPI_multiplex_init", "libpapi")?,
+                register_thread: symbol(handle, c"PAPI_register_thread", "libpapi")?,
+                unregister_thread: symbol(handle, c"PAPI_unregister_thread", "libpapi")?,
+                create_eventset: symbol(handle, c"PAPI_create_eventset", "libpapi")?,
+                assign_eventset_component: symbol(handle, c"PAPI_assign_eventset_component", "libpapi")?,
+                set_multiplex: symbol(handle, c"PAPI_set_multiplex", "libpapi")?,
+                add_named_event: symbol(handle, c"PAPI_add_named_event", "libpapi")?,
+                event_name_to_code: symbol(handle, c"PAPI_event_name_to_code", "libpapi")?,
+                get_event_info: symbol(handle, c"PAPI_get_event_info", "libpapi")?,
+                get_event_component: symbol(handle, c"PAPI_get_event_component", "libpapi")?,
+                start: symbol(handle, c"PAPI_start", "libpapi")?,
+                read: symbol(handle, c"PAPI_read", "libpapi")?,
+                reset: symbol(handle, c"PAPI_reset", "libpapi")?,
+                stop: symbol(handle, c"PAPI_stop", "libpapi")?,
+                cleanup_eventset: symbol(handle, c"PAPI_cleanup_eventset", "libpapi")?,
+                destroy_eventset: symbol(handle, c"PAPI_destroy_eventset", "libpapi")?,
+                strerror: symbol(handle, c"PAPI_strerror", "libpapi")?,
             }
         };
         // SAFETY: PAPI's functions, called as papi.h declares them.
