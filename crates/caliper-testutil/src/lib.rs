@@ -105,6 +105,24 @@ pub const HATCHET: PyPackage = PyPackage { name: "llnl-hatchet", module: "hatche
 /// metadata into one table (as Spot's and Adiak's users do).
 pub const THICKET: PyPackage = PyPackage { name: "llnl-thicket", module: "thicket" };
 
+/// CUDA's headers and CUPTI as NVIDIA publishes them on PyPI (the
+/// `nvidia-cuda-*-cu12` packages), for building against CUPTI without a
+/// CUDA toolkit.
+pub const CUDA_HEADERS: PyPackage = PyPackage { name: "nvidia-cuda-cupti-cu12", module: "nvidia.cuda_cupti" };
+
+/// The directory of the `nvidia` packages in the test virtualenv
+/// (`cuda_cupti/include`, `cuda_cupti/lib`, `cuda_runtime/include`,
+/// `cuda_nvcc/include` below it).
+pub fn cuda_packages() -> PathBuf {
+    let python = python_with(&[CUDA_HEADERS]);
+    let out = Command::new(python)
+        .args(["-c", "import nvidia.cuda_cupti as c, os; print(os.path.dirname(list(c.__path__)[0]))"])
+        .output()
+        .expect("run the virtualenv's Python");
+    assert!(out.status.success(), "cannot locate the nvidia packages: {}", String::from_utf8_lossy(&out.stderr));
+    PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+}
+
 /// The path of the test virtualenv's Python interpreter, which must have
 /// `packages`. Panics, naming `scripts/test-all.sh`, if the virtualenv or
 /// a package is missing: an interoperability test must not pass without

@@ -285,6 +285,13 @@ pub trait Runtime: Sync {
     fn end(&self, attr: Attribute);
     /// Sets `attr` to `value` on the calling thread.
     fn set(&self, attr: Attribute, value: ValueKey);
+    /// Takes an explicit snapshot on every active channel, with `trigger`
+    /// entries added (e.g. a CUDA stream synchronised).
+    fn push_snapshot(&self, trigger: &[Entry]);
+    /// The context-tree node of the calling thread's region path (`None`
+    /// outside any region): what work started there and measured
+    /// elsewhere (a GPU kernel) is put under.
+    fn path_node(&self) -> Option<Id>;
     /// Hands a memory region begun or ended on the calling thread to the
     /// active channels' [tracking services](Service::track_memory).
     fn track_memory(&self, event: &MemoryEvent<'_>);

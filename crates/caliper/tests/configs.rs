@@ -445,7 +445,7 @@ fn bad_configs_are_one_line_messages() {
     assert_rejected("runtime-reprot", "Unknown config or parameter: runtime-reprot");
     assert_rejected("runtime-report(region.count=maybe)", "Invalid value \"maybe\" for region.count");
     assert_rejected("runtime-report(output.format=json)", "Unknown option: output.format");
-    assert_rejected("event-trace,trace.cuda", "cupti service required for trace.cuda option is not available");
+    assert_rejected("cuda-activity-profile(output.format=xml)", "cuda-activity-profile: Invalid output format \"xml\"");
     assert_rejected("hatchet-region-profile(output.format=xml)", "runtime-profile: Invalid output format \"xml\"");
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("bad.json");

@@ -62,6 +62,14 @@ pub(crate) fn controller(spec: &ConfigSpec, options: &Options) -> Result<Channel
             openmp_report(options, &mut config);
             Output::Channel
         }
+        "cuda-activity-report" => {
+            cuda_activity_report(options, &mut config);
+            Output::Channel
+        }
+        "cuda-activity-profile" => {
+            cuda_activity_profile(options, &mut config)?;
+            Output::Channel
+        }
         "sample-report" => {
             sample_report(options, &mut config)?;
             Output::Channel
@@ -245,6 +253,60 @@ fn openmp_report(options: &Options, config: &mut Vec<(String, String)>) {
     set_setting(config, "CALI_REPORT_APPEND", append);
     let local = format!("{local} format {format}");
     set_setting(config, "CALI_REPORT_CONFIG", &options.build_query(QueryLevel::Local, &local));
+}
+
+/// `cuda-activity-report`: per region, the host time (CUPTI's clock,
+/// between the thread's snapshots) and the GPU time of the device work
+/// the region launched, both inclusive, and their ratio.
+fn cuda_activity_report(options: &Options, config: &mut Vec<(String, String)>) {
+    options.update_channel_config(config);
+    let format = tree_format(options);
+    let (filename, append) = (options.get_or("output", "stderr"), options.get_or("output.append", "false"));
+    if across_ranks(options, "aggregate_across_ranks") {
+        let local = "select inclusive_scale(sum#cupti.host.duration,1e-9),inclusive_scale(cupti.activity.duration,1e-9) \
+                     group by path";
+        let cross = format!(
+            "select avg(iscale#sum#cupti.host.duration) as \"Avg Host Time\" unit sec,\
+             max(iscale#sum#cupti.host.duration) as \"Max Host Time\" unit sec,\
+             avg(iscale#cupti.activity.duration) as \"Avg GPU Time\" unit sec,\
+             max(iscale#cupti.activity.duration) as \"Max GPU Time\" unit sec,\
+             ratio(iscale#cupti.activity.duration,iscale#sum#cupti.host.duration,100.0) as \"GPU %\" \
+             group by path format {format}"
+        );
+        let (local, cross) =
+            (options.build_query(QueryLevel::Local, local), options.build_query(QueryLevel::Cross, &cross));
+        mpireport(config, &local, &cross, filename, append);
+        return;
+    }
+    add_services(config, &["report"]);
+    set_setting(config, "CALI_REPORT_FILENAME", filename);
+    set_setting(config, "CALI_REPORT_APPEND", append);
+    let local = format!(
+        "select inclusive_scale(sum#cupti.host.duration,1e-9) as \"Host Time\" unit sec,\
+         inclusive_scale(cupti.activity.duration,1e-9) as \"GPU Time\" unit sec,\
+         inclusive_ratio(cupti.activity.duration,sum#cupti.host.duration,100.0) as \"GPU %\" \
+         group by path format {format}"
+    );
+    set_setting(config, "CALI_REPORT_CONFIG", &options.build_query(QueryLevel::Local, &local));
+}
+
+/// `cuda-activity-profile`: host and GPU time per region, kernel and
+/// activity kind, in a file (`cuda_profile.cali` by default; `hatchet`
+/// is json-split here, as in the reference).
+fn cuda_activity_profile(options: &Options, config: &mut Vec<(String, String)>) -> Result<(), String> {
+    let (format, extension) = match options.get("output.format") {
+        Some("hatchet") => ("json-split", ".json"),
+        _ => profile_format("cuda-activity-profile", options)?,
+    };
+    options.update_channel_config(config);
+    let filename = with_extension(options.get_or("output", "cuda_profile"), extension);
+    let base = format!(
+        "select *,scale(cupti.activity.duration,1e-9) as \"time (gpu)\" unit sec,\
+         scale(sum#cupti.host.duration,1e-9) as \"time\" unit sec \
+         group by path,cupti.kernel.name,cupti.activity.kind,mpi.rank format {format}"
+    );
+    profile_output(options, config, &filename, &options.build_query(QueryLevel::Local, &base));
+    Ok(())
 }
 
 /// The CalQL formatter and file extension of a profile config's

@@ -117,7 +117,6 @@ fn errors_have_the_reference_messages() {
         "option of another config"
     );
     assert_eq!(error_of("runtime-report(region.count=maybe)"), "Invalid value \"maybe\" for region.count");
-    assert_eq!(error_of("event-trace,trace.cuda"), "cupti service required for trace.cuda option is not available");
     assert_eq!(error_of("runtime-report,profile.mpi"), "mpi service required for profile.mpi option is not available");
     assert_eq!(
         error_of("spot(timeseries.maxrows=5)"),

@@ -172,6 +172,12 @@ impl Runtime for Caliper {
     fn set(&self, attr: Attribute, value: ValueKey) {
         Caliper::set(self, attr, value);
     }
+    fn push_snapshot(&self, trigger: &[Entry]) {
+        Caliper::push_snapshot(self, trigger);
+    }
+    fn path_node(&self) -> Option<Id> {
+        self.with_thread(|t, _| t.blackboard.regions.node(&self.tree, &mut t.cache)).flatten()
+    }
     fn track_memory(&self, event: &MemoryEvent<'_>) {
         Caliper::track_memory(self, event);
     }

@@ -9,6 +9,7 @@ mod allocstats;
 mod async_event;
 mod callpath;
 mod cpuinfo;
+mod cupti;
 mod debug;
 mod event;
 mod event_sampling;
@@ -61,6 +62,8 @@ pub const SERVICES: &[ServiceSpec] = &[
     async_event::SPEC,
     callpath::SPEC,
     cpuinfo::SPEC,
+    cupti::CUPTI_SPEC,
+    cupti::TRACE_SPEC,
     debug::SPEC,
     event::SPEC,
     io::SPEC,

@@ -1,0 +1,296 @@
+//! The `cupti` and `cuptitrace` services without a GPU: tests/cupti/
+//! fake_cupti.c is a stand-in libcupti.so built against CUPTI's own
+//! headers (the `nvidia-cuda-*` packages of the test virtualenv), whose
+//! "CUDA" calls make API callbacks and activity records as the real
+//! runtime does under CUPTI, each kernel and copy with a known GPU time;
+//! tests/cupti/app.c launches them under annotated regions. The real
+//! libcupti of those packages, with no GPU or driver here, shows how the
+//! configs behave on a machine without a GPU.
+
+use caliper_data::cali::read_records;
+use caliper_data::{MetadataDb, Variant};
+use caliper_testutil::cuda_packages;
+use caliper_testutil::install::{self, make_install, must, require_tools};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+/// The programs, built once: (the CUDA program on the stand-in CUPTI, a
+/// program without CUDA).
+fn programs() -> &'static (PathBuf, PathBuf) {
+    static BUILT: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        require_tools(&["gcc", "make"]);
+        let prefix = make_install("cupti", "install");
+        let dir = install::scratch("cupti", "build");
+        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cupti");
+        let nvidia = cuda_packages();
+        let includes = ["cuda_cupti/include", "cuda_runtime/include", "cuda_nvcc/include"]
+            .map(|d| format!("-I{}", nvidia.join(d).display()));
+        must(
+            Command::new("gcc")
+                .args(["-O2", "-Wall", "-Werror", "-shared", "-fPIC", "-pthread"])
+                .args(&includes)
+                .arg("-o")
+                .arg(dir.join("libcupti.so"))
+                .arg(source.join("fake_cupti.c")),
+        );
+        let lib = prefix.join("lib");
+        let build = |name: &str, source: &Path, cuda: bool| {
+            let mut cmd = Command::new("gcc");
+            cmd.args(["-O2", "-Wall", "-pthread", "-o"]).arg(dir.join(name)).arg(source);
+            cmd.arg(format!("-I{}", prefix.join("include").display()));
+            if cuda {
+                cmd.arg(format!("-L{}", dir.display())).arg("-lcupti").arg(format!("-Wl,-rpath,{}", dir.display()));
+            }
+            cmd.arg(format!("-L{}", lib.display())).arg("-lcaliper").arg(format!("-Wl,-rpath,{}", lib.display()));
+            must(&mut cmd);
+            dir.join(name)
+        };
+        let plain = dir.join("plain.c");
+        std::fs::write(
+            &plain,
+            "#include <caliper/cali.h>\n#include <stdio.h>\n\
+             int main(void) { cali_begin_region(\"main\"); puts(\"done\"); cali_end_region(\"main\"); return 0; }\n",
+        )
+        .unwrap();
+        (build("app", &source.join("app.c"), true), build("plain", &plain, false))
+    })
+}
+
+/// Runs `exe` with these settings only.
+fn run(exe: &Path, env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(exe);
+    install::without_caliper_settings(&mut cmd).envs(env.iter().copied());
+    let out = must(&mut cmd);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "done\n", "the program's own output");
+    out
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The report's rows: (indented label, numbers).
+fn rows(report: &str) -> Vec<(String, Vec<f64>)> {
+    report
+        .lines()
+        .skip(1)
+        .map(|line| {
+            let label_end = line
+                .find(|c: char| c != ' ')
+                .map_or(0, |start| line[start..].find(' ').map_or(line.len(), |end| start + end));
+            let numbers = line[label_end..].split_whitespace().filter_map(|n| n.parse().ok()).collect();
+            (line[..label_end].to_string(), numbers)
+        })
+        .collect()
+}
+
+/// The GPU times of the program, in seconds: each kernel and copy's
+/// simulated device time (app.c).
+const SOLVE_GPU: f64 = 4.0 * 0.0015;
+const INIT_GPU: f64 = 0.000250;
+const COPY_OUT_GPU: f64 = 0.000125;
+const WORKER_GPU: f64 = 0.000700;
+const CLEANUP_GPU: f64 = 0.000050;
+
+#[test]
+fn cuda_activity_report_puts_each_kernels_gpu_time_under_the_region_that_launched_it() {
+    let (app, _) = programs();
+    let out = run(app, &[("CALI_CONFIG", "cuda-activity-report")]);
+    let report = stderr(&out);
+    assert!(report.starts_with("Path ") && report.contains("Host Time") && report.contains("GPU Time"), "{report}");
+    assert!(report.lines().next().unwrap().contains("GPU %"), "{report}");
+    let rows = rows(&report);
+    let gpu = |label: &str| -> (f64, f64) {
+        let (_, n) = rows.iter().find(|(l, _)| l == label).unwrap_or_else(|| panic!("no row {label:?}:\n{report}"));
+        assert!(n.len() >= 2, "{label:?}: {n:?}\n{report}");
+        (n[0], n[1])
+    };
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+    for (label, expected) in [
+        ("main", INIT_GPU + SOLVE_GPU + COPY_OUT_GPU),
+        ("  init", INIT_GPU),
+        ("    cudaMemcpy", INIT_GPU),
+        ("  solve", SOLVE_GPU),
+        ("    cudaLaunchKernel", SOLVE_GPU),
+        ("  cudaMemcpy", COPY_OUT_GPU),
+        ("worker", WORKER_GPU),
+        ("  cudaLaunchKernel", WORKER_GPU),
+        ("cudaLaunchKernel", CLEANUP_GPU),
+    ] {
+        let (_, gpu) = gpu(label);
+        assert!(close(gpu, expected), "{label:?}: GPU time {gpu}, expected {expected}\n{report}");
+    }
+    for label in ["main", "worker"] {
+        assert!(gpu(label).0 > 0.0, "{label:?}: no host time\n{report}");
+    }
+    assert!(report.contains("    cudaDeviceSynchronize"), "{report}");
+    assert!(!report.contains("== CALIPER"), "{report}");
+}
+
+#[test]
+fn show_kernels_names_each_kernel_demangled() {
+    let (app, _) = programs();
+    let report = stderr(&run(app, &[("CALI_CONFIG", "cuda-activity-report,show_kernels")]));
+    assert!(report.lines().next().unwrap().trim_end().ends_with("Kernel"), "{report}");
+    for kernel in ["step(float*, int)", "reduce(float const*, float*, int)", "cleanup()"] {
+        assert!(report.lines().any(|l| l.trim_end().ends_with(kernel)), "no row of {kernel}:\n{report}");
+    }
+    assert!(!report.contains("_Z4stepPfi"), "{report}");
+}
+
+#[test]
+fn runtime_report_with_profile_cuda_and_cuda_gputime() {
+    let (app, _) = programs();
+    let report = stderr(&run(app, &[("CALI_CONFIG", "runtime-report,profile.cuda,cuda.gputime")]));
+    let header = report.lines().next().unwrap();
+    assert!(
+        header.contains("Time (E)") && header.contains("GPU time (I)") && header.contains("GPU time (E)"),
+        "{report}"
+    );
+    let rows = rows(&report);
+    let row = |label: &str| rows.iter().find(|(l, _)| l == label).map(|(_, n)| n.clone());
+    // Time (E), Time (I), Time % (E), Time % (I), GPU time (I) [, (E)].
+    let solve = row("  solve").unwrap_or_else(|| panic!("{report}"));
+    assert!((solve[4] - SOLVE_GPU).abs() < 1e-9, "{solve:?}\n{report}");
+    let launch = row("    cudaLaunchKernel").unwrap_or_else(|| panic!("{report}"));
+    assert!((launch[4] - SOLVE_GPU).abs() < 1e-9 && (launch[5] - SOLVE_GPU).abs() < 1e-9, "{launch:?}\n{report}");
+    assert!(row("    cudaDeviceSynchronize").is_some(), "{report}");
+}
+
+/// A record expanded: the path of regions and API calls, outermost
+/// first, and the other attributes by name.
+type Expanded = (Vec<String>, Vec<(String, Variant)>);
+
+/// The records of a `.cali` file, each expanded.
+fn cali_records(path: &Path) -> Vec<Expanded> {
+    let mut db = MetadataDb::new();
+    let data = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let records = read_records(&mut db, &path.display().to_string(), &data).unwrap();
+    records
+        .iter()
+        .map(|r| {
+            let (mut path, mut rest) = (Vec::new(), Vec::new());
+            for (id, value) in db.expand(r) {
+                let name = db.attribute(id).unwrap().name().to_string();
+                if name == "region" || name == "cupti.runtimeAPI" {
+                    path.push(value.to_string());
+                } else {
+                    rest.push((name, value));
+                }
+            }
+            (path, rest)
+        })
+        .collect()
+}
+
+fn value<'a>(attrs: &'a [(String, Variant)], name: &str) -> Option<&'a Variant> {
+    attrs.iter().find(|(n, _)| n == name).map(|(_, v)| v)
+}
+
+#[test]
+fn activity_records_carry_the_reference_attributes_under_the_launching_path() {
+    let (app, _) = programs();
+    let dir = install::scratch("cupti", "records");
+    let file = dir.join("trace.cali");
+    let out = run(
+        app,
+        &[
+            ("CALI_SERVICES_ENABLE", "cupti,cuptitrace,event,recorder,trace"),
+            ("CALI_CUPTI_CALLBACK_DOMAINS", "runtime,sync"),
+            ("CALI_RECORDER_FILENAME", file.to_str().unwrap()),
+        ],
+    );
+    assert_eq!(stderr(&out), "");
+    let records = cali_records(&file);
+    let activities: Vec<_> = records.iter().filter(|(_, a)| value(a, "cupti.activity.kind").is_some()).collect();
+    assert_eq!(activities.len(), 8, "6 kernels and 2 copies: {activities:#?}");
+    let kernels: Vec<_> = activities
+        .iter()
+        .filter(|(path, a)| {
+            value(a, "cupti.activity.kind").map(Variant::to_string).as_deref() == Some("kernel")
+                && path == &["main", "solve", "cudaLaunchKernel"]
+        })
+        .collect();
+    assert_eq!(kernels.len(), 4, "{activities:#?}");
+    for (_, a) in &kernels {
+        assert_eq!(value(a, "cupti.kernel.name").map(Variant::to_string).as_deref(), Some("step(float*, int)"));
+        assert_eq!(value(a, "cupti.activity.duration"), Some(&Variant::Uint(1_500_000)));
+        let (Some(Variant::Uint(start)), Some(Variant::Uint(end))) =
+            (value(a, "cupti.activity.start"), value(a, "cupti.activity.end"))
+        else {
+            panic!("no start or end: {a:?}")
+        };
+        assert_eq!(end - start, 1_500_000);
+    }
+    let copy_in = activities
+        .iter()
+        .find(|(path, _)| path == &["main", "init", "cudaMemcpy"])
+        .unwrap_or_else(|| panic!("{activities:#?}"));
+    assert_eq!(value(&copy_in.1, "cupti.memcpy.kind").map(Variant::to_string).as_deref(), Some("HtoD"));
+    assert_eq!(value(&copy_in.1, "cupti.memcpy.bytes"), Some(&Variant::Uint(1 << 20)));
+    assert_eq!(value(&copy_in.1, "cupti.activity.duration"), Some(&Variant::Uint(250_000)));
+    let copy_out = activities.iter().find(|(path, _)| path == &["main", "cudaMemcpy"]).unwrap();
+    assert_eq!(value(&copy_out.1, "cupti.memcpy.kind").map(Variant::to_string).as_deref(), Some("DtoH"));
+    let cleanup = activities.iter().find(|(path, _)| path == &["cudaLaunchKernel"]).unwrap();
+    assert_eq!(value(&cleanup.1, "cupti.kernel.name").map(Variant::to_string).as_deref(), Some("cleanup()"));
+    // The context synchronisation of cudaDeviceSynchronize, as a snapshot.
+    assert!(
+        records.iter().any(|(path, a)| value(a, "cupti.sync").map(Variant::to_string).as_deref() == Some("context")
+            && path == &["main", "solve"]),
+        "{records:#?}"
+    );
+}
+
+#[test]
+fn cuda_activity_profile_writes_gpu_and_host_time_per_kernel() {
+    let (app, _) = programs();
+    let dir = install::scratch("cupti", "profile");
+    let file = dir.join("profile.json");
+    let config = format!("cuda-activity-profile(output.format=json,output={})", file.display());
+    let out = run(app, &[("CALI_CONFIG", &config)]);
+    assert_eq!(stderr(&out), "");
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let kernel =
+        rows.iter().find(|r| r["cupti.kernel.name"] == "step(float*, int)").unwrap_or_else(|| panic!("{rows:#?}"));
+    assert_eq!(kernel["path"], "main/solve/cudaLaunchKernel", "{kernel:#}");
+    assert!((kernel["time (gpu)"].as_f64().unwrap() - SOLVE_GPU).abs() < 1e-9, "{kernel:#}");
+    assert_eq!(kernel["cupti.activity.kind"], "kernel");
+    assert!(rows.iter().any(|r| r["path"] == "main/solve" && r["time"].as_f64().is_some_and(|t| t > 0.0)), "{rows:#?}");
+}
+
+#[test]
+fn without_cupti_the_cuda_configs_say_so_in_one_line_and_the_program_runs() {
+    let (_, plain) = programs();
+    for config in [
+        "cuda-activity-report",
+        "runtime-report,profile.cuda,cuda.gputime",
+        "event-trace,trace.cuda,cuda.activities,output=/dev/null",
+    ] {
+        let out = run(plain, &[("CALI_CONFIG", config), ("CUDA_HOME", "/nonexistent")]);
+        let lines: Vec<_> = stderr(&out).lines().filter(|l| l.starts_with("== CALIPER:")).map(str::to_string).collect();
+        assert_eq!(
+            lines,
+            [
+                "== CALIPER: cupti: CUPTI library (libcupti.so) not found: add CUDA's extras/CUPTI/lib64 to LD_LIBRARY_PATH: CUDA calls and GPU activities are not recorded"
+            ],
+            "{config}"
+        );
+        assert!(out.status.success());
+    }
+}
+
+#[test]
+fn real_cupti_without_a_gpu_says_so_in_one_line_and_the_program_runs() {
+    let (_, plain) = programs();
+    let lib = cuda_packages().join("cuda_cupti/lib");
+    let out = run(plain, &[("CALI_CONFIG", "cuda-activity-report"), ("LD_LIBRARY_PATH", lib.to_str().unwrap())]);
+    let report = stderr(&out);
+    let lines: Vec<_> = report.lines().filter(|l| l.starts_with("== CALIPER:")).collect();
+    assert_eq!(lines.len(), 1, "{report}");
+    assert!(lines[0].starts_with("== CALIPER: cupti: cuptiSubscribe: CUPTI_ERROR_"), "{report}");
+    assert!(lines[0].ends_with("CUDA calls and GPU activities are not recorded"), "{report}");
+    // Host times are still measured.
+    assert!(report.lines().any(|l| l.starts_with("main ")), "{report}");
+}

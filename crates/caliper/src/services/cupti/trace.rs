@@ -1,0 +1,484 @@
+//! `cuptitrace`: the device's activities through CUPTI's activity API.
+//! Each kernel, memory copy (and, when asked, memory set and
+//! synchronisation) becomes a record at flush: `cupti.activity.kind`,
+//! `cupti.activity.start`, `cupti.activity.end`,
+//! `cupti.activity.duration` (ns, GPU clock), `cupti.kernel.name`
+//! (demangled) or `cupti.memcpy.kind` and `cupti.memcpy.bytes`, under the
+//! host region path of the API call that started it.
+//!
+//! That path is found by correlation: before each CUDA API call the
+//! calling thread's region path node is pushed as CUPTI's external
+//! correlation id, and CUPTI's external correlation records tie each
+//! call's correlation id (which its activities carry) to that node.
+//!
+//! With `snapshot_duration` / `snapshot_timestamps` the service also
+//! measures the host: `cupti.host.duration` (ns since the thread's
+//! previous snapshot, in CUPTI's clock) and `cupti.timestamp`, which
+//! `cuda-activity-report` compares with the GPU time.
+
+use super::super::registry::{Created, NotCreated, ServiceSpec, SettingKind, SettingSpec, Setup, Stage};
+use super::activity::{self, Activity, Record as Decoded, Work};
+use super::api::{Cupti, Domain};
+use super::subscription;
+use crate::attributes::Attribute;
+use crate::log;
+use crate::service::{GlobalRuntime, Runtime, Service, ServiceState, ThreadService, Trigger};
+use crate::snapshot::Snapshot;
+use crate::sync;
+use crate::value::ValueKey;
+use caliper_data::hash::FxHashMap;
+use caliper_data::node::Id;
+use caliper_data::{AttrType, Properties, Record, Variant};
+use std::alloc::Layout;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+
+pub(in crate::services) const SPEC: ServiceSpec = ServiceSpec {
+    name: "cuptitrace",
+    aliases: &[],
+    description: "CUDA device activities (kernels, memory copies) with their GPU times, under the host regions that launched them (CUPTI)",
+    stage: Stage::Buffer,
+    settings: &[
+        SettingSpec {
+            key: "activities",
+            kind: SettingKind::StringList,
+            default: "correlation,device,runtime,kernel,memcpy",
+            description: "Activities to record: kernel, memcpy, memset, sync; correlation ties them to host regions (device, runtime, driver: accepted, nothing more to record)",
+        },
+        SettingSpec {
+            key: "correlate_context",
+            kind: SettingKind::Bool,
+            default: "true",
+            description: "Put each activity under the host region path of the CUDA call that started it",
+        },
+        SettingSpec {
+            key: "uvm_transfers",
+            kind: SettingKind::Bool,
+            default: "true",
+            description: "Unified memory transfers (with the uvm activity, which is not supported)",
+        },
+        SettingSpec {
+            key: "uvm_pagefaults",
+            kind: SettingKind::Bool,
+            default: "true",
+            description: "Unified memory page faults (with the uvm activity, which is not supported)",
+        },
+        SettingSpec {
+            key: "snapshot_timestamps",
+            kind: SettingKind::Bool,
+            default: "false",
+            description: "Add CUPTI's timestamp (cupti.timestamp) to each snapshot",
+        },
+        SettingSpec {
+            key: "snapshot_duration",
+            kind: SettingKind::Bool,
+            default: "false",
+            description: "Add the host time since the thread's previous snapshot (cupti.host.duration) to each snapshot",
+        },
+        SettingSpec {
+            key: "flush_on_snapshot",
+            kind: SettingKind::Bool,
+            default: "false",
+            description: "Collect CUPTI's activity buffers at each snapshot of the flush trigger attribute",
+        },
+        SettingSpec {
+            key: "flush_trigger",
+            kind: SettingKind::String,
+            default: "cupti.sync",
+            description: "The attribute whose snapshots collect the buffers (with flush_on_snapshot)",
+        },
+        SettingSpec {
+            key: "info_attributes",
+            kind: SettingKind::StringList,
+            default: "mpi.rank",
+            description: "Attributes whose values at flush every activity record gets",
+        },
+    ],
+    create,
+};
+
+/// The size of each activity buffer handed to CUPTI.
+const BUFFER_SIZE: usize = 1 << 20;
+/// The external correlation id of a CUDA call made outside any region.
+const NO_CONTEXT: u64 = u64::MAX;
+
+/// The `CUpti_ActivityKind` an `activities` name enables, if any; an
+/// error for names the service does not know.
+fn activity_kind(name: &str) -> Result<Option<u32>, String> {
+    Ok(match name {
+        "kernel" => Some(activity::kind::CONCURRENT_KERNEL),
+        "memcpy" => Some(activity::kind::MEMCPY),
+        "memset" => Some(activity::kind::MEMSET),
+        "sync" => Some(activity::kind::SYNCHRONIZATION),
+        "correlation" => Some(activity::kind::EXTERNAL_CORRELATION),
+        // Records the reference reads for what the others give here.
+        "device" | "runtime" | "driver" => None,
+        "uvm" => return Err("the uvm activity (unified memory) is not supported".into()),
+        _ => return Err(format!("unknown activity \"{name}\" (kernel, memcpy, memset, sync, correlation)")),
+    })
+}
+
+/// The process's activity tracing: CUPTI, and the stores of the channels
+/// with the service, which every completed buffer's records go to.
+struct Tracing {
+    cupti: &'static Cupti,
+    runtime: GlobalRuntime,
+    /// Whether CUDA calls push the host's context as correlation id.
+    correlate: AtomicBool,
+    stores: Mutex<Vec<Weak<Mutex<Store>>>>,
+    dropped: AtomicUsize,
+}
+
+static TRACING: OnceLock<Result<Tracing, String>> = OnceLock::new();
+
+/// What a channel has gathered since its last clear.
+#[derive(Default)]
+struct Store {
+    activities: Vec<Activity>,
+    /// API call correlation id → the host context's node (or
+    /// [`NO_CONTEXT`]).
+    correlations: FxHashMap<u32, u64>,
+}
+
+fn tracing(cali: &dyn Runtime) -> Result<&'static Tracing, String> {
+    let made = TRACING.get_or_init(|| {
+        let cupti = Cupti::get()?;
+        // The subscription comes first: CUPTI's callbacks and its
+        // activity API are one library state.
+        subscription()?;
+        cupti.register_buffers(buffer_requested, buffer_completed)?;
+        Ok(Tracing {
+            cupti,
+            runtime: cali.global(),
+            correlate: AtomicBool::new(false),
+            stores: Mutex::new(Vec::new()),
+            dropped: AtomicUsize::new(0),
+        })
+    });
+    made.as_ref().map_err(String::clone)
+}
+
+/// CUPTI asks for an empty buffer.
+unsafe extern "C" fn buffer_requested(buffer: *mut *mut u8, size: *mut usize, max_records: *mut usize) {
+    // SAFETY: a non-zero size with a power-of-two alignment.
+    let memory = unsafe { std::alloc::alloc(buffer_layout()) };
+    // SAFETY: CUPTI's places for the buffer, its size and record limit.
+    unsafe {
+        *buffer = memory;
+        *size = if memory.is_null() { 0 } else { BUFFER_SIZE };
+        *max_records = 0;
+    }
+}
+
+fn buffer_layout() -> Layout {
+    // 8-byte aligned, as CUPTI requires.
+    Layout::from_size_align(BUFFER_SIZE, 8).unwrap_or(Layout::new::<u64>())
+}
+
+/// CUPTI hands back a buffer with `valid` bytes of records: they are
+/// decoded into every store, and the buffer freed.
+unsafe extern "C" fn buffer_completed(context: *mut c_void, stream: u32, buffer: *mut u8, _size: usize, valid: usize) {
+    if buffer.is_null() {
+        return;
+    }
+    if let Some(Ok(tracing)) = TRACING.get() {
+        crate::contain::contain("cuptitrace", || {
+            // SAFETY: the buffer CUPTI completed.
+            let records = unsafe { tracing.cupti.records(buffer, valid) };
+            // SAFETY: each record at least as long as its kind's fields
+            // (see `activity`), with CUPTI's strings.
+            let decoded: Vec<Decoded> = records
+                .filter_map(|r| unsafe {
+                    let kind = r.cast::<u32>().read_unaligned();
+                    activity::decode(std::slice::from_raw_parts(r, activity::size_read(kind)))
+                })
+                .collect();
+            tracing.dropped.fetch_add(tracing.cupti.dropped(context, stream), Ordering::Relaxed);
+            tracing.deliver(&decoded);
+        });
+    }
+    // SAFETY: the buffer `buffer_requested` allocated.
+    unsafe { std::alloc::dealloc(buffer, buffer_layout()) };
+}
+
+impl Tracing {
+    /// Adds `records` to every channel's store.
+    fn deliver(&self, records: &[Decoded]) {
+        let mut stores = sync::lock(&self.stores);
+        stores.retain(|s| s.strong_count() > 0);
+        for store in stores.iter().filter_map(Weak::upgrade) {
+            let mut store = sync::lock(&store);
+            for record in records {
+                match record {
+                    Decoded::Activity(a) => store.activities.push(a.clone()),
+                    &Decoded::Correlation { correlation, external } => {
+                        store.correlations.insert(correlation, external);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Before a CUDA API call: the calling thread's region path becomes the
+/// correlation id of the call's device work.
+pub(super) fn api_enter() {
+    if let Some(Ok(tracing)) = TRACING.get()
+        && tracing.correlate.load(Ordering::Relaxed)
+    {
+        let node = (tracing.runtime)().and_then(|cali| cali.path_node());
+        tracing.cupti.push_correlation(node.unwrap_or(NO_CONTEXT));
+    }
+}
+
+/// After a CUDA API call: takes back [`api_enter`]'s id.
+pub(super) fn api_exit() {
+    if let Some(Ok(tracing)) = TRACING.get()
+        && tracing.correlate.load(Ordering::Relaxed)
+    {
+        tracing.cupti.pop_correlation();
+    }
+}
+
+/// The attributes of activity records and host measurements.
+struct Attributes {
+    kind: Attribute,
+    start: Attribute,
+    end: Attribute,
+    duration: Attribute,
+    kernel_name: Attribute,
+    memcpy_kind: Attribute,
+    memcpy_bytes: Attribute,
+    host_duration: Attribute,
+    timestamp: Attribute,
+}
+
+impl Attributes {
+    fn new(cali: &dyn Runtime) -> Attributes {
+        let value = Properties::ASVALUE | Properties::SKIP_EVENTS;
+        let metric = value | Properties::AGGREGATABLE;
+        let name = Properties::SKIP_EVENTS;
+        let attr = |n, ty, props| cali.create_attribute(n, ty, props, &[]);
+        Attributes {
+            kind: attr("cupti.activity.kind", AttrType::String, name),
+            start: attr("cupti.activity.start", AttrType::Uint, value),
+            end: attr("cupti.activity.end", AttrType::Uint, value),
+            duration: attr("cupti.activity.duration", AttrType::Uint, metric),
+            kernel_name: attr("cupti.kernel.name", AttrType::String, name),
+            memcpy_kind: attr("cupti.memcpy.kind", AttrType::String, name),
+            memcpy_bytes: attr("cupti.memcpy.bytes", AttrType::Uint, metric),
+            host_duration: attr("cupti.host.duration", AttrType::Uint, metric),
+            timestamp: attr("cupti.timestamp", AttrType::Uint, value),
+        }
+    }
+}
+
+fn create(setup: &Setup<'_>) -> Result<Created, NotCreated> {
+    let s = &setup.settings;
+    let mut kinds = Vec::new();
+    for name in s.list("activities", false) {
+        match activity_kind(&name) {
+            Ok(kind) => kinds.extend(kind),
+            Err(why) => {
+                log::error(format_args!("cuptitrace: {why}"));
+                return Err(NotCreated::BadSettings);
+            }
+        }
+    }
+    let correlate = s.bool("correlate_context") && kinds.contains(&activity::kind::EXTERNAL_CORRELATION);
+    if !correlate {
+        kinds.retain(|&k| k != activity::kind::EXTERNAL_CORRELATION);
+    }
+    let store = Arc::new(Mutex::new(Store::default()));
+    let started = tracing(setup.cali).and_then(|tracing| {
+        for &kind in &kinds {
+            tracing.cupti.enable_activity(kind)?;
+        }
+        if correlate {
+            subscription()?.enable(&[Domain::Runtime, Domain::Driver])?;
+            tracing.correlate.store(true, Ordering::Relaxed);
+        }
+        sync::lock(&tracing.stores).push(Arc::downgrade(&store));
+        Ok(tracing)
+    });
+    let cupti = match started {
+        Ok(tracing) => Some(tracing.cupti),
+        Err(why) => {
+            super::unavailable(&why);
+            None
+        }
+    };
+    let flush_trigger = s.bool("flush_on_snapshot").then(|| s.text("flush_trigger"));
+    Ok(Created::Service(Arc::new(CuptiTrace {
+        cupti,
+        attrs: Arc::new(Attributes::new(setup.cali)),
+        store,
+        info: s.list("info_attributes", false),
+        durations: s.bool("snapshot_duration"),
+        timestamps: s.bool("snapshot_timestamps"),
+        flush_trigger,
+    })))
+}
+
+/// A channel's part: its store of activities, and what its snapshots
+/// measure.
+struct CuptiTrace {
+    /// `None` when CUPTI is not usable: the service records nothing.
+    cupti: Option<&'static Cupti>,
+    attrs: Arc<Attributes>,
+    store: Arc<Mutex<Store>>,
+    info: Vec<String>,
+    durations: bool,
+    timestamps: bool,
+    /// The attribute whose snapshots collect CUPTI's buffers.
+    flush_trigger: Option<String>,
+}
+
+impl CuptiTrace {
+    /// The record of `a`: its kind and name or direction as nodes under
+    /// the host context `parent`, its times and bytes as values.
+    fn record(
+        &self,
+        cali: &dyn Runtime,
+        a: &Activity,
+        parent: Option<Id>,
+        names: &mut Names,
+        info: &[(Id, Variant)],
+    ) -> Record {
+        let tree = cali.tree();
+        let attrs = &self.attrs;
+        let mut node = tree.get_child_key(attrs.kind.id(), ValueKey::string(a.work.kind()), parent);
+        let mut record = Record::ctx();
+        match &a.work {
+            Work::Kernel(name) => {
+                node = tree.get_child_key(attrs.kernel_name.id(), names.demangled(name), Some(node));
+            }
+            &Work::Memcpy { direction, bytes } => {
+                node = tree.get_child_key(attrs.memcpy_kind.id(), ValueKey::string(direction), Some(node));
+                record.push_imm(attrs.memcpy_bytes.id(), Variant::Uint(bytes));
+            }
+            Work::Memset { .. } | Work::Synchronization => {}
+        }
+        record.entries.insert(0, caliper_data::Entry::Reference(node));
+        record.push_imm(attrs.start.id(), Variant::Uint(a.start));
+        record.push_imm(attrs.end.id(), Variant::Uint(a.end));
+        record.push_imm(attrs.duration.id(), Variant::Uint(a.end.saturating_sub(a.start)));
+        for (attr, value) in info {
+            record.push_imm(*attr, value.clone());
+        }
+        record
+    }
+}
+
+/// Kernel names demangled once each.
+#[derive(Default)]
+struct Names(FxHashMap<Arc<str>, ValueKey>);
+
+impl Names {
+    fn demangled(&mut self, name: &Arc<str>) -> ValueKey {
+        *self.0.entry(name.clone()).or_insert_with(|| {
+            let demangled = addr2line::demangle_auto(name.as_ref().into(), None);
+            ValueKey::string(&demangled)
+        })
+    }
+}
+
+impl Service for CuptiTrace {
+    fn name(&self) -> &'static str {
+        "cuptitrace"
+    }
+
+    fn measures(&self) -> bool {
+        self.durations || self.timestamps || self.flush_trigger.is_some()
+    }
+
+    fn flushes(&self) -> bool {
+        true
+    }
+
+    fn thread_state(&self) -> ServiceState {
+        Box::new(HostClock { cupti: self.cupti, attrs: self.attrs.clone(), last: None, settings: self.settings() })
+    }
+
+    fn flush(&self, cali: &dyn Runtime, _states: &mut [&mut dyn ThreadService], emit: &mut dyn FnMut(&Record)) {
+        let Some(cupti) = self.cupti else { return };
+        if let Err(why) = cupti.flush_all() {
+            log::error(format_args!("cuptitrace: {why}"));
+        }
+        if let Some(Ok(tracing)) = TRACING.get() {
+            let dropped = tracing.dropped.swap(0, Ordering::Relaxed);
+            if dropped > 0 {
+                log::error(format_args!("cuptitrace: CUPTI dropped {dropped} activity records"));
+            }
+        }
+        let info: Vec<(Id, Variant)> = self
+            .info
+            .iter()
+            .filter_map(|name| {
+                let attr = cali.find_attribute(name)?;
+                Some((attr.id(), cali.get(attr)?))
+            })
+            .collect();
+        let store = sync::lock(&self.store);
+        let mut names = Names::default();
+        for a in &store.activities {
+            let parent = store.correlations.get(&a.correlation).copied().filter(|&e| e != NO_CONTEXT);
+            emit(&self.record(cali, a, parent, &mut names, &info));
+        }
+        log::info(format_args!("cuptitrace: {} activity records", store.activities.len()));
+    }
+
+    fn clear(&self, _states: &mut [&mut dyn ThreadService]) {
+        let mut store = sync::lock(&self.store);
+        store.activities.clear();
+        store.correlations.clear();
+    }
+}
+
+impl CuptiTrace {
+    fn settings(&self) -> ClockSettings {
+        ClockSettings {
+            durations: self.durations,
+            timestamps: self.timestamps,
+            flush_trigger: self.flush_trigger.clone(),
+        }
+    }
+}
+
+/// What a thread's snapshots get.
+struct ClockSettings {
+    durations: bool,
+    timestamps: bool,
+    flush_trigger: Option<String>,
+}
+
+/// A thread's host measurements in CUPTI's clock (the runtime's without
+/// CUPTI, whose host times stay right).
+struct HostClock {
+    cupti: Option<&'static Cupti>,
+    attrs: Arc<Attributes>,
+    /// The time of the thread's previous snapshot.
+    last: Option<u64>,
+    settings: ClockSettings,
+}
+
+impl ThreadService for HostClock {
+    fn measure(&mut self, cali: &dyn Runtime, snapshot: &mut Snapshot, trigger: &Trigger) {
+        let attrs = &self.attrs;
+        if let (Some(name), Some(cupti)) = (&self.settings.flush_trigger, self.cupti) {
+            let flush_trigger = cali.find_attribute(name).map(|a| a.id());
+            if flush_trigger.is_some() && trigger.attr.map(|a| a.id()) == flush_trigger {
+                let _ = cupti.flush_all();
+            }
+        }
+        let now = self.cupti.map_or_else(|| crate::clock::clock().now_ns(), Cupti::timestamp);
+        if self.settings.timestamps {
+            snapshot.push_value(attrs.timestamp.id(), ValueKey::uint(now));
+        }
+        let last = self.last.replace(now);
+        if let Some(last) = last.filter(|_| self.settings.durations) {
+            snapshot.push_value(attrs.host_duration.id(), ValueKey::uint(now.saturating_sub(last)));
+        }
+    }
+}
