@@ -5,9 +5,8 @@
  * implements the callback and activity functions those services call,
  * and gives the test program "CUDA" calls (fake_launch, fake_memcpy,
  * fake_synchronize) that behave as the runtime's do under CUPTI: API
- * callbacks on entry and exit with a correlation id, an external
- * correlation record per call made while the caller has pushed an id,
- * and an activity record in the real layout (CUpti_ActivityKernel9,
+ * callbacks on entry and exit with a correlation id, and an activity
+ * record with that id in the real layout (CUpti_ActivityKernel9,
  * CUpti_ActivityMemcpy6) with a simulated GPU time, delivered in buffers
  * the client hands out, at cuptiActivityFlushAll or when a buffer fills.
  */
@@ -29,9 +28,6 @@ static size_t buffer_size, buffer_used;
 static uint32_t next_correlation = 1;
 /* The simulated device's clock: work runs back to back on it. */
 static uint64_t device_free_at;
-
-static __thread uint64_t external_ids[64];
-static __thread int external_depth;
 
 static uint64_t now_ns(void)
 {
@@ -102,7 +98,6 @@ static void *reserve(size_t size)
             return NULL;
     }
     void *at = buffer + buffer_used;
-    /* Each record is preceded by its size, as this stand-in walks them. */
     buffer_used += size;
     memset(at, 0, size);
     return at;
@@ -123,7 +118,6 @@ static size_t record_size(CUpti_ActivityKind kind)
     switch (kind) {
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return sizeof(CUpti_ActivityKernel9);
     case CUPTI_ACTIVITY_KIND_MEMCPY: return sizeof(CUpti_ActivityMemcpy6);
-    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: return sizeof(CUpti_ActivityExternalCorrelation);
     default: return 0;
     }
 }
@@ -144,24 +138,6 @@ CUptiResult cuptiActivityGetNumDroppedRecords(CUcontext context, uint32_t stream
     (void)context;
     (void)stream;
     *dropped = 0;
-    return CUPTI_SUCCESS;
-}
-
-CUptiResult cuptiActivityPushExternalCorrelationId(CUpti_ExternalCorrelationKind kind, uint64_t id)
-{
-    (void)kind;
-    if (external_depth == 64)
-        return CUPTI_ERROR_MAX_LIMIT_REACHED;
-    external_ids[external_depth++] = id;
-    return CUPTI_SUCCESS;
-}
-
-CUptiResult cuptiActivityPopExternalCorrelationId(CUpti_ExternalCorrelationKind kind, uint64_t *last)
-{
-    (void)kind;
-    if (external_depth == 0)
-        return CUPTI_ERROR_QUEUE_EMPTY;
-    *last = external_ids[--external_depth];
     return CUPTI_SUCCESS;
 }
 
@@ -210,15 +186,6 @@ static void api_call(CUpti_CallbackId cbid, const char *function, const char *sy
         subscriber(NULL, CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &data);
     }
     pthread_mutex_lock(&lock);
-    if (external_depth > 0 && enabled[CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION]) {
-        CUpti_ActivityExternalCorrelation *r = reserve(sizeof *r);
-        if (r) {
-            r->kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
-            r->externalKind = CUPTI_EXTERNAL_CORRELATION_KIND_UNKNOWN;
-            r->externalId = external_ids[external_depth - 1];
-            r->correlationId = correlation;
-        }
-    }
     work(correlation, arg);
     pthread_mutex_unlock(&lock);
     if (subscriber && domains[CUPTI_CB_DOMAIN_RUNTIME_API]) {

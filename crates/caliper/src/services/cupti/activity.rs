@@ -23,8 +23,6 @@ pub mod kind {
     pub const CONCURRENT_KERNEL: u32 = 10;
     /// `CUPTI_ACTIVITY_KIND_SYNCHRONIZATION`.
     pub const SYNCHRONIZATION: u32 = 38;
-    /// `CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION`.
-    pub const EXTERNAL_CORRELATION: u32 = 39;
 }
 
 /// What an activity did, beyond its times.
@@ -61,18 +59,9 @@ pub struct Activity {
     pub device: u32,
     pub context: u32,
     pub stream: u32,
-    /// The id of the API call that started it, which the external
-    /// correlation records tie to the host's context.
+    /// The id of the API call that started it (as the call's callback
+    /// saw it), which ties it to the host's context.
     pub correlation: u32,
-}
-
-/// A decoded record.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Record {
-    /// Device work.
-    Activity(Activity),
-    /// The API call `correlation` was made while `external` was pushed.
-    Correlation { correlation: u32, external: u64 },
 }
 
 /// The direction names of `CUpti_ActivityMemcpyKind`, by value.
@@ -93,7 +82,6 @@ pub fn size_read(kind: u32) -> usize {
         kind::KERNEL | kind::CONCURRENT_KERNEL => 112,
         kind::MEMCPY | kind::MEMSET => 48,
         kind::SYNCHRONIZATION => 36,
-        kind::EXTERNAL_CORRELATION => 20,
         _ => 4,
     }
 }
@@ -114,8 +102,8 @@ const MEMORY: Layout = Layout { start: 16, device: Some(32), context: 36, stream
 const SYNCHRONIZATION: Layout = Layout { start: 8, device: None, context: 28, stream: 32, correlation: 24 };
 
 impl Layout {
-    fn activity(&self, record: &[u8], work: Work) -> Option<Record> {
-        Some(Record::Activity(Activity {
+    fn activity(&self, record: &[u8], work: Work) -> Option<Activity> {
+        Some(Activity {
             work,
             start: u64_at(record, self.start)?,
             end: u64_at(record, self.start + 8)?,
@@ -126,7 +114,7 @@ impl Layout {
             context: u32_at(record, self.context)?,
             stream: u32_at(record, self.stream)?,
             correlation: u32_at(record, self.correlation)?,
-        }))
+        })
     }
 }
 
@@ -136,7 +124,7 @@ impl Layout {
 /// # Safety
 /// A kernel record's name field must be null or point to a NUL-terminated
 /// string (as in CUPTI's records).
-pub unsafe fn decode(record: &[u8]) -> Option<Record> {
+pub unsafe fn decode(record: &[u8]) -> Option<Activity> {
     match u32_at(record, 0)? {
         kind::KERNEL | kind::CONCURRENT_KERNEL => {
             // Checked before the name is read: a short record has none.
@@ -156,9 +144,6 @@ pub unsafe fn decode(record: &[u8]) -> Option<Record> {
         }
         kind::MEMSET => MEMORY.activity(record, Work::Memset { bytes: u64_at(record, 8)? }),
         kind::SYNCHRONIZATION => SYNCHRONIZATION.activity(record, Work::Synchronization),
-        kind::EXTERNAL_CORRELATION => {
-            Some(Record::Correlation { correlation: u32_at(record, 16)?, external: u64_at(record, 8)? })
-        }
         _ => None,
     }
 }
@@ -198,7 +183,7 @@ mod tests {
         let decoded = unsafe { decode(&r[..size_read(kind::CONCURRENT_KERNEL)]) };
         assert_eq!(
             decoded,
-            Some(Record::Activity(Activity {
+            Some(Activity {
                 work: Work::Kernel(Arc::from("_Z6scalePfi")),
                 start: 1_000,
                 end: 4_500,
@@ -206,7 +191,7 @@ mod tests {
                 context: 2,
                 stream: 7,
                 correlation: 42,
-            }))
+            })
         );
     }
 
@@ -227,7 +212,7 @@ mod tests {
                 (44, &9u32.to_ne_bytes()),
             ],
         );
-        let Some(Record::Activity(a)) = (unsafe { decode(&r) }) else { panic!("not decoded") };
+        let Some(a) = (unsafe { decode(&r) }) else { panic!("not decoded") };
         assert_eq!(a.work, Work::Memcpy { direction: "DtoH", bytes: 1 << 20 });
         assert_eq!((a.start, a.end, a.device, a.context, a.stream, a.correlation), (10, 30, 0, 1, 13, 9));
         assert_eq!(a.work.kind(), "memcpy");
@@ -236,19 +221,8 @@ mod tests {
     #[test]
     fn an_unknown_copy_direction_is_named_unknown() {
         let r = record(kind::MEMCPY, 96, &[(4, &[200])]);
-        let Some(Record::Activity(a)) = (unsafe { decode(&r) }) else { panic!("not decoded") };
+        let Some(a) = (unsafe { decode(&r) }) else { panic!("not decoded") };
         assert_eq!(a.work, Work::Memcpy { direction: "<unknown>", bytes: 0 });
-    }
-
-    #[test]
-    fn an_external_correlation_ties_an_api_call_to_a_host_context() {
-        // CUpti_ActivityExternalCorrelation: externalId at 8, correlationId at 16.
-        let r = record(
-            kind::EXTERNAL_CORRELATION,
-            24,
-            &[(4, &1u32.to_ne_bytes()), (8, &77u64.to_ne_bytes()), (16, &5u32.to_ne_bytes())],
-        );
-        assert_eq!(unsafe { decode(&r) }, Some(Record::Correlation { correlation: 5, external: 77 }));
     }
 
     #[test]
@@ -265,7 +239,7 @@ mod tests {
                 (32, &4u32.to_ne_bytes()),
             ],
         );
-        let Some(Record::Activity(a)) = (unsafe { decode(&r) }) else { panic!("not decoded") };
+        let Some(a) = (unsafe { decode(&r) }) else { panic!("not decoded") };
         assert_eq!((a.start, a.end, a.correlation, a.context, a.stream), (5, 9, 3, 1, 4));
     }
 

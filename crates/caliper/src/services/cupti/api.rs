@@ -142,9 +142,6 @@ pub type BufferRequest = unsafe extern "C" fn(buffer: *mut *mut u8, size: *mut u
 pub type BufferComplete =
     unsafe extern "C" fn(context: *mut c_void, stream: u32, buffer: *mut u8, size: usize, valid: usize);
 
-/// `CUPTI_EXTERNAL_CORRELATION_KIND_UNKNOWN`: the kind of the correlation
-/// ids pushed for the host context.
-pub const EXTERNAL_KIND_UNKNOWN: u32 = 1;
 /// `CUPTI_ACTIVITY_FLAG_FLUSH_FORCED`: flush incomplete buffers too.
 pub const FLUSH_FORCED: u32 = 1;
 
@@ -157,13 +154,23 @@ pub struct Cupti {
     register_callbacks: unsafe extern "C" fn(BufferRequest, BufferComplete) -> Status,
     flush_all: unsafe extern "C" fn(u32) -> Status,
     next_record: unsafe extern "C" fn(*mut u8, usize, *mut *mut u8) -> Status,
-    dropped_records: unsafe extern "C" fn(*mut c_void, u32, *mut usize) -> Status,
-    push_external: unsafe extern "C" fn(u32, u64) -> Status,
-    pop_external: unsafe extern "C" fn(u32, *mut u64) -> Status,
+    /// Optional, as the functions below it: a release without them still
+    /// records what the others give.
+    dropped_records: Option<unsafe extern "C" fn(*mut c_void, u32, *mut usize) -> Status>,
     timestamp: unsafe extern "C" fn(*mut u64) -> Status,
     context_id: unsafe extern "C" fn(*mut c_void, *mut u32) -> Status,
     device_id: unsafe extern "C" fn(*mut c_void, *mut u32) -> Status,
-    stream_id: unsafe extern "C" fn(*mut c_void, *mut c_void, *mut u32) -> Status,
+    /// `cuptiGetStreamIdEx` (CUDA 11.3 on), else `cuptiGetStreamId`
+    /// (deprecated since).
+    stream_id: StreamId,
+}
+
+/// The function that names a stream.
+#[derive(Clone, Copy)]
+enum StreamId {
+    Ex(unsafe extern "C" fn(*mut c_void, *mut c_void, u8, *mut u32) -> Status),
+    Plain(unsafe extern "C" fn(*mut c_void, *mut c_void, *mut u32) -> Status),
+    Missing,
 }
 
 /// A subscription's handle (`CUpti_SubscriberHandle`).
@@ -217,13 +224,14 @@ impl Cupti {
                 register_callbacks: symbol(handle, c"cuptiActivityRegisterCallbacks", lib)?,
                 flush_all: symbol(handle, c"cuptiActivityFlushAll", lib)?,
                 next_record: symbol(handle, c"cuptiActivityGetNextRecord", lib)?,
-                dropped_records: symbol(handle, c"cuptiActivityGetNumDroppedRecords", lib)?,
-                push_external: symbol(handle, c"cuptiActivityPushExternalCorrelationId", lib)?,
-                pop_external: symbol(handle, c"cuptiActivityPopExternalCorrelationId", lib)?,
+                dropped_records: symbol(handle, c"cuptiActivityGetNumDroppedRecords", lib).ok(),
                 timestamp: symbol(handle, c"cuptiGetTimestamp", lib)?,
                 context_id: symbol(handle, c"cuptiGetContextId", lib)?,
                 device_id: symbol(handle, c"cuptiGetDeviceId", lib)?,
-                stream_id: symbol(handle, c"cuptiGetStreamId", lib)?,
+                stream_id: match symbol(handle, c"cuptiGetStreamIdEx", lib) {
+                    Ok(ex) => StreamId::Ex(ex),
+                    Err(_) => symbol(handle, c"cuptiGetStreamId", lib).map_or(StreamId::Missing, StreamId::Plain),
+                },
             })
         }
     }
@@ -297,24 +305,11 @@ impl Cupti {
     /// The records CUPTI dropped for want of buffer space, in `context`'s
     /// `stream` (a completed buffer's).
     pub fn dropped(&self, context: *mut c_void, stream: u32) -> usize {
+        let Some(dropped_records) = self.dropped_records else { return 0 };
         let mut dropped = 0;
         // SAFETY: the context and stream of a completed buffer.
-        let status = unsafe { (self.dropped_records)(context, stream, &mut dropped) };
+        let status = unsafe { dropped_records(context, stream, &mut dropped) };
         if status == SUCCESS { dropped } else { 0 }
-    }
-
-    /// Makes `id` the external correlation id of the calling thread's
-    /// next CUDA calls.
-    pub fn push_correlation(&self, id: u64) {
-        // SAFETY: plain values.
-        unsafe { (self.push_external)(EXTERNAL_KIND_UNKNOWN, id) };
-    }
-
-    /// Takes back the id of [`Cupti::push_correlation`].
-    pub fn pop_correlation(&self) {
-        let mut last = 0;
-        // SAFETY: a place for the popped id.
-        unsafe { (self.pop_external)(EXTERNAL_KIND_UNKNOWN, &mut last) };
     }
 
     /// CUPTI's clock, in ns: the clock of the activities' start and end.
@@ -339,8 +334,15 @@ impl Cupti {
     /// The id of `stream` in `context`.
     pub fn stream_id(&self, context: *mut c_void, stream: *mut c_void) -> u32 {
         let mut id = 0;
-        // SAFETY: a context and stream CUPTI handed to a callback.
-        unsafe { (self.stream_id)(context, stream, &mut id) };
+        // SAFETY: a context and stream CUPTI handed to a callback (not a
+        // per-thread default stream: the callbacks name it by handle).
+        unsafe {
+            match self.stream_id {
+                StreamId::Ex(ex) => ex(context, stream, 0, &mut id),
+                StreamId::Plain(plain) => plain(context, stream, &mut id),
+                StreamId::Missing => SUCCESS,
+            }
+        };
         id
     }
 }

@@ -68,7 +68,7 @@ impl Subscription {
 
 /// CUPTI's callback, on the thread that makes the CUDA call: the regions
 /// of `cupti`, and the host context `cuptitrace` ties the call's device
-/// work to. An API call's region begins before its context is taken, so
+/// work to. An API call's region begins before its context is noted, so
 /// that a kernel's GPU time lands under the `cudaLaunchKernel` that
 /// launched it.
 unsafe extern "C" fn callback(_userdata: *mut c_void, domain: u32, cbid: u32, data: *const c_void) {
@@ -81,14 +81,19 @@ unsafe extern "C" fn callback(_userdata: *mut c_void, domain: u32, cbid: u32, da
             let call = unsafe { &*data.cast::<CallbackData>() };
             if call.site == api::API_ENTER {
                 regions::api_enter(domain, cbid, call);
-                trace::api_enter();
+                trace::api_enter(call.correlation_id);
             } else {
-                trace::api_exit();
                 regions::api_exit(domain);
             }
         }
+        Some(Domain::Resource) => {
+            if cbid == api::resource::CONTEXT_DESTROY_STARTING {
+                trace::context_destroy_starting();
+            }
+            // SAFETY: the resource domain's data.
+            regions::resource(cbid, unsafe { &*data.cast() });
+        }
         // SAFETY: each domain's data, as CUPTI hands it.
-        Some(Domain::Resource) => regions::resource(cbid, unsafe { &*data.cast() }),
         Some(Domain::Synchronize) => regions::synchronize(cbid, unsafe { &*data.cast() }),
         Some(Domain::Nvtx) => regions::nvtx(cbid, unsafe { &*data.cast() }),
         None => {}

@@ -6,10 +6,11 @@
 //! (demangled) or `cupti.memcpy.kind` and `cupti.memcpy.bytes`, under the
 //! host region path of the API call that started it.
 //!
-//! That path is found by correlation: before each CUDA API call the
-//! calling thread's region path node is pushed as CUPTI's external
-//! correlation id, and CUPTI's external correlation records tie each
-//! call's correlation id (which its activities carry) to that node.
+//! That path is found by correlation: each CUDA API call's callback
+//! notes the calling thread's region path node under the call's
+//! correlation id, which the call's activities carry. (CUPTI's external
+//! correlation records would do the same, but only with an API activity
+//! record beside each, which costs more than the note.)
 //!
 //! With `snapshot_duration` / `snapshot_timestamps` the service also
 //! measures the host: `cupti.host.duration` (ns since the thread's
@@ -17,7 +18,7 @@
 //! `cuda-activity-report` compares with the GPU time.
 
 use super::super::registry::{Created, NotCreated, ServiceSpec, SettingKind, SettingSpec, Setup, Stage};
-use super::activity::{self, Activity, Record as Decoded, Work};
+use super::activity::{self, Activity, Work};
 use super::api::{Cupti, Domain};
 use super::subscription;
 use crate::attributes::Attribute;
@@ -44,7 +45,7 @@ pub(in crate::services) const SPEC: ServiceSpec = ServiceSpec {
             key: "activities",
             kind: SettingKind::StringList,
             default: "correlation,device,runtime,kernel,memcpy",
-            description: "Activities to record: kernel, memcpy, memset, sync; correlation ties them to host regions (device, runtime, driver: accepted, nothing more to record)",
+            description: "Activities to record: kernel, memcpy, memset, sync; correlation puts them under the host regions of their runtime (and, if listed, driver) API calls; device: accepted",
         },
         SettingSpec {
             key: "correlate_context",
@@ -103,17 +104,33 @@ const BUFFER_SIZE: usize = 1 << 20;
 /// The external correlation id of a CUDA call made outside any region.
 const NO_CONTEXT: u64 = u64::MAX;
 
-/// The `CUpti_ActivityKind` an `activities` name enables, if any; an
-/// error for names the service does not know.
-fn activity_kind(name: &str) -> Result<Option<u32>, String> {
+/// What an `activities` name asks for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Asked {
+    /// Records of this `CUpti_ActivityKind`.
+    Kind(u32),
+    /// Each activity under the host context of its API call.
+    Correlation,
+    /// The calls of this API domain are the ones correlated (`runtime`,
+    /// and `driver` for programs that launch through the driver API:
+    /// each domain's callbacks cost every call of it).
+    Calls(Domain),
+    /// Nothing more: the reference reads these records for what the
+    /// others give here.
+    Nothing,
+}
+
+/// What `name` asks for; an error for names the service does not know.
+fn asked(name: &str) -> Result<Asked, String> {
     Ok(match name {
-        "kernel" => Some(activity::kind::CONCURRENT_KERNEL),
-        "memcpy" => Some(activity::kind::MEMCPY),
-        "memset" => Some(activity::kind::MEMSET),
-        "sync" => Some(activity::kind::SYNCHRONIZATION),
-        "correlation" => Some(activity::kind::EXTERNAL_CORRELATION),
-        // Records the reference reads for what the others give here.
-        "device" | "runtime" | "driver" => None,
+        "kernel" => Asked::Kind(activity::kind::CONCURRENT_KERNEL),
+        "memcpy" => Asked::Kind(activity::kind::MEMCPY),
+        "memset" => Asked::Kind(activity::kind::MEMSET),
+        "sync" => Asked::Kind(activity::kind::SYNCHRONIZATION),
+        "correlation" => Asked::Correlation,
+        "runtime" => Asked::Calls(Domain::Runtime),
+        "driver" => Asked::Calls(Domain::Driver),
+        "device" => Asked::Nothing,
         "uvm" => return Err("the uvm activity (unified memory) is not supported".into()),
         _ => return Err(format!("unknown activity \"{name}\" (kernel, memcpy, memset, sync, correlation)")),
     })
@@ -124,8 +141,11 @@ fn activity_kind(name: &str) -> Result<Option<u32>, String> {
 struct Tracing {
     cupti: &'static Cupti,
     runtime: GlobalRuntime,
-    /// Whether CUDA calls push the host's context as correlation id.
+    /// Whether CUDA calls note the host's context.
     correlate: AtomicBool,
+    /// API call correlation id → the region path node of the calling
+    /// thread (or [`NO_CONTEXT`]).
+    correlations: Mutex<FxHashMap<u32, u64>>,
     stores: Mutex<Vec<Weak<Mutex<Store>>>>,
     dropped: AtomicUsize,
 }
@@ -136,9 +156,6 @@ static TRACING: OnceLock<Result<Tracing, String>> = OnceLock::new();
 #[derive(Default)]
 struct Store {
     activities: Vec<Activity>,
-    /// API call correlation id → the host context's node (or
-    /// [`NO_CONTEXT`]).
-    correlations: FxHashMap<u32, u64>,
 }
 
 fn tracing(cali: &dyn Runtime) -> Result<&'static Tracing, String> {
@@ -152,6 +169,7 @@ fn tracing(cali: &dyn Runtime) -> Result<&'static Tracing, String> {
             cupti,
             runtime: cali.global(),
             correlate: AtomicBool::new(false),
+            correlations: Mutex::new(FxHashMap::default()),
             stores: Mutex::new(Vec::new()),
             dropped: AtomicUsize::new(0),
         })
@@ -163,6 +181,7 @@ fn tracing(cali: &dyn Runtime) -> Result<&'static Tracing, String> {
 unsafe extern "C" fn buffer_requested(buffer: *mut *mut u8, size: *mut usize, max_records: *mut usize) {
     // SAFETY: a non-zero size with a power-of-two alignment.
     let memory = unsafe { std::alloc::alloc(buffer_layout()) };
+    log::log(2, format_args!("cuptitrace: CUPTI asks for a buffer"));
     // SAFETY: CUPTI's places for the buffer, its size and record limit.
     unsafe {
         *buffer = memory;
@@ -188,13 +207,17 @@ unsafe extern "C" fn buffer_completed(context: *mut c_void, stream: u32, buffer:
             let records = unsafe { tracing.cupti.records(buffer, valid) };
             // SAFETY: each record at least as long as its kind's fields
             // (see `activity`), with CUPTI's strings.
-            let decoded: Vec<Decoded> = records
+            let decoded: Vec<Activity> = records
                 .filter_map(|r| unsafe {
                     let kind = r.cast::<u32>().read_unaligned();
                     activity::decode(std::slice::from_raw_parts(r, activity::size_read(kind)))
                 })
                 .collect();
             tracing.dropped.fetch_add(tracing.cupti.dropped(context, stream), Ordering::Relaxed);
+            log::log(
+                2,
+                format_args!("cuptitrace: CUPTI returned a buffer: {valid} bytes, {} records kept", decoded.len()),
+            );
             tracing.deliver(&decoded);
         });
     }
@@ -203,41 +226,36 @@ unsafe extern "C" fn buffer_completed(context: *mut c_void, stream: u32, buffer:
 }
 
 impl Tracing {
-    /// Adds `records` to every channel's store.
-    fn deliver(&self, records: &[Decoded]) {
+    /// Adds `activities` to every channel's store.
+    fn deliver(&self, activities: &[Activity]) {
         let mut stores = sync::lock(&self.stores);
         stores.retain(|s| s.strong_count() > 0);
         for store in stores.iter().filter_map(Weak::upgrade) {
-            let mut store = sync::lock(&store);
-            for record in records {
-                match record {
-                    Decoded::Activity(a) => store.activities.push(a.clone()),
-                    &Decoded::Correlation { correlation, external } => {
-                        store.correlations.insert(correlation, external);
-                    }
-                }
-            }
+            sync::lock(&store).activities.extend_from_slice(activities);
         }
     }
 }
 
-/// Before a CUDA API call: the calling thread's region path becomes the
-/// correlation id of the call's device work.
-pub(super) fn api_enter() {
+/// A context is about to go: its activities are collected first, as
+/// CUPTI drops what it has not handed over when the context is destroyed
+/// (the CUDA runtime destroys it at exit, before this runtime's flush).
+pub(super) fn context_destroy_starting() {
+    if let Some(Ok(tracing)) = TRACING.get() {
+        log::log(2, format_args!("cuptitrace: a CUDA context ends: collecting its activities"));
+        if let Err(why) = tracing.cupti.flush_all() {
+            log::error(format_args!("cuptitrace: {why}"));
+        }
+    }
+}
+
+/// Before a CUDA API call: notes the calling thread's region path under
+/// the call's correlation id.
+pub(super) fn api_enter(correlation: u32) {
     if let Some(Ok(tracing)) = TRACING.get()
         && tracing.correlate.load(Ordering::Relaxed)
     {
         let node = (tracing.runtime)().and_then(|cali| cali.path_node());
-        tracing.cupti.push_correlation(node.unwrap_or(NO_CONTEXT));
-    }
-}
-
-/// After a CUDA API call: takes back [`api_enter`]'s id.
-pub(super) fn api_exit() {
-    if let Some(Ok(tracing)) = TRACING.get()
-        && tracing.correlate.load(Ordering::Relaxed)
-    {
-        tracing.cupti.pop_correlation();
+        sync::lock(&tracing.correlations).insert(correlation, node.unwrap_or(NO_CONTEXT));
     }
 }
 
@@ -276,30 +294,36 @@ impl Attributes {
 
 fn create(setup: &Setup<'_>) -> Result<Created, NotCreated> {
     let s = &setup.settings;
-    let mut kinds = Vec::new();
+    let mut asked_for = Vec::new();
     for name in s.list("activities", false) {
-        match activity_kind(&name) {
-            Ok(kind) => kinds.extend(kind),
+        match asked(&name) {
+            Ok(a) => asked_for.push(a),
             Err(why) => {
                 log::error(format_args!("cuptitrace: {why}"));
                 return Err(NotCreated::BadSettings);
             }
         }
     }
-    let correlate = s.bool("correlate_context") && kinds.contains(&activity::kind::EXTERNAL_CORRELATION);
-    if !correlate {
-        kinds.retain(|&k| k != activity::kind::EXTERNAL_CORRELATION);
+    let kinds: Vec<u32> =
+        asked_for.iter().filter_map(|&a| if let Asked::Kind(k) = a { Some(k) } else { None }).collect();
+    let correlate = s.bool("correlate_context") && asked_for.contains(&Asked::Correlation);
+    let mut calls: Vec<Domain> =
+        asked_for.iter().filter_map(|&a| if let Asked::Calls(d) = a { Some(d) } else { None }).collect();
+    if calls.is_empty() {
+        calls.push(Domain::Runtime);
     }
     let store = Arc::new(Mutex::new(Store::default()));
     let started = tracing(setup.cali).and_then(|tracing| {
         for &kind in &kinds {
             tracing.cupti.enable_activity(kind)?;
         }
+        subscription()?.enable(&[Domain::Resource])?;
         if correlate {
-            subscription()?.enable(&[Domain::Runtime, Domain::Driver])?;
+            subscription()?.enable(&calls)?;
             tracing.correlate.store(true, Ordering::Relaxed);
         }
         sync::lock(&tracing.stores).push(Arc::downgrade(&store));
+        log::log(2, format_args!("cuptitrace: recording activity kinds {kinds:?}, correlated: {correlate}"));
         Ok(tracing)
     });
     let cupti = match started {
@@ -403,6 +427,7 @@ impl Service for CuptiTrace {
 
     fn flush(&self, cali: &dyn Runtime, _states: &mut [&mut dyn ThreadService], emit: &mut dyn FnMut(&Record)) {
         let Some(cupti) = self.cupti else { return };
+        log::log(2, format_args!("cuptitrace: collecting CUPTI's activity buffers"));
         if let Err(why) = cupti.flush_all() {
             log::error(format_args!("cuptitrace: {why}"));
         }
@@ -421,18 +446,26 @@ impl Service for CuptiTrace {
             })
             .collect();
         let store = sync::lock(&self.store);
+        let correlations = TRACING.get().and_then(|t| t.as_ref().ok()).map(|t| sync::lock(&t.correlations));
         let mut names = Names::default();
+        let mut placed = 0;
         for a in &store.activities {
-            let parent = store.correlations.get(&a.correlation).copied().filter(|&e| e != NO_CONTEXT);
+            let parent =
+                correlations.as_ref().and_then(|c| c.get(&a.correlation)).copied().filter(|&e| e != NO_CONTEXT);
+            placed += usize::from(parent.is_some());
             emit(&self.record(cali, a, parent, &mut names, &info));
         }
-        log::info(format_args!("cuptitrace: {} activity records", store.activities.len()));
+        log::info(format_args!("cuptitrace: {} activity records, {placed} under a region", store.activities.len()));
     }
 
+    /// Forgets the channel's activities and the API calls' contexts noted
+    /// so far (with several channels tracing, a channel cleared first
+    /// takes the others' contexts of earlier calls with it).
     fn clear(&self, _states: &mut [&mut dyn ThreadService]) {
-        let mut store = sync::lock(&self.store);
-        store.activities.clear();
-        store.correlations.clear();
+        sync::lock(&self.store).activities.clear();
+        if let Some(Ok(tracing)) = TRACING.get() {
+            sync::lock(&tracing.correlations).clear();
+        }
     }
 }
 
