@@ -1,7 +1,8 @@
 /*
  * A "CUDA" program with annotated regions, on the stand-in GPU of
  * fake_cupti.c: copies in, kernels in a loop, a copy out, and a kernel
- * launched from a second thread under its own region. Each kernel and
+ * launched from a second thread under its own region, then a device
+ * reset that destroys the context before exit. Each kernel and
  * copy takes a known time on the simulated device, which the GPU times
  * of the reports must add up to exactly.
  */
@@ -13,6 +14,7 @@
 void fake_launch(const char *kernel, uint64_t ns);
 void fake_memcpy(int kind, uint64_t bytes, uint64_t ns);
 void fake_synchronize(void);
+void fake_device_reset(void);
 
 static void *worker(void *arg)
 {
@@ -40,6 +42,7 @@ int main(void)
     fake_memcpy(2, 1 << 19, 125000);
     cali_end_region("main");
     fake_launch("_Z7cleanupv", 50000);
+    fake_device_reset();
     puts("done");
     return 0;
 }

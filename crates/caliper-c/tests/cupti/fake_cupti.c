@@ -273,3 +273,19 @@ void fake_synchronize(void)
         subscriber(NULL, CUPTI_CB_DOMAIN_SYNCHRONIZE, CUPTI_CBID_SYNCHRONIZE_CONTEXT_SYNCHRONIZED, &data);
     }
 }
+
+/* cudaDeviceReset: the context is destroyed, and with it the records
+ * CUPTI has not handed over yet (this stand-in drops them, so that a
+ * client must collect them when told the context ends). */
+void fake_device_reset(void)
+{
+    if (subscriber && domains[CUPTI_CB_DOMAIN_RESOURCE]) {
+        CUpti_ResourceData data;
+        memset(&data, 0, sizeof data);
+        data.context = (CUcontext)&lock;
+        subscriber(NULL, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING, &data);
+    }
+    pthread_mutex_lock(&lock);
+    buffer_used = 0;
+    pthread_mutex_unlock(&lock);
+}

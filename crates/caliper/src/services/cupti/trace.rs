@@ -236,9 +236,10 @@ impl Tracing {
     }
 }
 
-/// A context is about to go: its activities are collected first, as
-/// CUPTI drops what it has not handed over when the context is destroyed
-/// (the CUDA runtime destroys it at exit, before this runtime's flush).
+/// A context is about to go (`cudaDeviceReset`, a library's own
+/// context): its activities are collected first, so that they are here
+/// at the flush whatever CUPTI does with the buffers of a context that is
+/// gone.
 pub(super) fn context_destroy_starting() {
     if let Some(Ok(tracing)) = TRACING.get() {
         log::log(2, format_args!("cuptitrace: a CUDA context ends: collecting its activities"));
