@@ -294,3 +294,16 @@ fn real_cupti_without_a_gpu_says_so_in_one_line_and_the_program_runs() {
     // Host times are still measured.
     assert!(report.lines().any(|l| l.starts_with("main ")), "{report}");
 }
+
+#[test]
+fn cuda_memcpy_reports_the_megabytes_copied_each_way() {
+    let (app, _) = programs();
+    let report = stderr(&run(app, &[("CALI_CONFIG", "cuda-activity-report,cuda.memcpy")]));
+    let header = report.lines().next().unwrap();
+    assert!(header.contains("Copy CPU->GPU") && header.contains("Copy GPU->CPU"), "{report}");
+    let rows = rows(&report);
+    let row = |label: &str| rows.iter().find(|(l, _)| l == label).map(|(_, n)| n.clone()).unwrap_or_default();
+    // Host Time, GPU Time, GPU %, then the copied MB of the row.
+    assert_eq!(row("    cudaMemcpy").last(), Some(&1.048576), "{report}");
+    assert_eq!(row("  cudaMemcpy").last(), Some(&0.524288), "{report}");
+}
