@@ -307,3 +307,52 @@ fn cuda_memcpy_reports_the_megabytes_copied_each_way() {
     assert_eq!(row("    cudaMemcpy").last(), Some(&1.048576), "{report}");
     assert_eq!(row("  cudaMemcpy").last(), Some(&0.524288), "{report}");
 }
+
+#[test]
+fn synchronisations_are_activities_when_asked_for() {
+    let (app, _) = programs();
+    let file = install::scratch("cupti", "sync").join("trace.cali");
+    let out = run(
+        app,
+        &[
+            ("CALI_SERVICES_ENABLE", "cupti,cuptitrace,event,recorder,trace"),
+            ("CALI_CUPTITRACE_ACTIVITIES", "correlation,runtime,kernel,memcpy,sync"),
+            ("CALI_RECORDER_FILENAME", file.to_str().unwrap()),
+        ],
+    );
+    assert_eq!(stderr(&out), "");
+    let records = cali_records(&file);
+    let syncs: Vec<_> = records
+        .iter()
+        .filter(|(_, a)| value(a, "cupti.activity.kind").map(Variant::to_string).as_deref() == Some("synchronization"))
+        .collect();
+    assert_eq!(syncs.len(), 1, "{records:#?}");
+    assert_eq!(syncs[0].0, ["main", "solve", "cudaDeviceSynchronize"]);
+    assert!(value(&syncs[0].1, "cupti.activity.duration").is_some(), "{syncs:#?}");
+}
+
+#[test]
+fn event_trace_with_cuda_activities_stamps_snapshots_in_cuptis_clock() {
+    let (app, _) = programs();
+    let file = install::scratch("cupti", "event-trace").join("trace.cali");
+    let config = format!("event-trace,trace.cuda,cuda.activities,output={}", file.display());
+    let out = run(app, &[("CALI_CONFIG", &config)]);
+    assert_eq!(stderr(&out), "");
+    let records = cali_records(&file);
+    let stamp = |name: &str, a: &[(String, Variant)]| match value(a, name) {
+        Some(&Variant::Uint(t)) => t,
+        other => panic!("{name}: {other:?} in {a:?}"),
+    };
+    // The host's snapshots carry cupti.timestamp, in the clock of the
+    // activities: the first kernel starts after the launch that began it.
+    let launch = records
+        .iter()
+        .find(|(path, a)| path == &["main", "solve", "cudaLaunchKernel"] && value(a, "cupti.activity.kind").is_none())
+        .unwrap_or_else(|| panic!("{records:#?}"));
+    let kernel = records
+        .iter()
+        .find(|(_, a)| value(a, "cupti.kernel.name").map(Variant::to_string).as_deref() == Some("step(float*, int)"))
+        .unwrap();
+    let (launched, started) = (stamp("cupti.timestamp", &launch.1), stamp("cupti.activity.start", &kernel.1));
+    assert!(launched <= started && started - launched < 1_000_000_000, "{launch:?} {kernel:?}");
+}

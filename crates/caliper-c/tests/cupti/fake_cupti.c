@@ -118,6 +118,7 @@ static size_t record_size(CUpti_ActivityKind kind)
     switch (kind) {
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return sizeof(CUpti_ActivityKernel9);
     case CUPTI_ACTIVITY_KIND_MEMCPY: return sizeof(CUpti_ActivityMemcpy6);
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: return sizeof(CUpti_ActivitySynchronization2);
     default: return 0;
     }
 }
@@ -258,16 +259,28 @@ void fake_memcpy(int kind, uint64_t bytes, uint64_t ns)
     api_call(CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020, "cudaMemcpy", NULL, copy_work, &c);
 }
 
-static void no_work(uint32_t correlation, const void *arg)
+static void sync_work(uint32_t correlation, const void *arg)
 {
-    (void)correlation;
     (void)arg;
+    if (!enabled[CUPTI_ACTIVITY_KIND_SYNCHRONIZATION])
+        return;
+    CUpti_ActivitySynchronization2 *r = reserve(sizeof *r);
+    if (!r)
+        return;
+    r->kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+    r->type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE;
+    /* The host waits until the device has run what it was given. */
+    r->start = now_ns();
+    r->end = device_free_at > r->start ? device_free_at : r->start;
+    r->correlationId = correlation;
+    r->contextId = 1;
+    r->streamId = 7;
 }
 
 /* cudaDeviceSynchronize: an API call and a context synchronisation. */
 void fake_synchronize(void)
 {
-    api_call(CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020, "cudaDeviceSynchronize", NULL, no_work, NULL);
+    api_call(CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020, "cudaDeviceSynchronize", NULL, sync_work, NULL);
     if (subscriber && domains[CUPTI_CB_DOMAIN_SYNCHRONIZE]) {
         CUpti_SynchronizeData data = { (CUcontext)&lock, NULL };
         subscriber(NULL, CUPTI_CB_DOMAIN_SYNCHRONIZE, CUPTI_CBID_SYNCHRONIZE_CONTEXT_SYNCHRONIZED, &data);
