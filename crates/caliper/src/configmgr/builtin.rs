@@ -192,37 +192,41 @@ fn mpireport(config: &mut Vec<(String, String)>, local: &str, cross: &str, filen
     set_setting(config, "CALI_MPIREPORT_CONFIG", cross);
 }
 
+/// Where a report config writes (`output`, `output.append`): in an MPI
+/// program (unless `aggregate_across_ranks=false`), each rank's `local`
+/// query reduced by `cross` on rank 0; else this process's `alone` query.
+/// The options' own query parts are added to each.
+fn report_output(options: &Options, config: &mut Vec<(String, String)>, local: &str, cross: &str, alone: &str) {
+    let (filename, append) = (options.get_or("output", "stderr"), options.get_or("output.append", "false"));
+    if across_ranks(options, "aggregate_across_ranks") {
+        let (local, cross) =
+            (options.build_query(QueryLevel::Local, local), options.build_query(QueryLevel::Cross, cross));
+        mpireport(config, &local, &cross, filename, append);
+    } else {
+        add_services(config, &["report"]);
+        set_setting(config, "CALI_REPORT_FILENAME", filename);
+        set_setting(config, "CALI_REPORT_APPEND", append);
+        set_setting(config, "CALI_REPORT_CONFIG", &options.build_query(QueryLevel::Local, alone));
+    }
+}
+
 fn runtime_report(options: &Options, config: &mut Vec<(String, String)>) {
     options.update_channel_config(config);
-    if across_ranks(options, "aggregate_across_ranks") {
-        let local = "let report.t=scale(sum#time.duration.ns,1e-9),report.l=leaf() where report.l group by path \
-                     select sum(report.t),inclusive_sum(report.t)";
-        let cross = format!(
-            "select min(inclusive#report.t) as \"Min time/rank\" unit sec,\
-             max(inclusive#report.t) as \"Max time/rank\" unit sec,\
-             avg(inclusive#report.t) as \"Avg time/rank\" unit sec,\
-             inclusive_percent_total(sum#report.t) as \"Time %\" group by path format {}",
-            tree_format(options)
-        );
-        mpireport(
-            config,
-            &options.build_query(QueryLevel::Local, local),
-            &options.build_query(QueryLevel::Cross, &cross),
-            options.get_or("output", "stderr"),
-            options.get_or("output.append", "false"),
-        );
-        return;
-    }
-    add_services(config, &["report"]);
-    set_setting(config, "CALI_REPORT_FILENAME", options.get_or("output", "stderr"));
-    set_setting(config, "CALI_REPORT_APPEND", options.get_or("output.append", "false"));
-    let base = format!(
+    let format = tree_format(options);
+    let local = "let report.t=scale(sum#time.duration.ns,1e-9),report.l=leaf() where report.l group by path \
+                 select sum(report.t),inclusive_sum(report.t)";
+    let cross = format!(
+        "select min(inclusive#report.t) as \"Min time/rank\" unit sec,\
+         max(inclusive#report.t) as \"Max time/rank\" unit sec,\
+         avg(inclusive#report.t) as \"Avg time/rank\" unit sec,\
+         inclusive_percent_total(sum#report.t) as \"Time %\" group by path format {format}"
+    );
+    let alone = format!(
         "let report.t=scale(sum#time.duration.ns,1e-9),report.l=leaf() where report.l group by path \
          select sum(report.t) as \"Time (E)\",inclusive_sum(report.t) as \"Time (I)\",\
-         percent_total(report.t) as \"Time % (E)\",inclusive_percent_total(report.t) as \"Time % (I)\" format {}",
-        tree_format(options)
+         percent_total(report.t) as \"Time % (E)\",inclusive_percent_total(report.t) as \"Time % (I)\" format {format}"
     );
-    set_setting(config, "CALI_REPORT_CONFIG", &options.build_query(QueryLevel::Local, &base));
+    report_output(options, config, local, &cross, &alone);
 }
 
 /// `openmp-report`: per region (`show_regions`, a tree) or for the whole
@@ -237,22 +241,11 @@ fn openmp_report(options: &Options, config: &mut Vec<(String, String)>) {
                  t.initial=first(sum#time.duration) if omp.thread.type=initial \
                  select max(n.threads) as \"#Threads\",inclusive_sum(t.initial) as \"Time (thread)\" unit sec,\
                  inclusive_sum(sum#time.duration) as \"Time (total)\" unit sec";
-    let (filename, append) = (options.get_or("output", "stderr"), options.get_or("output.append", "false"));
-    if across_ranks(options, "aggregate_across_ranks") {
-        let cross = format!(
-            "select max(max#n.threads) as \"#Threads\",avg(inclusive#t.initial) as \"Time (thread) (avg)\" unit sec,\
-             avg(inclusive#sum#time.duration) as \"Time (total) (avg)\" unit sec format {format}"
-        );
-        let (local, cross) =
-            (options.build_query(QueryLevel::Local, local), options.build_query(QueryLevel::Cross, &cross));
-        mpireport(config, &local, &cross, filename, append);
-        return;
-    }
-    add_services(config, &["report"]);
-    set_setting(config, "CALI_REPORT_FILENAME", filename);
-    set_setting(config, "CALI_REPORT_APPEND", append);
-    let local = format!("{local} format {format}");
-    set_setting(config, "CALI_REPORT_CONFIG", &options.build_query(QueryLevel::Local, &local));
+    let cross = format!(
+        "select max(max#n.threads) as \"#Threads\",avg(inclusive#t.initial) as \"Time (thread) (avg)\" unit sec,\
+         avg(inclusive#sum#time.duration) as \"Time (total) (avg)\" unit sec format {format}"
+    );
+    report_output(options, config, local, &cross, &format!("{local} format {format}"));
 }
 
 /// `cuda-activity-report`: per region, the host time (CUPTI's clock,
@@ -261,33 +254,23 @@ fn openmp_report(options: &Options, config: &mut Vec<(String, String)>) {
 fn cuda_activity_report(options: &Options, config: &mut Vec<(String, String)>) {
     options.update_channel_config(config);
     let format = tree_format(options);
-    let (filename, append) = (options.get_or("output", "stderr"), options.get_or("output.append", "false"));
-    if across_ranks(options, "aggregate_across_ranks") {
-        let local = "select inclusive_scale(sum#cupti.host.duration,1e-9),inclusive_scale(cupti.activity.duration,1e-9) \
-                     group by path";
-        let cross = format!(
-            "select avg(iscale#sum#cupti.host.duration) as \"Avg Host Time\" unit sec,\
-             max(iscale#sum#cupti.host.duration) as \"Max Host Time\" unit sec,\
-             avg(iscale#cupti.activity.duration) as \"Avg GPU Time\" unit sec,\
-             max(iscale#cupti.activity.duration) as \"Max GPU Time\" unit sec,\
-             ratio(iscale#cupti.activity.duration,iscale#sum#cupti.host.duration,100.0) as \"GPU %\" \
-             group by path format {format}"
-        );
-        let (local, cross) =
-            (options.build_query(QueryLevel::Local, local), options.build_query(QueryLevel::Cross, &cross));
-        mpireport(config, &local, &cross, filename, append);
-        return;
-    }
-    add_services(config, &["report"]);
-    set_setting(config, "CALI_REPORT_FILENAME", filename);
-    set_setting(config, "CALI_REPORT_APPEND", append);
-    let local = format!(
+    let local = "select inclusive_scale(sum#cupti.host.duration,1e-9),inclusive_scale(cupti.activity.duration,1e-9) \
+                 group by path";
+    let cross = format!(
+        "select avg(iscale#sum#cupti.host.duration) as \"Avg Host Time\" unit sec,\
+         max(iscale#sum#cupti.host.duration) as \"Max Host Time\" unit sec,\
+         avg(iscale#cupti.activity.duration) as \"Avg GPU Time\" unit sec,\
+         max(iscale#cupti.activity.duration) as \"Max GPU Time\" unit sec,\
+         ratio(iscale#cupti.activity.duration,iscale#sum#cupti.host.duration,100.0) as \"GPU %\" \
+         group by path format {format}"
+    );
+    let alone = format!(
         "select inclusive_scale(sum#cupti.host.duration,1e-9) as \"Host Time\" unit sec,\
          inclusive_scale(cupti.activity.duration,1e-9) as \"GPU Time\" unit sec,\
          inclusive_ratio(cupti.activity.duration,sum#cupti.host.duration,100.0) as \"GPU %\" \
          group by path format {format}"
     );
-    set_setting(config, "CALI_REPORT_CONFIG", &options.build_query(QueryLevel::Local, &local));
+    report_output(options, config, local, &cross, &alone);
 }
 
 /// `cuda-activity-profile`: host and GPU time per region, kernel and
