@@ -27,6 +27,7 @@ const LAYERS: &[&[&str]] = &[
         "config",
         "contain",
         "default_config",
+        "dynlib",
         "id_index",
         "interpose",
         "log",
