@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# What cali-run costs an unmodified program: gzip -6 of about 20 MB of text
+# under each collector (fcount, arcs, sample) against gzip alone, each
+# measured run beside a native one; CPU time, the tool's included.
+#
+#   bench/cali-run.sh [--smoke]      (RUNS=5 alternating pairs)
+source "$(dirname "$0")/lib.sh"
+
+cargo build --quiet --release -p caliper-dbi --bin cali-run
+seq 1 "$(count 3000000 10000)" >"$scratch/data"
+cali_run=$target/release/cali-run
+overhead "fcount|$cali_run -c fcount -o $scratch/out.cali --" \
+    "arcs|$cali_run -c arcs -o $scratch/out.cali --" \
+    "sample|$cali_run -c sample -o $scratch/out.cali --" \
+    -- gzip -6 -c "$scratch/data"
