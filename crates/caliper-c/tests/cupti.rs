@@ -356,3 +356,30 @@ fn event_trace_with_cuda_activities_stamps_snapshots_in_cuptis_clock() {
     let (launched, started) = (stamp("cupti.timestamp", &launch.1), stamp("cupti.activity.start", &kernel.1));
     assert!(launched <= started && started - launched < 1_000_000_000, "{launch:?} {kernel:?}");
 }
+
+#[test]
+fn a_trace_event_timeline_draws_the_devices_work_on_a_cuda_thread_in_the_hosts_clock() {
+    let (app, _) = programs();
+    let file = install::scratch("cupti", "timeline").join("trace.json");
+    let config = format!("event-trace,trace.cuda,cuda.activities,output.format=trace-event,output={}", file.display());
+    let out = run(app, &[("CALI_CONFIG", &config)]);
+    assert_eq!(stderr(&out), "");
+    let trace: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let events = trace["traceEvents"].as_array().unwrap();
+    let kernels: Vec<_> = events.iter().filter(|e| e["tid"] == "cuda" && e["name"] == "step(float*, int)").collect();
+    assert_eq!(kernels.len(), 4, "{events:#?}");
+    for k in &kernels {
+        assert_eq!((k["ph"].as_str(), k["cat"].as_str(), k["dur"].as_f64()), (Some("X"), Some("kernel"), Some(1500.0)));
+    }
+    let copy =
+        events.iter().find(|e| e["tid"] == "cuda" && e["name"] == "HtoD").unwrap_or_else(|| panic!("{events:#?}"));
+    assert_eq!(copy["cat"], "memcpy");
+    // The host's regions are in the same clock: the solve region holds
+    // the launches, whose kernels start after the first of them.
+    let solve = events.iter().find(|e| e["name"] == "solve" && e["cat"] == "region").unwrap();
+    let (begin, first_kernel) = (solve["ts"].as_f64().unwrap(), kernels[0]["ts"].as_f64().unwrap());
+    assert!(
+        begin <= first_kernel && first_kernel - begin < 1e6,
+        "solve at {begin} µs, first kernel at {first_kernel} µs"
+    );
+}

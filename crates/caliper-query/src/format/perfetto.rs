@@ -321,7 +321,9 @@ impl RecordFormatter for PerfettoFormatter {
         let mut moment = std::mem::take(&mut self.moment);
         let timed = self.timeline.read(db, record, &mut moment);
         self.moment = moment;
-        if !timed {
+        // Device work (a CUDA trace's activities) has no track here yet:
+        // `trace-event` draws it.
+        if !timed || self.moment.device.is_some() {
             return Ok(());
         }
         let track = self.thread_track(db)?;

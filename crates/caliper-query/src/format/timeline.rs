@@ -9,6 +9,12 @@
 //! (`event.begin#A`, `event.end#A`, and `event.set#A`, which ends the open
 //! value of `A` and begins the new one), and the numbers it carries.
 //! Records without a time are no moment and are skipped.
+//!
+//! A CUDA program traced with its device's activities (`cuda.activities`)
+//! has two more kinds: host records stamped in CUPTI's clock
+//! (`cupti.timestamp`, which then is their time, as it is the clock of
+//! the activities), and activity records (`cupti.activity.start` and
+//! `.end`), which are device work, not a thread's moment.
 
 use crate::spec::FormatSpec;
 use caliper_data::hash::FxHashMap;
@@ -21,6 +27,11 @@ const PID_ATTRIBUTES: &[&str] = &["mpi.rank"];
 const TID_ATTRIBUTES: &[&str] = &["omp.thread.id", "pthread.id"];
 /// The attribute holding a record's time since the start, in nanoseconds.
 const TIME_ATTRIBUTE: &str = "time.offset.ns";
+/// The attribute holding a host record's time in CUPTI's clock (ns).
+const CUPTI_TIME_ATTRIBUTE: &str = "cupti.timestamp";
+/// The names of device work, best first: a kernel's, a copy's direction,
+/// the activity's kind.
+const DEVICE_NAME_ATTRIBUTES: &[&str] = &["cupti.kernel.name", "cupti.memcpy.kind", "cupti.activity.kind"];
 
 /// The index of a region attribute (`region`, `loop`, ...) among those a
 /// timeline has met: the name of `event.begin#region` minus its prefix.
@@ -54,6 +65,20 @@ pub(crate) struct Moment {
     pub marks: Vec<Mark>,
     /// The record's counter values: attribute and number.
     pub counters: Vec<(Id, f64)>,
+    /// The device work the record describes, if it is an activity record
+    /// (its time is then the work's start).
+    pub device: Option<DeviceWork>,
+}
+
+/// Work a device did (a kernel, a copy), in CUPTI's clock.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct DeviceWork {
+    /// The kernel's name, the copy's direction, or the activity's kind.
+    pub name: Variant,
+    /// The activity's kind (`kernel`, `memcpy`), its category.
+    pub kind: Variant,
+    pub start_ns: u64,
+    pub end_ns: u64,
 }
 
 /// What an attribute means in a timeline.
@@ -67,6 +92,12 @@ enum Role {
     /// A thread attribute, with its rank among them.
     Tid(usize),
     Time,
+    /// A host record's time in CUPTI's clock.
+    CuptiTime,
+    DeviceStart,
+    DeviceEnd,
+    /// A name of device work, with its rank among them.
+    DeviceName(usize),
     Counter,
     Other,
 }
@@ -138,7 +169,17 @@ impl Timeline {
         }
         (moment.pid, moment.pid_attr) = (place.pid.value, place.pid.attr);
         (moment.tid, moment.tid_attr) = (place.tid.value, place.tid.attr);
-        match place.time_ns {
+        moment.device = match (place.device_start, place.device_end) {
+            (Some(start_ns), Some(end_ns)) => Some(DeviceWork {
+                name: place.device_name.value.clone(),
+                kind: place.device_kind.clone(),
+                start_ns,
+                end_ns,
+            }),
+            _ => None,
+        };
+        let device_start = moment.device.as_ref().map(|d| d.start_ns);
+        match device_start.or(place.cupti_ns).or(place.time_ns) {
             Some(t) => {
                 moment.time_ns = t;
                 true
@@ -168,6 +209,15 @@ impl Timeline {
             Role::Pid(rank) => place.pid.offer(rank, attr, value),
             Role::Tid(rank) => place.tid.offer(rank, attr, value),
             Role::Time => place.time_ns = value.to_u64(),
+            Role::CuptiTime => place.cupti_ns = value.to_u64(),
+            Role::DeviceStart => place.device_start = value.to_u64(),
+            Role::DeviceEnd => place.device_end = value.to_u64(),
+            Role::DeviceName(rank) => {
+                if rank + 1 == DEVICE_NAME_ATTRIBUTES.len() {
+                    place.device_kind = value.clone();
+                }
+                place.device_name.offer(rank, value);
+            }
             Role::Counter if immediate => {
                 if let Some(number) = value.to_f64() {
                     moment.counters.push((attr, number));
@@ -220,8 +270,15 @@ impl Timeline {
         if let Some(rank) = self.tid_attributes.iter().position(|t| *t == name) {
             return Role::Tid(rank);
         }
-        if name == TIME_ATTRIBUTE {
-            return Role::Time;
+        match name {
+            TIME_ATTRIBUTE => return Role::Time,
+            CUPTI_TIME_ATTRIBUTE => return Role::CuptiTime,
+            "cupti.activity.start" => return Role::DeviceStart,
+            "cupti.activity.end" => return Role::DeviceEnd,
+            _ => {}
+        }
+        if let Some(rank) = DEVICE_NAME_ATTRIBUTES.iter().position(|d| *d == name) {
+            return Role::DeviceName(rank);
         }
         let counter = match &self.counters {
             Counters::Named(names) => names.iter().any(|n| n == name),
@@ -237,6 +294,27 @@ struct Place {
     pid: Ranked,
     tid: Ranked,
     time_ns: Option<u64>,
+    cupti_ns: Option<u64>,
+    device_start: Option<u64>,
+    device_end: Option<u64>,
+    device_name: RankedName,
+    device_kind: Variant,
+}
+
+/// The best-ranked name of device work seen in a record.
+#[derive(Default)]
+struct RankedName {
+    rank: Option<usize>,
+    value: Variant,
+}
+
+impl RankedName {
+    fn offer(&mut self, rank: usize, value: &Variant) {
+        if self.rank.is_none_or(|r| rank < r) {
+            self.rank = Some(rank);
+            self.value = value.clone();
+        }
+    }
 }
 
 /// The value of the best-ranked attribute of a list seen in a record.

@@ -3,14 +3,17 @@
 //! converter (`cali2traceevent.py`) writes it: each region instance is one
 //! complete event (`"ph": "X"`, the value as its name, the region
 //! attribute as its category, begin time and duration in microseconds),
-//! written when it ends, and the run's globals as `otherData`.
+//! written when it ends, and the run's globals as `otherData`. A CUDA
+//! device's work (`cuda.activities`) is a complete event of its own on the
+//! process's thread `"cuda"`, named as the kernel (or the copy's
+//! direction), its category the activity's kind.
 //!
 //! Written as the records arrive: memory holds the open regions of each
 //! thread, not the trace.
 
 use super::RecordFormatter;
 use super::json::quote;
-use super::timeline::{Mark, Moment, Target, Timeline};
+use super::timeline::{DeviceWork, Mark, Moment, Target, Timeline};
 use crate::spec::FormatSpec;
 use caliper_data::hash::FxHashMap;
 use caliper_data::{MetadataDb, Record, RecordKind, Variant};
@@ -83,6 +86,26 @@ impl TraceEventFormatter {
         self.write_event()
     }
 
+    /// The complete event of work the device did, on the process's
+    /// `"cuda"` thread.
+    fn device_event(&mut self, work: &DeviceWork) -> io::Result<()> {
+        let (begin_us, end_us) = (work.start_ns as f64 * 1e-3, work.end_ns as f64 * 1e-3);
+        self.event.clear();
+        write!(
+            self.event,
+            "{{\"pid\": {}, \"tid\": \"cuda\", \"ph\": \"X\", \"name\": {}, \"cat\": {}, \"ts\": ",
+            self.moment.pid,
+            quote(&work.name.to_string()),
+            quote(&work.kind.to_string()),
+        )
+        .expect("write to String");
+        push_json_float(&mut self.event, begin_us);
+        self.event.push_str(", \"dur\": ");
+        push_json_float(&mut self.event, end_us - begin_us);
+        self.event.push('}');
+        self.write_event()
+    }
+
     fn counter_events(&mut self, db: &MetadataDb, ts_us: f64) -> io::Result<()> {
         let (pid, tid) = (self.moment.pid, self.moment.tid);
         for i in 0..self.moment.counters.len() {
@@ -125,6 +148,9 @@ impl RecordFormatter for TraceEventFormatter {
         self.moment = moment;
         if !timed {
             return Ok(());
+        }
+        if let Some(work) = self.moment.device.take() {
+            return self.device_event(&work);
         }
         // The reference's microseconds: nanoseconds times 1e-3, so that
         // begin times and durations are the same doubles.
