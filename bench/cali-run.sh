@@ -4,6 +4,7 @@
 # measured run beside a native one; CPU time, the tool's included.
 #
 #   bench/cali-run.sh [--smoke]      (RUNS=5 alternating pairs)
+# shellcheck source=bench/lib.sh
 source "$(dirname "$0")/lib.sh"
 
 cargo build --quiet --release -p caliper-dbi --bin cali-run

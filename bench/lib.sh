@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034 # (the variables are the scripts')
 # Shared by the bench/ scripts: the repeat count, the smoke mode, and the
 # arithmetic that turns repeated runs into the figures the guide's
 # performance page shows. Sourced, never run.
@@ -50,17 +51,15 @@ ratio() {
     awk -v a="$1" -v b="$2" -v d="${3:-2}" 'BEGIN { printf "%.*f\n", d, a / (b < 0.01 ? 0.01 : b) }'
 }
 
-# seconds VAR COMMAND...: runs COMMAND (its output discarded) and stores in
-# VAR its wall seconds, its CPU seconds (user + system, children included)
-# and its peak resident size in MB, separated by spaces.
+# seconds COMMAND...: runs COMMAND (its output discarded) and prints its
+# wall seconds, its CPU seconds (user + system, children included) and its
+# peak resident size in MB.
 seconds() {
-    local var=$1
-    shift
     /usr/bin/time -f '%e %U %S %M' -o "$scratch/time" "$@" >/dev/null 2>"$scratch/stderr" || {
         cat "$scratch/stderr" >&2
         return 1
     }
-    printf -v "$var" '%s' "$(awk '{ printf "%s %.3f %.1f\n", $1, $2 + $3, $4 / 1024 }' "$scratch/time")"
+    awk '{ printf "%s %.3f %.1f\n", $1, $2 + $3, $4 / 1024 }' "$scratch/time"
 }
 
 # instructions COMMAND...: the instructions COMMAND executes, counted by
@@ -136,9 +135,9 @@ overhead() {
     for ((r = 0; r < runs; r++)); do
         for variant in "${variants[@]}"; do
             IFS='|' read -r label prefix <<<"$variant"
-            seconds native "$@"
+            native=$(seconds "$@")
             # shellcheck disable=SC2086 # the prefix is words
-            seconds measured $prefix "$@"
+            measured=$(seconds $prefix "$@")
             read -r _ t _ <<<"$native"
             cpu[native]+=" $t"
             read -r _ measured _ <<<"$measured"

@@ -5,6 +5,7 @@
 # wall time, records per second and peak resident size.
 #
 #   bench/query.sh [--smoke]      (RUNS=5 alternating runs)
+# shellcheck source=bench/lib.sh
 source "$(dirname "$0")/lib.sh"
 
 cargo build --quiet --release -p caliper-testutil --bin gen-trace
@@ -20,7 +21,7 @@ for ((r = 0; r < runs; r++)); do
     for query in "${queries[@]}"; do
         IFS='|' read -r label calql options <<<"$query"
         # shellcheck disable=SC2086 # options are words
-        seconds t "$target/release/cali-query" -q "$calql" $options "$scratch/trace.cali"
+        t=$(seconds "$target/release/cali-query" -q "$calql" $options "$scratch/trace.cali")
         read -r w _ m <<<"$t"
         wall[$label]+=" $w"
         rate[$label]+=" $(ratio "$(ratio "$records" 1000000 3)" "$w" 1)"

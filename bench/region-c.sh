@@ -4,6 +4,7 @@
 # libcaliper.so, with the same table and configs as region-rust.sh.
 #
 #   bench/region-c.sh [--smoke]      (RUNS=5 alternating runs)
+# shellcheck source=bench/lib.sh
 source "$(dirname "$0")/lib.sh"
 
 cargo build --quiet --release -p caliper-c

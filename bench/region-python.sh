@@ -6,6 +6,7 @@
 # package's Python sources in a scratch directory, so nothing is installed.
 #
 #   bench/region-python.sh [--smoke]      (RUNS=5 runs)
+# shellcheck source=bench/lib.sh
 source "$(dirname "$0")/lib.sh"
 
 python=${PYTHON:-python3}

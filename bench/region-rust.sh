@@ -7,6 +7,7 @@
 # not count), which does not swing with the machine's load.
 #
 #   bench/region-rust.sh [--smoke]      (RUNS=5 alternating runs)
+# shellcheck source=bench/lib.sh
 source "$(dirname "$0")/lib.sh"
 
 cargo build --quiet --release -p caliper-cli --bin cali-annotation-perftest

@@ -4,6 +4,7 @@
 # (1 kHz on CPU time) against gzip alone, the two taking turns; CPU time.
 #
 #   bench/sampling.sh [--smoke]      (RUNS=5 alternating pairs)
+# shellcheck source=bench/lib.sh
 source "$(dirname "$0")/lib.sh"
 
 cargo build --quiet --release -p caliper-c
