@@ -22,8 +22,9 @@
 # read .cali files with caliper-reader), and the
 # Debian programs that cali-run's tests measure (gzip, bzip2, xz, sqlite3,
 # python3, gawk, perl, lua5.4, git, and libpython3.11-dev for a CPython on
-# the shared libpython; strip and nm from binutils), and mdbook (into
-# target/tools, to build the user guide). $PYTHON picks the Python.
+# the shared libpython; strip and nm from binutils), GNU time (bench/'s
+# scripts time their runs with it), and mdbook (into target/tools, to build
+# the user guide). $PYTHON picks the Python.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,6 +32,7 @@ missing=()
 for tool in gcc:gcc g++:g++ gfortran:gfortran cmake:cmake pkg-config:pkg-config make:make script:bsdutils \
     mpirun:openmpi-bin mpicc:libopenmpi-dev \
     gzip:gzip bzip2:bzip2 xz:xz-utils sqlite3:sqlite3 /usr/bin/python3:python3 strip:binutils nm:binutils \
+    /usr/bin/time:time \
     /usr/bin/gawk:gawk /usr/bin/perl:perl /usr/bin/lua5.4:lua5.4 /usr/bin/git:git \
     x86_64-linux-gnu-python3.11-config:libpython3.11-dev clang:clang; do
     command -v "${tool%%:*}" >/dev/null 2>&1 || missing+=("${tool##*:}")
@@ -77,6 +79,8 @@ if grep -E '\[(WARN|ERROR)\]' <<<"$mdbook_log"; then
     exit 1
 fi
 scripts/check-book-links.sh target/book
+echo "== the performance page's bench scripts, at tiny counts (bench/run-all.sh --smoke)"
+bench/run-all.sh --smoke
 echo "== release build"
 cargo build --workspace --release
 echo "== tests"

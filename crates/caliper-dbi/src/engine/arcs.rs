@@ -2,6 +2,7 @@
 //! the callee's entry), and the arc trampolines' lists of known sites.
 
 use super::Engine;
+use crate::functions::ArcTable;
 use crate::image::{Counting, Image, KnownSite, LearnedTable, Stopped};
 use crate::ptrace::Pid;
 use crate::relocate;
@@ -18,20 +19,20 @@ use std::sync::Arc;
 /// call sites".
 pub const MAX_LEARNED_SITES: usize = 32;
 
-/// The entries of an arc trampoline's first table of learned sites. Each
-/// function of a module gets its trampoline, and its table, as the module
-/// is first entered, at two counter slots an entry: a program's ten
+/// The most entries of an arc trampoline's first table of learned sites.
+/// Each function of a module gets its trampoline, and its table, as the
+/// module is first entered, at two counter slots an entry: a program's ten
 /// thousand functions take 170,000 slots so. A function called from more
 /// sites through pointers (few are) fills it and stops once: the tool
 /// takes its sites into the search, and its next table has the entries
-/// left of [`MAX_LEARNED_SITES`].
+/// left of [`MAX_LEARNED_SITES`]. A module of tens of thousands of
+/// functions gets smaller first tables (see [`Engine::first_table_entries`]).
 const FIRST_TABLE: usize = 8;
 
 /// The free counter slots below which an arc trampoline gets no table of
-/// learned sites (and learns at its trap): half of them, so that a
-/// program with tens of thousands of functions keeps slots for the
-/// trampolines of its later modules.
-const TABLE_ROOM: usize = crate::counters::SLOTS / 2;
+/// learned sites (and learns at its trap): a quarter of them, kept for
+/// the trampolines of later modules and processes.
+const TABLE_ROOM: usize = crate::counters::SLOTS / 8;
 
 /// The most call sites an arc trampoline knows from the code before their
 /// first call: what its size allows beside the learned ones. A function
@@ -40,12 +41,17 @@ const TABLE_ROOM: usize = crate::counters::SLOTS / 2;
 /// each a stop and a rebuild of its largest trampoline, would gain little.
 pub const MAX_CODE_SITES: usize = relocate::MAX_ARC_SITES - MAX_LEARNED_SITES;
 
-/// The call sites an arc trampoline knows, per (image, entry).
+/// The call sites an arc trampoline knows, per (image, entry). Their arcs
+/// are made only for the sites calls came from, when the counts are read
+/// (see [`Engine::take_site_arcs`]): a module's trampolines know hundreds
+/// of thousands of sites, most of them never used in a run.
 #[derive(Debug, Clone)]
 pub(super) struct SiteList {
+    /// The function the trampoline counts the calls of.
+    function: usize,
     slot: usize,
-    /// Each site, with its arc's id.
-    sites: Vec<(KnownSite, usize)>,
+    /// Each site, with the address of its call where the code shows it.
+    sites: Vec<(KnownSite, Option<u64>)>,
     /// How many of them calls taught (see [`MAX_LEARNED_SITES`]).
     learned: usize,
     /// The slot of the other sites, once the learned ones are as many as
@@ -60,9 +66,10 @@ pub(super) struct SiteList {
 }
 
 impl SiteList {
-    /// The list of a new arc trampoline counting calls in `slot`.
-    fn new(slot: usize) -> SiteList {
-        SiteList { slot, sites: Vec::new(), learned: 0, other: None, frozen: false, table: None }
+    /// The list of a new arc trampoline counting the calls of `function`
+    /// in `slot`.
+    fn new(function: usize, slot: usize) -> SiteList {
+        SiteList { function, slot, sites: Vec::new(), learned: 0, other: None, frozen: false, table: None }
     }
 
     /// The slot of the function's calls.
@@ -75,11 +82,24 @@ impl SiteList {
         Counting::Arcs { slot: self.slot, sites, other: self.other, table: self.table }
     }
 
+    /// Whether calls from sites it does not know are not counted together
+    /// yet (a table of learned sites can serve it).
+    pub(super) fn may_learn(&self) -> bool {
+        self.other.is_none()
+    }
+
     /// Whether the trampoline knows the site returning to `ret`.
     fn knows(&self, ret: u64) -> bool {
         self.sites.iter().any(|s| s.0.ret == ret)
     }
 }
+
+/// The counter slot of each call site an arc trampoline knows, by
+/// (callee, the analysis of the caller's module, the return address in
+/// that module's file): every process that runs a module counts a site's
+/// calls in one slot (a compiler driver, its compiler and its assembler
+/// each load the C library), and its arc joins the slot once.
+pub(super) type SiteSlots = HashMap<(usize, usize, u64), usize>;
 
 /// Module files read, by path (see [`Engine::call_site_of`]).
 type Files = HashMap<PathBuf, Vec<u8>>;
@@ -141,36 +161,102 @@ fn ifunc_entries_to(image: &Image, m: usize, address: u64) -> Vec<u64> {
     entries.iter().filter(|e| slot(e.1) == address).map(|e| e.0).collect()
 }
 
+/// The arc in `arcs` from the call that returns to `ret` in `image` to
+/// function `f`, the call at `site` where it is known, else found in the
+/// bytes before `ret`.
+fn arc_from(image: &Image, arcs: &mut ArcTable, f: usize, ret: u64, site: Option<u64>) -> usize {
+    // Not a return address into code (a thread's start, or a function
+    // entered by a jump, finds other data there): an arc from nowhere.
+    let Some(m) = image.module_of(ret.wrapping_sub(1)).filter(|_| ret >= 8) else {
+        return arcs.intern(f, &Arc::from("?"), "?", None, ret);
+    };
+    let module = &image.modules[m];
+    let site = site.unwrap_or_else(|| {
+        let mut before = [0u8; 8];
+        match image.memory.read(ret.wrapping_sub(8), &mut before) {
+            Ok(()) => relocate::call_before(&before, ret),
+            Err(_) => ret,
+        }
+    });
+    let in_file = site.wrapping_sub(module.bias);
+    let functions = &module.info.functions;
+    let caller = match functions.partition_point(|x| x.address <= in_file) {
+        0 => None,
+        n if functions[n - 1].size == 0 || in_file < functions[n - 1].address.saturating_add(functions[n - 1].size) => {
+            Some(&functions[n - 1])
+        }
+        _ => None,
+    };
+    let (caller, entry) = caller.map_or(("?", None), |c| (c.name.as_str(), Some(c.address)));
+    arcs.intern(f, &module.path, caller, entry, in_file)
+}
+
+/// The arc in `arcs` of the calls of function `f` from the sites past its
+/// trampoline's list.
+fn other_sites_arc(arcs: &mut ArcTable, f: usize) -> usize {
+    arcs.intern(f, &Arc::from("?"), "(other call sites)", None, 0)
+}
+
+/// Counts the calls in slot `count` along arc `arc` of `arcs` (once).
+fn link(arcs: &mut ArcTable, arc: usize, count: usize) {
+    let slots = &mut arcs.records[arc].slots;
+    if !slots.contains(&count) {
+        slots.push(count);
+    }
+}
+
+/// The call that returns to `ret` in `image`, found in the bytes before
+/// it: in the process, or, once it has exited, in its module's file
+/// (`files`, the files read so far by path).
+fn call_site_of(image: &Image, ret: u64, files: &mut Files) -> Option<u64> {
+    let mut before = [0u8; 8];
+    if image.memory.read(ret.wrapping_sub(8), &mut before).is_ok() {
+        return Some(relocate::call_before(&before, ret));
+    }
+    let module = &image.modules[image.module_of(ret.wrapping_sub(1))?];
+    let data =
+        files.entry(module.info.path.clone()).or_insert_with(|| std::fs::read(&module.info.path).unwrap_or_default());
+    let in_file = ret.wrapping_sub(module.bias);
+    let file = object::File::parse(data.as_slice()).ok()?;
+    let section = file.sections().find(|s| s.address() + 8 <= in_file && in_file <= s.address() + s.size())?;
+    let bytes = section.data().ok()?.get((in_file - section.address()) as usize - 8..)?;
+    let before: [u8; 8] = bytes.get(..8)?.try_into().ok()?;
+    Some(relocate::call_before(&before, in_file).wrapping_add(module.bias))
+}
+
 impl Engine {
     /// The list of the first arc trampoline of function `f` at `entry`,
     /// first called with return address `ret` (if the stack could be
     /// read): the call sites the code shows (see [`Engine::sites_in_code`])
-    /// and a table for the others (see [`Engine::give_table`]); where no
+    /// and a table of `table` entries for the others (see
+    /// [`Engine::give_table`]; none where a module's functions are given
+    /// theirs together, see [`Engine::first_table_entries`]); where no
     /// table could be had, that call's site known already, so that only
     /// calls from other sites stop at its trap. Of more than
     /// [`MAX_CODE_SITES`] sites in the code, those at the lowest addresses
     /// (the program's before its libraries'), the others counted together.
     /// None when no counter slot is left.
-    pub(super) fn first_sites(&mut self, image_id: usize, f: usize, entry: u64, ret: Option<u64>) -> Option<SiteList> {
+    pub(super) fn first_sites(
+        &mut self,
+        image_id: usize,
+        f: usize,
+        entry: u64,
+        ret: Option<u64>,
+        table: usize,
+    ) -> Option<SiteList> {
         let slot = match self.functions.records[f].slot {
             Some(slot) => slot,
             None => self.counters.allocate()?,
         };
-        let mut list = SiteList::new(slot);
-        let Some(crowded) = self.add_code_sites(image_id, f, entry, &mut list) else { return Some(list) };
+        let mut list = SiteList::new(f, slot);
+        let Some(crowded) = self.add_code_sites(image_id, entry, &mut list) else { return Some(list) };
         if crowded {
-            if let Some(other) = self.counters.allocate() {
-                let arc = self.other_sites_arc(f);
-                self.arcs.records[arc].slots.push(other);
-                list.other = Some(other);
-            }
-        } else if !self.give_table(f, &mut list)
+            list.other = self.counters.allocate();
+        } else if !self.give_table(&mut list, table)
             && let Some(ret) = ret.filter(|&r| !list.knows(r))
+            && self.add_site(&mut list, image_id, ret, None)
         {
-            let arc = self.arc_of(image_id, f, ret);
-            if self.add_site(&mut list, ret, arc) {
-                list.learned += 1;
-            }
+            list.learned += 1;
         }
         Some(list)
     }
@@ -186,52 +272,57 @@ impl Engine {
             Some(slot) => slot,
             None => self.counters.allocate()?,
         };
-        let mut list = SiteList::new(slot);
-        self.add_code_sites(image_id, f, entry, &mut list)?;
-        let other = self.counters.allocate()?;
-        let arc = self.other_sites_arc(f);
-        self.arcs.records[arc].slots.push(other);
-        list.other = Some(other);
+        let mut list = SiteList::new(f, slot);
+        self.add_code_sites(image_id, entry, &mut list)?;
+        list.other = Some(self.counters.allocate()?);
         Some(list)
     }
 
-    /// Adds to `list` the call sites of function `f` at `entry` that the
+    /// Adds to `list` the call sites of its function at `entry` that the
     /// code shows (see [`Engine::sites_in_code`]), up to
     /// [`MAX_CODE_SITES`]: whether the code shows more; None when the
     /// counter slots ran out.
-    fn add_code_sites(&mut self, image_id: usize, f: usize, entry: u64, list: &mut SiteList) -> Option<bool> {
-        let mut in_code = self.sites_in_code(image_id, f, entry);
+    fn add_code_sites(&mut self, image_id: usize, entry: u64, list: &mut SiteList) -> Option<bool> {
+        let mut in_code = self.sites_in_code(image_id, list.function, entry);
         let crowded = in_code.len() > MAX_CODE_SITES;
         in_code.truncate(MAX_CODE_SITES);
         for ret in in_code {
-            let arc = self.arc_from(image_id, f, ret, Some(ret.wrapping_sub(CALL_REL32_LEN)));
-            if !self.add_site(list, ret, arc) {
+            if !self.add_site(list, image_id, ret, Some(ret.wrapping_sub(CALL_REL32_LEN))) {
                 return None;
             }
         }
         Some(crowded)
     }
 
-    /// Gives the trampoline of `list`, of function `f`, a table of the
-    /// sites it learns: [`FIRST_TABLE`] entries, or the rest of
+    /// The entries of the first tables of `trampolines` arc trampolines
+    /// built together (a module's, as it is first entered; or one):
+    /// [`FIRST_TABLE`], or fewer, so that the tables take at most half the
+    /// counter slots free above [`TABLE_ROOM`]. A compiler's fifty thousand
+    /// functions would otherwise take the slots of the modules and
+    /// processes after it, whose trampolines would then stop at each new
+    /// call site.
+    pub(super) fn first_table_entries(&self, trampolines: usize) -> usize {
+        let spare = self.counters.free().saturating_sub(TABLE_ROOM) / 2;
+        FIRST_TABLE.min(spare / (2 * trampolines.max(1)))
+    }
+
+    /// Gives the trampoline of `list` a table of the sites it learns:
+    /// `first` entries if it learned none, else the rest of
     /// [`MAX_LEARNED_SITES`] after the sites it learned, with then a slot
     /// for the sites past it; if enough counter slots are free (see
     /// [`TABLE_ROOM`]). Whether it has one.
-    fn give_table(&mut self, f: usize, list: &mut SiteList) -> bool {
+    pub(super) fn give_table(&mut self, list: &mut SiteList, first: usize) -> bool {
         if list.table.is_some() {
             return true;
         }
         let left = MAX_LEARNED_SITES.saturating_sub(list.learned);
-        let entries = if list.learned == 0 { FIRST_TABLE.min(left) } else { left };
+        let entries = if list.learned == 0 { first.min(left) } else { left };
         let last = entries == left;
         if list.other.is_some() || entries == 0 || self.counters.free() < TABLE_ROOM + 2 * entries + 1 {
             return false;
         }
         if last {
-            let other = self.counters.allocate().expect("room for the table");
-            let arc = self.other_sites_arc(f);
-            self.arcs.records[arc].slots.push(other);
-            list.other = Some(other);
+            list.other = Some(self.counters.allocate().expect("room for the table"));
         }
         let first = self.counters.peek_next().expect("room for the table");
         for _ in 0..2 * entries {
@@ -241,90 +332,109 @@ impl Engine {
         true
     }
 
-    /// The sites `table` learned: (return address, the slot of its count).
-    fn learned_in(&self, table: LearnedTable) -> Vec<(u64, usize)> {
+    /// The sites `table` learned, given its slots' values `pairs`: (return
+    /// address, the slot of its count).
+    fn learned_in(table: LearnedTable, pairs: &[u64]) -> impl Iterator<Item = (u64, usize)> {
+        let claimed = pairs.chunks_exact(2).enumerate().filter(|(_, pair)| pair[0] != 0);
+        claimed.map(move |(n, pair)| (pair[0], table.first + 2 * n + 1))
+    }
+
+    /// Takes the sites the full table of `list` learned into its search,
+    /// their counts in the table's slots still: the trampoline that
+    /// replaces it has a table of the entries left.
+    fn absorb_table(&mut self, list: &mut SiteList) {
+        let Some(table) = list.table.take() else { return };
         let pairs = self.counters.read(table.first, 2 * table.entries).unwrap_or_else(|e| {
             eprintln!("== CALIPER: cali-run: cannot read the call sites learned: {e}");
             Vec::new()
         });
-        let claimed = pairs.chunks_exact(2).enumerate().filter(|(_, pair)| pair[0] != 0);
-        claimed.map(|(n, pair)| (pair[0], table.first + 2 * n + 1)).collect()
-    }
-
-    /// The arc of function `f` from the site learned returning to `ret`,
-    /// given the slot of its count (once: see [`Engine::take_learned_sites`]).
-    fn learned_arc(&mut self, image_id: usize, f: usize, ret: u64, count: usize, files: &mut Files) -> usize {
-        let site = self.call_site_of(image_id, ret, files);
-        let arc = self.arc_from(image_id, f, ret, site);
-        if !self.arcs.records[arc].slots.contains(&count) {
-            self.arcs.records[arc].slots.push(count);
-        }
-        arc
-    }
-
-    /// Takes the sites the full table of `list`, of function `f`, learned
-    /// into its search, their counts in the table's slots still: the
-    /// trampoline that replaces it has a table of the entries left.
-    fn absorb_table(&mut self, image_id: usize, f: usize, list: &mut SiteList) {
-        let Some(table) = list.table.take() else { return };
-        let mut files = HashMap::new();
-        for (ret, count) in self.learned_in(table) {
+        for (ret, count) in Self::learned_in(table, &pairs) {
             if !list.knows(ret) {
-                let arc = self.learned_arc(image_id, f, ret, count, &mut files);
-                list.sites.push((KnownSite { ret, count }, arc));
+                list.sites.push((KnownSite { ret, count }, None));
                 list.learned += 1;
             }
         }
     }
 
-    /// The arcs of the sites the trampolines of image `image_id` learned in
-    /// their tables, each given its count's slot: read before the image
-    /// goes (the callers are named from its modules), at its process's exit
-    /// or exec or at the end. A forked process's trampolines share their
-    /// parent's tables: a count's slot joins its arc once.
-    pub(super) fn take_learned_sites(&mut self, image_id: usize) {
-        let tables: Vec<(u64, LearnedTable)> = self
-            .sites
-            .iter()
-            .filter(|((i, _), _)| *i == image_id)
-            .filter_map(|((_, entry), list)| Some((*entry, list.table?)))
-            .collect();
+    /// The arcs of the sites the trampolines of image `image_id` know or
+    /// learned in their tables that calls came from, each given its
+    /// count's slot: made before the image goes (the callers are named
+    /// from its modules), at its process's exit or exec or at the end. A
+    /// forked process's trampolines share their parent's slots: a count's
+    /// slot joins its arc once.
+    pub(super) fn take_site_arcs(&mut self, image_id: usize) {
+        let counters = self.read_counters();
+        let mut arcs = std::mem::take(&mut self.arcs);
+        self.site_arcs(image_id, &counters, &mut arcs);
+        self.arcs = arcs;
+    }
+
+    /// Adds to `arcs` the arcs of the sites of image `image_id` that the
+    /// counters (`counters`, by slot) saw calls from (see
+    /// [`Engine::take_site_arcs`]).
+    pub(super) fn site_arcs(&self, image_id: usize, counters: &[u64], arcs: &mut ArcTable) {
+        let Some(image) = self.images.get(&image_id) else { return };
+        let called = |slot: usize| counters.get(slot).is_some_and(|&n| n > 0);
         let mut files = HashMap::new();
-        for (entry, table) in tables {
-            let Some(f) = self.images[&image_id].probes.get(&entry).and_then(|p| p.function) else { continue };
-            for (ret, count) in self.learned_in(table) {
-                self.learned_arc(image_id, f, ret, count, &mut files);
+        for list in self.sites.iter().filter(|((i, _), _)| *i == image_id).map(|(_, list)| list) {
+            let f = list.function;
+            let pairs = list.table.and_then(|t| counters.get(t.first..t.first + 2 * t.entries)).unwrap_or_default();
+            let learned = list.table.into_iter().flat_map(|t| Self::learned_in(t, pairs));
+            let known = list.sites.iter().map(|(site, call)| (site.ret, site.count, *call));
+            let sites = known.chain(learned.map(|(ret, count)| (ret, count, None)));
+            for (ret, count, call) in sites.filter(|s| called(s.1)) {
+                let call = call.or_else(|| call_site_of(image, ret, &mut files));
+                let arc = arc_from(image, arcs, f, ret, call);
+                link(arcs, arc, count);
+            }
+            if let Some(other) = list.other.filter(|&o| called(o)) {
+                let arc = other_sites_arc(arcs, f);
+                link(arcs, arc, other);
             }
         }
     }
 
-    /// The call that returns to `ret`, found in the bytes before it: in the
-    /// process, or, once it has exited, in its module's file (`files`, the
-    /// files read so far by path).
-    fn call_site_of(&self, image_id: usize, ret: u64, files: &mut Files) -> Option<u64> {
-        let image = &self.images[&image_id];
-        let mut before = [0u8; 8];
-        if image.memory.read(ret.wrapping_sub(8), &mut before).is_ok() {
-            return Some(relocate::call_before(&before, ret));
+    /// With `CALI_RUN_DEBUG_ARCS=1`, a line on standard error of what the
+    /// arcs cost: the call sites the trampolines know, the arc records
+    /// made (only for the sites calls came from) and the counter slots
+    /// taken.
+    pub(super) fn debug_arc_summary(&self) {
+        if std::env::var_os("CALI_RUN_DEBUG_ARCS").is_none_or(|v| v != "1") {
+            return;
         }
-        let module = &image.modules[image.module_of(ret.wrapping_sub(1))?];
-        let data = files
-            .entry(module.info.path.clone())
-            .or_insert_with(|| std::fs::read(&module.info.path).unwrap_or_default());
-        let in_file = ret.wrapping_sub(module.bias);
-        let file = object::File::parse(data.as_slice()).ok()?;
-        let section = file.sections().find(|s| s.address() + 8 <= in_file && in_file <= s.address() + s.size())?;
-        let bytes = section.data().ok()?.get((in_file - section.address()) as usize - 8..)?;
-        let before: [u8; 8] = bytes.get(..8)?.try_into().ok()?;
-        Some(relocate::call_before(&before, in_file).wrapping_add(module.bias))
+        let sites: usize = self.sites.values().map(|list| list.sites.len()).sum();
+        let tables = self.sites.values().filter(|list| list.table.is_some()).count();
+        let slots = crate::counters::SLOTS - self.counters.free();
+        eprintln!(
+            "== CALIPER: cali-run: arcs: {} trampolines know {sites} call sites ({} distinct), {tables} with a table \
+             of learned sites; {} arc records; {slots} of {} counter slots taken",
+            self.sites.len(),
+            self.site_slots.len(),
+            self.arcs.records.len(),
+            crate::counters::SLOTS
+        );
     }
 
-    /// Adds the site returning to `ret`, of arc `arc`, to `list`, with a
-    /// counter of its own; false when no counter slot is left.
-    fn add_site(&mut self, list: &mut SiteList, ret: u64, arc: usize) -> bool {
-        let Some(count) = self.counters.allocate() else { return false };
-        self.arcs.records[arc].slots.push(count);
-        list.sites.push((KnownSite { ret, count }, arc));
+    /// Adds the site returning to `ret`, its call at `call` where the code
+    /// shows it, to `list`, with a counter of its own; false when no
+    /// counter slot is left.
+    fn add_site(&mut self, list: &mut SiteList, image_id: usize, ret: u64, call: Option<u64>) -> bool {
+        let image = &self.images[&image_id];
+        let key = image.module_of(ret.wrapping_sub(1)).map(|m| {
+            let module = &image.modules[m];
+            (list.function, Arc::as_ptr(&module.info) as usize, ret.wrapping_sub(module.bias))
+        });
+        let count = match key.and_then(|key| self.site_slots.get(&key)) {
+            Some(&count) => count,
+            None => {
+                let Some(count) = self.counters.allocate() else { return false };
+                if let Some(key) = key {
+                    self.site_slots.insert(key, count);
+                }
+                count
+            }
+        };
+        list.sites.push((KnownSite { ret, count }, call));
         true
     }
 
@@ -343,49 +453,7 @@ impl Engine {
 
     /// The arc from the call that returns to `ret` to function `f`.
     pub(super) fn arc_of(&mut self, image_id: usize, f: usize, ret: u64) -> usize {
-        self.arc_from(image_id, f, ret, None)
-    }
-
-    /// The arc from the call that returns to `ret` to function `f`, the
-    /// call at `site` where the code shows it, else found in the bytes
-    /// before `ret`.
-    fn arc_from(&mut self, image_id: usize, f: usize, ret: u64, site: Option<u64>) -> usize {
-        let image = &self.images[&image_id];
-        let unknown: Arc<str> = Arc::from("?");
-        // Not a return address into code (a thread's start, or a function
-        // entered by a jump, finds other data there): an arc from nowhere.
-        let Some(m) = image.module_of(ret.wrapping_sub(1)).filter(|_| ret >= 8) else {
-            return self.arcs.intern(f, &unknown, "?", None, ret);
-        };
-        let module = &image.modules[m];
-        let site = site.unwrap_or_else(|| {
-            let mut before = [0u8; 8];
-            match image.memory.read(ret.wrapping_sub(8), &mut before) {
-                Ok(()) => relocate::call_before(&before, ret),
-                Err(_) => ret,
-            }
-        });
-        let in_file = site.wrapping_sub(module.bias);
-        let functions = &module.info.functions;
-        let caller = match functions.partition_point(|x| x.address <= in_file) {
-            0 => None,
-            n if functions[n - 1].size == 0
-                || in_file < functions[n - 1].address.saturating_add(functions[n - 1].size) =>
-            {
-                Some(&functions[n - 1])
-            }
-            _ => None,
-        };
-        let path = module.path.clone();
-        let (caller, entry) = caller.map_or(("?".to_string(), None), |c| (c.name.clone(), Some(c.address)));
-        self.arcs.intern(f, &path, &caller, entry, in_file)
-    }
-
-    /// The arc of the calls of function `f` from the sites past its
-    /// trampoline's list.
-    fn other_sites_arc(&mut self, f: usize) -> usize {
-        let unknown: Arc<str> = Arc::from("?");
-        self.arcs.intern(f, &unknown, "(other call sites)", None, 0)
+        arc_from(&self.images[&image_id], &mut self.arcs, f, ret, None)
     }
 
     /// A call from a site the arc trampoline at `entry` does not know, and
@@ -400,7 +468,7 @@ impl Engine {
             self.arcs.records[arc].trap_hits += 1;
             return;
         };
-        self.absorb_table(image_id, f, &mut list);
+        self.absorb_table(&mut list);
         let known = list.knows(ret);
         let open = !known && list.other.is_none() && !list.frozen;
         let shown = if open { self.sites_in_code(image_id, f, entry) } else { Vec::new() };
@@ -408,7 +476,7 @@ impl Engine {
         let full = !in_code && list.learned >= MAX_LEARNED_SITES;
         // A site past a full list is one of the other sites from its first
         // call on, so that it has no arc of its own beside them.
-        let hit = if !known && full { self.other_sites_arc(f) } else { self.arc_of(image_id, f, ret) };
+        let hit = if !known && full { other_sites_arc(&mut self.arcs, f) } else { self.arc_of(image_id, f, ret) };
         self.arcs.records[hit].trap_hits += 1;
         if !open {
             return;
@@ -420,21 +488,19 @@ impl Engine {
             let room = MAX_CODE_SITES.saturating_sub(list.sites.len() - list.learned);
             let joining: Vec<u64> = shown.into_iter().filter(|&r| !list.knows(r)).take(room).collect();
             for site in joining {
-                let arc = if site == ret { hit } else { self.arc_from(image_id, f, site, Some(site - CALL_REL32_LEN)) };
-                if !self.add_site(&mut list, site, arc) {
+                if !self.add_site(&mut list, image_id, site, Some(site - CALL_REL32_LEN)) {
                     return;
                 }
             }
         }
         if !list.knows(ret) && !full {
-            if !self.add_site(&mut list, ret, hit) {
+            if !self.add_site(&mut list, image_id, ret, None) {
                 return;
             }
             list.learned += 1;
-            self.give_table(f, &mut list);
+            self.give_table(&mut list, FIRST_TABLE);
         } else if !list.knows(ret) {
             let Some(other) = self.counters.allocate() else { return };
-            self.arcs.records[hit].slots.push(other);
             list.other = Some(other);
         }
         let stopped = self.stop_world(image_id, tid);

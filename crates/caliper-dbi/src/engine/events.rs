@@ -80,10 +80,14 @@ impl Engine {
         let counters = self.read_counters();
         let mut functions = self.functions.clone();
         functions.cover_counted(&counters);
+        let mut arcs = self.arcs.clone();
+        for &image in self.images.keys() {
+            self.site_arcs(image, &counters, &mut arcs);
+        }
         Outcome {
             exit: self.exit.unwrap_or(Exit::Detached),
             functions,
-            arcs: self.arcs.taken(&counters),
+            arcs: arcs.taken(&counters),
             counters,
             stacks: self.stacks.clone(),
             samples_lost: self.sampler.as_ref().map_or(0, |s| s.lost),

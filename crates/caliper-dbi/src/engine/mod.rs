@@ -223,6 +223,7 @@ pub struct Engine {
     functions: FunctionTable,
     arcs: ArcTable,
     sites: HashMap<(usize, u64), SiteList>,
+    site_slots: arcs::SiteSlots,
     counters: Counters,
     modules: ModuleCache,
     images: HashMap<usize, Image>,
@@ -288,6 +289,7 @@ impl Engine {
             functions: FunctionTable::default(),
             arcs: ArcTable::default(),
             sites: HashMap::new(),
+            site_slots: HashMap::new(),
             counters,
             modules,
             images: HashMap::new(),
@@ -467,7 +469,7 @@ impl Engine {
 
     fn drop_image_if_unused(&mut self, image: usize) {
         if !self.processes.values().any(|p| p.image == image) && self.images.contains_key(&image) {
-            self.take_learned_sites(image);
+            self.take_site_arcs(image);
             self.images.remove(&image);
         }
     }
@@ -716,8 +718,9 @@ impl Engine {
         self.take_samples();
         let live: Vec<usize> = self.images.keys().copied().collect();
         for image in live {
-            self.take_learned_sites(image);
+            self.take_site_arcs(image);
         }
+        self.debug_arc_summary();
         let counters = self.read_counters();
         self.functions.cover_counted(&counters);
         let samples_lost = self.sampler.as_ref().map_or(0, |s| s.lost);

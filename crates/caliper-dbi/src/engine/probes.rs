@@ -176,7 +176,8 @@ impl Engine {
         let sites = match function {
             Some(f) if self.config.collect.arcs && !internal && !self.config.breakpoints_only => {
                 let ret = self.images[&image_id].memory.read_u64(rsp).ok();
-                self.first_sites(image_id, f, addr, ret)
+                let table = self.first_table_entries(1);
+                self.first_sites(image_id, f, addr, ret, table)
             }
             _ => None,
         };
@@ -265,12 +266,18 @@ impl Engine {
         if !self.config.collect.counts() || self.config.breakpoints_only {
             return;
         }
-        let (slot, counting) = if self.config.collect.arcs {
+        let sealed = if self.config.collect.arcs {
             let Some(list) = self.sealed_sites(image_id, f, addr) else { return };
-            (list.slot(), list.counting())
+            Some(list)
         } else {
-            let Some(slot) = self.calls_slot(f) else { return };
-            (slot, Counting::Calls { slot })
+            None
+        };
+        let (slot, counting) = match &sealed {
+            Some(list) => (list.slot(), list.counting()),
+            None => {
+                let Some(slot) = self.calls_slot(f) else { return };
+                (slot, Counting::Calls { slot })
+            }
         };
         let increment = self.counters.increment(self.shared);
         let name = self.functions.records[f].name.clone();
@@ -283,6 +290,9 @@ impl Engine {
             return;
         }
         self.keep_slot(f, slot);
+        if let Some(list) = sealed {
+            self.sites.insert((image_id, addr), list);
+        }
         let record = &mut self.functions.records[f];
         if let Mode::Breakpoint(why) = &record.mode {
             record.mode = Mode::CallSites(why.clone());

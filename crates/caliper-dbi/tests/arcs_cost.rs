@@ -1,0 +1,60 @@
+//! What `arcs` costs beside `fcount`: arc records only for the call sites
+//! calls came from, and counter slots enough for a compiler of tens of
+//! thousands of functions and the processes after it.
+
+mod common;
+
+use caliper_data::Variant;
+use common::run_in;
+use std::path::Path;
+
+/// The arc records the tool made, from its `CALI_RUN_DEBUG_ARCS` line.
+fn arc_records(stderr: &str) -> usize {
+    let line = stderr.lines().find(|l| l.contains("cali-run: arcs:")).expect("the arcs line");
+    let before = line.split(" arc records").next().expect("arc records in the line");
+    before.rsplit(' ').next().and_then(|n| n.parse().ok()).expect("a count of arc records")
+}
+
+#[test]
+fn arc_records_are_made_only_for_the_sites_calls_came_from() {
+    let dir = tempfile::tempdir().unwrap();
+    common::build(dir.path(), "idle_sites", &[]);
+    let file = dir.path().join("arcs.cali");
+    let options = ["-c", "arcs", "-i", "target", "-o", file.to_str().unwrap()];
+    let output = common::command_in(dir.path(), &options, "./idle_sites", &[])
+        .env("CALI_RUN_DEBUG_ARCS", "1")
+        .output()
+        .expect("cali-run runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "3000\n");
+    // 302 sites known from the code, 2 of them called.
+    assert!(stderr.contains("know 302 call sites"), "{stderr}");
+    assert_eq!(arc_records(&stderr), 2, "{stderr}");
+    let from_main = common::expanded_records(&file)
+        .into_iter()
+        .filter(|r| r.iter().any(|(a, v)| a == "dbi.caller" && *v == Variant::Str("main".into())))
+        .count();
+    assert_eq!(from_main, 2, "the arcs in the results");
+}
+
+#[test]
+fn a_compiler_leaves_counter_slots_for_the_processes_after_it() {
+    common::require("/usr/bin/gcc");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(common::source("attach.c"), dir.path().join("small.c")).unwrap();
+    let run = |collector: &str| {
+        let file = dir.path().join(format!("{collector}.cali"));
+        let options = ["-c", collector, "-o", file.to_str().unwrap()];
+        let output = run_in(dir.path(), &options, "/usr/bin/gcc", &["-O2", "-c", "small.c", "-o", "small.o"]);
+        assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+        assert!(Path::new(&dir.path().join("small.o")).exists());
+        common::traps(&file)
+    };
+    // cc1's 45,000 functions know 400,000 call sites; its assembler and
+    // their libraries still get trampolines ahead of their calls, each
+    // function with a table of the sites it learns.
+    let fcount = run("fcount");
+    let arcs = run("arcs");
+    assert!(arcs < fcount + 1000, "{arcs} stops under arcs, {fcount} under fcount");
+}
