@@ -302,10 +302,9 @@ pub struct Site {
 }
 
 /// The most call sites an arc trampoline knows. Its search takes
-/// log2(sites) compares, so the bound is its size: at most 63 bytes a site
-/// (the compare and its branches, the increment, per processor the
-/// longest, the return address as a constant), it stays within
-/// [`MAX_ARC_TRAMPOLINE`].
+/// log2(sites) compares, so the bound is its size: 16 bytes a site (its
+/// return address and its counter's address as constants), it stays
+/// within [`MAX_ARC_TRAMPOLINE`].
 pub const MAX_ARC_SITES: usize = 1024;
 
 /// The most bytes of an arc trampoline, a sixty-fourth of a region.
@@ -349,8 +348,7 @@ const LABEL: u64 = 0xffff_8000_0000_0000;
 /// (the probe's are below).
 const MOVED_LABEL: u64 = LABEL + 0x1_0000;
 
-/// The labels of an arc probe's constants, the Nth site's return address
-/// at `CONSTANT_LABEL + N`.
+/// The labels of an arc probe's constants, the Nth at `CONSTANT_LABEL + N`.
 const CONSTANT_LABEL: u64 = LABEL + 0x2_0000;
 /// The labels of the instructions after the first of an emulated call
 /// (see `emulated_call`), which moves last, so only one is ever emulated.
@@ -520,13 +518,15 @@ fn unencodable(e: iced_x86::IcedError) -> Unpatchable {
 }
 
 /// The arc-counting part of a trampoline, in `list`: RAX saved, the
-/// return address loaded into it and searched for among `sites`' (sorted
-/// here) in a tree of compares, each node one site's: equal, its counter
-/// incremented; below or above, the node of the lower or the higher half
-/// next; no site left, the `miss` path. The return addresses are constants
-/// after the trampoline's code (no immediate holds 64 bits), the Nth at
-/// `CONSTANT_LABEL + N`: they are returned, sorted, with the index of the
-/// trap, if any.
+/// return address loaded into it and searched for by halving a table of
+/// (return address, counter address) pairs, one per site of `sites`
+/// (sorted here by return address): found, its counter incremented; not
+/// found, the `miss` path. The table is the probe's constants (after the
+/// trampoline's code), pair N's return address at `CONSTANT_LABEL + 2N`:
+/// they are returned with the index of the trap, if any. The code is the
+/// same for any number of sites, each of which adds 16 bytes of
+/// constants, so that the trampolines of a module whose functions know
+/// hundreds of thousands of call sites are built and written quickly.
 fn arc_probe(
     list: &mut Vec<Instruction>,
     sites: &[Site],
@@ -538,24 +538,94 @@ fn arc_probe(
     list.push(Instruction::with1(Code::Push_r64, Register::RAX).map_err(unencodable)?);
     let ret = MemoryOperand::with_base_displ(Register::RSP, 8);
     list.push(Instruction::with2(Code::Mov_r64_rm64, Register::RAX, ret).map_err(unencodable)?);
-    let mut search = Search { list, sites: &sorted, increment_by };
-    search.node(0, sorted.len(), None)?;
-    let mut constants: Vec<u64> = sorted.iter().map(|s| s.ret).collect();
+    if !sorted.is_empty() {
+        list.extend(search(sorted.len(), increment_by)?);
+    }
+    let mut constants: Vec<u64> = sorted.iter().flat_map(|s| [s.ret, s.counter]).collect();
     let mut on_miss = match miss {
         Miss::Trap => vec![Instruction::with(Code::Int3)],
         Miss::Count(counter) => increment(counter, increment_by)?,
         Miss::Learn { table, entries, other } => {
             constants.push(table.wrapping_add(LEARNED_ENTRY * entries as u64));
-            learn(table, CONSTANT_LABEL + sorted.len() as u64, other, increment_by)?
+            learn(table, CONSTANT_LABEL + constants.len() as u64 - 1, other, increment_by)?
         }
     };
-    on_miss[0].set_ip(Search::MISS);
+    on_miss[0].set_ip(SEARCH_MISS);
     let trap = on_miss.iter().position(|i| i.code() == Code::Int3).map(|n| list.len() + n);
     list.extend(on_miss);
     let mut pop = Instruction::with1(Code::Pop_r64, Register::RAX).map_err(unencodable)?;
-    pop.set_ip(Search::DONE);
+    pop.set_ip(SEARCH_DONE);
     list.push(pop);
     Ok((trap, constants))
+}
+
+/// The labels of an arc probe's branch targets: its end, where RAX is
+/// restored; the path of a return address no site has; the search's.
+const SEARCH_DONE: u64 = LABEL;
+const SEARCH_MISS: u64 = LABEL + 1;
+const SEARCH_LOOP: u64 = LABEL + 2;
+const SEARCH_LOWER: u64 = LABEL + 3;
+const SEARCH_FOUND: u64 = LABEL + 4;
+const SEARCH_NONE: u64 = LABEL + 5;
+
+/// The search of an arc probe over a table of `sites` pairs, the return
+/// address in RAX (saved): RCX holds the start of the range left, RDX its
+/// pairs, R11 the offset of its middle pair (each pushed and popped). Equal
+/// to the middle's, its counter is incremented and the probe ends; below
+/// or above, the range is its lower or higher half; empty, the miss path
+/// (the registers popped: a trap finds the return address above the saved
+/// RAX).
+fn search(sites: usize, how: Increment) -> Result<Vec<Instruction>, Unpatchable> {
+    let op = |r: Result<Instruction, iced_x86::IcedError>| r.map_err(unencodable);
+    let labelled = |mut insn: Instruction, label: u64| {
+        insn.set_ip(label);
+        insn
+    };
+    let sites = u32::try_from(sites).map_err(|_| Unpatchable::Unencodable("too many call sites".into()))?;
+    let table = MemoryOperand::with_base_displ(Register::RIP, CONSTANT_LABEL as i64);
+    let middle = MemoryOperand::with_base_index(Register::RCX, Register::R11);
+    let middle_counter = MemoryOperand::with_base_index_scale_displ_size(Register::RCX, Register::R11, 1, 8, 1);
+    let past_middle = MemoryOperand::with_base_index_scale_displ_size(Register::RCX, Register::R11, 1, 16, 1);
+    let pops = || -> Result<[Instruction; 3], Unpatchable> {
+        Ok([
+            op(Instruction::with1(Code::Pop_r64, Register::R11))?,
+            op(Instruction::with1(Code::Pop_r64, Register::RDX))?,
+            op(Instruction::with1(Code::Pop_r64, Register::RCX))?,
+        ])
+    };
+    let mut code = vec![
+        op(Instruction::with1(Code::Push_r64, Register::RCX))?,
+        op(Instruction::with1(Code::Push_r64, Register::RDX))?,
+        op(Instruction::with1(Code::Push_r64, Register::R11))?,
+        op(Instruction::with2(Code::Lea_r64_m, Register::RCX, table))?,
+        op(Instruction::with2(Code::Mov_r32_imm32, Register::EDX, sites))?,
+        labelled(op(Instruction::with2(Code::Test_rm64_r64, Register::RDX, Register::RDX))?, SEARCH_LOOP),
+        op(Instruction::with_branch(Code::Je_rel32_64, SEARCH_NONE))?,
+        op(Instruction::with2(Code::Mov_r64_rm64, Register::R11, Register::RDX))?,
+        op(Instruction::with2(Code::Shr_rm64_imm8, Register::R11, 1))?,
+        op(Instruction::with2(Code::Shl_rm64_imm8, Register::R11, 4))?,
+        op(Instruction::with2(Code::Cmp_r64_rm64, Register::RAX, middle))?,
+        op(Instruction::with_branch(Code::Je_rel32_64, SEARCH_FOUND))?,
+        op(Instruction::with_branch(Code::Jb_rel32_64, SEARCH_LOWER))?,
+        // The higher half: the pairs past the middle, n - n/2 - 1 of them.
+        op(Instruction::with2(Code::Lea_r64_m, Register::RCX, past_middle))?,
+        op(Instruction::with2(Code::Shr_rm64_imm8, Register::R11, 4))?,
+        op(Instruction::with2(Code::Sub_r64_rm64, Register::RDX, Register::R11))?,
+        op(Instruction::with1(Code::Dec_rm64, Register::RDX))?,
+        op(Instruction::with_branch(Code::Jmp_rel32_64, SEARCH_LOOP))?,
+        // The lower half: the n/2 pairs before the middle.
+        labelled(op(Instruction::with2(Code::Shr_rm64_imm8, Register::R11, 4))?, SEARCH_LOWER),
+        op(Instruction::with2(Code::Mov_r64_rm64, Register::RDX, Register::R11))?,
+        op(Instruction::with_branch(Code::Jmp_rel32_64, SEARCH_LOOP))?,
+        labelled(op(Instruction::with2(Code::Mov_r64_rm64, Register::RCX, middle_counter))?, SEARCH_FOUND),
+    ];
+    code.extend(increment_at(Register::RCX, 0, how)?);
+    code.extend(pops()?);
+    code.push(op(Instruction::with_branch(Code::Jmp_rel32_64, SEARCH_DONE))?);
+    let mut none = pops()?;
+    none[0].set_ip(SEARCH_NONE);
+    code.extend(none);
+    Ok(code)
 }
 
 /// The bytes of an entry of a [`Miss::Learn`] table: the return address,
@@ -610,7 +680,7 @@ fn learn(table: u64, table_end: u64, other: Option<u64>, how: Increment) -> Resu
     count[0].set_ip(LEARN_FOUND);
     path.extend(count);
     path.push(op(Instruction::with1(Code::Pop_r64, Register::RCX))?);
-    path.push(op(Instruction::with_branch(Code::Jmp_rel32_64, Search::DONE))?);
+    path.push(op(Instruction::with_branch(Code::Jmp_rel32_64, SEARCH_DONE))?);
     let end = MemoryOperand::with_base_displ(Register::RIP, table_end as i64);
     path.push(labelled(op(Instruction::with2(Code::Add_rm64_imm8, Register::RCX, LEARNED_ENTRY as i32))?, LEARN_NEXT));
     path.push(op(Instruction::with2(Code::Cmp_r64_rm64, Register::RCX, end))?);
@@ -621,67 +691,6 @@ fn learn(table: u64, table_end: u64, other: Option<u64>, how: Increment) -> Resu
         None => path.push(Instruction::with(Code::Int3)),
     }
     Ok(path)
-}
-
-/// The tree of compares of an arc probe, over sites sorted by return
-/// address, the return address in RAX.
-struct Search<'a> {
-    list: &'a mut Vec<Instruction>,
-    sites: &'a [Site],
-    increment_by: Increment,
-}
-
-impl Search<'_> {
-    /// The end of the probe, where RAX is restored.
-    const DONE: u64 = LABEL;
-    /// The path of a return address no site has.
-    const MISS: u64 = LABEL + 1;
-
-    /// The label of the node of site `i`.
-    fn node_label(i: usize) -> u64 {
-        LABEL + 2 + 2 * i as u64
-    }
-
-    /// The label of the branch to a half after site `i`'s compare.
-    fn halves_label(i: usize) -> u64 {
-        LABEL + 3 + 2 * i as u64
-    }
-
-    /// The node of the middle of `sites[low..high]` (its first
-    /// instruction labelled `label`, if it is a branch target), followed
-    /// by the nodes of the higher half, which it falls into, and those of
-    /// the lower half.
-    fn node(&mut self, low: usize, high: usize, label: Option<u64>) -> Result<(), Unpatchable> {
-        if low == high {
-            return Ok(());
-        }
-        let mid = low + (high - low) / 2;
-        let (lower, higher) = (low < mid, mid + 1 < high);
-        let constant = MemoryOperand::with_base_displ(Register::RIP, (CONSTANT_LABEL + mid as u64) as i64);
-        let mut cmp = Instruction::with2(Code::Cmp_r64_rm64, Register::RAX, constant).map_err(unencodable)?;
-        cmp.set_ip(label.unwrap_or(0));
-        self.list.push(cmp);
-        let unequal = if lower || higher { Self::halves_label(mid) } else { Self::MISS };
-        self.list.push(Instruction::with_branch(Code::Jne_rel32_64, unequal).map_err(unencodable)?);
-        self.list.extend(increment(self.sites[mid].counter, self.increment_by)?);
-        self.list.push(Instruction::with_branch(Code::Jmp_rel32_64, Self::DONE).map_err(unencodable)?);
-        if !(lower || higher) {
-            return Ok(());
-        }
-        let below = if lower { Self::node_label(low + (mid - low) / 2) } else { Self::MISS };
-        let mut jb = Instruction::with_branch(Code::Jb_rel32_64, below).map_err(unencodable)?;
-        jb.set_ip(Self::halves_label(mid));
-        self.list.push(jb);
-        if higher {
-            self.node(mid + 1, high, None)?;
-        } else {
-            self.list.push(Instruction::with_branch(Code::Jmp_rel32_64, Self::MISS).map_err(unencodable)?);
-        }
-        if lower {
-            self.node(low, mid, Some(Self::node_label(low + (mid - low) / 2)))?;
-        }
-        Ok(())
-    }
 }
 
 /// Encodes a trampoline at address `at`: the probe, the `moved`
@@ -935,86 +944,121 @@ mod tests {
         assert_eq!(wider.tail_calls_to(0x1010).count(), 0, "a jump inside it");
     }
 
-    /// What the arc probe of trampoline `t` at `at` does with return
-    /// address `ret` (its increments and compares run as the processor
-    /// would, the constants read from the code): the counters it
-    /// increments, whether it ends at the trap, and how many compares it
-    /// made.
-    fn run_arc_probe(t: &Trampoline, at: u64, ret: u64) -> (Vec<u64>, bool, usize) {
-        let back = decode_all(&t.code, at);
-        let index_of = |ip: u64| back.iter().position(|i| i.ip() == ip).expect("a branch to an instruction");
-        let constant = |addr: u64| {
-            let offset = (addr - at) as usize;
-            u64::from_le_bytes(t.code[offset..offset + 8].try_into().unwrap())
-        };
-        let (mut counted, mut compares, mut flags) = (Vec::new(), 0, (false, false));
-        let mut n = back.iter().position(|i| i.code() == Code::Mov_r64_rm64).unwrap() + 1;
-        loop {
-            let insn = &back[n];
-            n += 1;
-            match insn.code() {
-                Code::Cmp_r64_rm64 => {
-                    compares += 1;
-                    let value = constant(insn.ip_rel_memory_address());
-                    flags = (ret == value, ret < value);
-                }
-                Code::Jne_rel8_64 | Code::Jne_rel32_64 if !flags.0 => n = index_of(insn.near_branch64()),
-                Code::Jb_rel8_64 | Code::Jb_rel32_64 if flags.1 => n = index_of(insn.near_branch64()),
-                Code::Jmp_rel8_64 | Code::Jmp_rel32_64 => n = index_of(insn.near_branch64()),
-                Code::Jne_rel8_64 | Code::Jne_rel32_64 | Code::Jb_rel8_64 | Code::Jb_rel32_64 => {}
-                Code::Inc_rm64 => counted.push(insn.memory_displacement64()),
-                Code::Int3 => return (counted, true, compares),
-                Code::Pop_r64 => return (counted, false, compares),
-                other => panic!("{other:?} in the arc probe"),
-            }
+    /// Calls `caller` (a `call <trampoline>; ret`) with the registers a
+    /// call leaves alone set, and asserts that they survive.
+    fn call_keeping_registers(caller: u64) {
+        let kept = [0x1111u64, 0x2222, 0x3333, 0x4444, 0x5555, 0x6666];
+        let (mut rax, mut rcx, mut rdx, mut r11) = (kept[0], kept[1], kept[2], kept[3]);
+        let (mut rbx, mut r12) = (kept[4], kept[5]);
+        // SAFETY: the caller and the trampoline it calls are code the test
+        // wrote into executable pages, which return.
+        unsafe {
+            std::arch::asm!(
+                // RBX, which asm! cannot name, through R13.
+                "xchg rbx, r13",
+                "call {f}",
+                "xchg rbx, r13",
+                f = in(reg) caller,
+                inout("r13") rbx,
+                inout("rax") rax,
+                inout("rcx") rcx,
+                inout("rdx") rdx,
+                inout("r11") r11,
+                inout("r12") r12,
+                clobber_abi("C"),
+            );
+        }
+        assert_eq!([rax, rcx, rdx, r11, rbx, r12], kept, "the registers after the call");
+    }
+
+    /// Writes `n` callers from `callers`, 6 bytes apart, each `call at;
+    /// ret`: caller k returns to `callers + 6k + 5`.
+    ///
+    /// # Safety
+    /// The callers' bytes must be writable memory of the test's.
+    unsafe fn write_callers(callers: u64, n: usize, at: u64) {
+        for k in 0..n as u64 {
+            let caller = callers + 6 * k;
+            let rel = (at as i64 - (caller + 5) as i64) as i32;
+            let mut call = [0xe8, 0, 0, 0, 0, 0xc3];
+            call[1..5].copy_from_slice(&rel.to_le_bytes());
+            // SAFETY: as the caller promises.
+            unsafe { std::ptr::copy_nonoverlapping(call.as_ptr(), caller as *mut u8, call.len()) };
         }
     }
 
     #[test]
-    fn arc_probe_searches_the_sites_then_traps() {
-        // push rbp; mov rbp,rsp; nop
-        let moved = entry_instructions(&[0x55, 0x48, 0x89, 0xe5, 0x90, 0x90], 0x1000, JUMP_LEN).unwrap();
-        let at = 0x7000_0000;
-        for count in [0usize, 1, 2, 3, 7, 32, 100, 333] {
-            // Sites given out of order, spread over two modules far apart.
-            let sites: Vec<Site> = (0..count as u64)
-                .map(|i| (i * 7919) % count as u64)
-                .map(|k| Site { ret: ((k % 2) << 44) + 0x5555_0000 + k * 13, counter: 0x7000_8000 + 8 * k })
-                .collect();
-            let probe =
-                Probe::Arcs { counter: 0x7000_2000, sites: &sites, miss: Miss::Trap, increment: Increment::Locked };
-            let t = build(at, probe, &moved, 0x1005).unwrap();
-            let depth = (usize::BITS - count.leading_zeros()) as usize;
-            for site in &sites {
-                let (counted, trapped, compares) = run_arc_probe(&t, at, site.ret);
-                assert_eq!((counted, trapped), (vec![site.counter], false), "{count} sites: {:#x}", site.ret);
-                assert!(compares <= depth, "{count} sites: {compares} compares");
+    fn arc_probe_searches_the_sites_then_misses() {
+        const PAGE: usize = 4096;
+        let len = 16 * PAGE;
+        // SAFETY: a fresh private mapping, unmapped at the end.
+        let base = unsafe {
+            let prot = libc::PROT_READ | libc::PROT_WRITE | libc::PROT_EXEC;
+            libc::mmap(std::ptr::null_mut(), len, prot, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0)
+        };
+        assert_ne!(base, libc::MAP_FAILED);
+        let (at, callers, counters) = (base as u64, base as u64 + 8 * PAGE as u64, base as u64 + 9 * PAGE as u64);
+        let counter = |slot: u64| counters + 8 * slot;
+        // SAFETY: inside the mapping.
+        let read = |slot: u64| unsafe { *(counter(slot) as *const u64) };
+        // push rbp; mov rbp,rsp; nop: the moved instructions, then ret at 0x1005.
+        let moved = entry_instructions(&[0x55, 0x48, 0x89, 0xe5, 0x90], 0x1000, JUMP_LEN).unwrap();
+        for how in [Increment::Unlocked, Increment::Locked] {
+            for count in [0usize, 1, 2, 3, 7, 32, 100, 333] {
+                // Callers 2k are the known sites, given out of order; the
+                // odd ones are strangers. Caller k calls k + 1 times.
+                let callers_n = 2 * count + 1;
+                let sites: Vec<Site> = (0..count as u64)
+                    .map(|i| (i * 7919) % count as u64)
+                    .map(|k| Site { ret: callers + 6 * (2 * k) + 5, counter: counter(2 + k) })
+                    .collect();
+                let miss = Miss::Count(counter(1));
+                let t = build(at, Probe::Arcs { counter: counter(0), sites: &sites, miss, increment: how }, &moved, 0)
+                    .unwrap();
+                // The moved `push rbp; mov rbp, rsp; nop`, then a jump to 0:
+                // run the probe alone, the moved code replaced by `ret`.
+                let back = decode_all(&t.code, at);
+                let moved_push =
+                    back.iter().position(|i| i.code() == Code::Push_r64 && i.op0_register() == Register::RBP);
+                let ret_at = (back[moved_push.expect("the moved push rbp")].ip() - at) as usize;
+                assert!(ret_at + 4 <= t.code.len() && t.trap.is_none());
+                // SAFETY: the code fits its 8 pages, the callers theirs; the
+                // counters are zeroed before each build's run.
+                unsafe {
+                    std::ptr::write_bytes(counters as *mut u8, 0, PAGE);
+                    std::ptr::copy_nonoverlapping(t.code.as_ptr(), at as *mut u8, t.code.len());
+                    *((at as usize + ret_at) as *mut u8) = 0xc3;
+                    write_callers(callers, callers_n, at);
+                }
+                for k in 0..callers_n {
+                    for _ in 0..=k {
+                        call_keeping_registers(callers + 6 * k as u64);
+                    }
+                }
+                let calls: u64 = (1..=callers_n as u64).sum();
+                assert_eq!(read(0), calls, "{how:?}, {count} sites: every call");
+                let known: Vec<u64> = (0..count as u64).map(|k| read(2 + k)).collect();
+                assert_eq!(known, (0..count as u64).map(|k| 2 * k + 1).collect::<Vec<_>>(), "{how:?}, {count} sites");
+                let strangers: u64 =
+                    (0..callers_n as u64).filter(|k| k % 2 == 1 || *k == 2 * count as u64).map(|k| k + 1).sum();
+                assert_eq!(read(1), strangers, "{how:?}, {count} sites: the others");
             }
-            for stranger in [0, 0x5555_0001, 0x5555_0000 + 13 * count as u64, 1 << 44, u64::MAX] {
-                let (counted, trapped, compares) = run_arc_probe(&t, at, stranger);
-                assert_eq!((counted, trapped), (vec![], true), "{count} sites: {stranger:#x} traps");
-                assert!(compares <= depth);
-            }
-            let offset = |n: u64| n - at;
-            let back = decode_all(&t.code, at);
-            assert_eq!(t.trap, back.iter().find(|i| i.code() == Code::Int3).map(|i| offset(i.ip())));
-            let moved_push = back.iter().position(|i| i.code() == Code::Push_r64 && i.op0_register() == Register::RBP);
-            let jump_back = &back[moved_push.expect("the moved push rbp") + 3];
-            assert_eq!(jump_back.near_branch64(), 0x1005, "the moved instructions, then the jump back");
-            let constants = &t.code[(jump_back.next_ip() - at) as usize..];
-            let start = constants.len() - 8 * count;
-            assert!(constants[..start].iter().all(|&b| b == 0xcc), "only padding before the constants");
-            assert!(count == 0 || (t.code.len() - 8 * count).is_multiple_of(8), "the constants 8-byte aligned");
         }
-        let counted = build(
-            at,
-            Probe::Arcs { counter: 1 << 30, sites: &[], miss: Miss::Count(0x7000_4000), increment: Increment::Locked },
-            &moved,
-            0x1005,
-        )
-        .unwrap();
-        assert_eq!(counted.trap, None);
-        assert_eq!(run_arc_probe(&counted, at, 0x1234), (vec![0x7000_4000], false, 0), "no site: the other sites");
+        // SAFETY: the mapping made above, no longer used.
+        unsafe { libc::munmap(base, len) };
+        // A miss that traps finds the search's registers popped, the
+        // return address above the saved RAX.
+        let sites = [Site { ret: 0x5555_3000, counter: 0x7000_3008 }];
+        let probe = Probe::Arcs { counter: 0x7000_2000, sites: &sites, miss: Miss::Trap, increment: Increment::Locked };
+        let t = build(0x7000_0000, probe, &moved, 0x1005).unwrap();
+        let back = decode_all(&t.code, 0x7000_0000);
+        let trap = back.iter().position(|i| i.code() == Code::Int3).expect("a trap");
+        assert_eq!(t.trap, Some(back[trap].ip() - 0x7000_0000));
+        assert_eq!((back[trap - 1].code(), back[trap - 1].op0_register()), (Code::Pop_r64, Register::RCX));
+        assert_eq!((back[trap + 1].code(), back[trap + 1].op0_register()), (Code::Pop_r64, Register::RAX));
+        let constants = &t.code[t.code.len() - 16..];
+        assert_eq!(constants, [0x5555_3000u64.to_le_bytes(), 0x7000_3008u64.to_le_bytes()].concat(), "the pair");
+        assert!((t.code.len() - 16).is_multiple_of(8), "the constants 8-byte aligned");
     }
 
     /// The counter copies and their stride in [`learns_new_sites_without_a_stop`].
@@ -1049,38 +1093,14 @@ mod tests {
         let unlocked = if how == Increment::Unlocked { 5 } else { 0 };
         assert_eq!(t.unlocked.len(), unlocked);
         assert!(t.unlocked.iter().all(|&u| t.code[u as usize] == UNLOCKED_PREFIX));
-        // SAFETY: the code and the callers fit their pages; each caller is
-        // `call <trampoline>; ret`, called with the registers it keeps named.
+        // SAFETY: the code and the callers fit their pages.
         unsafe {
             std::ptr::copy_nonoverlapping(t.code.as_ptr(), at as *mut u8, t.code.len());
-            for k in 0..sites as u64 {
-                let caller = callers + 6 * k;
-                let rel = (at as i64 - (caller + 5) as i64) as i32;
-                let mut call = [0xe8, 0, 0, 0, 0, 0xc3];
-                call[1..5].copy_from_slice(&rel.to_le_bytes());
-                std::ptr::copy_nonoverlapping(call.as_ptr(), caller as *mut u8, call.len());
-            }
-            for k in 0..sites as u64 {
-                for _ in 0..=k {
-                    let kept = [0x1111u64, 0x2222, 0x3333, 0x4444, 0x5555, 0x6666];
-                    let (mut rax, mut rcx, mut rdx, mut r11) = (kept[0], kept[1], kept[2], kept[3]);
-                    let (mut rbx, mut r12) = (kept[4], kept[5]);
-                    std::arch::asm!(
-                        // RBX, which asm! cannot name, through R13.
-                        "xchg rbx, r13",
-                        "call {f}",
-                        "xchg rbx, r13",
-                        f = in(reg) callers + 6 * k,
-                        inout("r13") rbx,
-                        inout("rax") rax,
-                        inout("rcx") rcx,
-                        inout("rdx") rdx,
-                        inout("r11") r11,
-                        inout("r12") r12,
-                        clobber_abi("C"),
-                    );
-                    assert_eq!([rax, rcx, rdx, r11, rbx, r12], kept, "the registers after the call");
-                }
+            write_callers(callers, sites, at);
+        }
+        for k in 0..sites as u64 {
+            for _ in 0..=k {
+                call_keeping_registers(callers + 6 * k);
             }
         }
         let copies = if matches!(how, Increment::PerCpu { .. }) { COPIES } else { 1 };
@@ -1151,6 +1171,8 @@ mod tests {
         let probe = Probe::Arcs { counter: 0x7000_2000, sites: &sites, miss: Miss::Count(0x7000_4000), increment };
         let t = build(0x7000_0000, probe, &moved, 0x1005).unwrap();
         assert!(t.code.len() <= MAX_ARC_TRAMPOLINE, "{} bytes", t.code.len());
+        let code = t.code.len() - 16 * MAX_ARC_SITES;
+        assert!(code < 256, "{code} bytes of code beside 16 bytes a site: the same for any number of sites");
     }
 
     #[test]
@@ -1180,7 +1202,7 @@ mod tests {
         let incs: Vec<&Instruction> = back.iter().filter(|i| i.code() == Code::Inc_rm64).collect();
         assert_eq!(incs.len(), 2);
         assert!(incs.iter().all(|i| i.has_lock_prefix()));
-        assert_eq!(incs[1].memory_displacement64(), 0x7000_3008, "the same operand after the change");
+        assert_eq!(incs[1].memory_base(), Register::RCX, "the same operand after the change");
     }
 
     #[test]
