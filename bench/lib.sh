@@ -79,7 +79,8 @@ have_valgrind() {
 # per_update PERFTEST CONFIG...: the ns per region update, and where
 # valgrind is present the instructions, of an annotation perftest
 # (cali-annotation-perftest or c-annotation-perftest: same options) under
-# each CONFIG, "LABEL|CALI_CONFIG|OPTIONS" (OPTIONS after -d 10 -w 20 -i N),
+# each CONFIG, "LABEL|ENVIRONMENT|OPTIONS" (ENVIRONMENT: NAME=VALUE words
+# such as CALI_CONFIG=runtime-report; OPTIONS after -d 10 -w 20 -i N),
 # the configs taking turns run after run. Instructions are counted by
 # callgrind as the difference between two iteration counts, so that
 # start-up and flush do not count; they do not swing with the machine's
@@ -87,13 +88,13 @@ have_valgrind() {
 per_update() {
     local binary=$1
     shift
-    local config label caliper_config options n figure small large a b
+    local config label environment options n figure small large a b
     local -A ns
     # perftest_cmd CONFIG ITERATIONS: the perftest's command line, into `cmd`.
     perftest_cmd() {
-        IFS='|' read -r label caliper_config options <<<"$1"
-        # shellcheck disable=SC2206 # options are words
-        cmd=(env ${caliper_config:+CALI_CONFIG=$caliper_config} "$binary" -d 10 -w 20 -i "$2" $options)
+        IFS='|' read -r label environment options <<<"$1"
+        # shellcheck disable=SC2206 # the environment and options are words
+        cmd=(env $environment "$binary" -d 10 -w 20 -i "$2" $options)
     }
     for ((r = 0; r < runs; r++)); do
         for config in "$@"; do

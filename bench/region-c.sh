@@ -12,5 +12,5 @@ gcc -O2 -Icrates/caliper-c/include -o "$scratch/c-annotation-perftest" examples/
     -L"$target/release" -lcaliper -Wl,-rpath,"$(realpath "$target/release")"
 per_update "$scratch/c-annotation-perftest" \
     "nothing measured||" \
-    "runtime-report|runtime-report,output=/dev/null|-x 0" \
+    "runtime-report|CALI_CONFIG=runtime-report,output=/dev/null|-x 0" \
     "aggregate,event,timer (fused path)||-x 1 -P aggregate,event,timer"

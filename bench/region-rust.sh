@@ -13,7 +13,9 @@ source "$(dirname "$0")/lib.sh"
 cargo build --quiet --release -p caliper-cli --bin cali-annotation-perftest
 per_update "$target/release/cali-annotation-perftest" \
     "nothing measured||" \
-    "runtime-report|runtime-report,output=/dev/null|-x 0" \
-    "event-trace|event-trace,output=/dev/null|-x 0" \
-    "aggregate,event,timer (fused path)||-P aggregate,event,timer"
+    "runtime-report|CALI_CONFIG=runtime-report,output=/dev/null|-x 0" \
+    "event-trace|CALI_CONFIG=event-trace,output=/dev/null|-x 0" \
+    "aggregate,event,timer (fused path)||-P aggregate,event,timer" \
+    "aggregate,event,timer,pthread||-P aggregate,event,timer,pthread" \
+    "aggregate,event,timer and a region counter (measurement_template)|CALI_MEASUREMENT_TEMPLATE_NAMES=a|-P aggregate,event,timer,measurement_template"
 
