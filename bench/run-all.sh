@@ -8,7 +8,7 @@
 #                               scripts/test-all.sh; the figures mean nothing)
 set -euo pipefail
 cd "$(dirname "$0")"
-for script in region-rust region-c region-python region-tracing sampling cali-run query memory; do
+for script in region-rust region-c region-python region-tracing sampling cali-run query memory mpi; do
     echo "== bench/$script.sh $*"
     out=$("./$script.sh" "$@")
     echo "$out"
