@@ -82,9 +82,9 @@ have_valgrind() {
 # each CONFIG, "LABEL|ENVIRONMENT|OPTIONS" (ENVIRONMENT: NAME=VALUE words
 # such as CALI_CONFIG=runtime-report; OPTIONS after -d 10 -w 20 -i N),
 # the configs taking turns run after run. Instructions are counted by
-# callgrind as the difference between two iteration counts, so that
-# start-up and flush do not count; they do not swing with the machine's
-# load as times do.
+# callgrind as the difference between two iteration counts, so that what a
+# run pays once (start-up, exit) cancels out; they do not swing with the
+# machine's load as times do.
 per_update() {
     local binary=$1
     shift
