@@ -518,15 +518,19 @@ fn unencodable(e: iced_x86::IcedError) -> Unpatchable {
 }
 
 /// The arc-counting part of a trampoline, in `list`: RAX saved, the
-/// return address loaded into it and searched for by halving a table of
-/// (return address, counter address) pairs, one per site of `sites`
-/// (sorted here by return address): found, its counter incremented; not
-/// found, the `miss` path. The table is the probe's constants (after the
-/// trampoline's code), pair N's return address at `CONSTANT_LABEL + 2N`:
-/// they are returned with the index of the trap, if any. The code is the
-/// same for any number of sites, each of which adds 16 bytes of
-/// constants, so that the trampolines of a module whose functions know
-/// hundreds of thousands of call sites are built and written quickly.
+/// return address loaded into it and searched for among `sites`' (sorted
+/// here by return address): found, the site's counter incremented; not
+/// found, the `miss` path. Up to [`TREE_SITES`] sites, in a tree of
+/// compares (see [`Search`]), the return addresses the probe's constants
+/// (after the trampoline's code), the Nth at `CONSTANT_LABEL + N`; more,
+/// by halving a table of (return address, counter address) pairs in the
+/// constants (see [`search`]). The constants are returned with the index
+/// of the trap, if any.
+///
+/// The tree is the faster at run time; the table's code is the same for
+/// any number of sites, each of which adds 16 bytes of constants, so that
+/// the trampolines of a module whose functions know hundreds of thousands
+/// of call sites are built and written quickly.
 fn arc_probe(
     list: &mut Vec<Instruction>,
     sites: &[Site],
@@ -538,10 +542,14 @@ fn arc_probe(
     list.push(Instruction::with1(Code::Push_r64, Register::RAX).map_err(unencodable)?);
     let ret = MemoryOperand::with_base_displ(Register::RSP, 8);
     list.push(Instruction::with2(Code::Mov_r64_rm64, Register::RAX, ret).map_err(unencodable)?);
-    if !sorted.is_empty() {
+    let mut constants: Vec<u64> = if sorted.len() <= TREE_SITES {
+        let mut tree = Search { list, sites: &sorted, increment_by };
+        tree.node(0, sorted.len(), None)?;
+        sorted.iter().map(|s| s.ret).collect()
+    } else {
         list.extend(search(sorted.len(), increment_by)?);
-    }
-    let mut constants: Vec<u64> = sorted.iter().flat_map(|s| [s.ret, s.counter]).collect();
+        sorted.iter().flat_map(|s| [s.ret, s.counter]).collect()
+    };
     let mut on_miss = match miss {
         Miss::Trap => vec![Instruction::with(Code::Int3)],
         Miss::Count(counter) => increment(counter, increment_by)?,
@@ -559,14 +567,21 @@ fn arc_probe(
     Ok((trap, constants))
 }
 
+/// The most sites an arc probe searches in a tree of compares: four
+/// compares at most, where the table's search takes about as many rounds
+/// of ten instructions each.
+const TREE_SITES: usize = 16;
+
 /// The labels of an arc probe's branch targets: its end, where RAX is
-/// restored; the path of a return address no site has; the search's.
+/// restored; the path of a return address no site has; the search's; the
+/// tree's, from `TREE_LABEL`.
 const SEARCH_DONE: u64 = LABEL;
 const SEARCH_MISS: u64 = LABEL + 1;
 const SEARCH_LOOP: u64 = LABEL + 2;
 const SEARCH_LOWER: u64 = LABEL + 3;
 const SEARCH_FOUND: u64 = LABEL + 4;
 const SEARCH_NONE: u64 = LABEL + 5;
+const TREE_LABEL: u64 = LABEL + 6;
 
 /// The search of an arc probe over a table of `sites` pairs, the return
 /// address in RAX (saved): RCX holds the start of the range left, RDX its
@@ -693,6 +708,62 @@ fn learn(table: u64, table_end: u64, other: Option<u64>, how: Increment) -> Resu
     Ok(path)
 }
 
+/// The tree of compares of an arc probe, over sites sorted by return
+/// address, the return address in RAX.
+struct Search<'a> {
+    list: &'a mut Vec<Instruction>,
+    sites: &'a [Site],
+    increment_by: Increment,
+}
+
+impl Search<'_> {
+    /// The label of the node of site `i`.
+    fn node_label(i: usize) -> u64 {
+        TREE_LABEL + 2 * i as u64
+    }
+
+    /// The label of the branch to a half after site `i`'s compare.
+    fn halves_label(i: usize) -> u64 {
+        TREE_LABEL + 1 + 2 * i as u64
+    }
+
+    /// The node of the middle of `sites[low..high]` (its first
+    /// instruction labelled `label`, if it is a branch target), followed
+    /// by the nodes of the higher half, which it falls into, and those of
+    /// the lower half.
+    fn node(&mut self, low: usize, high: usize, label: Option<u64>) -> Result<(), Unpatchable> {
+        if low == high {
+            return Ok(());
+        }
+        let mid = low + (high - low) / 2;
+        let (lower, higher) = (low < mid, mid + 1 < high);
+        let constant = MemoryOperand::with_base_displ(Register::RIP, (CONSTANT_LABEL + mid as u64) as i64);
+        let mut cmp = Instruction::with2(Code::Cmp_r64_rm64, Register::RAX, constant).map_err(unencodable)?;
+        cmp.set_ip(label.unwrap_or(0));
+        self.list.push(cmp);
+        let unequal = if lower || higher { Self::halves_label(mid) } else { SEARCH_MISS };
+        self.list.push(Instruction::with_branch(Code::Jne_rel32_64, unequal).map_err(unencodable)?);
+        self.list.extend(increment(self.sites[mid].counter, self.increment_by)?);
+        self.list.push(Instruction::with_branch(Code::Jmp_rel32_64, SEARCH_DONE).map_err(unencodable)?);
+        if !(lower || higher) {
+            return Ok(());
+        }
+        let below = if lower { Self::node_label(low + (mid - low) / 2) } else { SEARCH_MISS };
+        let mut jb = Instruction::with_branch(Code::Jb_rel32_64, below).map_err(unencodable)?;
+        jb.set_ip(Self::halves_label(mid));
+        self.list.push(jb);
+        if higher {
+            self.node(mid + 1, high, None)?;
+        } else {
+            self.list.push(Instruction::with_branch(Code::Jmp_rel32_64, SEARCH_MISS).map_err(unencodable)?);
+        }
+        if lower {
+            self.node(low, mid, Some(Self::node_label(low + (mid - low) / 2)))?;
+        }
+        Ok(())
+    }
+}
+
 /// Encodes a trampoline at address `at`: the probe, the `moved`
 /// instructions (decoded at their original addresses), a jump to
 /// `resume`, and the probe's constants, 8-byte aligned.
@@ -754,10 +825,57 @@ struct ProbeCode {
     fixups: Vec<(usize, u64, u64)>,
 }
 
+/// An instruction's bytes, with the offsets of its 32-bit immediate (if
+/// it has one) and of its displacement.
+#[derive(Debug, Clone)]
+struct Encoding {
+    bytes: Vec<u8>,
+    immediate: Option<usize>,
+    displacement: usize,
+}
+
+thread_local! {
+    /// The encodings of the probe instructions whose bytes do not depend
+    /// on their address, each labelled operand at the instruction itself
+    /// (a few hundred forms): every arc trampoline has the same search,
+    /// which the encoder took most of a trampoline's build to encode.
+    static ENCODINGS: std::cell::RefCell<HashMap<Instruction, Encoding>> = Default::default();
+}
+
+impl Encoding {
+    /// `insn` encoded at `ip` by `encoder`.
+    fn of(encoder: &mut Encoder, insn: &Instruction, ip: u64) -> Result<Encoding, Unpatchable> {
+        encoder.encode(insn, ip).map_err(unencodable)?;
+        let constants = encoder.get_constant_offsets();
+        let immediate = (constants.immediate_size() == 4).then(|| constants.immediate_offset());
+        Ok(Encoding { bytes: encoder.take_buffer(), immediate, displacement: constants.displacement_offset() })
+    }
+
+    /// `placed`, whose labelled operands are at its own address, encoded
+    /// (once per form): at address 0, its operands there too, it has the
+    /// same bytes.
+    fn cached(placed: &Instruction) -> Result<Encoding, Unpatchable> {
+        let mut form = *placed;
+        if form.op0_kind() == OpKind::NearBranch64 {
+            form.set_near_branch64(0);
+        }
+        if form.is_ip_rel_memory_operand() {
+            form.set_memory_displacement64(0);
+        }
+        if let Some(known) = ENCODINGS.with(|e| e.borrow().get(&form).cloned()) {
+            return Ok(known);
+        }
+        let encoded = Encoding::of(&mut Encoder::new(64), &form, 0)?;
+        ENCODINGS.with(|e| e.borrow_mut().insert(form, encoded.clone()));
+        Ok(encoded)
+    }
+}
+
 impl ProbeCode {
     /// `list` encoded from `at`, its references to labels not filled in.
     fn encode(list: &[Instruction], at: u64) -> Result<ProbeCode, Unpatchable> {
         let mut encoder = Encoder::new(64);
+        let mut code = Vec::new();
         let (mut offsets, mut labels, mut fixups) = (Vec::with_capacity(list.len()), HashMap::new(), Vec::new());
         let mut offset = 0;
         for insn in list {
@@ -776,22 +894,26 @@ impl ProbeCode {
                 placed.set_memory_displacement64(ip);
                 insn.memory_displacement64()
             });
-            let len = encoder.encode(&placed, ip).map_err(unencodable)? as u64;
-            let constants = encoder.get_constant_offsets();
-            let end = offset + len;
+            // Its bytes do not depend on its address unless it reaches
+            // an address that is no label.
+            let absolute = insn.is_ip_rel_memory_operand() && memory.is_none()
+                || insn.op0_kind() == OpKind::NearBranch64 && branch.is_none();
+            let encoded = if absolute { Encoding::of(&mut encoder, &placed, ip)? } else { Encoding::cached(&placed)? };
+            code.extend_from_slice(&encoded.bytes);
+            let end = offset + encoded.bytes.len() as u64;
             if let Some(label) = branch {
-                if constants.immediate_size() != 4 {
-                    return Err(Unpatchable::Unencodable("a probe branch without a 32-bit offset".into()));
-                }
-                fixups.push((offset as usize + constants.immediate_offset(), end, label));
+                let immediate = encoded
+                    .immediate
+                    .ok_or_else(|| Unpatchable::Unencodable("a probe branch without a 32-bit offset".into()))?;
+                fixups.push((offset as usize + immediate, end, label));
             }
             if let Some(label) = memory {
-                fixups.push((offset as usize + constants.displacement_offset(), end, label));
+                fixups.push((offset as usize + encoded.displacement, end, label));
             }
             offsets.push(offset);
             offset = end;
         }
-        Ok(ProbeCode { at, code: encoder.take_buffer(), offsets, labels, fixups })
+        Ok(ProbeCode { at, code, offsets, labels, fixups })
     }
 
     /// The address past the code.
@@ -1004,7 +1126,7 @@ mod tests {
         // push rbp; mov rbp,rsp; nop: the moved instructions, then ret at 0x1005.
         let moved = entry_instructions(&[0x55, 0x48, 0x89, 0xe5, 0x90], 0x1000, JUMP_LEN).unwrap();
         for how in [Increment::Unlocked, Increment::Locked] {
-            for count in [0usize, 1, 2, 3, 7, 32, 100, 333] {
+            for count in [0usize, 1, 2, 3, 7, TREE_SITES, TREE_SITES + 1, 100, 333] {
                 // Callers 2k are the known sites, given out of order; the
                 // odd ones are strangers. Caller k calls k + 1 times.
                 let callers_n = 2 * count + 1;
@@ -1046,9 +1168,10 @@ mod tests {
         }
         // SAFETY: the mapping made above, no longer used.
         unsafe { libc::munmap(base, len) };
-        // A miss that traps finds the search's registers popped, the
+        // A miss that traps finds the table search's registers popped, the
         // return address above the saved RAX.
-        let sites = [Site { ret: 0x5555_3000, counter: 0x7000_3008 }];
+        let sites: Vec<Site> =
+            (0..=TREE_SITES as u64).map(|k| Site { ret: 0x5555_3000 + k, counter: 0x7000_3008 + 8 * k }).collect();
         let probe = Probe::Arcs { counter: 0x7000_2000, sites: &sites, miss: Miss::Trap, increment: Increment::Locked };
         let t = build(0x7000_0000, probe, &moved, 0x1005).unwrap();
         let back = decode_all(&t.code, 0x7000_0000);
@@ -1057,7 +1180,9 @@ mod tests {
         assert_eq!((back[trap - 1].code(), back[trap - 1].op0_register()), (Code::Pop_r64, Register::RCX));
         assert_eq!((back[trap + 1].code(), back[trap + 1].op0_register()), (Code::Pop_r64, Register::RAX));
         let constants = &t.code[t.code.len() - 16..];
-        assert_eq!(constants, [0x5555_3000u64.to_le_bytes(), 0x7000_3008u64.to_le_bytes()].concat(), "the pair");
+        let last = TREE_SITES as u64;
+        let pair = [(0x5555_3000 + last).to_le_bytes(), (0x7000_3008 + 8 * last).to_le_bytes()].concat();
+        assert_eq!(constants, pair, "the last pair");
         assert!((t.code.len() - 16).is_multiple_of(8), "the constants 8-byte aligned");
     }
 
@@ -1202,7 +1327,7 @@ mod tests {
         let incs: Vec<&Instruction> = back.iter().filter(|i| i.code() == Code::Inc_rm64).collect();
         assert_eq!(incs.len(), 2);
         assert!(incs.iter().all(|i| i.has_lock_prefix()));
-        assert_eq!(incs[1].memory_base(), Register::RCX, "the same operand after the change");
+        assert_eq!(incs[1].memory_displacement64(), 0x7000_3008, "the same operand after the change");
     }
 
     #[test]

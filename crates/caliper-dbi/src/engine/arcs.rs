@@ -94,13 +94,6 @@ impl SiteList {
     }
 }
 
-/// The counter slot of each call site an arc trampoline knows, by
-/// (callee, the analysis of the caller's module, the return address in
-/// that module's file): every process that runs a module counts a site's
-/// calls in one slot (a compiler driver, its compiler and its assembler
-/// each load the C library), and its arc joins the slot once.
-pub(super) type SiteSlots = HashMap<(usize, usize, u64), usize>;
-
 /// Module files read, by path (see [`Engine::call_site_of`]).
 type Files = HashMap<PathBuf, Vec<u8>>;
 
@@ -254,7 +247,7 @@ impl Engine {
             list.other = self.counters.allocate();
         } else if !self.give_table(&mut list, table)
             && let Some(ret) = ret.filter(|&r| !list.knows(r))
-            && self.add_site(&mut list, image_id, ret, None)
+            && self.add_site(&mut list, ret, None)
         {
             list.learned += 1;
         }
@@ -287,7 +280,7 @@ impl Engine {
         let crowded = in_code.len() > MAX_CODE_SITES;
         in_code.truncate(MAX_CODE_SITES);
         for ret in in_code {
-            if !self.add_site(list, image_id, ret, Some(ret.wrapping_sub(CALL_REL32_LEN))) {
+            if !self.add_site(list, ret, Some(ret.wrapping_sub(CALL_REL32_LEN))) {
                 return None;
             }
         }
@@ -406,10 +399,9 @@ impl Engine {
         let tables = self.sites.values().filter(|list| list.table.is_some()).count();
         let slots = crate::counters::SLOTS - self.counters.free();
         eprintln!(
-            "== CALIPER: cali-run: arcs: {} trampolines know {sites} call sites ({} distinct), {tables} with a table \
-             of learned sites; {} arc records; {slots} of {} counter slots taken",
+            "== CALIPER: cali-run: arcs: {} trampolines know {sites} call sites, {tables} with a table of learned \
+             sites; {} arc records; {slots} of {} counter slots taken",
             self.sites.len(),
-            self.site_slots.len(),
             self.arcs.records.len(),
             crate::counters::SLOTS
         );
@@ -418,22 +410,8 @@ impl Engine {
     /// Adds the site returning to `ret`, its call at `call` where the code
     /// shows it, to `list`, with a counter of its own; false when no
     /// counter slot is left.
-    fn add_site(&mut self, list: &mut SiteList, image_id: usize, ret: u64, call: Option<u64>) -> bool {
-        let image = &self.images[&image_id];
-        let key = image.module_of(ret.wrapping_sub(1)).map(|m| {
-            let module = &image.modules[m];
-            (list.function, Arc::as_ptr(&module.info) as usize, ret.wrapping_sub(module.bias))
-        });
-        let count = match key.and_then(|key| self.site_slots.get(&key)) {
-            Some(&count) => count,
-            None => {
-                let Some(count) = self.counters.allocate() else { return false };
-                if let Some(key) = key {
-                    self.site_slots.insert(key, count);
-                }
-                count
-            }
-        };
+    fn add_site(&mut self, list: &mut SiteList, ret: u64, call: Option<u64>) -> bool {
+        let Some(count) = self.counters.allocate() else { return false };
         list.sites.push((KnownSite { ret, count }, call));
         true
     }
@@ -488,13 +466,13 @@ impl Engine {
             let room = MAX_CODE_SITES.saturating_sub(list.sites.len() - list.learned);
             let joining: Vec<u64> = shown.into_iter().filter(|&r| !list.knows(r)).take(room).collect();
             for site in joining {
-                if !self.add_site(&mut list, image_id, site, Some(site - CALL_REL32_LEN)) {
+                if !self.add_site(&mut list, site, Some(site - CALL_REL32_LEN)) {
                     return;
                 }
             }
         }
         if !list.knows(ret) && !full {
-            if !self.add_site(&mut list, image_id, ret, None) {
+            if !self.add_site(&mut list, ret, None) {
                 return;
             }
             list.learned += 1;
