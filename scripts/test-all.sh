@@ -83,16 +83,19 @@ echo "== the performance page's bench scripts, at tiny counts (bench/run-all.sh 
 bench/run-all.sh --smoke
 echo "== release build"
 cargo build --workspace --release
-echo "== tests"
-cargo test --workspace
-cargo build -p caliper-mpi --features rsmpi --example rsmpi
-cargo test -p caliper-mpi --features rsmpi --test mpi rust_programs_on_the_mpi_crate
-echo "== pycaliper: the wheel, built with maturin and installed in $venv, and its tests"
+# The guide's Python examples (crates/caliper-c/tests/docs_examples) run
+# with the pycaliper wheel of this tree.
+echo "== pycaliper: the wheel, built with maturin and installed in $venv"
 target=${CARGO_TARGET_DIR:-target}
 rm -rf "$target/wheels/pycaliper"
 "$venv/bin/maturin" build --quiet --release -m crates/caliper-python/Cargo.toml \
     -i "$venv/bin/python" -o "$target/wheels/pycaliper"
 "$venv/bin/python" -m pip install --quiet --force-reinstall --no-deps "$target"/wheels/pycaliper/*.whl
+echo "== tests"
+cargo test --workspace
+cargo build -p caliper-mpi --features rsmpi --example rsmpi
+cargo test -p caliper-mpi --features rsmpi --test mpi rust_programs_on_the_mpi_crate
+echo "== pycaliper: its tests"
 CALIPER_TOOLS_DIR="$target/release" "$venv/bin/python" -m pytest -q crates/caliper-python/tests
 echo "== caliper.dbi: the package installed in $venv, its tests on the release libcaliper_dbi.so and cali-run"
 "$venv/bin/python" -m pip install --quiet --force-reinstall --no-deps crates/caliper-dbi/python
