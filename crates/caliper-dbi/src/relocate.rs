@@ -825,30 +825,73 @@ struct ProbeCode {
     fixups: Vec<(usize, u64, u64)>,
 }
 
-/// An instruction's bytes, with the offsets of its 32-bit immediate (if
-/// it has one) and of its displacement.
-#[derive(Debug, Clone)]
+/// An instruction's bytes (the first `len` of `bytes`), with the offsets
+/// of its 32-bit immediate (if it has one) and of its displacement.
+#[derive(Debug, Clone, Copy)]
 struct Encoding {
-    bytes: Vec<u8>,
+    bytes: [u8; 15],
+    len: usize,
     immediate: Option<usize>,
     displacement: usize,
 }
+
+/// The hasher of the encodings' keys: a multiply and a rotate a word
+/// (SipHash, over an instruction's fields, took longer than the encoding
+/// it saves).
+#[derive(Default)]
+struct FormHasher(u64);
+
+impl std::hash::Hasher for FormHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u8(&mut self, n: u8) {
+        self.write_u64(u64::from(n));
+    }
+
+    fn write_u16(&mut self, n: u16) {
+        self.write_u64(u64::from(n));
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(u64::from(n));
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type Forms = HashMap<Instruction, Encoding, std::hash::BuildHasherDefault<FormHasher>>;
 
 thread_local! {
     /// The encodings of the probe instructions whose bytes do not depend
     /// on their address, each labelled operand at the instruction itself
     /// (a few hundred forms): every arc trampoline has the same search,
     /// which the encoder took most of a trampoline's build to encode.
-    static ENCODINGS: std::cell::RefCell<HashMap<Instruction, Encoding>> = Default::default();
+    static ENCODINGS: std::cell::RefCell<Forms> = Default::default();
 }
 
 impl Encoding {
     /// `insn` encoded at `ip` by `encoder`.
     fn of(encoder: &mut Encoder, insn: &Instruction, ip: u64) -> Result<Encoding, Unpatchable> {
-        encoder.encode(insn, ip).map_err(unencodable)?;
+        let len = encoder.encode(insn, ip).map_err(unencodable)?;
         let constants = encoder.get_constant_offsets();
         let immediate = (constants.immediate_size() == 4).then(|| constants.immediate_offset());
-        Ok(Encoding { bytes: encoder.take_buffer(), immediate, displacement: constants.displacement_offset() })
+        let mut bytes = [0; 15];
+        bytes[..len].copy_from_slice(&encoder.take_buffer());
+        Ok(Encoding { bytes, len, immediate, displacement: constants.displacement_offset() })
     }
 
     /// `placed`, whose labelled operands are at its own address, encoded
@@ -862,11 +905,11 @@ impl Encoding {
         if form.is_ip_rel_memory_operand() {
             form.set_memory_displacement64(0);
         }
-        if let Some(known) = ENCODINGS.with(|e| e.borrow().get(&form).cloned()) {
+        if let Some(known) = ENCODINGS.with(|e| e.borrow().get(&form).copied()) {
             return Ok(known);
         }
         let encoded = Encoding::of(&mut Encoder::new(64), &form, 0)?;
-        ENCODINGS.with(|e| e.borrow_mut().insert(form, encoded.clone()));
+        ENCODINGS.with(|e| e.borrow_mut().insert(form, encoded));
         Ok(encoded)
     }
 }
@@ -899,8 +942,8 @@ impl ProbeCode {
             let absolute = insn.is_ip_rel_memory_operand() && memory.is_none()
                 || insn.op0_kind() == OpKind::NearBranch64 && branch.is_none();
             let encoded = if absolute { Encoding::of(&mut encoder, &placed, ip)? } else { Encoding::cached(&placed)? };
-            code.extend_from_slice(&encoded.bytes);
-            let end = offset + encoded.bytes.len() as u64;
+            code.extend_from_slice(&encoded.bytes[..encoded.len]);
+            let end = offset + encoded.len as u64;
             if let Some(label) = branch {
                 let immediate = encoded
                     .immediate
