@@ -38,7 +38,7 @@ pub(super) const SPEC: ServiceSpec = ServiceSpec {
     name: "libpfm",
     aliases: &[],
     description: "Count hardware and software events per snapshot through perf_event_open (libpfm.counter.<event>)",
-    stage: Stage::Other,
+    stage: Stage::Trigger,
     settings: &[
         SettingSpec {
             key: "events",
