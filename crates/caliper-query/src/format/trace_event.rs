@@ -72,37 +72,17 @@ impl TraceEventFormatter {
         while self.categories.len() <= attr {
             self.categories.push(quote(self.timeline.target_name(self.categories.len())));
         }
-        self.event.clear();
-        write!(
-            self.event,
-            "{{\"pid\": {pid}, \"tid\": {tid}, \"ph\": \"X\", \"name\": {}, \"cat\": {}, \"ts\": ",
-            self.names[value], self.categories[attr],
-        )
-        .expect("write to String");
-        push_json_float(&mut self.event, begin_us);
-        self.event.push_str(", \"dur\": ");
-        push_json_float(&mut self.event, end_us - begin_us);
-        self.event.push('}');
+        let (name, category) = (&self.names[value], &self.categories[attr]);
+        complete_event_json(&mut self.event, pid, tid, name, category, begin_us, end_us);
         self.write_event()
     }
 
     /// The complete event of work the device did, on the process's
     /// `"cuda"` thread.
     fn device_event(&mut self, work: &DeviceWork) -> io::Result<()> {
+        let (name, kind) = (quote(&work.name.to_string()), quote(&work.kind.to_string()));
         let (begin_us, end_us) = (work.start_ns as f64 * 1e-3, work.end_ns as f64 * 1e-3);
-        self.event.clear();
-        write!(
-            self.event,
-            "{{\"pid\": {}, \"tid\": \"cuda\", \"ph\": \"X\", \"name\": {}, \"cat\": {}, \"ts\": ",
-            self.moment.pid,
-            quote(&work.name.to_string()),
-            quote(&work.kind.to_string()),
-        )
-        .expect("write to String");
-        push_json_float(&mut self.event, begin_us);
-        self.event.push_str(", \"dur\": ");
-        push_json_float(&mut self.event, end_us - begin_us);
-        self.event.push('}');
+        complete_event_json(&mut self.event, self.moment.pid, "\"cuda\"", &name, &kind, begin_us, end_us);
         self.write_event()
     }
 
@@ -125,6 +105,27 @@ impl TraceEventFormatter {
         }
         Ok(())
     }
+}
+
+/// A complete event (`"ph": "X"`) of process `pid` and thread `tid` (a
+/// number, or a JSON string), `name` and `category` as JSON strings, in
+/// `out`.
+fn complete_event_json(
+    out: &mut String,
+    pid: i64,
+    tid: impl std::fmt::Display,
+    name: &str,
+    category: &str,
+    begin_us: f64,
+    end_us: f64,
+) {
+    out.clear();
+    write!(out, "{{\"pid\": {pid}, \"tid\": {tid}, \"ph\": \"X\", \"name\": {name}, \"cat\": {category}, \"ts\": ")
+        .expect("write to String");
+    push_json_float(out, begin_us);
+    out.push_str(", \"dur\": ");
+    push_json_float(out, end_us - begin_us);
+    out.push('}');
 }
 
 /// Appends a finite double as Python's `json` writes it: always with a
