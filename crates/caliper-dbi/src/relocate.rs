@@ -1006,6 +1006,16 @@ pub fn jump(from: u64, to: u64) -> Option<[u8; JUMP_LEN as usize]> {
 mod tests {
     use super::*;
 
+    /// Checks that `t` (built at 0x7000_0000) traps where it says, with
+    /// the search's RCX popped before the trap and RAX after it.
+    fn assert_traps_between_pops(t: &Trampoline) {
+        let back = decode_all(&t.code, 0x7000_0000);
+        let trap = back.iter().position(|i| i.code() == Code::Int3).expect("a trap");
+        assert_eq!(t.trap, Some(back[trap].ip() - 0x7000_0000));
+        assert_eq!((back[trap - 1].code(), back[trap - 1].op0_register()), (Code::Pop_r64, Register::RCX));
+        assert_eq!((back[trap + 1].code(), back[trap + 1].op0_register()), (Code::Pop_r64, Register::RAX));
+    }
+
     fn decode_all(code: &[u8], ip: u64) -> Vec<Instruction> {
         Decoder::with_ip(64, code, ip, DecoderOptions::NONE).into_iter().collect()
     }
@@ -1217,11 +1227,7 @@ mod tests {
             (0..=TREE_SITES as u64).map(|k| Site { ret: 0x5555_3000 + k, counter: 0x7000_3008 + 8 * k }).collect();
         let probe = Probe::Arcs { counter: 0x7000_2000, sites: &sites, miss: Miss::Trap, increment: Increment::Locked };
         let t = build(0x7000_0000, probe, &moved, 0x1005).unwrap();
-        let back = decode_all(&t.code, 0x7000_0000);
-        let trap = back.iter().position(|i| i.code() == Code::Int3).expect("a trap");
-        assert_eq!(t.trap, Some(back[trap].ip() - 0x7000_0000));
-        assert_eq!((back[trap - 1].code(), back[trap - 1].op0_register()), (Code::Pop_r64, Register::RCX));
-        assert_eq!((back[trap + 1].code(), back[trap + 1].op0_register()), (Code::Pop_r64, Register::RAX));
+        assert_traps_between_pops(&t);
         let constants = &t.code[t.code.len() - 16..];
         let last = TREE_SITES as u64;
         let pair = [(0x5555_3000 + last).to_le_bytes(), (0x7000_3008 + 8 * last).to_le_bytes()].concat();
@@ -1322,11 +1328,7 @@ mod tests {
         let miss = Miss::Learn { table: 0x7000_4000, entries: 8, other: None };
         let probe = Probe::Arcs { counter: 0x7000_2000, sites: &[], miss, increment: Increment::Locked };
         let t = build(0x7000_0000, probe, &moved, 0x1005).unwrap();
-        let back = decode_all(&t.code, 0x7000_0000);
-        let trap = back.iter().position(|i| i.code() == Code::Int3).expect("a trap");
-        assert_eq!(t.trap, Some(back[trap].ip() - 0x7000_0000));
-        assert_eq!((back[trap - 1].code(), back[trap - 1].op0_register()), (Code::Pop_r64, Register::RCX));
-        assert_eq!((back[trap + 1].code(), back[trap + 1].op0_register()), (Code::Pop_r64, Register::RAX));
+        assert_traps_between_pops(&t);
     }
 
     #[test]
