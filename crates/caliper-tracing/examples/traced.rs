@@ -23,10 +23,11 @@ fn assemble(cells: u64) {
 
 #[tracing::instrument]
 fn solve(iterations: u64) {
+    // region=solve, iterations=<value>
     for _ in 0..iterations {
         work(2);
     }
-    tracing::info!(residual = 1e-9, "converged");
+    tracing::info!(residual = 1e-9, "converged"); // a snapshot with residual and message
 }
 
 /// A request: parsing, then a wait (not its time), then a reply.

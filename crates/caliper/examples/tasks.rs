@@ -18,7 +18,7 @@ fn work(ms: u64) {
 /// Parsing, then a wait (the task is suspended), then a reply.
 async fn request() {
     {
-        let _parse = caliper::region!("parse");
+        let _parse = caliper::region!("parse"); // main > request > parse, on any worker
         work(3);
     }
     let _wait = caliper::region!("wait");
@@ -32,6 +32,7 @@ fn main() {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_time().build().expect("runtime");
     let _main = caliper::region!("main");
     rt.block_on(async {
+        // The path of each: the regions open here, then request.
         let requests: Vec<_> = (0..4).map(|_| tokio::spawn(request().in_region("request"))).collect();
         for r in requests {
             r.await.expect("request");

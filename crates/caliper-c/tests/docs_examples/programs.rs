@@ -41,6 +41,27 @@ fn every_example_program_is_run_by_a_console_example() {
     assert!(unrun.is_empty(), "no console example of README.md or docs/src builds or runs {unrun:?}");
 }
 
+/// The crates' examples that console commands run
+/// (`cargo run ... -p CRATE --example NAME`).
+fn crate_examples_run() -> Vec<PathBuf> {
+    let commands: Vec<String> =
+        pages().into_iter().flat_map(|p| examples(&std::fs::read_to_string(p).unwrap())).map(|e| e.command).collect();
+    let mut found = Vec::new();
+    for command in commands.iter().filter(|c| c.contains("cargo run")) {
+        let words: Vec<&str> = command.split_whitespace().collect();
+        let after = |flag: &str| words.iter().position(|w| *w == flag).and_then(|i| words.get(i + 1));
+        if let (Some(krate), Some(name)) = (after("-p"), after("--example")) {
+            // (An example declared with a path elsewhere, as caliper-demo's
+            // of docs/examples, is among the programs already.)
+            let source = workspace_root().join("crates").join(krate).join("examples").join(format!("{name}.rs"));
+            if source.exists() {
+                found.push(source);
+            }
+        }
+    }
+    found
+}
+
 /// The languages of code blocks that show part of a program.
 const CODE: &[&str] = &["rust", "c", "cpp", "fortran", "python", "cmake"];
 
@@ -81,13 +102,15 @@ fn excerpt_of(shown: &[&str], program: &str) -> bool {
 #[test]
 fn every_code_snippet_is_part_of_an_example_program() {
     let root = workspace_root();
-    // The programs the console examples run: docs/examples, and the CMake
-    // project under examples/ that the C page builds.
+    // The programs the console examples run: docs/examples, the CMake
+    // project under examples/ that the C page builds, and the crates'
+    // examples run as `cargo run -p CRATE --example NAME`.
     let cmake = root.join("examples/CMakeLists.txt");
     let sources: Vec<String> = programs()
         .into_iter()
         .map(|p| root.join(p))
         .chain([cmake])
+        .chain(crate_examples_run())
         .map(|p| std::fs::read_to_string(p).unwrap())
         .collect();
     let mut orphans = Vec::new();
