@@ -23,6 +23,13 @@ target=${CARGO_TARGET_DIR:-target}
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/caliper-bench.XXXXXX")
 trap 'rm -rf "$scratch"' EXIT
 
+# The release libcaliper under its soname (libcaliper.so.2), which cargo
+# does not make and a program linked against it looks for: link with
+# -L"$target/release" -lcaliper and run with this folder in the rpath.
+libdir="$scratch/lib"
+mkdir -p "$libdir"
+ln -s "$(realpath -m "$target")/release/libcaliper.so" "$libdir/libcaliper.so.2"
+
 # count FULL SMOKE: the count of a run, tiny in smoke mode.
 count() {
     if [ "$smoke" = 1 ]; then echo "$2"; else echo "$1"; fi

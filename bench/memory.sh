@@ -12,7 +12,7 @@ source "$(dirname "$0")/lib.sh"
 
 cargo build --quiet --release -p caliper-c
 gcc -O2 -Icrates/caliper-c/include -o "$scratch/memory" crates/caliper-c/tests/c/memory.c \
-    -L"$target/release" -lcaliper -lpthread -Wl,-rpath,"$(realpath "$target/release")"
+    -L"$target/release" -lcaliper -lpthread -Wl,-rpath,"$libdir"
 threads=$(count 800 8) names=$(count 200000 100)
 configs=(
     "nothing measured|"

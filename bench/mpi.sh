@@ -16,7 +16,7 @@ ln -s "$(realpath "$target/release/libcaliper_mpi.so")" "$scratch/libcaliper-mpi
 source=crates/caliper-mpi/tests/cxx/mpi-bench.cpp
 mpicxx -O2 -DNO_CALIPER -o "$scratch/plain" "$source"
 mpicxx -O2 -Icrates/caliper-c/include -o "$scratch/profiled" "$source" -L"$scratch" -lcaliper-mpi \
-    -L"$target/release" -lcaliper -Wl,-rpath,"$scratch:$(realpath "$target/release")"
+    -L"$target/release" -lcaliper -Wl,-rpath,"$scratch:$libdir"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 pairs=$(count 1000000 1000)
 

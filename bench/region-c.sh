@@ -9,7 +9,7 @@ source "$(dirname "$0")/lib.sh"
 
 cargo build --quiet --release -p caliper-c
 gcc -O2 -Icrates/caliper-c/include -o "$scratch/c-annotation-perftest" examples/c/c-annotation-perftest.c \
-    -L"$target/release" -lcaliper -Wl,-rpath,"$(realpath "$target/release")"
+    -L"$target/release" -lcaliper -Wl,-rpath,"$libdir"
 per_update "$scratch/c-annotation-perftest" \
     "nothing measured||" \
     "runtime-report|CALI_CONFIG=runtime-report,output=/dev/null|-x 0" \
