@@ -15,9 +15,9 @@ args = parser.parse_args()
 if args.program[:1] == ["--"]:
     args.program = args.program[1:]
 
-proc = dbi.process(args.program)
-ctx = dbi.context(proc, include=args.include)
+proc = dbi.process(args.program)                  # launched at run()
+ctx = dbi.context(proc, include=args.include)     # what is instrumented
 arcs = dbi.arc_count(ctx)
 status = proc.run()
-arcs.write(args.output)
+arcs.write(args.output)                           # flow data, as --flow-data
 sys.exit(status)

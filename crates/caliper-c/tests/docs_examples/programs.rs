@@ -42,23 +42,26 @@ fn every_example_program_is_run_by_a_console_example() {
 }
 
 /// The crates' examples that console commands run
-/// (`cargo run ... -p CRATE --example NAME`).
+/// (`cargo run ... -p CRATE --example NAME`), and the repository's
+/// sources they name (`cali-run --script crates/.../arc_count.py`).
 fn crate_examples_run() -> Vec<PathBuf> {
+    let root = workspace_root();
     let commands: Vec<String> =
         pages().into_iter().flat_map(|p| examples(&std::fs::read_to_string(p).unwrap())).map(|e| e.command).collect();
     let mut found = Vec::new();
-    for command in commands.iter().filter(|c| c.contains("cargo run")) {
+    for command in &commands {
         let words: Vec<&str> = command.split_whitespace().collect();
         let after = |flag: &str| words.iter().position(|w| *w == flag).and_then(|i| words.get(i + 1));
-        if let (Some(krate), Some(name)) = (after("-p"), after("--example")) {
-            // (An example declared with a path elsewhere, as caliper-demo's
-            // of docs/examples, is among the programs already.)
-            let source = workspace_root().join("crates").join(krate).join("examples").join(format!("{name}.rs"));
-            if source.exists() {
-                found.push(source);
-            }
+        if let (true, Some(krate), Some(name)) = (command.contains("cargo run"), after("-p"), after("--example")) {
+            found.push(root.join("crates").join(krate).join("examples").join(format!("{name}.rs")));
         }
+        let sources =
+            words.iter().filter(|w| w.starts_with("crates/") && [".py", ".c", ".rs"].iter().any(|e| w.ends_with(e)));
+        found.extend(sources.map(|w| root.join(w)));
     }
+    // (An example declared with a path elsewhere, as caliper-demo's of
+    // docs/examples, is among the programs already.)
+    found.retain(|p| p.exists());
     found
 }
 
