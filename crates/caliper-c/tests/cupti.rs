@@ -185,25 +185,24 @@ fn cali_records(path: &Path) -> Vec<Expanded> {
         .collect()
 }
 
+/// The records of the program traced with the CUDA services and `setting`
+/// (`name` names the scratch directory), nothing said on stderr.
+fn traced(name: &str, setting: (&str, &str)) -> Vec<Expanded> {
+    let (app, _) = programs();
+    let file = install::scratch("cupti", name).join("trace.cali");
+    let services = ("CALI_SERVICES_ENABLE", "cupti,cuptitrace,event,recorder,trace");
+    let out = run(app, &[services, setting, ("CALI_RECORDER_FILENAME", file.to_str().unwrap())]);
+    assert_eq!(stderr(&out), "");
+    cali_records(&file)
+}
+
 fn value<'a>(attrs: &'a [(String, Variant)], name: &str) -> Option<&'a Variant> {
     attrs.iter().find(|(n, _)| n == name).map(|(_, v)| v)
 }
 
 #[test]
 fn activity_records_carry_the_reference_attributes_under_the_launching_path() {
-    let (app, _) = programs();
-    let dir = install::scratch("cupti", "records");
-    let file = dir.join("trace.cali");
-    let out = run(
-        app,
-        &[
-            ("CALI_SERVICES_ENABLE", "cupti,cuptitrace,event,recorder,trace"),
-            ("CALI_CUPTI_CALLBACK_DOMAINS", "runtime,sync"),
-            ("CALI_RECORDER_FILENAME", file.to_str().unwrap()),
-        ],
-    );
-    assert_eq!(stderr(&out), "");
-    let records = cali_records(&file);
+    let records = traced("records", ("CALI_CUPTI_CALLBACK_DOMAINS", "runtime,sync"));
     let activities: Vec<_> = records.iter().filter(|(_, a)| value(a, "cupti.activity.kind").is_some()).collect();
     assert_eq!(activities.len(), 8, "6 kernels and 2 copies: {activities:#?}");
     let kernels: Vec<_> = activities
@@ -310,18 +309,7 @@ fn cuda_memcpy_reports_the_megabytes_copied_each_way() {
 
 #[test]
 fn synchronisations_are_activities_when_asked_for() {
-    let (app, _) = programs();
-    let file = install::scratch("cupti", "sync").join("trace.cali");
-    let out = run(
-        app,
-        &[
-            ("CALI_SERVICES_ENABLE", "cupti,cuptitrace,event,recorder,trace"),
-            ("CALI_CUPTITRACE_ACTIVITIES", "correlation,runtime,kernel,memcpy,sync"),
-            ("CALI_RECORDER_FILENAME", file.to_str().unwrap()),
-        ],
-    );
-    assert_eq!(stderr(&out), "");
-    let records = cali_records(&file);
+    let records = traced("sync", ("CALI_CUPTITRACE_ACTIVITIES", "correlation,runtime,kernel,memcpy,sync"));
     let syncs: Vec<_> = records
         .iter()
         .filter(|(_, a)| value(a, "cupti.activity.kind").map(Variant::to_string).as_deref() == Some("synchronization"))
