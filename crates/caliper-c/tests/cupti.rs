@@ -371,3 +371,27 @@ fn a_trace_event_timeline_draws_the_devices_work_on_a_cuda_thread_in_the_hosts_c
         "solve at {begin} µs, first kernel at {first_kernel} µs"
     );
 }
+
+#[test]
+fn a_perfetto_timeline_has_a_track_per_cuda_stream_with_the_devices_work() {
+    let (app, _) = programs();
+    let file = install::scratch("cupti", "perfetto").join("trace.perfetto-trace");
+    let config = format!("event-trace,trace.cuda,cuda.activities,output.format=perfetto,output={}", file.display());
+    let out = run(app, &[("CALI_CONFIG", &config)]);
+    assert_eq!(stderr(&out), "");
+    let trace = caliper_testutil::perfetto_slices(&file);
+    let slices = trace["slices"].as_array().unwrap();
+    let on_stream: Vec<_> = slices.iter().filter(|s| s["thread"] == "cuda stream 7").collect();
+    let kernels: Vec<_> = on_stream.iter().filter(|s| s["name"] == "step(float*, int)").collect();
+    assert_eq!(kernels.len(), 4, "{slices:#?}");
+    for k in &kernels {
+        assert_eq!(k["category"], "kernel");
+        assert_eq!(k["end_ns"].as_u64().unwrap() - k["begin_ns"].as_u64().unwrap(), 1_500_000);
+        assert_eq!(k["depth"], 0, "work on one stream does not nest");
+    }
+    assert!(on_stream.iter().any(|s| s["name"] == "HtoD" && s["category"] == "memcpy"), "{on_stream:#?}");
+    // The host's regions share the device's clock.
+    let solve = slices.iter().find(|s| s["name"] == "solve").unwrap();
+    let (begin, first) = (solve["begin_ns"].as_u64().unwrap(), kernels[0]["begin_ns"].as_u64().unwrap());
+    assert!(begin <= first && first - begin < 1_000_000_000, "solve at {begin}, first kernel at {first}");
+}

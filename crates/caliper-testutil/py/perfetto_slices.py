@@ -37,6 +37,10 @@ def main(path):
                 track_threads[track.uuid] = track.thread.thread_name
             elif track.HasField("counter"):
                 counter_tracks[track.uuid] = track.name
+            else:
+                # A named track of its own (a CUDA stream's device work):
+                # its slices' "thread" is the track's name.
+                track_threads[track.uuid] = track.name
         if packet.HasField("track_event"):
             event = packet.track_event
             stack = open_slices.setdefault(event.track_uuid, [])

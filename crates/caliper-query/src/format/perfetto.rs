@@ -9,8 +9,10 @@
 //! idle task) or wider than 32 bits. Regions are slices on their thread's
 //! track (`TYPE_SLICE_BEGIN`/`END`, the value as the name, the region
 //! attribute as the category), measurements counters on counter tracks
-//! under the thread. Names and categories are interned, so a begin or end
-//! of a known region takes about 21 bytes.
+//! under the thread. A CUDA trace's device work (`cuda.activities`) is
+//! slices on a track per stream under the process (`cuda stream 7`), named
+//! as the kernel or the copy's direction. Names and categories are
+//! interned, so a begin or end of a known region takes about 21 bytes.
 //!
 //! Streaming: each record becomes packets as it arrives; memory holds the
 //! tracks, the interned names and each thread's open regions. A region
@@ -20,7 +22,7 @@
 
 use super::RecordFormatter;
 use super::protowire::{bytes, double, int, length_delimited_header, message, uint};
-use super::timeline::{Mark, Moment, Target, Timeline};
+use super::timeline::{DeviceWork, Mark, Moment, Target, Timeline};
 use crate::spec::FormatSpec;
 use caliper_data::hash::FxHashMap;
 use caliper_data::node::Id;
@@ -101,9 +103,11 @@ pub struct PerfettoFormatter {
     first: bool,
     /// Track uuids, pids and tids all come from this count.
     next_id: u64,
-    /// Perfetto pid per timeline pid.
-    processes: FxHashMap<i64, u64>,
+    /// Process track uuid and Perfetto pid per timeline pid.
+    processes: FxHashMap<i64, (u64, u64)>,
     threads: FxHashMap<(i64, i64), Thread>,
+    /// The track of each CUDA stream's device work, per timeline pid.
+    streams: FxHashMap<(i64, i64), u64>,
     /// Event name iids by value.
     names: FxHashMap<Variant, u64>,
     /// Category iid per region attribute (`Target` + 1), once written.
@@ -126,6 +130,7 @@ impl PerfettoFormatter {
             next_id: 1,
             processes: FxHashMap::default(),
             threads: FxHashMap::default(),
+            streams: FxHashMap::default(),
             names: FxHashMap::default(),
             categories: Vec::new(),
         }
@@ -160,6 +165,27 @@ impl PerfettoFormatter {
         Ok(())
     }
 
+    /// The process track of the moment's process (its uuid and Perfetto
+    /// pid), described the first time.
+    fn process_track(&mut self, db: &MetadataDb) -> io::Result<(u64, u64)> {
+        let key = self.moment.pid;
+        if let Some(&process) = self.processes.get(&key) {
+            return Ok(process);
+        }
+        let (uuid, pid) = (self.new_id(), self.new_id());
+        let name = label(db, self.moment.pid_attr, key, "process");
+        message(&mut self.packet, field::PACKET_TRACK_DESCRIPTOR, |b| {
+            uint(b, field::TRACK_UUID, uuid);
+            message(b, field::TRACK_PROCESS, |b| {
+                int(b, field::PROCESS_PID, pid as i64);
+                bytes(b, field::PROCESS_NAME, name.as_bytes());
+            });
+        });
+        self.write_packet()?;
+        self.processes.insert(key, (uuid, pid));
+        Ok((uuid, pid))
+    }
+
     /// The track of the moment's thread, described (with its process) the
     /// first time.
     fn thread_track(&mut self, db: &MetadataDb) -> io::Result<u64> {
@@ -167,23 +193,7 @@ impl PerfettoFormatter {
         if let Some(thread) = self.threads.get(&key) {
             return Ok(thread.uuid);
         }
-        let pid = match self.processes.get(&key.0) {
-            Some(&pid) => pid,
-            None => {
-                let (uuid, pid) = (self.new_id(), self.new_id());
-                let name = label(db, self.moment.pid_attr, key.0, "process");
-                message(&mut self.packet, field::PACKET_TRACK_DESCRIPTOR, |b| {
-                    uint(b, field::TRACK_UUID, uuid);
-                    message(b, field::TRACK_PROCESS, |b| {
-                        int(b, field::PROCESS_PID, pid as i64);
-                        bytes(b, field::PROCESS_NAME, name.as_bytes());
-                    });
-                });
-                self.write_packet()?;
-                self.processes.insert(key.0, pid);
-                pid
-            }
-        };
+        let (_, pid) = self.process_track(db)?;
         let (uuid, tid) = (self.new_id(), self.new_id());
         let name = label(db, self.moment.tid_attr, key.1, "thread");
         message(&mut self.packet, field::PACKET_TRACK_DESCRIPTOR, |b| {
@@ -197,6 +207,39 @@ impl PerfettoFormatter {
         self.write_packet()?;
         self.threads.insert(key, Thread { uuid, open: Vec::new(), counters: FxHashMap::default() });
         Ok(uuid)
+    }
+
+    /// The track of a CUDA stream's device work in the moment's process
+    /// (`cuda stream N`, under the process), described the first time:
+    /// work on one stream runs in order, so its slices never overlap.
+    fn stream_track(&mut self, db: &MetadataDb, stream: i64) -> io::Result<u64> {
+        let key = (self.moment.pid, stream);
+        if let Some(&uuid) = self.streams.get(&key) {
+            return Ok(uuid);
+        }
+        let (process, _) = self.process_track(db)?;
+        let uuid = self.new_id();
+        message(&mut self.packet, field::PACKET_TRACK_DESCRIPTOR, |b| {
+            uint(b, field::TRACK_UUID, uuid);
+            uint(b, field::TRACK_PARENT_UUID, process);
+            bytes(b, field::TRACK_NAME, format!("cuda stream {stream}").as_bytes());
+        });
+        self.write_packet()?;
+        self.streams.insert(key, uuid);
+        Ok(uuid)
+    }
+
+    /// A slice of device work on its stream's track, from its start to its
+    /// end, named as the kernel or the copy's direction, its category the
+    /// activity's kind.
+    fn device_slice(&mut self, db: &MetadataDb, work: &DeviceWork) -> io::Result<()> {
+        let track = self.stream_track(db, work.stream)?;
+        let kind = self.timeline.target(&work.kind.to_string());
+        let name = self.name_iid(&work.name);
+        self.moment.time_ns = work.start_ns;
+        self.slice_begin(track, kind, name)?;
+        self.moment.time_ns = work.end_ns;
+        self.slice_end(track)
     }
 
     /// The iid of the event name of a region's value, interned in this
@@ -321,10 +364,11 @@ impl RecordFormatter for PerfettoFormatter {
         let mut moment = std::mem::take(&mut self.moment);
         let timed = self.timeline.read(db, record, &mut moment);
         self.moment = moment;
-        // Device work (a CUDA trace's activities) has no track here yet:
-        // `trace-event` draws it.
-        if !timed || self.moment.device.is_some() {
+        if !timed {
             return Ok(());
+        }
+        if let Some(work) = self.moment.device.take() {
+            return self.device_slice(db, &work);
         }
         let track = self.thread_track(db)?;
         let marks = std::mem::take(&mut self.moment.marks);

@@ -79,6 +79,9 @@ pub(crate) struct DeviceWork {
     pub kind: Variant,
     pub start_ns: u64,
     pub end_ns: u64,
+    /// The stream it ran on (`cupti.streamID`): work on one stream runs
+    /// in order, on several at once.
+    pub stream: i64,
 }
 
 /// What an attribute means in a timeline.
@@ -96,6 +99,7 @@ enum Role {
     CuptiTime,
     DeviceStart,
     DeviceEnd,
+    DeviceStream,
     /// A name of device work, with its rank among them.
     DeviceName(usize),
     Counter,
@@ -175,6 +179,7 @@ impl Timeline {
                 kind: place.device_kind.clone(),
                 start_ns,
                 end_ns,
+                stream: place.device_stream.unwrap_or(0),
             }),
             _ => None,
         };
@@ -212,6 +217,7 @@ impl Timeline {
             Role::CuptiTime => place.cupti_ns = value.to_u64(),
             Role::DeviceStart => place.device_start = value.to_u64(),
             Role::DeviceEnd => place.device_end = value.to_u64(),
+            Role::DeviceStream => place.device_stream = value.to_i64(),
             Role::DeviceName(rank) => {
                 if rank + 1 == DEVICE_NAME_ATTRIBUTES.len() {
                     place.device_kind = value.clone();
@@ -241,7 +247,9 @@ impl Timeline {
         &self.targets[target]
     }
 
-    fn target(&mut self, name: &str) -> Target {
+    /// The [`Target`] of `name` (a region attribute, or a kind of device
+    /// work), made on first use.
+    pub(crate) fn target(&mut self, name: &str) -> Target {
         match self.targets.iter().position(|t| t == name) {
             Some(t) => t,
             None => {
@@ -275,6 +283,7 @@ impl Timeline {
             CUPTI_TIME_ATTRIBUTE => return Role::CuptiTime,
             "cupti.activity.start" => return Role::DeviceStart,
             "cupti.activity.end" => return Role::DeviceEnd,
+            "cupti.streamID" => return Role::DeviceStream,
             _ => {}
         }
         if let Some(rank) = DEVICE_NAME_ATTRIBUTES.iter().position(|d| *d == name) {
@@ -297,6 +306,7 @@ struct Place {
     cupti_ns: Option<u64>,
     device_start: Option<u64>,
     device_end: Option<u64>,
+    device_stream: Option<i64>,
     device_name: RankedName,
     device_kind: Variant,
 }

@@ -3,8 +3,9 @@
 //! synchronisation) becomes a record at flush: `cupti.activity.kind`,
 //! `cupti.activity.start`, `cupti.activity.end`,
 //! `cupti.activity.duration` (ns, GPU clock), `cupti.kernel.name`
-//! (demangled) or `cupti.memcpy.kind` and `cupti.memcpy.bytes`, under the
-//! host region path of the API call that started it.
+//! (demangled) or `cupti.memcpy.kind` and `cupti.memcpy.bytes`, and the
+//! stream it ran on (`cupti.streamID`), under the host region path of the
+//! API call that started it.
 //!
 //! That path is found by correlation: each CUDA API call's callback
 //! notes the calling thread's region path node under the call's
@@ -269,6 +270,7 @@ struct Attributes {
     kernel_name: Attribute,
     memcpy_kind: Attribute,
     memcpy_bytes: Attribute,
+    stream: Attribute,
     host_duration: Attribute,
     timestamp: Attribute,
 }
@@ -287,6 +289,7 @@ impl Attributes {
             kernel_name: attr("cupti.kernel.name", AttrType::String, name),
             memcpy_kind: attr("cupti.memcpy.kind", AttrType::String, name),
             memcpy_bytes: attr("cupti.memcpy.bytes", AttrType::Uint, metric),
+            stream: attr("cupti.streamID", AttrType::Uint, value),
             host_duration: attr("cupti.host.duration", AttrType::Uint, metric),
             timestamp: attr("cupti.timestamp", AttrType::Uint, value),
         }
@@ -389,6 +392,7 @@ impl CuptiTrace {
         record.push_imm(attrs.start.id(), Variant::Uint(a.start));
         record.push_imm(attrs.end.id(), Variant::Uint(a.end));
         record.push_imm(attrs.duration.id(), Variant::Uint(a.end.saturating_sub(a.start)));
+        record.push_imm(attrs.stream.id(), Variant::Uint(a.stream.into()));
         for (attr, value) in info {
             record.push_imm(*attr, value.clone());
         }
