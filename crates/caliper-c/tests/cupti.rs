@@ -9,8 +9,8 @@
 
 use caliper_data::cali::read_records;
 use caliper_data::{MetadataDb, Variant};
-use caliper_testutil::cuda_packages;
 use caliper_testutil::install::{self, make_install, must, require_tools};
+use caliper_testutil::{cuda_packages, report};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
@@ -71,19 +71,11 @@ fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
-/// The report's rows: (indented label, numbers).
-fn rows(report: &str) -> Vec<(String, Vec<f64>)> {
-    report
-        .lines()
-        .skip(1)
-        .map(|line| {
-            let label_end = line
-                .find(|c: char| c != ' ')
-                .map_or(0, |start| line[start..].find(' ').map_or(line.len(), |end| start + end));
-            let numbers = line[label_end..].split_whitespace().filter_map(|n| n.parse().ok()).collect();
-            (line[..label_end].to_string(), numbers)
-        })
-        .collect()
+/// The numbers of the row of `path` (`main/solve`) in `report`.
+fn numbers(report: &str, path: &str) -> Vec<f64> {
+    let columns = report::columns(report);
+    let row = columns.into_iter().find(|(p, _)| p == path);
+    row.unwrap_or_else(|| panic!("no row {path:?}:\n{report}")).1
 }
 
 /// The GPU times of the program, in seconds: each kernel and copy's
@@ -101,31 +93,27 @@ fn cuda_activity_report_puts_each_kernels_gpu_time_under_the_region_that_launche
     let report = stderr(&out);
     assert!(report.starts_with("Path ") && report.contains("Host Time") && report.contains("GPU Time"), "{report}");
     assert!(report.lines().next().unwrap().contains("GPU %"), "{report}");
-    let rows = rows(&report);
-    let gpu = |label: &str| -> (f64, f64) {
-        let (_, n) = rows.iter().find(|(l, _)| l == label).unwrap_or_else(|| panic!("no row {label:?}:\n{report}"));
-        assert!(n.len() >= 2, "{label:?}: {n:?}\n{report}");
-        (n[0], n[1])
-    };
+    // Host Time, GPU Time, GPU %; rows without GPU time have no second number.
     let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
-    for (label, expected) in [
+    for (path, expected) in [
         ("main", INIT_GPU + SOLVE_GPU + COPY_OUT_GPU),
-        ("  init", INIT_GPU),
-        ("    cudaMemcpy", INIT_GPU),
-        ("  solve", SOLVE_GPU),
-        ("    cudaLaunchKernel", SOLVE_GPU),
-        ("  cudaMemcpy", COPY_OUT_GPU),
+        ("main/init", INIT_GPU),
+        ("main/init/cudaMemcpy", INIT_GPU),
+        ("main/solve", SOLVE_GPU),
+        ("main/solve/cudaLaunchKernel", SOLVE_GPU),
+        ("main/cudaMemcpy", COPY_OUT_GPU),
         ("worker", WORKER_GPU),
-        ("  cudaLaunchKernel", WORKER_GPU),
+        ("worker/cudaLaunchKernel", WORKER_GPU),
         ("cudaLaunchKernel", CLEANUP_GPU),
     ] {
-        let (_, gpu) = gpu(label);
-        assert!(close(gpu, expected), "{label:?}: GPU time {gpu}, expected {expected}\n{report}");
+        let row = numbers(&report, path);
+        assert!(row.len() >= 2, "{path:?}: {row:?}\n{report}");
+        assert!(close(row[1], expected), "{path:?}: GPU time {}, expected {expected}\n{report}", row[1]);
     }
-    for label in ["main", "worker"] {
-        assert!(gpu(label).0 > 0.0, "{label:?}: no host time\n{report}");
+    for path in ["main", "worker"] {
+        assert!(numbers(&report, path)[0] > 0.0, "{path:?}: no host time\n{report}");
     }
-    assert!(report.contains("    cudaDeviceSynchronize"), "{report}");
+    numbers(&report, "main/solve/cudaDeviceSynchronize");
     assert!(!report.contains("== CALIPER"), "{report}");
 }
 
@@ -149,14 +137,12 @@ fn runtime_report_with_profile_cuda_and_cuda_gputime() {
         header.contains("Time (E)") && header.contains("GPU time (I)") && header.contains("GPU time (E)"),
         "{report}"
     );
-    let rows = rows(&report);
-    let row = |label: &str| rows.iter().find(|(l, _)| l == label).map(|(_, n)| n.clone());
     // Time (E), Time (I), Time % (E), Time % (I), GPU time (I) [, (E)].
-    let solve = row("  solve").unwrap_or_else(|| panic!("{report}"));
+    let solve = numbers(&report, "main/solve");
     assert!((solve[4] - SOLVE_GPU).abs() < 1e-9, "{solve:?}\n{report}");
-    let launch = row("    cudaLaunchKernel").unwrap_or_else(|| panic!("{report}"));
+    let launch = numbers(&report, "main/solve/cudaLaunchKernel");
     assert!((launch[4] - SOLVE_GPU).abs() < 1e-9 && (launch[5] - SOLVE_GPU).abs() < 1e-9, "{launch:?}\n{report}");
-    assert!(row("    cudaDeviceSynchronize").is_some(), "{report}");
+    numbers(&report, "main/solve/cudaDeviceSynchronize");
 }
 
 /// A record expanded: the path of regions and API calls, outermost
@@ -194,6 +180,18 @@ fn traced(name: &str, setting: (&str, &str)) -> Vec<Expanded> {
     let out = run(app, &[services, setting, ("CALI_RECORDER_FILENAME", file.to_str().unwrap())]);
     assert_eq!(stderr(&out), "");
     cali_records(&file)
+}
+
+/// The program's event trace with the CUDA API calls and the device's
+/// activities (`event-trace,trace.cuda,cuda.activities`) in `format`,
+/// written to `file` of scratch directory `name`; nothing said on stderr.
+fn cuda_event_trace(name: &str, format: &str, file: &str) -> PathBuf {
+    let (app, _) = programs();
+    let file = install::scratch("cupti", name).join(file);
+    let config = format!("event-trace,trace.cuda,cuda.activities,output.format={format},output={}", file.display());
+    let out = run(app, &[("CALI_CONFIG", &config)]);
+    assert_eq!(stderr(&out), "");
+    file
 }
 
 fn value<'a>(attrs: &'a [(String, Variant)], name: &str) -> Option<&'a Variant> {
@@ -300,11 +298,9 @@ fn cuda_memcpy_reports_the_megabytes_copied_each_way() {
     let report = stderr(&run(app, &[("CALI_CONFIG", "cuda-activity-report,cuda.memcpy")]));
     let header = report.lines().next().unwrap();
     assert!(header.contains("Copy CPU->GPU") && header.contains("Copy GPU->CPU"), "{report}");
-    let rows = rows(&report);
-    let row = |label: &str| rows.iter().find(|(l, _)| l == label).map(|(_, n)| n.clone()).unwrap_or_default();
     // Host Time, GPU Time, GPU %, then the copied MB of the row.
-    assert_eq!(row("    cudaMemcpy").last(), Some(&1.048576), "{report}");
-    assert_eq!(row("  cudaMemcpy").last(), Some(&0.524288), "{report}");
+    assert_eq!(numbers(&report, "main/init/cudaMemcpy").last(), Some(&1.048576), "{report}");
+    assert_eq!(numbers(&report, "main/cudaMemcpy").last(), Some(&0.524288), "{report}");
 }
 
 #[test]
@@ -321,11 +317,7 @@ fn synchronisations_are_activities_when_asked_for() {
 
 #[test]
 fn event_trace_with_cuda_activities_stamps_snapshots_in_cuptis_clock() {
-    let (app, _) = programs();
-    let file = install::scratch("cupti", "event-trace").join("trace.cali");
-    let config = format!("event-trace,trace.cuda,cuda.activities,output={}", file.display());
-    let out = run(app, &[("CALI_CONFIG", &config)]);
-    assert_eq!(stderr(&out), "");
+    let file = cuda_event_trace("event-trace", "cali", "trace.cali");
     let records = cali_records(&file);
     let stamp = |name: &str, a: &[(String, Variant)]| match value(a, name) {
         Some(&Variant::Uint(t)) => t,
@@ -347,11 +339,7 @@ fn event_trace_with_cuda_activities_stamps_snapshots_in_cuptis_clock() {
 
 #[test]
 fn a_trace_event_timeline_draws_the_devices_work_on_a_cuda_thread_in_the_hosts_clock() {
-    let (app, _) = programs();
-    let file = install::scratch("cupti", "timeline").join("trace.json");
-    let config = format!("event-trace,trace.cuda,cuda.activities,output.format=trace-event,output={}", file.display());
-    let out = run(app, &[("CALI_CONFIG", &config)]);
-    assert_eq!(stderr(&out), "");
+    let file = cuda_event_trace("timeline", "trace-event", "trace.json");
     let trace: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     let events = trace["traceEvents"].as_array().unwrap();
     let kernels: Vec<_> = events.iter().filter(|e| e["tid"] == "cuda" && e["name"] == "step(float*, int)").collect();
@@ -374,11 +362,7 @@ fn a_trace_event_timeline_draws_the_devices_work_on_a_cuda_thread_in_the_hosts_c
 
 #[test]
 fn a_perfetto_timeline_has_a_track_per_cuda_stream_with_the_devices_work() {
-    let (app, _) = programs();
-    let file = install::scratch("cupti", "perfetto").join("trace.perfetto-trace");
-    let config = format!("event-trace,trace.cuda,cuda.activities,output.format=perfetto,output={}", file.display());
-    let out = run(app, &[("CALI_CONFIG", &config)]);
-    assert_eq!(stderr(&out), "");
+    let file = cuda_event_trace("perfetto", "perfetto", "trace.perfetto-trace");
     let trace = caliper_testutil::perfetto_slices(&file);
     let slices = trace["slices"].as_array().unwrap();
     let on_stream: Vec<_> = slices.iter().filter(|s| s["thread"] == "cuda stream 7").collect();

@@ -18,6 +18,20 @@ pub struct Row {
 /// may hold spaces (Kokkos names its kernels so): it is the words before
 /// the numbers that end the line (so its last word must not be a number).
 pub fn rows(text: &str) -> Vec<Row> {
+    columns(text)
+        .into_iter()
+        .map(|(path, numbers)| {
+            let [exclusive, inclusive, ..] = numbers[..] else { panic!("not a report row: {path} {numbers:?}") };
+            Row { path, exclusive, inclusive }
+        })
+        .collect()
+}
+
+/// Every row of the report tree in `text` (any tree report: runtime-report,
+/// cuda-activity-report, ...) as its full path and the numbers that end its
+/// line, read as [`rows`] reads them. A column left empty in a row (no GPU
+/// time) is not among its numbers.
+pub fn columns(text: &str) -> Vec<(String, Vec<f64>)> {
     let mut stack: Vec<String> = Vec::new();
     let mut rows = Vec::new();
     for line in text.lines().skip_while(|l| !l.contains("Path ")).skip(1).filter(|l| !l.trim().is_empty()) {
@@ -25,12 +39,10 @@ pub fn rows(text: &str) -> Vec<Row> {
         let fields: Vec<&str> = line.split_whitespace().collect();
         let numbers = fields.iter().rev().take_while(|f| f.parse::<f64>().is_ok()).count();
         let (name, numbers) = fields.split_at(fields.len() - numbers.min(fields.len() - 1));
-        let [exclusive, inclusive, ..] = numbers[..] else { panic!("not a report row: {line:?}") };
-        let name = name.join(" ");
-        let seconds = |s: &str| s.parse().unwrap_or_else(|_| panic!("not a time: {s:?} in {line:?}"));
+        let numbers = numbers.iter().map(|n| n.parse().unwrap_or_else(|_| panic!("not a number: {n:?} in {line:?}")));
         stack.truncate(depth);
-        stack.push(name);
-        rows.push(Row { path: stack.join("/"), exclusive: seconds(exclusive), inclusive: seconds(inclusive) });
+        stack.push(name.join(" "));
+        rows.push((stack.join("/"), numbers.collect()));
     }
     rows
 }
@@ -58,6 +70,15 @@ mod tests {
         assert_eq!(paths(&rows), ["main", "main/foo", "w"]);
         assert_eq!(row(&rows, "main/foo").exclusive, 1.0);
         assert_eq!(row(&rows, "main").inclusive, 1.5);
+    }
+
+    #[test]
+    fn columns_are_every_number_of_a_row() {
+        let text = "Path Host Time GPU Time GPU %\nmain 0.5 0.25 50\n  init 0.1  0\n";
+        assert_eq!(
+            columns(text),
+            [("main".to_string(), vec![0.5, 0.25, 50.0]), ("main/init".to_string(), vec![0.1, 0.0])]
+        );
     }
 
     #[test]
