@@ -236,10 +236,8 @@ impl PerfettoFormatter {
         let track = self.stream_track(db, work.stream)?;
         let kind = self.timeline.target(&work.kind.to_string());
         let name = self.name_iid(&work.name);
-        self.moment.time_ns = work.start_ns;
-        self.slice_begin(track, kind, name)?;
-        self.moment.time_ns = work.end_ns;
-        self.slice_end(track)
+        self.slice_begin(track, work.start_ns, kind, name)?;
+        self.slice_end(track, work.end_ns)
     }
 
     /// The iid of the event name of a region's value, interned in this
@@ -276,10 +274,10 @@ impl PerfettoFormatter {
         iid
     }
 
-    fn slice_begin(&mut self, track: u64, target: Target, name_iid: u64) -> io::Result<()> {
+    fn slice_begin(&mut self, track: u64, time_ns: u64, target: Target, name_iid: u64) -> io::Result<()> {
         let category = self.category_iid(target);
         let packet = &mut self.packet;
-        uint(packet, field::PACKET_TIMESTAMP, self.moment.time_ns);
+        uint(packet, field::PACKET_TIMESTAMP, time_ns);
         message(packet, field::PACKET_TRACK_EVENT, |b| {
             uint(b, field::EVENT_TYPE, SLICE_BEGIN);
             uint(b, field::EVENT_TRACK_UUID, track);
@@ -289,9 +287,9 @@ impl PerfettoFormatter {
         self.write_packet()
     }
 
-    fn slice_end(&mut self, track: u64) -> io::Result<()> {
+    fn slice_end(&mut self, track: u64, time_ns: u64) -> io::Result<()> {
         let packet = &mut self.packet;
-        uint(packet, field::PACKET_TIMESTAMP, self.moment.time_ns);
+        uint(packet, field::PACKET_TIMESTAMP, time_ns);
         message(packet, field::PACKET_TRACK_EVENT, |b| {
             uint(b, field::EVENT_TYPE, SLICE_END);
             uint(b, field::EVENT_TRACK_UUID, track);
@@ -309,10 +307,10 @@ impl PerfettoFormatter {
         };
         let inner: Vec<(Target, u64)> = open.drain(at..).skip(1).collect();
         for _ in 0..=inner.len() {
-            self.slice_end(track)?;
+            self.slice_end(track, self.moment.time_ns)?;
         }
         for &(t, name) in &inner {
-            self.slice_begin(track, t, name)?;
+            self.slice_begin(track, self.moment.time_ns, t, name)?;
         }
         self.threads.get_mut(&key).expect("thread track made").open.extend(inner);
         Ok(())
@@ -377,7 +375,7 @@ impl RecordFormatter for PerfettoFormatter {
             result = result.and_then(|()| match mark {
                 Mark::Begin { attr, value } => {
                     let iid = self.name_iid(value);
-                    self.slice_begin(track, *attr, iid)?;
+                    self.slice_begin(track, self.moment.time_ns, *attr, iid)?;
                     let key = (self.moment.pid, self.moment.tid);
                     self.threads.get_mut(&key).expect("thread track made").open.push((*attr, iid));
                     Ok(())

@@ -29,9 +29,9 @@ const TID_ATTRIBUTES: &[&str] = &["omp.thread.id", "pthread.id"];
 const TIME_ATTRIBUTE: &str = "time.offset.ns";
 /// The attribute holding a host record's time in CUPTI's clock (ns).
 const CUPTI_TIME_ATTRIBUTE: &str = "cupti.timestamp";
-/// The names of device work, best first: a kernel's, a copy's direction,
-/// the activity's kind.
-const DEVICE_NAME_ATTRIBUTES: &[&str] = &["cupti.kernel.name", "cupti.memcpy.kind", "cupti.activity.kind"];
+/// The names of device work, best first: a kernel's, a copy's direction
+/// (else the activity's kind names it).
+const DEVICE_NAME_ATTRIBUTES: &[&str] = &["cupti.kernel.name", "cupti.memcpy.kind"];
 
 /// The index of a region attribute (`region`, `loop`, ...) among those a
 /// timeline has met: the name of `event.begin#region` minus its prefix.
@@ -102,6 +102,8 @@ enum Role {
     DeviceStream,
     /// A name of device work, with its rank among them.
     DeviceName(usize),
+    /// The kind of device work (`kernel`, `memcpy`).
+    DeviceKind,
     Counter,
     Other,
 }
@@ -175,7 +177,10 @@ impl Timeline {
         (moment.tid, moment.tid_attr) = (place.tid.value, place.tid.attr);
         moment.device = match (place.device_start, place.device_end) {
             (Some(start_ns), Some(end_ns)) => Some(DeviceWork {
-                name: place.device_name.value.clone(),
+                name: match place.device_name.rank {
+                    Some(_) => place.device_name.value.clone(),
+                    None => place.device_kind.clone(),
+                },
                 kind: place.device_kind.clone(),
                 start_ns,
                 end_ns,
@@ -218,12 +223,8 @@ impl Timeline {
             Role::DeviceStart => place.device_start = value.to_u64(),
             Role::DeviceEnd => place.device_end = value.to_u64(),
             Role::DeviceStream => place.device_stream = value.to_i64(),
-            Role::DeviceName(rank) => {
-                if rank + 1 == DEVICE_NAME_ATTRIBUTES.len() {
-                    place.device_kind = value.clone();
-                }
-                place.device_name.offer(rank, value);
-            }
+            Role::DeviceName(rank) => place.device_name.offer(rank, value),
+            Role::DeviceKind => place.device_kind = value.clone(),
             Role::Counter if immediate => {
                 if let Some(number) = value.to_f64() {
                     moment.counters.push((attr, number));
@@ -284,6 +285,7 @@ impl Timeline {
             "cupti.activity.start" => return Role::DeviceStart,
             "cupti.activity.end" => return Role::DeviceEnd,
             "cupti.streamID" => return Role::DeviceStream,
+            "cupti.activity.kind" => return Role::DeviceKind,
             _ => {}
         }
         if let Some(rank) = DEVICE_NAME_ATTRIBUTES.iter().position(|d| *d == name) {
