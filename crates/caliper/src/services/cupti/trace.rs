@@ -159,6 +159,11 @@ struct Store {
     activities: Vec<Activity>,
 }
 
+/// The process's activity tracing, if it started.
+fn started() -> Option<&'static Tracing> {
+    TRACING.get()?.as_ref().ok()
+}
+
 fn tracing(cali: &dyn Runtime) -> Result<&'static Tracing, String> {
     let made = TRACING.get_or_init(|| {
         let cupti = Cupti::get()?;
@@ -202,7 +207,7 @@ unsafe extern "C" fn buffer_completed(context: *mut c_void, stream: u32, buffer:
     if buffer.is_null() {
         return;
     }
-    if let Some(Ok(tracing)) = TRACING.get() {
+    if let Some(tracing) = started() {
         crate::contain::contain("cuptitrace", || {
             // SAFETY: the buffer CUPTI completed.
             let records = unsafe { tracing.cupti.records(buffer, valid) };
@@ -242,7 +247,7 @@ impl Tracing {
 /// at the flush whatever CUPTI does with the buffers of a context that is
 /// gone.
 pub(super) fn context_destroy_starting() {
-    if let Some(Ok(tracing)) = TRACING.get() {
+    if let Some(tracing) = started() {
         log::log(2, format_args!("cuptitrace: a CUDA context ends: collecting its activities"));
         if let Err(why) = tracing.cupti.flush_all() {
             log::error(format_args!("cuptitrace: {why}"));
@@ -253,7 +258,7 @@ pub(super) fn context_destroy_starting() {
 /// Before a CUDA API call: notes the calling thread's region path under
 /// the call's correlation id.
 pub(super) fn api_enter(correlation: u32) {
-    if let Some(Ok(tracing)) = TRACING.get()
+    if let Some(tracing) = started()
         && tracing.correlate.load(Ordering::Relaxed)
     {
         let node = (tracing.runtime)().and_then(|cali| cali.path_node());
@@ -321,9 +326,10 @@ fn create(setup: &Setup<'_>) -> Result<Created, NotCreated> {
         for &kind in &kinds {
             tracing.cupti.enable_activity(kind)?;
         }
-        subscription()?.enable(&[Domain::Resource])?;
+        let subscription = subscription()?;
+        subscription.enable(&[Domain::Resource])?;
         if correlate {
-            subscription()?.enable(&calls)?;
+            subscription.enable(&calls)?;
             tracing.correlate.store(true, Ordering::Relaxed);
         }
         sync::lock(&tracing.stores).push(Arc::downgrade(&store));
@@ -337,15 +343,17 @@ fn create(setup: &Setup<'_>) -> Result<Created, NotCreated> {
             None
         }
     };
-    let flush_trigger = s.bool("flush_on_snapshot").then(|| s.text("flush_trigger"));
+    let clock = ClockSettings {
+        durations: s.bool("snapshot_duration"),
+        timestamps: s.bool("snapshot_timestamps"),
+        flush_trigger: s.bool("flush_on_snapshot").then(|| s.text("flush_trigger")),
+    };
     Ok(Created::Service(Arc::new(CuptiTrace {
         cupti,
         attrs: Arc::new(Attributes::new(setup.cali)),
         store,
         info: s.list("info_attributes", false),
-        durations: s.bool("snapshot_duration"),
-        timestamps: s.bool("snapshot_timestamps"),
-        flush_trigger,
+        clock,
     })))
 }
 
@@ -357,10 +365,8 @@ struct CuptiTrace {
     attrs: Arc<Attributes>,
     store: Arc<Mutex<Store>>,
     info: Vec<String>,
-    durations: bool,
-    timestamps: bool,
-    /// The attribute whose snapshots collect CUPTI's buffers.
-    flush_trigger: Option<String>,
+    /// What its threads' snapshots get.
+    clock: ClockSettings,
 }
 
 impl CuptiTrace {
@@ -419,7 +425,8 @@ impl Service for CuptiTrace {
     }
 
     fn measures(&self) -> bool {
-        self.durations || self.timestamps || self.flush_trigger.is_some()
+        let clock = &self.clock;
+        clock.durations || clock.timestamps || clock.flush_trigger.is_some()
     }
 
     fn flushes(&self) -> bool {
@@ -427,7 +434,13 @@ impl Service for CuptiTrace {
     }
 
     fn thread_state(&self) -> ServiceState {
-        Box::new(HostClock { cupti: self.cupti, attrs: self.attrs.clone(), last: None, settings: self.settings() })
+        Box::new(HostClock {
+            cupti: self.cupti,
+            attrs: self.attrs.clone(),
+            last: None,
+            settings: self.clock.clone(),
+            flush_trigger_id: None,
+        })
     }
 
     fn flush(&self, cali: &dyn Runtime, _states: &mut [&mut dyn ThreadService], emit: &mut dyn FnMut(&Record)) {
@@ -436,7 +449,7 @@ impl Service for CuptiTrace {
         if let Err(why) = cupti.flush_all() {
             log::error(format_args!("cuptitrace: {why}"));
         }
-        if let Some(Ok(tracing)) = TRACING.get() {
+        if let Some(tracing) = started() {
             let dropped = tracing.dropped.swap(0, Ordering::Relaxed);
             if dropped > 0 {
                 log::error(format_args!("cuptitrace: CUPTI dropped {dropped} activity records"));
@@ -451,7 +464,7 @@ impl Service for CuptiTrace {
             })
             .collect();
         let store = sync::lock(&self.store);
-        let correlations = TRACING.get().and_then(|t| t.as_ref().ok()).map(|t| sync::lock(&t.correlations));
+        let correlations = started().map(|t| sync::lock(&t.correlations));
         let mut names = Names::default();
         let mut placed = 0;
         for a in &store.activities {
@@ -468,23 +481,14 @@ impl Service for CuptiTrace {
     /// takes the others' contexts of earlier calls with it).
     fn clear(&self, _states: &mut [&mut dyn ThreadService]) {
         sync::lock(&self.store).activities.clear();
-        if let Some(Ok(tracing)) = TRACING.get() {
+        if let Some(tracing) = started() {
             sync::lock(&tracing.correlations).clear();
         }
     }
 }
 
-impl CuptiTrace {
-    fn settings(&self) -> ClockSettings {
-        ClockSettings {
-            durations: self.durations,
-            timestamps: self.timestamps,
-            flush_trigger: self.flush_trigger.clone(),
-        }
-    }
-}
-
 /// What a thread's snapshots get.
+#[derive(Clone)]
 struct ClockSettings {
     durations: bool,
     timestamps: bool,
@@ -499,14 +503,19 @@ struct HostClock {
     /// The time of the thread's previous snapshot.
     last: Option<u64>,
     settings: ClockSettings,
+    /// The flush trigger's attribute, once it exists (a service of another
+    /// channel may make it later).
+    flush_trigger_id: Option<Id>,
 }
 
 impl ThreadService for HostClock {
     fn measure(&mut self, cali: &dyn Runtime, snapshot: &mut Snapshot, trigger: &Trigger) {
         let attrs = &self.attrs;
-        if let (Some(name), Some(cupti)) = (&self.settings.flush_trigger, self.cupti) {
-            let flush_trigger = cali.find_attribute(name).map(|a| a.id());
-            if flush_trigger.is_some() && trigger.attr.map(|a| a.id()) == flush_trigger {
+        if let (Some(name), Some(cupti), Some(attr)) = (&self.settings.flush_trigger, self.cupti, trigger.attr) {
+            if self.flush_trigger_id.is_none() {
+                self.flush_trigger_id = cali.find_attribute(name).map(|a| a.id());
+            }
+            if self.flush_trigger_id == Some(attr.id()) {
                 let _ = cupti.flush_all();
             }
         }
