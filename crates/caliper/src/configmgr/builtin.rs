@@ -277,10 +277,7 @@ fn cuda_activity_report(options: &Options, config: &mut Vec<(String, String)>) {
 /// activity kind, in a file (`cuda_profile.cali` by default; `hatchet`
 /// is json-split here, as in the reference).
 fn cuda_activity_profile(options: &Options, config: &mut Vec<(String, String)>) -> Result<(), String> {
-    let (format, extension) = match options.get("output.format") {
-        Some("hatchet") => ("json-split", ".json"),
-        _ => profile_format("cuda-activity-profile", options)?,
-    };
+    let (format, extension) = profile_format("cuda-activity-profile", options, Hatchet::JsonSplit)?;
     options.update_channel_config(config);
     let filename = with_extension(options.get_or("output", "cuda_profile"), extension);
     let base = format!(
@@ -292,11 +289,24 @@ fn cuda_activity_profile(options: &Options, config: &mut Vec<(String, String)>) 
     Ok(())
 }
 
+/// What a profile config's `output.format=hatchet` writes: `.cali` (the
+/// region and sample profiles) or json-split (`cuda-activity-profile`), as
+/// in the reference.
+#[derive(Clone, Copy)]
+enum Hatchet {
+    Cali,
+    JsonSplit,
+}
+
 /// The CalQL formatter and file extension of a profile config's
 /// (`config`'s) `output.format`.
-fn profile_format(config: &str, options: &Options) -> Result<(&'static str, &'static str), String> {
+fn profile_format(config: &str, options: &Options, hatchet: Hatchet) -> Result<(&'static str, &'static str), String> {
     match options.get_or("output.format", "cali") {
-        "cali" | "hatchet" => Ok(("cali", ".cali")),
+        "cali" => Ok(("cali", ".cali")),
+        "hatchet" => Ok(match hatchet {
+            Hatchet::Cali => ("cali", ".cali"),
+            Hatchet::JsonSplit => ("json-split", ".json"),
+        }),
         "json" => Ok(("json", ".json")),
         "json-split" => Ok(("json-split", ".json")),
         other => Err(format!("{config}: Invalid output format \"{other}\"")),
@@ -377,7 +387,7 @@ fn sample_profile(options: &Options, config: &mut Vec<(String, String)>) -> Resu
     let (format, extension) = match options.get_or("output.format", "cali") {
         "folded" => (stacks_format("sample-profile", options, Some(levels))?, ".folded"),
         "flamegraph" => (stacks_format("sample-profile", options, Some(levels))?, ".svg"),
-        _ => profile_format("sample-profile", options).map(|(f, e)| (f.to_string(), e))?,
+        _ => profile_format("sample-profile", options, Hatchet::Cali).map(|(f, e)| (f.to_string(), e))?,
     };
     let time = match sample_interval("sample-profile", options)? {
         Some(interval) => format!(",scale_count({interval}) as time unit sec"),
@@ -401,7 +411,7 @@ pub(crate) fn with_extension(name: &str, extension: &str) -> String {
 }
 
 fn runtime_profile(options: &Options, config: &mut Vec<(String, String)>) -> Result<(), String> {
-    let (format, extension) = profile_format("runtime-profile", options)?;
+    let (format, extension) = profile_format("runtime-profile", options, Hatchet::Cali)?;
     options.update_channel_config(config);
     let filename = with_extension(options.get_or("output", "region_profile"), extension);
     let base = format!(

@@ -69,6 +69,16 @@ fn runtime_profile_files_and_formats() {
 }
 
 #[test]
+fn hatchet_is_cali_for_the_region_profile_and_json_split_for_the_cuda_profile() {
+    let mut mgr = ConfigManager::new();
+    assert!(mgr.add("runtime-profile(output.format=hatchet),cuda-activity-profile(output.format=hatchet)"));
+    let [region, cuda] = mgr.channels() else { panic!("two channels") };
+    assert_eq!(setting(region, "CALI_REPORT_FILENAME"), "region_profile.cali");
+    assert_eq!(setting(cuda, "CALI_REPORT_FILENAME"), "cuda_profile.json");
+    assert!(setting(cuda, "CALI_REPORT_CONFIG").contains("format json-split"));
+}
+
+#[test]
 fn event_trace_settings() {
     let mut mgr = ConfigManager::new();
     assert!(mgr.add("event-trace(output=t.cali,time.inclusive)"), "{}", mgr.error_msg());
