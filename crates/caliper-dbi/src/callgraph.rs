@@ -111,7 +111,7 @@ impl CallGraph {
                     .entry((arc.caller_module.clone(), arc.caller.clone()))
                     .or_insert_with(|| graph.add_node(&arc.caller, &arc.caller_module, 0)),
             };
-            *calls.entry((caller, callee)).or_default() += arcs.calls(id, counters);
+            *calls.entry((caller, callee)).or_default() += arcs.calls(id);
         }
         graph.edges = calls
             .into_iter()

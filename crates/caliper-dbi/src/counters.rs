@@ -12,7 +12,11 @@
 //! cache line): once several threads run the trampolines, each increments
 //! its processor's copy (see [`Increment::PerCpu`]), and a count is the
 //! sum of its copies.
+//!
+//! After the copies comes the table of call arcs (see [`crate::arc_table`]).
 
+use crate::arc_table::{self, ENTRY_BYTES, HEADER_BYTES, TABLE_BYTES};
+use crate::mapped::Mapped;
 use crate::relocate::Increment;
 use std::fs::File;
 use std::io;
@@ -35,6 +39,9 @@ pub struct Counters {
     next: usize,
     /// Copies of the slots: 1, or 1 and one per processor.
     copies: usize,
+    /// The table of call arcs, mapped (read at every process's end: a
+    /// mapping reads its pages in place).
+    arcs: Mapped,
 }
 
 impl Counters {
@@ -48,12 +55,18 @@ impl Counters {
             tempfile::Builder::new().prefix("cali-run-").tempfile()?
         };
         let copies = per_processor_copies();
-        file.as_file().set_len(BYTES * copies as u64)?;
-        Ok(Counters { file, next: 0, copies })
+        file.as_file().set_len(BYTES * copies as u64 + TABLE_BYTES)?;
+        let arcs = Mapped::new(file.as_file(), BYTES * copies as u64, TABLE_BYTES as usize)?;
+        Ok(Counters { file, next: 0, copies, arcs })
     }
 
     /// The bytes of the file, which each traced process maps.
     pub fn mapped_len(&self) -> u64 {
+        self.arc_table_offset() + TABLE_BYTES
+    }
+
+    /// Where the table of call arcs starts in the file.
+    pub fn arc_table_offset(&self) -> u64 {
         BYTES * self.copies as u64
     }
 
@@ -113,6 +126,77 @@ impl Counters {
     }
 }
 
+/// The claimed entries of the table of call arcs, by their index.
+#[derive(Debug, Default, Clone)]
+pub struct ArcCounts {
+    pub entries: Vec<arc_table::Entry>,
+    /// The calls that found no room in the table.
+    pub overflow: u64,
+}
+
+impl ArcCounts {
+    /// The count of the entry at `index`.
+    pub fn count(&self, index: usize) -> u64 {
+        self.entries.binary_search_by_key(&index, |e| e.index).map_or(0, |n| self.entries[n].count)
+    }
+}
+
+impl Counters {
+    /// The claimed entries of the table of call arcs, in the order of
+    /// their index. Only the pages of the file that hold data are looked
+    /// at: the table is 12 MiB, of which a small run uses a few pages.
+    pub fn read_arcs(&self) -> io::Result<ArcCounts> {
+        const WORDS: usize = (ENTRY_BYTES / 8) as usize;
+        let word = |n: usize| self.arcs.word(n).unwrap_or(0);
+        let mut counts = ArcCounts { entries: Vec::new(), overflow: word(0) };
+        let table = self.arc_table_offset();
+        let first = table + HEADER_BYTES;
+        for (low, high) in data_ranges(self.file.as_file(), first, table + TABLE_BYTES)? {
+            // The entries that have a byte in the range.
+            let (low, high) = (((low - first) / ENTRY_BYTES) as usize, (high - first).div_ceil(ENTRY_BYTES) as usize);
+            let start = counts.entries.last().map_or(low, |last| low.max(last.index + 1));
+            for index in start..high {
+                let at = (HEADER_BYTES / 8) as usize + WORDS * index;
+                let (ret, id, count) = (word(at), word(at + 1), word(at + 2));
+                if let Some(entry) = arc_table::Entry::claimed(index, ret, id, count) {
+                    counts.entries.push(entry);
+                }
+            }
+        }
+        Ok(counts)
+    }
+}
+
+/// The ranges of `file` between `low` and `high` that hold data, in
+/// order (`SEEK_DATA`/`SEEK_HOLE`; where the file system cannot say, the
+/// whole range).
+fn data_ranges(file: &File, low: u64, high: u64) -> io::Result<Vec<(u64, u64)>> {
+    use std::os::fd::AsRawFd;
+    let seek = |at: u64, whence: i32| {
+        // SAFETY: lseek on a descriptor this file owns; it moves only the
+        // file offset, which the reads here do not use.
+        let to = unsafe { libc::lseek(file.as_raw_fd(), at as libc::off_t, whence) };
+        if to < 0 { Err(io::Error::last_os_error()) } else { Ok(to as u64) }
+    };
+    let mut ranges = Vec::new();
+    let mut at = low;
+    while at < high {
+        let start = match seek(at, libc::SEEK_DATA) {
+            Ok(start) => start,
+            Err(e) if e.raw_os_error() == Some(libc::ENXIO) => break,
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => return Ok(vec![(low, high)]),
+            Err(e) => return Err(e),
+        };
+        if start >= high {
+            break;
+        }
+        let end = seek(start, libc::SEEK_HOLE)?.min(high);
+        ranges.push((start, end));
+        at = end;
+    }
+    Ok(ranges)
+}
+
 /// 1 and one copy per possible processor number where `rdpid` tells a
 /// thread its processor (Linux lists the flag in `/proc/cpuinfo` when it
 /// keeps the number there) and there are several processors; else 1.
@@ -154,7 +238,28 @@ mod tests {
         }
         let extra = if counters.copies > 1 { 7 } else { 0 };
         assert_eq!(counters.read_all().unwrap(), [5 + extra]);
-        assert_eq!(counters.mapped_len(), BYTES * counters.copies as u64);
+        assert_eq!(counters.mapped_len(), BYTES * counters.copies as u64 + TABLE_BYTES);
         assert_eq!(counters.increment(false), Increment::Unlocked);
+    }
+
+    #[test]
+    fn reads_the_claimed_arc_entries_and_the_overflow() {
+        let counters = Counters::create().unwrap();
+        let file = counters.file.as_file();
+        let table = counters.arc_table_offset();
+        assert!(counters.read_arcs().unwrap().entries.is_empty());
+        file.write_all_at(&4u64.to_le_bytes(), table).unwrap();
+        // Entries far apart (pages of holes between) and at the last place.
+        let last = arc_table::HASHED + arc_table::TAIL - 1;
+        for (n, ret) in [(0u64, 0x4010u64), (70_000, 0x4020), (last, 0x4030)] {
+            let words: Vec<u8> = [ret, 2, n + 1].iter().flat_map(|w| w.to_le_bytes()).collect();
+            file.write_all_at(&words, table + HEADER_BYTES + n * ENTRY_BYTES).unwrap();
+        }
+        let read = counters.read_arcs().unwrap();
+        assert_eq!(read.overflow, 4);
+        let got: Vec<(usize, u64, u32, u64)> = read.entries.iter().map(|e| (e.index, e.ret, e.id, e.count)).collect();
+        let last = last as usize;
+        assert_eq!(got, [(0, 0x4010, 2, 1), (70_000, 0x4020, 2, 70_001), (last, 0x4030, 2, last as u64 + 1)]);
+        assert_eq!((read.count(70_000), read.count(1)), (70_001, 0));
     }
 }

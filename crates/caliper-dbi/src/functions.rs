@@ -4,6 +4,7 @@
 //! address in the file), so a forked child or a re-executed program adds
 //! to the same record.
 
+use crate::counters::ArcCounts;
 use crate::relocate::Unpatchable;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -93,8 +94,8 @@ impl FunctionTable {
 }
 
 /// The call arcs seen: (callee, call site) with the calls counted by the
-/// tool (at breakpoints and new-site traps) and the counter slot of the
-/// site in a trampoline.
+/// tool (at breakpoints) and the entries of the table of call arcs that
+/// count the site's calls in trampolines (see [`crate::arc_table`]).
 #[derive(Debug, Clone)]
 pub struct ArcRecord {
     pub callee: usize,
@@ -106,11 +107,15 @@ pub struct ArcRecord {
     /// (which finds its record in the [`FunctionTable`] when it is
     /// instrumented too).
     pub caller_entry: Option<u64>,
-    /// The call instruction's address in the caller's module file; for the
-    /// calls from sites past a trampoline's limit, 0.
+    /// The call instruction's address in the caller's module file.
     pub callsite: u64,
     pub trap_hits: u64,
-    pub slots: Vec<usize>,
+    /// The entries of the table of call arcs that count its calls (more
+    /// than one where the call site is reached through several return
+    /// addresses, or two threads claimed an entry for it at once).
+    pub entries: Vec<usize>,
+    /// The calls those entries counted, once read (see [`ArcTable::taken`]).
+    pub counted: u64,
 }
 
 /// Every arc, by id.
@@ -141,28 +146,31 @@ impl ArcTable {
             caller_entry,
             callsite,
             trap_hits: 0,
-            slots: Vec::new(),
+            entries: Vec::new(),
+            counted: 0,
         });
         self.index.insert(key, self.records.len() - 1);
         self.records.len() - 1
     }
 
-    /// The arcs along which calls were made, given the counter values: an
-    /// arc trampoline knows the call sites in the code before any call
-    /// comes from them, and one never used is no arc of the program's.
-    pub fn taken(&self, counters: &[u64]) -> ArcTable {
+    /// The arcs along which calls were made, each with the calls its
+    /// entries in the table of call arcs counted (`counts`).
+    pub fn taken(&self, counts: &ArcCounts) -> ArcTable {
         let mut taken = ArcTable::default();
-        let called = self.records.iter().enumerate().filter(|&(id, _)| self.calls(id, counters) > 0);
-        for (_, r) in called {
+        for r in &self.records {
+            let counted = r.entries.iter().map(|&e| counts.count(e)).sum();
+            if r.trap_hits + counted == 0 {
+                continue;
+            }
             taken.index.insert((r.callee, r.caller_module.clone(), r.callsite), taken.records.len());
-            taken.records.push(r.clone());
+            taken.records.push(ArcRecord { counted, ..r.clone() });
         }
         taken
     }
 
-    /// The total calls along arc `id`, given the counter values.
-    pub fn calls(&self, id: usize, counters: &[u64]) -> u64 {
+    /// The total calls along arc `id` of a table of arcs taken.
+    pub fn calls(&self, id: usize) -> u64 {
         let r = &self.records[id];
-        r.trap_hits + r.slots.iter().filter_map(|&s| counters.get(s)).sum::<u64>()
+        r.trap_hits + r.counted
     }
 }

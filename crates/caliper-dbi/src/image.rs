@@ -7,6 +7,7 @@
 //! copy of an entry instruction that a breakpoint resumes through, and
 //! taking everything out again before a detach.
 
+use crate::arc_table;
 use crate::counters::Counters;
 use crate::detour;
 use crate::discover::{FunctionEntry, ModuleInfo};
@@ -17,8 +18,8 @@ use crate::maps::{self, Mapping};
 use crate::memory::Memory;
 use crate::module_cache::ModuleCache;
 use crate::ptrace::Pid;
-use crate::relocate::{self, Increment, JUMP_LEN, Miss, Probe as TrampolineProbe, Site, Unpatchable};
-use std::collections::{BTreeMap, HashMap};
+use crate::relocate::{self, Increment, JUMP_LEN, Probe as TrampolineProbe, Unpatchable};
+use std::collections::BTreeMap;
 use std::ffi::CString;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
@@ -28,8 +29,6 @@ const INT3: u8 = 0xcc;
 /// A `call rel32`: its opcode and length.
 const CALL_REL32: u8 = 0xe8;
 const CALL_LEN: u64 = 5;
-/// What a trampoline's `int3` becomes when the tool lets the process go.
-const NOP: u8 = 0x90;
 /// Bytes of trampoline code per region (after one page of scratch space).
 const CODE_BYTES: u64 = 4 << 20;
 const SCRATCH: u64 = 4096;
@@ -135,6 +134,11 @@ pub struct Region {
     pub end: u64,
     /// Where the counter file is mapped.
     pub counters: u64,
+    /// Where the table of call arcs is, in the counter file.
+    pub arc_table: u64,
+    /// The arc routine of the region's arc trampolines, once one is
+    /// placed (see [`crate::arc_table`]).
+    pub arc_routine: Option<u64>,
 }
 
 /// How a trampoline counts, in counter-file slots.
@@ -142,28 +146,9 @@ pub struct Region {
 pub enum Counting {
     /// The function's calls.
     Calls { slot: usize },
-    /// The calls and the calls from each known site; calls from other
-    /// sites go to the `table` of learned sites, if any (see
-    /// [`LearnedTable`]), then trap to the tool, or with `other` count
-    /// there.
-    Arcs { slot: usize, sites: Vec<KnownSite>, other: Option<usize>, table: Option<LearnedTable> },
-}
-
-/// The slots of an arc trampoline's table of the sites it learns itself
-/// (see [`Miss::Learn`]): `entries` pairs from `first`, (return address,
-/// count).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LearnedTable {
-    pub first: usize,
-    pub entries: usize,
-}
-
-/// A call site an arc trampoline knows: its return address (a constant
-/// in the trampoline) and the slot of its count.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct KnownSite {
-    pub ret: u64,
-    pub count: usize,
+    /// The calls, and the call arcs in the table of arcs under the
+    /// callee's arc `id`.
+    Arcs { slot: usize, id: u32 },
 }
 
 /// A call or GOT slot sent to a trampoline.
@@ -175,14 +160,6 @@ pub struct Redirect {
     /// unmapped, there is nothing to put back (and another module may
     /// lie there since).
     pub module: u64,
-}
-
-/// A trampoline in place.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Patch {
-    pub trampoline: u64,
-    /// The address of its trap for new call sites.
-    pub trap: Option<u64>,
 }
 
 /// A function entry whose first instructions move to a trampoline.
@@ -204,9 +181,6 @@ pub struct Image {
     pub modules: Vec<LoadedModule>,
     /// By address, so that the probes in a range of bytes are found at once.
     pub probes: BTreeMap<u64, Probe>,
-    /// The new-call-site traps of arc trampolines, with the entry each
-    /// belongs to.
-    pub traps: HashMap<u64, u64>,
     /// The prefix bytes of the trampolines' unlocked increments.
     pub unlocked: Vec<u64>,
     /// The padding that holds jumps to trampolines, with the bytes each
@@ -235,7 +209,6 @@ impl Image {
             memory: Memory::open(pid)?,
             modules: Vec::new(),
             probes: BTreeMap::new(),
-            traps: HashMap::new(),
             unlocked: Vec::new(),
             stubs: BTreeMap::new(),
             redirects: BTreeMap::new(),
@@ -251,7 +224,6 @@ impl Image {
             memory: Memory::open(child)?,
             modules: self.modules.clone(),
             probes: self.probes.clone(),
-            traps: self.traps.clone(),
             unlocked: self.unlocked.clone(),
             stubs: self.stubs.clone(),
             redirects: self.redirects.clone(),
@@ -512,39 +484,69 @@ impl Image {
         let mapped = inject::mmap(&self.memory, thread.tid, shared, d);
         inject::syscall(&self.memory, thread.tid, libc::SYS_close, [fd, 0, 0, 0, 0, 0], d)?;
         mapped?;
-        self.regions.push(Region { next: at + SCRATCH, end: at + CODE_BYTES, counters: at + CODE_BYTES });
+        let counters = at + CODE_BYTES;
+        let arc_table = counters + thread.counters.arc_table_offset();
+        self.regions.push(Region { next: at + SCRATCH, end: at + CODE_BYTES, counters, arc_table, arc_routine: None });
         let r = self.regions.len() - 1;
         self.modules[m].region = Some(r);
         Ok(r)
     }
 
-    /// Encodes code with `build` (given its address and that of the
-    /// counters) at the next free place of module `m`'s region, and writes
-    /// it there; its address and what `build` returned besides the code.
+    /// Encodes code with `build` (given its address and its region) at
+    /// the next free place of module `m`'s region, and writes it there;
+    /// its address and what `build` returned besides the code. With
+    /// `arcs`, the region has its arc routine first (its increments as
+    /// `arcs` says). A region too full for it gives way to a new one.
     fn place<T>(
         &mut self,
         m: usize,
         thread: &mut Stopped,
-        build: impl Fn(u64, u64) -> Result<(Vec<u8>, T), Unpatchable>,
+        arcs: Option<Increment>,
+        build: impl Fn(u64, &Region) -> Result<(Vec<u8>, T), Unpatchable>,
     ) -> Result<(u64, T), Unpatchable> {
         let failed = |e: io::Error| Unpatchable::Unencodable(e.to_string());
-        let mut r = self.region_for(m, thread).map_err(failed)?;
-        let mut built = build(self.regions[r].next, self.regions[r].counters)?;
-        if self.regions[r].next + built.0.len() as u64 > self.regions[r].end {
-            // Full: a new region for the module, and the code built anew
-            // for its addresses.
-            self.modules[m].region = None;
-            r = self.region_for(m, thread).map_err(failed)?;
-            built = build(self.regions[r].next, self.regions[r].counters)?;
+        for fresh in [false, true] {
+            if fresh {
+                self.modules[m].region = None;
+            }
+            let r = self.region_for(m, thread).map_err(failed)?;
+            if let Some(how) = arcs
+                && !self.place_arc_routine(r, how)?
+            {
+                continue;
+            }
+            let region = &self.regions[r];
+            let (at, built) = (region.next, build(region.next, region)?);
+            let end = at + built.0.len() as u64;
+            if end > region.end {
+                continue;
+            }
+            self.memory.write(at, &built.0).map_err(failed)?;
+            self.regions[r].next = end.next_multiple_of(16);
+            return Ok((at, built.1));
         }
-        let at = self.regions[r].next;
-        let end = at + built.0.len() as u64;
-        if end > self.regions[r].end {
-            return Err(Unpatchable::Unencodable("trampoline larger than a region".into()));
+        Err(Unpatchable::Unencodable("trampoline larger than a region".into()))
+    }
+
+    /// Places the arc routine of region `r`, its increments as `how` says,
+    /// if the region has none yet: whether it has one now (false: no room).
+    fn place_arc_routine(&mut self, r: usize, how: Increment) -> Result<bool, Unpatchable> {
+        let region = &self.regions[r];
+        if region.arc_routine.is_some() {
+            return Ok(true);
         }
-        self.memory.write(at, &built.0).map_err(failed)?;
-        self.regions[r].next = end.next_multiple_of(16);
-        Ok((at, built.1))
+        let at = region.next;
+        let routine = arc_table::routine(at, region.arc_table, how)?;
+        let end = at + routine.code.len() as u64;
+        if end > region.end {
+            return Ok(false);
+        }
+        self.memory.write(at, &routine.code).map_err(|e| Unpatchable::Unencodable(e.to_string()))?;
+        self.unlocked.extend(routine.unlocked.iter().map(|u| at + u));
+        let region = &mut self.regions[r];
+        region.next = end.next_multiple_of(16);
+        region.arc_routine = Some(at);
+        Ok(true)
     }
 
     /// Makes the probe at `addr` resumable: the original first instruction
@@ -555,8 +557,8 @@ impl Image {
         }
         let m = self.module_of(addr).ok_or(Unpatchable::Undecodable)?;
         let (first, back) = self.first_instruction(addr)?;
-        let (resume, ()) =
-            self.place(m, thread, |at, _| Ok((relocate::build(at, TrampolineProbe::None, &first, back)?.code, ())))?;
+        let build = |at, _: &Region| Ok((relocate::build(at, TrampolineProbe::None, &first, back)?.code, ()));
+        let (resume, ()) = self.place(m, thread, None, build)?;
         if let Some(p) = self.probes.get_mut(&addr) {
             p.state = ProbeState::Displaced { resume };
         }
@@ -584,7 +586,7 @@ impl Image {
         increment: Increment,
         busy: &[u64],
         thread: &mut Stopped,
-    ) -> Result<Patch, Unpatchable> {
+    ) -> Result<u64, Unpatchable> {
         let failed = |e: io::Error| Unpatchable::Unencodable(e.to_string());
         let m = self.module_of(addr).ok_or(Unpatchable::Undecodable)?;
         let body = self.original_code(addr, 2 * MAX_ENTRY_BYTES as usize).map_err(failed)?;
@@ -687,7 +689,7 @@ impl Image {
         counting: &Counting,
         increment: Increment,
         thread: &mut Stopped,
-    ) -> Result<Patch, Unpatchable> {
+    ) -> Result<u64, Unpatchable> {
         let Some(Probe { state: ProbeState::Patched { original, stub, .. }, .. }) = self.probes.get(&addr) else {
             return Err(Unpatchable::Undecodable);
         };
@@ -702,22 +704,21 @@ impl Image {
         counting: &Counting,
         increment: Increment,
         thread: &mut Stopped,
-    ) -> Result<Patch, Unpatchable> {
+    ) -> Result<u64, Unpatchable> {
         let MovedEntry { addr, moved, original, stub } = entry;
         let back = addr + original.len() as u64;
-        let patch = self.place_trampoline(addr, moved, back, counting, increment, thread)?;
+        let trampoline = self.place_trampoline(addr, moved, back, counting, increment, thread)?;
         let user_break = self.probes.get(&addr).is_some_and(|p| p.user_break);
-        self.write_jump(addr, patch.trampoline, stub, user_break)?;
+        self.write_jump(addr, trampoline, stub, user_break)?;
         if let Some(p) = self.probes.get_mut(&addr) {
-            p.state = ProbeState::Patched { trampoline: patch.trampoline, original, stub };
+            p.state = ProbeState::Patched { trampoline, original, stub };
         }
-        Ok(patch)
+        Ok(trampoline)
     }
 
     /// Builds and places in its module's region the trampoline of the
     /// entry at `addr`: a probe that counts as `counting` says, then the
-    /// `moved` instructions, then a jump to `back`; its new-site trap is
-    /// noted as the entry's.
+    /// `moved` instructions, then a jump to `back`.
     fn place_trampoline(
         &mut self,
         addr: u64,
@@ -726,33 +727,23 @@ impl Image {
         counting: &Counting,
         increment: Increment,
         thread: &mut Stopped,
-    ) -> Result<Patch, Unpatchable> {
+    ) -> Result<u64, Unpatchable> {
         let m = self.module_of(addr).ok_or(Unpatchable::Undecodable)?;
-        let (trampoline, (trap, unlocked)) = self.place(m, thread, |at, counters| {
-            let slot = |s: usize| counters + s as u64 * 8;
-            let built = match counting {
-                Counting::Calls { slot: s } => {
-                    relocate::build(at, TrampolineProbe::Count { counter: slot(*s), increment }, moved, back)?
-                }
-                Counting::Arcs { slot: s, sites, other, table } => {
-                    let sites: Vec<Site> = sites.iter().map(|x| Site { ret: x.ret, counter: slot(x.count) }).collect();
-                    let miss = match (table, other) {
-                        (Some(t), o) => Miss::Learn { table: slot(t.first), entries: t.entries, other: o.map(slot) },
-                        (None, Some(o)) => Miss::Count(slot(*o)),
-                        (None, None) => Miss::Trap,
-                    };
-                    let probe = TrampolineProbe::Arcs { counter: slot(*s), sites: &sites, miss, increment };
-                    relocate::build(at, probe, moved, back)?
+        let arcs = matches!(counting, Counting::Arcs { .. }).then_some(increment);
+        let (trampoline, unlocked) = self.place(m, thread, arcs, |at, region| {
+            let counter = |slot: usize| region.counters + slot as u64 * 8;
+            let probe = match *counting {
+                Counting::Calls { slot } => TrampolineProbe::Count { counter: counter(slot), increment },
+                Counting::Arcs { slot, id } => {
+                    let routine = region.arc_routine.ok_or(Unpatchable::Unencodable("no arc routine".into()))?;
+                    TrampolineProbe::Arcs { counter: counter(slot), id, routine, increment }
                 }
             };
-            let unlocked: Vec<u64> = built.unlocked.iter().map(|u| at + u).collect();
-            Ok((built.code, (built.trap.map(|t| at + t), unlocked)))
+            let built = relocate::build(at, probe, moved, back)?;
+            Ok((built.code, built.unlocked.iter().map(|u| at + u).collect::<Vec<u64>>()))
         })?;
-        if let Some(t) = trap {
-            self.traps.insert(t, addr);
-        }
         self.unlocked.extend(unlocked);
-        Ok(Patch { trampoline, trap })
+        Ok(trampoline)
     }
 
     /// For the function `name` at `addr`, whose entry keeps its
@@ -779,7 +770,7 @@ impl Image {
             return Ok(0);
         }
         let (first, back) = self.first_instruction(addr)?;
-        let trampoline = self.place_trampoline(addr, &first, back, counting, increment, thread)?.trampoline;
+        let trampoline = self.place_trampoline(addr, &first, back, counting, increment, thread)?;
         let home = self.modules[m].low;
         for &call in &calls {
             let rel = trampoline.wrapping_sub(call + CALL_LEN) as i64;
@@ -891,9 +882,9 @@ impl Image {
     }
 
     /// Takes every probe out (original code back), before the process is
-    /// detached (its threads stopped). Trampolines stay mapped, and the stubs' jumps to them in
-    /// place: a thread may still be in one, and it jumps back into
-    /// original code; their traps become `nop`s.
+    /// detached (its threads stopped). Trampolines stay mapped, and the
+    /// stubs' jumps to them in place: a thread may still be in one, and it
+    /// jumps back into original code.
     pub fn strip(&mut self) -> io::Result<()> {
         self.batched(|image| {
             for (&addr, probe) in &mut image.probes {
@@ -910,12 +901,6 @@ impl Image {
                 image.memory.write(at, &redirect.before)?;
             }
             image.redirects.clear();
-            // A thread in an arc trampoline, short of its new-call-site
-            // trap, meets a `nop` there and goes on: untraced, the `int3`
-            // would kill the program.
-            for &trap in image.traps.keys() {
-                image.memory.write(trap, &[NOP])?;
-            }
             Ok(())
         })
     }

@@ -9,7 +9,8 @@
 //! [`maps`] (process control); [`discover`] (functions of an ELF file,
 //! kept between runs by [`module_cache`]),
 //! [`filter`] (which to instrument) and [`functions`] (what is known of
-//! each); [`relocate`] (trampolines), [`detour`] (entries reached by a
+//! each); [`relocate`] (trampolines), [`arc_table`] (the table the arc
+//! trampolines count call sites in), [`detour`] (entries reached by a
 //! short jump through padding), [`inject`] (system calls run in the
 //! tracee), [`launch`] (starting a program seized) and [`counters`] (the
 //! shared counter file); [`image`] (one address space's modules, probes
@@ -22,6 +23,7 @@
 //! --script`); [`debugger`] (`cdb`, the debugger that lives with the
 //! engine; its stops are the engine's `debug` module).
 
+pub mod arc_table;
 pub mod callgraph;
 pub mod capi;
 pub mod cli;
@@ -36,6 +38,7 @@ pub mod functions;
 pub mod image;
 pub mod inject;
 pub mod launch;
+pub mod mapped;
 pub mod maps;
 pub mod memory;
 pub mod module_cache;

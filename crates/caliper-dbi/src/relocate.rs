@@ -248,7 +248,7 @@ pub fn check_patchable(
 
 /// What a trampoline does before the moved instructions.
 #[derive(Debug, Clone, Copy)]
-pub enum Probe<'a> {
+pub enum Probe {
     /// Nothing: the trampoline only runs the moved instructions (used to
     /// resume after a breakpoint that stays in place).
     None,
@@ -256,13 +256,12 @@ pub enum Probe<'a> {
     /// changes the arithmetic flags, which no function expects to keep
     /// across a call.
     Count { counter: u64, increment: Increment },
-    /// The call count, then the count of the call site: the return address
-    /// (at `[rsp]` on entry) looked up among the known sites' by a binary
-    /// search (see [`MAX_ARC_SITES`]), and that site's counter incremented.
-    /// A return address that matches none takes the `miss` path. RAX is
-    /// saved on the stack below the return address, which at a function's
-    /// entry is free.
-    Arcs { counter: u64, sites: &'a [Site], miss: Miss, increment: Increment },
+    /// The call count, then the call arc's: RAX saved (below the return
+    /// address, at a function's entry free), the callee's arc id in it, and
+    /// a call of the arc routine of the trampoline's region at `routine`,
+    /// which counts the (return address, id) pair in the table of arcs
+    /// (see [`crate::arc_table`]).
+    Arcs { counter: u64, id: u32, routine: u64, increment: Increment },
 }
 
 /// How a trampoline increments a counter.
@@ -292,49 +291,10 @@ pub enum Increment {
 pub const UNLOCKED_PREFIX: u8 = 0x3e;
 pub const LOCK_PREFIX: u8 = 0xf0;
 
-/// A call site known to an arc-counting trampoline.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Site {
-    /// The return address of its call.
-    pub ret: u64,
-    /// The site's call counter.
-    pub counter: u64,
-}
-
-/// The most call sites an arc trampoline knows. Its search takes
-/// log2(sites) compares, so the bound is its size: 16 bytes a site (its
-/// return address and its counter's address as constants), it stays
-/// within [`MAX_ARC_TRAMPOLINE`].
-pub const MAX_ARC_SITES: usize = 1024;
-
-/// The most bytes of an arc trampoline, a sixty-fourth of a region.
-pub const MAX_ARC_TRAMPOLINE: usize = 64 << 10;
-
-/// What an arc-counting trampoline does with a call from a new site.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Miss {
-    /// `int3`: the tool adds the site and builds a new trampoline.
-    Trap,
-    /// Counts it in one counter for all other sites (when the trampoline
-    /// has as many sites as it may).
-    Count(u64),
-    /// Learns the site in `table`, `entries` pairs of counters (the return
-    /// address, 0 while the entry is free; the count), searched in order:
-    /// the entry of this return address counted, else the first free one
-    /// claimed (`cmpxchg`, locked as the increments are, so that two threads
-    /// cannot claim one entry) and counted; with no entry left, `other`, or
-    /// without it an `int3` (the tool takes the table's sites into the
-    /// search and gives a larger table). The tool reads the table at the
-    /// end: a new site costs no stop.
-    Learn { table: u64, entries: usize, other: Option<u64> },
-}
-
 /// An encoded trampoline.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Trampoline {
     pub code: Vec<u8>,
-    /// The offset of the `int3` of [`Miss::Trap`], if any.
-    pub trap: Option<u64>,
     /// The offsets of the unlocked increments' [`UNLOCKED_PREFIX`] bytes.
     pub unlocked: Vec<u64>,
 }
@@ -342,14 +302,15 @@ pub struct Trampoline {
 /// Branch targets inside a trampoline are labels: instruction addresses
 /// in the kernel half of the address space, which no moved instruction
 /// has and the block encoder resolves to the instructions carrying them.
-const LABEL: u64 = 0xffff_8000_0000_0000;
+pub(crate) const LABEL: u64 = 0xffff_8000_0000_0000;
 
 /// The labels of the moved instructions, the Nth at `MOVED_LABEL + N`
 /// (the probe's are below).
 const MOVED_LABEL: u64 = LABEL + 0x1_0000;
 
-/// The labels of an arc probe's constants, the Nth at `CONSTANT_LABEL + N`.
-const CONSTANT_LABEL: u64 = LABEL + 0x2_0000;
+/// The labels of a routine's constants, the Nth at `CONSTANT_LABEL + N`
+/// (see [`encode_with_constants`]).
+pub(crate) const CONSTANT_LABEL: u64 = LABEL + 0x2_0000;
 /// The labels of the instructions after the first of an emulated call
 /// (see `emulated_call`), which moves last, so only one is ever emulated.
 const EMULATION_LABEL: u64 = LABEL + 0x3_0000;
@@ -481,7 +442,7 @@ fn increment(counter: u64, how: Increment) -> Result<Vec<Instruction>, Unpatchab
 
 /// The instructions that increment the counter at `base + displacement`
 /// (`base` RIP, or a register that is neither RAX nor R11) as `how` says.
-fn increment_at(base: Register, displacement: i64, how: Increment) -> Result<Vec<Instruction>, Unpatchable> {
+pub(crate) fn increment_at(base: Register, displacement: i64, how: Increment) -> Result<Vec<Instruction>, Unpatchable> {
     let at_counter = MemoryOperand::with_base_displ(base, displacement);
     let stride = match how {
         Increment::PerCpu { stride_log2 } => 1i64 << stride_log2,
@@ -513,297 +474,67 @@ fn increment_at(base: Register, displacement: i64, how: Increment) -> Result<Vec
     ])
 }
 
-fn unencodable(e: iced_x86::IcedError) -> Unpatchable {
+pub(crate) fn unencodable(e: iced_x86::IcedError) -> Unpatchable {
     Unpatchable::Unencodable(e.to_string())
 }
 
-/// The arc-counting part of a trampoline, in `list`: RAX saved, the
-/// return address loaded into it and searched for among `sites`' (sorted
-/// here by return address): found, the site's counter incremented; not
-/// found, the `miss` path. Up to [`TREE_SITES`] sites, in a tree of
-/// compares (see [`Search`]), the return addresses the probe's constants
-/// (after the trampoline's code), the Nth at `CONSTANT_LABEL + N`; more,
-/// by halving a table of (return address, counter address) pairs in the
-/// constants (see [`search`]). The constants are returned with the index
-/// of the trap, if any.
-///
-/// The tree is the faster at run time; the table's code is the same for
-/// any number of sites, each of which adds 16 bytes of constants, so that
-/// the trampolines of a module whose functions know hundreds of thousands
-/// of call sites are built and written quickly.
-fn arc_probe(
-    list: &mut Vec<Instruction>,
-    sites: &[Site],
-    miss: Miss,
-    increment_by: Increment,
-) -> Result<(Option<usize>, Vec<u64>), Unpatchable> {
-    let mut sorted = sites.to_vec();
-    sorted.sort_unstable_by_key(|s| s.ret);
-    list.push(Instruction::with1(Code::Push_r64, Register::RAX).map_err(unencodable)?);
-    let ret = MemoryOperand::with_base_displ(Register::RSP, 8);
-    list.push(Instruction::with2(Code::Mov_r64_rm64, Register::RAX, ret).map_err(unencodable)?);
-    let mut constants: Vec<u64> = if sorted.len() <= TREE_SITES {
-        let mut tree = Search { list, sites: &sorted, increment_by };
-        tree.node(0, sorted.len(), None)?;
-        sorted.iter().map(|s| s.ret).collect()
-    } else {
-        list.extend(search(sorted.len(), increment_by)?);
-        sorted.iter().flat_map(|s| [s.ret, s.counter]).collect()
-    };
-    let mut on_miss = match miss {
-        Miss::Trap => vec![Instruction::with(Code::Int3)],
-        Miss::Count(counter) => increment(counter, increment_by)?,
-        Miss::Learn { table, entries, other } => {
-            constants.push(table.wrapping_add(LEARNED_ENTRY * entries as u64));
-            learn(table, CONSTANT_LABEL + constants.len() as u64 - 1, other, increment_by)?
-        }
-    };
-    on_miss[0].set_ip(SEARCH_MISS);
-    let trap = on_miss.iter().position(|i| i.code() == Code::Int3).map(|n| list.len() + n);
-    list.extend(on_miss);
-    let mut pop = Instruction::with1(Code::Pop_r64, Register::RAX).map_err(unencodable)?;
-    pop.set_ip(SEARCH_DONE);
-    list.push(pop);
-    Ok((trap, constants))
-}
-
-/// The most sites an arc probe searches in a tree of compares: four
-/// compares at most, where the table's search takes about as many rounds
-/// of ten instructions each.
-const TREE_SITES: usize = 16;
-
-/// The labels of an arc probe's branch targets: its end, where RAX is
-/// restored; the path of a return address no site has; the search's; the
-/// tree's, from `TREE_LABEL`.
-const SEARCH_DONE: u64 = LABEL;
-const SEARCH_MISS: u64 = LABEL + 1;
-const SEARCH_LOOP: u64 = LABEL + 2;
-const SEARCH_LOWER: u64 = LABEL + 3;
-const SEARCH_FOUND: u64 = LABEL + 4;
-const SEARCH_NONE: u64 = LABEL + 5;
-const TREE_LABEL: u64 = LABEL + 6;
-
-/// The search of an arc probe over a table of `sites` pairs, the return
-/// address in RAX (saved): RCX holds the start of the range left, RDX its
-/// pairs, R11 the offset of its middle pair (each pushed and popped). Equal
-/// to the middle's, its counter is incremented and the probe ends; below
-/// or above, the range is its lower or higher half; empty, the miss path
-/// (the registers popped: a trap finds the return address above the saved
-/// RAX).
-fn search(sites: usize, how: Increment) -> Result<Vec<Instruction>, Unpatchable> {
-    let op = |r: Result<Instruction, iced_x86::IcedError>| r.map_err(unencodable);
-    let labelled = |mut insn: Instruction, label: u64| {
-        insn.set_ip(label);
-        insn
-    };
-    let sites = u32::try_from(sites).map_err(|_| Unpatchable::Unencodable("too many call sites".into()))?;
-    let table = MemoryOperand::with_base_displ(Register::RIP, CONSTANT_LABEL as i64);
-    let middle = MemoryOperand::with_base_index(Register::RCX, Register::R11);
-    let middle_counter = MemoryOperand::with_base_index_scale_displ_size(Register::RCX, Register::R11, 1, 8, 1);
-    let past_middle = MemoryOperand::with_base_index_scale_displ_size(Register::RCX, Register::R11, 1, 16, 1);
-    let pops = || -> Result<[Instruction; 3], Unpatchable> {
-        Ok([
-            op(Instruction::with1(Code::Pop_r64, Register::R11))?,
-            op(Instruction::with1(Code::Pop_r64, Register::RDX))?,
-            op(Instruction::with1(Code::Pop_r64, Register::RCX))?,
-        ])
-    };
-    let mut code = vec![
-        op(Instruction::with1(Code::Push_r64, Register::RCX))?,
-        op(Instruction::with1(Code::Push_r64, Register::RDX))?,
-        op(Instruction::with1(Code::Push_r64, Register::R11))?,
-        op(Instruction::with2(Code::Lea_r64_m, Register::RCX, table))?,
-        op(Instruction::with2(Code::Mov_r32_imm32, Register::EDX, sites))?,
-        labelled(op(Instruction::with2(Code::Test_rm64_r64, Register::RDX, Register::RDX))?, SEARCH_LOOP),
-        op(Instruction::with_branch(Code::Je_rel32_64, SEARCH_NONE))?,
-        op(Instruction::with2(Code::Mov_r64_rm64, Register::R11, Register::RDX))?,
-        op(Instruction::with2(Code::Shr_rm64_imm8, Register::R11, 1))?,
-        op(Instruction::with2(Code::Shl_rm64_imm8, Register::R11, 4))?,
-        op(Instruction::with2(Code::Cmp_r64_rm64, Register::RAX, middle))?,
-        op(Instruction::with_branch(Code::Je_rel32_64, SEARCH_FOUND))?,
-        op(Instruction::with_branch(Code::Jb_rel32_64, SEARCH_LOWER))?,
-        // The higher half: the pairs past the middle, n - n/2 - 1 of them.
-        op(Instruction::with2(Code::Lea_r64_m, Register::RCX, past_middle))?,
-        op(Instruction::with2(Code::Shr_rm64_imm8, Register::R11, 4))?,
-        op(Instruction::with2(Code::Sub_r64_rm64, Register::RDX, Register::R11))?,
-        op(Instruction::with1(Code::Dec_rm64, Register::RDX))?,
-        op(Instruction::with_branch(Code::Jmp_rel32_64, SEARCH_LOOP))?,
-        // The lower half: the n/2 pairs before the middle.
-        labelled(op(Instruction::with2(Code::Shr_rm64_imm8, Register::R11, 4))?, SEARCH_LOWER),
-        op(Instruction::with2(Code::Mov_r64_rm64, Register::RDX, Register::R11))?,
-        op(Instruction::with_branch(Code::Jmp_rel32_64, SEARCH_LOOP))?,
-        labelled(op(Instruction::with2(Code::Mov_r64_rm64, Register::RCX, middle_counter))?, SEARCH_FOUND),
-    ];
-    code.extend(increment_at(Register::RCX, 0, how)?);
-    code.extend(pops()?);
-    code.push(op(Instruction::with_branch(Code::Jmp_rel32_64, SEARCH_DONE))?);
-    let mut none = pops()?;
-    none[0].set_ip(SEARCH_NONE);
-    code.extend(none);
+/// The call, at `at`, of the arc routine at `routine` with the callee's
+/// arc `id` (see [`Probe::Arcs`]): `push rax; mov eax, id; call routine;
+/// pop rax`, encoded by hand (a compiler's 65,000 trampolines each have
+/// one, which the encoder took a tenth of their build to encode).
+fn arc_call(id: u32, routine: u64, at: u64) -> Result<[u8; 12], Unpatchable> {
+    const CALL_END: u64 = 11;
+    let rel = i32::try_from(routine.wrapping_sub(at + CALL_END) as i64)
+        .map_err(|_| Unpatchable::Unencodable("the arc routine out of reach".into()))?;
+    let mut code = [0x50, 0xb8, 0, 0, 0, 0, 0xe8, 0, 0, 0, 0, 0x58];
+    code[2..6].copy_from_slice(&id.to_le_bytes());
+    code[7..11].copy_from_slice(&rel.to_le_bytes());
     Ok(code)
 }
 
-/// The bytes of an entry of a [`Miss::Learn`] table: the return address,
-/// then the count.
-pub const LEARNED_ENTRY: u64 = 16;
-
-/// The labels of the learning path's branch targets.
-const LEARN_LOOP: u64 = LABEL + 0x8000;
-const LEARN_FOUND: u64 = LABEL + 0x8001;
-const LEARN_NEXT: u64 = LABEL + 0x8002;
-
-/// The path of [`Miss::Learn`], the return address in RAX (saved), the
-/// flags free: RCX walks the entries of `table` up to the address in the
-/// constant labelled `table_end`; RDX holds the return address while
-/// `cmpxchg` takes 0 in RAX. Each register it uses is pushed and popped
-/// (before the `int3` of a full table too, where the tool finds the
-/// return address above the saved RAX, as at [`Miss::Trap`]'s).
-fn learn(table: u64, table_end: u64, other: Option<u64>, how: Increment) -> Result<Vec<Instruction>, Unpatchable> {
-    let op = |r: Result<Instruction, iced_x86::IcedError>| r.map_err(unencodable);
-    let labelled = |mut insn: Instruction, label: u64| {
-        insn.set_ip(label);
-        insn
-    };
-    let entry = MemoryOperand::with_base(Register::RCX);
-    let mut claim = op(Instruction::with2(Code::Cmpxchg_rm64_r64, entry, Register::RDX))?;
-    match how {
-        Increment::Unlocked => claim.set_segment_prefix(Register::DS),
-        Increment::Locked | Increment::PerCpu { .. } => claim.set_has_lock_prefix(true),
-    }
-    let mut path = vec![
-        op(Instruction::with1(Code::Push_r64, Register::RCX))?,
-        op(Instruction::with2(
-            Code::Lea_r64_m,
-            Register::RCX,
-            MemoryOperand::with_base_displ(Register::RIP, table as i64),
-        ))?,
-        labelled(op(Instruction::with2(Code::Cmp_r64_rm64, Register::RAX, entry))?, LEARN_LOOP),
-        op(Instruction::with_branch(Code::Je_rel32_64, LEARN_FOUND))?,
-        op(Instruction::with2(Code::Cmp_rm64_imm8, entry, 0))?,
-        op(Instruction::with_branch(Code::Jne_rel32_64, LEARN_NEXT))?,
-        op(Instruction::with1(Code::Push_r64, Register::RDX))?,
-        op(Instruction::with2(Code::Mov_r64_rm64, Register::RDX, Register::RAX))?,
-        op(Instruction::with2(Code::Xor_r32_rm32, Register::EAX, Register::EAX))?,
-        claim,
-        // mov and pop keep the flags: unequal, another thread claimed the
-        // entry first, for its return address or this one; compare again.
-        op(Instruction::with2(Code::Mov_r64_rm64, Register::RAX, Register::RDX))?,
-        op(Instruction::with1(Code::Pop_r64, Register::RDX))?,
-        op(Instruction::with_branch(Code::Jne_rel32_64, LEARN_LOOP))?,
-    ];
-    let mut count = increment_at(Register::RCX, 8, how)?;
-    count[0].set_ip(LEARN_FOUND);
-    path.extend(count);
-    path.push(op(Instruction::with1(Code::Pop_r64, Register::RCX))?);
-    path.push(op(Instruction::with_branch(Code::Jmp_rel32_64, SEARCH_DONE))?);
-    let end = MemoryOperand::with_base_displ(Register::RIP, table_end as i64);
-    path.push(labelled(op(Instruction::with2(Code::Add_rm64_imm8, Register::RCX, LEARNED_ENTRY as i32))?, LEARN_NEXT));
-    path.push(op(Instruction::with2(Code::Cmp_r64_rm64, Register::RCX, end))?);
-    path.push(op(Instruction::with_branch(Code::Jb_rel32_64, LEARN_LOOP))?);
-    path.push(op(Instruction::with1(Code::Pop_r64, Register::RCX))?);
-    match other {
-        Some(other) => path.extend(increment(other, how)?),
-        None => path.push(Instruction::with(Code::Int3)),
-    }
-    Ok(path)
-}
-
-/// The tree of compares of an arc probe, over sites sorted by return
-/// address, the return address in RAX.
-struct Search<'a> {
-    list: &'a mut Vec<Instruction>,
-    sites: &'a [Site],
-    increment_by: Increment,
-}
-
-impl Search<'_> {
-    /// The label of the node of site `i`.
-    fn node_label(i: usize) -> u64 {
-        TREE_LABEL + 2 * i as u64
-    }
-
-    /// The label of the branch to a half after site `i`'s compare.
-    fn halves_label(i: usize) -> u64 {
-        TREE_LABEL + 1 + 2 * i as u64
-    }
-
-    /// The node of the middle of `sites[low..high]` (its first
-    /// instruction labelled `label`, if it is a branch target), followed
-    /// by the nodes of the higher half, which it falls into, and those of
-    /// the lower half.
-    fn node(&mut self, low: usize, high: usize, label: Option<u64>) -> Result<(), Unpatchable> {
-        if low == high {
-            return Ok(());
-        }
-        let mid = low + (high - low) / 2;
-        let (lower, higher) = (low < mid, mid + 1 < high);
-        let constant = MemoryOperand::with_base_displ(Register::RIP, (CONSTANT_LABEL + mid as u64) as i64);
-        let mut cmp = Instruction::with2(Code::Cmp_r64_rm64, Register::RAX, constant).map_err(unencodable)?;
-        cmp.set_ip(label.unwrap_or(0));
-        self.list.push(cmp);
-        let unequal = if lower || higher { Self::halves_label(mid) } else { SEARCH_MISS };
-        self.list.push(Instruction::with_branch(Code::Jne_rel32_64, unequal).map_err(unencodable)?);
-        self.list.extend(increment(self.sites[mid].counter, self.increment_by)?);
-        self.list.push(Instruction::with_branch(Code::Jmp_rel32_64, SEARCH_DONE).map_err(unencodable)?);
-        if !(lower || higher) {
-            return Ok(());
-        }
-        let below = if lower { Self::node_label(low + (mid - low) / 2) } else { SEARCH_MISS };
-        let mut jb = Instruction::with_branch(Code::Jb_rel32_64, below).map_err(unencodable)?;
-        jb.set_ip(Self::halves_label(mid));
-        self.list.push(jb);
-        if higher {
-            self.node(mid + 1, high, None)?;
-        } else {
-            self.list.push(Instruction::with_branch(Code::Jmp_rel32_64, SEARCH_MISS).map_err(unencodable)?);
-        }
-        if lower {
-            self.node(low, mid, Some(Self::node_label(low + (mid - low) / 2)))?;
-        }
-        Ok(())
-    }
-}
-
 /// Encodes a trampoline at address `at`: the probe, the `moved`
-/// instructions (decoded at their original addresses), a jump to
-/// `resume`, and the probe's constants, 8-byte aligned.
+/// instructions (decoded at their original addresses) and a jump to
+/// `resume`.
 pub fn build(at: u64, probe: Probe, moved: &[Instruction], resume: u64) -> Result<Trampoline, Unpatchable> {
-    let mut list = Vec::new();
-    let mut trap = None;
-    let mut constants = Vec::new();
-    match probe {
-        Probe::None => {}
-        Probe::Count { counter, increment: how } => list.extend(increment(counter, how)?),
-        Probe::Arcs { counter, sites, miss, increment: how } => {
-            list.extend(increment(counter, how)?);
-            (trap, constants) = arc_probe(&mut list, sites, miss, how)?;
-        }
-    }
+    let (list, arc) = match probe {
+        Probe::None => (Vec::new(), None),
+        Probe::Count { counter, increment: how } => (increment(counter, how)?, None),
+        Probe::Arcs { counter, id, routine, increment: how } => (increment(counter, how)?, Some((id, routine))),
+    };
     let probe = ProbeCode::encode(&list, at)?;
+    let unlocked = probe.unlocked(&list);
+    let mut code = probe.finish(|_| None)?;
+    if let Some((id, routine)) = arc {
+        code.extend(arc_call(id, routine, at + code.len() as u64)?);
+    }
     let mut back = relabel(moved)?;
     back.push(Instruction::with_branch(Code::Jmp_rel32_64, resume).map_err(unencodable)?);
-    let block = InstructionBlock::new(&back, probe.end());
-    let back = BlockEncoder::encode(64, block, BlockEncoderOptions::NONE).map_err(unencodable)?.code_buffer;
-    let constants_at = (probe.end() + back.len() as u64).next_multiple_of(8);
-    let offset = |i: usize| probe.offsets[i];
-    let trap = trap.map(offset);
-    let unlocked = (0..list.len())
-        .filter(|&i| matches!(list[i].code(), Code::Inc_rm64 | Code::Cmpxchg_rm64_r64) && !list[i].has_lock_prefix())
-        .map(offset)
-        .collect();
+    let block = InstructionBlock::new(&back, at + code.len() as u64);
+    code.extend(BlockEncoder::encode(64, block, BlockEncoderOptions::NONE).map_err(unencodable)?.code_buffer);
+    Ok(Trampoline { code, unlocked })
+}
+
+/// `list` encoded at `at` and followed, 8-byte aligned, by `constants`,
+/// the Nth of which its operands reach at `CONSTANT_LABEL + N`: code that
+/// is no trampoline (it moves no instructions), such as the arc routine.
+pub(crate) fn encode_with_constants(
+    list: &[Instruction],
+    constants: &[u64],
+    at: u64,
+) -> Result<Trampoline, Unpatchable> {
+    let probe = ProbeCode::encode(list, at)?;
+    let constants_at = probe.end().next_multiple_of(8);
+    let unlocked = probe.unlocked(list);
     let mut code = probe.finish(|label| {
         let n = label.checked_sub(CONSTANT_LABEL).filter(|&n| n < constants.len() as u64)?;
         Some(constants_at + 8 * n)
     })?;
-    code.extend(back);
-    if !constants.is_empty() {
-        code.resize((constants_at - at) as usize, INT3);
-        code.extend(constants.iter().flat_map(|c| c.to_le_bytes()));
-    }
-    Ok(Trampoline { code, trap, unlocked })
+    code.resize((constants_at - at) as usize, INT3);
+    code.extend(constants.iter().flat_map(|c| c.to_le_bytes()));
+    Ok(Trampoline { code, unlocked })
 }
 
-/// The byte of `int3`, which pads before an arc probe's constants.
+/// The byte of `int3`, which pads before a routine's constants.
 const INT3: u8 = 0xcc;
 
 /// A probe's code: its instructions encoded one after the other, each in
@@ -811,8 +542,8 @@ const INT3: u8 = 0xcc;
 /// 32-bit displacements), so that its length does not depend on what it
 /// reaches, and the labels it refers to (instruction addresses at or above
 /// `LABEL`) filled in once all are placed. The block encoder, which
-/// shortens branches, takes passes over the whole block: for a search over
-/// a thousand sites, milliseconds a trampoline.
+/// shortens branches, takes passes over the whole block, several times
+/// the cost of this one pass.
 struct ProbeCode {
     at: u64,
     code: Vec<u8>,
@@ -835,54 +566,6 @@ struct Encoding {
     displacement: usize,
 }
 
-/// The hasher of the encodings' keys: a multiply and a rotate a word
-/// (SipHash, over an instruction's fields, took longer than the encoding
-/// it saves).
-#[derive(Default)]
-struct FormHasher(u64);
-
-impl std::hash::Hasher for FormHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-
-    fn write_u8(&mut self, n: u8) {
-        self.write_u64(u64::from(n));
-    }
-
-    fn write_u16(&mut self, n: u16) {
-        self.write_u64(u64::from(n));
-    }
-
-    fn write_u32(&mut self, n: u32) {
-        self.write_u64(u64::from(n));
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x517c_c1b7_2722_0a95);
-    }
-
-    fn write_usize(&mut self, n: usize) {
-        self.write_u64(n as u64);
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-type Forms = HashMap<Instruction, Encoding, std::hash::BuildHasherDefault<FormHasher>>;
-
-thread_local! {
-    /// The encodings of the probe instructions whose bytes do not depend
-    /// on their address, each labelled operand at the instruction itself
-    /// (a few hundred forms): every arc trampoline has the same search,
-    /// which the encoder took most of a trampoline's build to encode.
-    static ENCODINGS: std::cell::RefCell<Forms> = Default::default();
-}
-
 impl Encoding {
     /// `insn` encoded at `ip` by `encoder`.
     fn of(encoder: &mut Encoder, insn: &Instruction, ip: u64) -> Result<Encoding, Unpatchable> {
@@ -892,25 +575,6 @@ impl Encoding {
         let mut bytes = [0; 15];
         bytes[..len].copy_from_slice(&encoder.take_buffer());
         Ok(Encoding { bytes, len, immediate, displacement: constants.displacement_offset() })
-    }
-
-    /// `placed`, whose labelled operands are at its own address, encoded
-    /// (once per form): at address 0, its operands there too, it has the
-    /// same bytes.
-    fn cached(placed: &Instruction) -> Result<Encoding, Unpatchable> {
-        let mut form = *placed;
-        if form.op0_kind() == OpKind::NearBranch64 {
-            form.set_near_branch64(0);
-        }
-        if form.is_ip_rel_memory_operand() {
-            form.set_memory_displacement64(0);
-        }
-        if let Some(known) = ENCODINGS.with(|e| e.borrow().get(&form).copied()) {
-            return Ok(known);
-        }
-        let encoded = Encoding::of(&mut Encoder::new(64), &form, 0)?;
-        ENCODINGS.with(|e| e.borrow_mut().insert(form, encoded));
-        Ok(encoded)
     }
 }
 
@@ -937,11 +601,7 @@ impl ProbeCode {
                 placed.set_memory_displacement64(ip);
                 insn.memory_displacement64()
             });
-            // Its bytes do not depend on its address unless it reaches
-            // an address that is no label.
-            let absolute = insn.is_ip_rel_memory_operand() && memory.is_none()
-                || insn.op0_kind() == OpKind::NearBranch64 && branch.is_none();
-            let encoded = if absolute { Encoding::of(&mut encoder, &placed, ip)? } else { Encoding::cached(&placed)? };
+            let encoded = Encoding::of(&mut encoder, &placed, ip)?;
             code.extend_from_slice(&encoded.bytes[..encoded.len]);
             let end = offset + encoded.len as u64;
             if let Some(label) = branch {
@@ -957,6 +617,14 @@ impl ProbeCode {
             offset = end;
         }
         Ok(ProbeCode { at, code, offsets, labels, fixups })
+    }
+
+    /// The offsets of the unlocked increments and claims of `list` (the
+    /// instructions encoded), whose prefix byte turns them locked.
+    fn unlocked(&self, list: &[Instruction]) -> Vec<u64> {
+        let unlocked =
+            |i: &&Instruction| matches!(i.code(), Code::Inc_rm64 | Code::Cmpxchg_rm64_r64) && !i.has_lock_prefix();
+        list.iter().zip(&self.offsets).filter(|(i, _)| unlocked(i)).map(|(_, &offset)| offset).collect()
     }
 
     /// The address past the code.
@@ -1003,18 +671,8 @@ pub fn jump(from: u64, to: u64) -> Option<[u8; JUMP_LEN as usize]> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
-
-    /// Checks that `t` (built at 0x7000_0000) traps where it says, with
-    /// the search's RCX popped before the trap and RAX after it.
-    fn assert_traps_between_pops(t: &Trampoline) {
-        let back = decode_all(&t.code, 0x7000_0000);
-        let trap = back.iter().position(|i| i.code() == Code::Int3).expect("a trap");
-        assert_eq!(t.trap, Some(back[trap].ip() - 0x7000_0000));
-        assert_eq!((back[trap - 1].code(), back[trap - 1].op0_register()), (Code::Pop_r64, Register::RCX));
-        assert_eq!((back[trap + 1].code(), back[trap + 1].op0_register()), (Code::Pop_r64, Register::RAX));
-    }
 
     fn decode_all(code: &[u8], ip: u64) -> Vec<Instruction> {
         Decoder::with_ip(64, code, ip, DecoderOptions::NONE).into_iter().collect()
@@ -1121,7 +779,7 @@ mod tests {
 
     /// Calls `caller` (a `call <trampoline>; ret`) with the registers a
     /// call leaves alone set, and asserts that they survive.
-    fn call_keeping_registers(caller: u64) {
+    pub(crate) fn call_keeping_registers(caller: u64) {
         let kept = [0x1111u64, 0x2222, 0x3333, 0x4444, 0x5555, 0x6666];
         let (mut rax, mut rcx, mut rdx, mut r11) = (kept[0], kept[1], kept[2], kept[3]);
         let (mut rbx, mut r12) = (kept[4], kept[5]);
@@ -1129,11 +787,12 @@ mod tests {
         // wrote into executable pages, which return.
         unsafe {
             std::arch::asm!(
-                // RBX, which asm! cannot name, through R13.
+                // RBX, which asm! cannot name, through R13; the callee in
+                // R10, named, so that it cannot be given RBX.
                 "xchg rbx, r13",
-                "call {f}",
+                "call r10",
                 "xchg rbx, r13",
-                f = in(reg) caller,
+                in("r10") caller,
                 inout("r13") rbx,
                 inout("rax") rax,
                 inout("rcx") rcx,
@@ -1151,7 +810,7 @@ mod tests {
     ///
     /// # Safety
     /// The callers' bytes must be writable memory of the test's.
-    unsafe fn write_callers(callers: u64, n: usize, at: u64) {
+    pub(crate) unsafe fn write_callers(callers: u64, n: usize, at: u64) {
         for k in 0..n as u64 {
             let caller = callers + 6 * k;
             let rel = (at as i64 - (caller + 5) as i64) as i32;
@@ -1162,187 +821,17 @@ mod tests {
         }
     }
 
-    #[test]
-    fn arc_probe_searches_the_sites_then_misses() {
-        const PAGE: usize = 4096;
-        let len = 16 * PAGE;
-        // SAFETY: a fresh private mapping, unmapped at the end.
-        let base = unsafe {
-            let prot = libc::PROT_READ | libc::PROT_WRITE | libc::PROT_EXEC;
-            libc::mmap(std::ptr::null_mut(), len, prot, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0)
-        };
-        assert_ne!(base, libc::MAP_FAILED);
-        let (at, callers, counters) = (base as u64, base as u64 + 8 * PAGE as u64, base as u64 + 9 * PAGE as u64);
-        let counter = |slot: u64| counters + 8 * slot;
-        // SAFETY: inside the mapping.
-        let read = |slot: u64| unsafe { *(counter(slot) as *const u64) };
-        // push rbp; mov rbp,rsp; nop: the moved instructions, then ret at 0x1005.
-        let moved = entry_instructions(&[0x55, 0x48, 0x89, 0xe5, 0x90], 0x1000, JUMP_LEN).unwrap();
-        for how in [Increment::Unlocked, Increment::Locked] {
-            for count in [0usize, 1, 2, 3, 7, TREE_SITES, TREE_SITES + 1, 100, 333] {
-                // Callers 2k are the known sites, given out of order; the
-                // odd ones are strangers. Caller k calls k + 1 times.
-                let callers_n = 2 * count + 1;
-                let sites: Vec<Site> = (0..count as u64)
-                    .map(|i| (i * 7919) % count as u64)
-                    .map(|k| Site { ret: callers + 6 * (2 * k) + 5, counter: counter(2 + k) })
-                    .collect();
-                let miss = Miss::Count(counter(1));
-                let t = build(at, Probe::Arcs { counter: counter(0), sites: &sites, miss, increment: how }, &moved, 0)
-                    .unwrap();
-                // The moved `push rbp; mov rbp, rsp; nop`, then a jump to 0:
-                // run the probe alone, the moved code replaced by `ret`.
-                let back = decode_all(&t.code, at);
-                let moved_push =
-                    back.iter().position(|i| i.code() == Code::Push_r64 && i.op0_register() == Register::RBP);
-                let ret_at = (back[moved_push.expect("the moved push rbp")].ip() - at) as usize;
-                assert!(ret_at + 4 <= t.code.len() && t.trap.is_none());
-                // SAFETY: the code fits its 8 pages, the callers theirs; the
-                // counters are zeroed before each build's run.
-                unsafe {
-                    std::ptr::write_bytes(counters as *mut u8, 0, PAGE);
-                    std::ptr::copy_nonoverlapping(t.code.as_ptr(), at as *mut u8, t.code.len());
-                    *((at as usize + ret_at) as *mut u8) = 0xc3;
-                    write_callers(callers, callers_n, at);
-                }
-                for k in 0..callers_n {
-                    for _ in 0..=k {
-                        call_keeping_registers(callers + 6 * k as u64);
-                    }
-                }
-                let calls: u64 = (1..=callers_n as u64).sum();
-                assert_eq!(read(0), calls, "{how:?}, {count} sites: every call");
-                let known: Vec<u64> = (0..count as u64).map(|k| read(2 + k)).collect();
-                assert_eq!(known, (0..count as u64).map(|k| 2 * k + 1).collect::<Vec<_>>(), "{how:?}, {count} sites");
-                let strangers: u64 =
-                    (0..callers_n as u64).filter(|k| k % 2 == 1 || *k == 2 * count as u64).map(|k| k + 1).sum();
-                assert_eq!(read(1), strangers, "{how:?}, {count} sites: the others");
-            }
-        }
-        // SAFETY: the mapping made above, no longer used.
-        unsafe { libc::munmap(base, len) };
-        // A miss that traps finds the table search's registers popped, the
-        // return address above the saved RAX.
-        let sites: Vec<Site> =
-            (0..=TREE_SITES as u64).map(|k| Site { ret: 0x5555_3000 + k, counter: 0x7000_3008 + 8 * k }).collect();
-        let probe = Probe::Arcs { counter: 0x7000_2000, sites: &sites, miss: Miss::Trap, increment: Increment::Locked };
-        let t = build(0x7000_0000, probe, &moved, 0x1005).unwrap();
-        assert_traps_between_pops(&t);
-        let constants = &t.code[t.code.len() - 16..];
-        let last = TREE_SITES as u64;
-        let pair = [(0x5555_3000 + last).to_le_bytes(), (0x7000_3008 + 8 * last).to_le_bytes()].concat();
-        assert_eq!(constants, pair, "the last pair");
-        assert!((t.code.len() - 16).is_multiple_of(8), "the constants 8-byte aligned");
-    }
-
-    /// The counter copies and their stride in [`learns_new_sites_without_a_stop`].
-    const COPIES: usize = 65;
-    const STRIDE_LOG2: u32 = 12;
-
-    /// The counters of an arc trampoline with a [`Miss::Learn`] table of
-    /// `entries`, run for real: a function whose only instruction is `ret`,
-    /// called from `sites` call sites (site k, from 1, k times), the first
-    /// a known site. Returns the counters (the call's, the other sites', the
-    /// known site's, then the table's pairs), summed over the processors'
-    /// copies. Asserts that the registers a call leaves alone survive.
-    fn run_learning(how: Increment, sites: usize, entries: usize) -> Vec<u64> {
-        const PAGE: usize = 4096;
-        let len = 2 * PAGE + COPIES * PAGE;
-        // SAFETY: a fresh private mapping, unmapped at the end.
-        let base = unsafe {
-            let prot = libc::PROT_READ | libc::PROT_WRITE | libc::PROT_EXEC;
-            libc::mmap(std::ptr::null_mut(), len, prot, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0)
-        };
-        assert_ne!(base, libc::MAP_FAILED);
-        let (at, callers, counters) = (base as u64, base as u64 + PAGE as u64, base as u64 + 2 * PAGE as u64);
-        let slots = 4 + 2 * entries;
-        let known = [Site { ret: callers + 5, counter: counters + 16 }];
-        let miss = Miss::Learn { table: counters + 32, entries, other: Some(counters + 8) };
-        let moved = entry_instructions(&[0xc3, 0x90, 0x90, 0x90, 0x90], 0x1000, JUMP_LEN).unwrap();
-        let t = build(at, Probe::Arcs { counter: counters, sites: &known, miss, increment: how }, &moved, 0x1005);
-        let t = t.unwrap();
-        assert!(t.code.len() <= PAGE && t.trap.is_none());
-        // The call's, the known site's, the claim, the learned count, the
-        // other sites': each turns locked by its prefix byte.
-        let unlocked = if how == Increment::Unlocked { 5 } else { 0 };
-        assert_eq!(t.unlocked.len(), unlocked);
-        assert!(t.unlocked.iter().all(|&u| t.code[u as usize] == UNLOCKED_PREFIX));
-        // SAFETY: the code and the callers fit their pages.
-        unsafe {
-            std::ptr::copy_nonoverlapping(t.code.as_ptr(), at as *mut u8, t.code.len());
-            write_callers(callers, sites, at);
-        }
-        for k in 0..sites as u64 {
-            for _ in 0..=k {
-                call_keeping_registers(callers + 6 * k);
-            }
-        }
-        let copies = if matches!(how, Increment::PerCpu { .. }) { COPIES } else { 1 };
-        let read = |slot: usize, copy: usize| {
-            // SAFETY: inside the mapping.
-            unsafe { *((counters as usize + copy * (1 << STRIDE_LOG2) + 8 * slot) as *const u64) }
-        };
-        let values = (0..slots).map(|slot| (0..copies).map(|c| read(slot, c)).sum()).collect();
-        // SAFETY: the mapping made above, no longer used.
-        unsafe { libc::munmap(base, len) };
-        values
-    }
+    /// The counter copies of tests that run per-processor increments for
+    /// real, and their stride.
+    pub(crate) const COPIES: usize = 65;
+    pub(crate) const STRIDE_LOG2: u32 = 12;
 
     /// Whether this processor runs `rdpid` with a processor number below
-    /// the copies [`run_learning`] has.
-    fn per_cpu_runs_here() -> bool {
+    /// [`COPIES`].
+    pub(crate) fn per_cpu_runs_here() -> bool {
         let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
         let rdpid = info.lines().any(|l| l.starts_with("flags") && l.split_whitespace().any(|f| f == "rdpid"));
         rdpid && std::thread::available_parallelism().is_ok_and(|n| n.get() < COPIES)
-    }
-
-    #[test]
-    fn learns_new_sites_without_a_stop() {
-        let mut increments = vec![Increment::Unlocked, Increment::Locked];
-        if per_cpu_runs_here() {
-            increments.push(Increment::PerCpu { stride_log2: STRIDE_LOG2 });
-        }
-        for how in increments {
-            // 40 sites: the known one, 32 learned, 7 more counted together.
-            let sites = 40;
-            let counters = run_learning(how, sites, 32);
-            let calls: u64 = (1..=sites as u64).sum();
-            assert_eq!(counters[0], calls, "{how:?}: every call");
-            assert_eq!(counters[2], 1, "{how:?}: the known site, by the search");
-            let table: Vec<(u64, u64)> = counters[4..].chunks(2).map(|p| (p[0], p[1])).collect();
-            let rets: Vec<u64> = table.iter().map(|e| e.0).collect();
-            assert!(rets[0] != 0 && rets.windows(2).all(|w| w[1] == w[0] + 6), "{how:?}: in the order of the calls");
-            let counts: Vec<u64> = table.iter().map(|e| e.1).collect();
-            assert_eq!(counts, (2..=33).collect::<Vec<u64>>(), "{how:?}: site k, k calls");
-            assert_eq!(counters[1], (34..=40).sum::<u64>(), "{how:?}: the sites past the table");
-            // A table with room to spare: the free entries stay 0.
-            let counters = run_learning(how, 5, 8);
-            assert_eq!(counters[1], 0, "{how:?}: no other site");
-            let counts: Vec<u64> = counters[4..].chunks(2).map(|p| p[1]).collect();
-            assert_eq!(counts, [2, 3, 4, 5, 0, 0, 0, 0]);
-            assert!(counters[4..].chunks(2).skip(4).all(|p| p[0] == 0), "{how:?}: free entries");
-        }
-        // Without a counter for the sites past it, a full table ends at the
-        // trap, RCX popped, as a trampoline without a table traps.
-        let moved = entry_instructions(&[0x55, 0x48, 0x89, 0xe5, 0x90], 0x1000, JUMP_LEN).unwrap();
-        let miss = Miss::Learn { table: 0x7000_4000, entries: 8, other: None };
-        let probe = Probe::Arcs { counter: 0x7000_2000, sites: &[], miss, increment: Increment::Locked };
-        let t = build(0x7000_0000, probe, &moved, 0x1005).unwrap();
-        assert_traps_between_pops(&t);
-    }
-
-    #[test]
-    fn an_arc_trampoline_with_the_most_sites_fits_its_bound() {
-        let moved = entry_instructions(&[0x55, 0x48, 0x89, 0xe5, 0x90], 0x1000, JUMP_LEN).unwrap();
-        let sites: Vec<Site> = (0..MAX_ARC_SITES as u64)
-            .map(|k| Site { ret: 0x5555_0000_0000 + k * 5, counter: 0x7fff_0000 + 8 * k })
-            .collect();
-        let increment = Increment::PerCpu { stride_log2: 23 };
-        let probe = Probe::Arcs { counter: 0x7000_2000, sites: &sites, miss: Miss::Count(0x7000_4000), increment };
-        let t = build(0x7000_0000, probe, &moved, 0x1005).unwrap();
-        assert!(t.code.len() <= MAX_ARC_TRAMPOLINE, "{} bytes", t.code.len());
-        let code = t.code.len() - 16 * MAX_ARC_SITES;
-        assert!(code < 256, "{code} bytes of code beside 16 bytes a site: the same for any number of sites");
     }
 
     #[test]
@@ -1359,20 +848,19 @@ mod tests {
     #[test]
     fn an_unlocked_increment_becomes_locked_by_one_byte() {
         let moved = entry_instructions(&[0x55, 0x48, 0x89, 0xe5, 0x90], 0x1000, JUMP_LEN).unwrap();
-        let sites = [Site { ret: 0x5555_3000, counter: 0x7000_3008 }];
-        let probe =
-            Probe::Arcs { counter: 0x7000_2000, sites: &sites, miss: Miss::Trap, increment: Increment::Unlocked };
+        let probe = Probe::Arcs { counter: 0x7000_2000, id: 5, routine: 0x7000_8000, increment: Increment::Unlocked };
         let mut t = build(0x7000_0000, probe, &moved, 0x1005).unwrap();
-        assert_eq!(t.unlocked.len(), 2, "the call and the site counter");
-        for &at in &t.unlocked {
-            assert_eq!(t.code[at as usize], UNLOCKED_PREFIX);
-            t.code[at as usize] = LOCK_PREFIX;
-        }
+        assert_eq!(t.unlocked.len(), 1, "the call's count");
+        let at = t.unlocked[0] as usize;
+        assert_eq!(t.code[at], UNLOCKED_PREFIX);
+        t.code[at] = LOCK_PREFIX;
         let back = decode_all(&t.code, 0x7000_0000);
-        let incs: Vec<&Instruction> = back.iter().filter(|i| i.code() == Code::Inc_rm64).collect();
-        assert_eq!(incs.len(), 2);
-        assert!(incs.iter().all(|i| i.has_lock_prefix()));
-        assert_eq!(incs[1].memory_displacement64(), 0x7000_3008, "the same operand after the change");
+        assert!(back[0].has_lock_prefix() && back[0].code() == Code::Inc_rm64);
+        assert_eq!(back[0].memory_displacement64(), 0x7000_2000, "the same operand after the change");
+        // Then the arc: RAX saved, the id in it, the routine called.
+        let codes: Vec<Code> = back[1..5].iter().map(|i| i.code()).collect();
+        assert_eq!(codes, [Code::Push_r64, Code::Mov_r32_imm32, Code::Call_rel32_64, Code::Pop_r64]);
+        assert_eq!((back[2].immediate32(), back[3].near_branch64()), (5, 0x7000_8000));
     }
 
     #[test]

@@ -129,7 +129,7 @@ pub fn write_cali(out: impl Write, outcome: &Outcome, collect: Collect) -> io::R
             record.push_ref(module);
             record.push_ref(caller_module);
             record.push_imm(callsite_attr, Variant::Addr(arc.callsite));
-            record.push_imm(count_attr, Variant::Uint(outcome.arcs.calls(id, &outcome.counters)));
+            record.push_imm(count_attr, Variant::Uint(outcome.arcs.calls(id)));
             writer.write_record(&db, &record)?;
         }
     }
@@ -215,7 +215,7 @@ pub fn text_report(outcome: &Outcome, collect: Collect) -> String {
     if collect.arcs {
         let _ = writeln!(out, "== call arcs: calls, caller -> callee (call site in the caller's file)");
         let mut arcs: Vec<(u64, usize)> =
-            (0..outcome.arcs.records.len()).map(|id| (outcome.arcs.calls(id, &outcome.counters), id)).collect();
+            (0..outcome.arcs.records.len()).map(|id| (outcome.arcs.calls(id), id)).collect();
         arcs.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
         for (calls, id) in arcs {
             let arc = &outcome.arcs.records[id];
@@ -345,7 +345,7 @@ pub fn write_flow_data(mut out: impl Write, outcome: &Outcome) -> io::Result<()>
     }
     for (id, arc) in outcome.arcs.records.iter().enumerate() {
         let callee = &outcome.functions.records[arc.callee];
-        let calls = outcome.arcs.calls(id, &outcome.counters);
+        let calls = outcome.arcs.calls(id);
         writeln!(
             out,
             "A\t{calls}\t{}\t{:#x}\t{}\t{}\t{:#x}\t{}",

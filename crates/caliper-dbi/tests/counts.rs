@@ -105,7 +105,7 @@ fn arcs_count_each_call_site() {
 }
 
 #[test]
-fn a_thousand_sites_in_the_code_are_known_and_learned_sites_are_bounded() {
+fn each_of_a_thousand_call_sites_is_an_arc_without_a_stop() {
     let dir = tempfile::tempdir().unwrap();
     common::build(dir.path(), "many_sites", &[]);
     let run = |collector: &str, function: &str| {
@@ -115,23 +115,19 @@ fn a_thousand_sites_in_the_code_are_known_and_learned_sites_are_bounded() {
         assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
         (common::traps(&file), read_arcs(&file))
     };
-    // Each of the first 992 direct sites (as many as a trampoline knows
-    // from the code) its own arc, known before its first call; the last 8
-    // counted together from the start: no stop beyond fcount's.
+    // Each of the 1000 direct sites its own arc, exact, and no stop beyond
+    // fcount's.
     let (fcount, _) = run("fcount", "target");
     let (traps, arcs) = run("arcs", "target");
-    assert_eq!(arcs[&("direct".into(), "target".into())], (1..=992).collect::<Vec<u64>>());
-    assert_eq!(arcs[&("(other call sites)".into(), "target".into())], [(993..=1000).sum::<u64>()]);
+    assert_eq!(arcs[&("direct".into(), "target".into())], (1..=1000).collect::<Vec<u64>>());
+    assert_eq!(arcs.len(), 1, "only direct calls target: {:?}", arcs.keys().collect::<Vec<_>>());
     assert_eq!(traps, fcount, "traps under arcs and under fcount");
-    // Sites 1 to 32 through the pointer in the order of their first calls,
-    // each its own arc; the other 8, from their first call on, one. The
-    // trampoline learns them in its tables: one stop beyond fcount's, when
-    // the first table is full (at the 9th site).
+    // The same for the 40 sites that call through a pointer.
     let (fcount, _) = run("fcount", "pointed");
     let (traps, arcs) = run("arcs", "pointed");
-    assert_eq!(arcs[&("indirect".into(), "pointed".into())], (1..=32).collect::<Vec<u64>>());
-    assert_eq!(arcs[&("(other call sites)".into(), "pointed".into())], [(33..=40).sum::<u64>()]);
-    assert_eq!(traps, fcount + 1, "traps under arcs and under fcount");
+    assert_eq!(arcs[&("indirect".into(), "pointed".into())], (1..=40).collect::<Vec<u64>>());
+    assert_eq!(arcs.len(), 1, "only indirect calls pointed: {:?}", arcs.keys().collect::<Vec<_>>());
+    assert_eq!(traps, fcount, "traps under arcs and under fcount");
 }
 
 #[test]

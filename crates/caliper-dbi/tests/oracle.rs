@@ -20,9 +20,6 @@
 //!   (`-x '__cyg_profile_func_*'`); each of them runs once per call of
 //!   every other function.
 //! - cali-run launches the program, so no call comes before it attaches.
-//! - An arc trampoline knows 32 call sites per function; the calls from
-//!   further sites are one "(other call sites)" arc, whose count must be the
-//!   oracle's calls from the sites not listed.
 //! - Lua seeds its string hashes from addresses: two runs need not make the
 //!   same calls, so the oracle is the one of the measured run itself.
 
@@ -142,8 +139,6 @@ struct Measured {
     calls: BTreeMap<u64, (u64, String)>,
     /// Per callee name: calls by (caller module file name, call site).
     arcs: HashMap<String, HashMap<(String, u64), u64>>,
-    /// Per callee name: the calls from sites past the arc trampoline's list.
-    other_sites: HashMap<String, u64>,
     /// The callers' modules: path by file name.
     caller_modules: HashMap<String, PathBuf>,
 }
@@ -162,12 +157,8 @@ impl Measured {
                 _ => None,
             };
             let (Some(Variant::Uint(count)), Some(callee)) = (get("dbi.count"), text("dbi.function")) else { continue };
-            if let Some(caller) = text("dbi.caller") {
+            if text("dbi.caller").is_some() {
                 if text("dbi.module#callee").is_none_or(|m| file_name(&m) != program) {
-                    continue;
-                }
-                if caller == "(other call sites)" {
-                    *measured.other_sites.entry(callee).or_default() += count;
                     continue;
                 }
                 let Some(Variant::Addr(site)) = get("dbi.callsite") else { panic!("{record:?}") };
@@ -232,10 +223,8 @@ fn differences(oracle: &Oracle, measured: &Measured, module: &Module) -> Vec<Str
             }
             listed.insert(place);
         }
-        let rest: u64 = sites.iter().filter(|(p, _)| !listed.contains(*p)).map(|(_, c)| c).sum();
-        let other = measured.other_sites.get(callee).copied().unwrap_or(0);
-        if rest != other {
-            out.push(format!("-> {callee}: {other} calls counted from other call sites, {rest} made"));
+        for (place, calls) in sites.iter().filter(|(p, _)| !listed.contains(*p)) {
+            out.push(format!("{} {:#x} -> {callee}: no arc counted, {calls} calls made", place.0, place.1));
         }
     }
     out.sort();

@@ -224,7 +224,7 @@ pub unsafe extern "C" fn cali_dbi_results_arc(
             callee_module: names.get(2),
             callee: names.get(3),
             callee_address: results.outcome.functions.records[arc.callee].address,
-            count: arcs.calls(i, &results.outcome.counters),
+            count: arcs.calls(i),
         };
         Ok(())
     })

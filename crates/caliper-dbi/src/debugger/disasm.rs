@@ -66,9 +66,9 @@ impl Layout {
     }
 
     /// The bytes the probe has pushed below the return address at each of
-    /// its instructions, found along its branches: the arc probe saves RAX
-    /// until its end, and the learning of a new site RCX and RDX on a path
-    /// of its own (an `int3` goes on after itself, as the tool resumes it).
+    /// its instructions, found along its branches (the arc probe saves RAX
+    /// around its call of the arc routine; a call returns to the next
+    /// instruction with the stack as it was).
     fn probe_depths(&self) -> Vec<Option<u64>> {
         let probe = &self.instructions[..self.probe];
         let index_of = |ip: u64| probe.iter().position(|i| i.ip() == ip);
@@ -192,32 +192,18 @@ mod tests {
     fn counts_what_the_arc_probe_pushed() {
         let moved = relocate::entry_instructions(&ENTRY, 0x1000, JUMP_LEN).unwrap();
         let at = 0x7000_0000;
-        let probe = Probe::Arcs {
-            counter: 0x7000_2000,
-            sites: &[],
-            miss: relocate::Miss::Trap,
-            increment: relocate::Increment::Locked,
-        };
+        let probe =
+            Probe::Arcs { counter: 0x7000_2000, id: 3, routine: 0x7000_8000, increment: relocate::Increment::Locked };
         let built = relocate::build(at, probe, &moved, 0x1008).unwrap();
         let layout = Layout::decode(&built.code, at, moved.len(), 0x1008).unwrap();
-        let after_push = layout.instructions[2].ip();
-        assert_eq!(layout.place(after_push), Some(Place::Probe { stack_adjust: 8 }));
-        let trap = at + built.trap.unwrap();
-        assert_eq!(layout.place(trap), Some(Place::Probe { stack_adjust: 8 }));
-        // The learning path: RCX pushed on it, RDX too while claiming; the
-        // trap of a full table and the end with RAX alone.
-        let miss = relocate::Miss::Learn { table: 0x7000_4000, entries: 8, other: None };
-        let probe = Probe::Arcs { counter: 0x7000_2000, sites: &[], miss, increment: relocate::Increment::Locked };
-        let built = relocate::build(at, probe, &moved, 0x1008).unwrap();
-        let layout = Layout::decode(&built.code, at, moved.len(), 0x1008).unwrap();
-        let adjust_at = |code: iced_x86::Code| {
-            let insn = layout.instructions[..layout.probe].iter().rev().find(|i| i.code() == code).unwrap();
-            layout.place(insn.ip())
-        };
-        assert_eq!(adjust_at(iced_x86::Code::Add_rm64_imm8), Some(Place::Probe { stack_adjust: 16 }), "next entry");
-        assert_eq!(adjust_at(iced_x86::Code::Cmpxchg_rm64_r64), Some(Place::Probe { stack_adjust: 24 }));
-        assert_eq!(adjust_at(iced_x86::Code::Int3), Some(Place::Probe { stack_adjust: 8 }), "the trap");
-        assert_eq!(adjust_at(iced_x86::Code::Pop_r64), Some(Place::Probe { stack_adjust: 8 }), "pop rax");
+        // inc; push rax; mov eax, id; call the routine; pop rax.
+        assert_eq!(layout.probe, 5);
+        let depth = |n: usize| layout.place(layout.instructions[n].ip());
+        assert_eq!(depth(1), Some(Place::Probe { stack_adjust: 0 }), "push rax");
+        for n in 2..=4 {
+            assert_eq!(depth(n), Some(Place::Probe { stack_adjust: 8 }), "RAX saved at instruction {n}");
+        }
+        assert_eq!(depth(5), Some(Place::Moved(0)));
     }
 
     #[test]

@@ -12,13 +12,12 @@
 //! small file never needs). A function that cannot take a trampoline
 //! keeps its `int3`, and its first hit decides as before.
 
+use super::Engine;
 use super::probes::World;
-use super::{Engine, SiteList};
 use crate::image::ProbeState;
 
-/// Counter slots kept for what comes after: call sites learned at traps,
-/// functions of modules loaded later that take a trampoline at their
-/// first call.
+/// Counter slots kept for what comes after: the functions of modules
+/// loaded later that take a trampoline at their first call.
 const SLOTS_KEPT: usize = crate::counters::SLOTS / 8;
 
 impl Engine {
@@ -42,34 +41,15 @@ impl Engine {
             .filter_map(|(&addr, p)| Some((addr, p.function?)))
             .collect();
         image.memory.begin_batch();
-        // With arcs, each function's call sites first, then its table of
-        // the sites it learns, sized by the slots the sites left.
-        let mut patches = Vec::new();
         for (addr, f) in entries {
             if self.counters.free() < SLOTS_KEPT {
                 break;
-            }
-            let sites = if self.config.collect.arcs {
-                match self.first_sites(image_id, f, addr, None, 0) {
-                    Some(list) => Some(list),
-                    None => break,
-                }
-            } else {
-                None
-            };
-            patches.push((addr, f, sites));
-        }
-        let learning = patches.iter().filter(|p| p.2.as_ref().is_some_and(SiteList::may_learn)).count();
-        let table = self.first_table_entries(learning);
-        for (addr, f, mut sites) in patches {
-            if let Some(list) = &mut sites {
-                self.give_table(list, table);
             }
             // One that cannot take a trampoline stays armed: its first hit
             // displaces its entry instruction or removes the breakpoint.
             // Without a trampoline region (no address space for one near
             // the module), none can.
-            if self.patch_function(image_id, addr, f, sites, world).is_err()
+            if self.patch_function(image_id, addr, f, world).is_err()
                 && self.images[&image_id].modules[m].region.is_none()
             {
                 break;

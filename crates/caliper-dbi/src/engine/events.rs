@@ -80,14 +80,15 @@ impl Engine {
         let counters = self.read_counters();
         let mut functions = self.functions.clone();
         functions.cover_counted(&counters);
+        let arc_counts = self.read_arc_counts();
         let mut arcs = self.arcs.clone();
         for &image in self.images.keys() {
-            self.site_arcs(image, &counters, &mut arcs);
+            self.site_arcs(image, &arc_counts, &mut arcs);
         }
         Outcome {
             exit: self.exit.unwrap_or(Exit::Detached),
             functions,
-            arcs: arcs.taken(&counters),
+            arcs: arcs.taken(&arc_counts),
             counters,
             stacks: self.stacks.clone(),
             samples_lost: self.sampler.as_ref().map_or(0, |s| s.lost),

@@ -32,8 +32,6 @@ use crate::launch;
 use crate::module_cache::ModuleCache;
 use crate::ptrace::{self, Pid, Status};
 use crate::sample::{Sampler, TASK_CLOCK_EVENT};
-pub use arcs::MAX_LEARNED_SITES;
-use arcs::SiteList;
 use caliper_perf::EventCode;
 pub use events::{Action, Event, Observer};
 pub use signals::HANDLED_SIGNALS;
@@ -222,7 +220,11 @@ pub struct Engine {
     config: Config,
     functions: FunctionTable,
     arcs: ArcTable,
-    sites: HashMap<(usize, u64), SiteList>,
+    /// The arc id of each arc trampoline, by (image, entry) (see
+    /// [`crate::arc_table`]).
+    arc_ids: HashMap<(usize, u64), u32>,
+    /// The function of each arc id, the id's (from 1) at index id - 1.
+    arc_callees: Vec<usize>,
     counters: Counters,
     modules: ModuleCache,
     images: HashMap<usize, Image>,
@@ -287,7 +289,8 @@ impl Engine {
             config,
             functions: FunctionTable::default(),
             arcs: ArcTable::default(),
-            sites: HashMap::new(),
+            arc_ids: HashMap::new(),
+            arc_callees: Vec::new(),
             counters,
             modules,
             images: HashMap::new(),
@@ -467,7 +470,7 @@ impl Engine {
 
     fn drop_image_if_unused(&mut self, image: usize) {
         if !self.processes.values().any(|p| p.image == image) && self.images.contains_key(&image) {
-            self.take_site_arcs(image);
+            self.take_site_arcs(&[image]);
             self.images.remove(&image);
         }
     }
@@ -603,13 +606,13 @@ impl Engine {
                     let id = self.next_image;
                     self.next_image += 1;
                     self.images.insert(id, image);
-                    let inherited: Vec<((usize, u64), SiteList)> = self
-                        .sites
+                    let inherited: Vec<((usize, u64), u32)> = self
+                        .arc_ids
                         .iter()
                         .filter(|((i, _), _)| *i == parent_image)
-                        .map(|((_, entry), list)| ((id, *entry), list.clone()))
+                        .map(|(&(_, entry), &arc_id)| ((id, entry), arc_id))
                         .collect();
-                    self.sites.extend(inherited);
+                    self.arc_ids.extend(inherited);
                     id
                 }
                 Err(e) => {
@@ -715,10 +718,9 @@ impl Engine {
     fn finish(mut self) -> Outcome {
         self.take_samples();
         let live: Vec<usize> = self.images.keys().copied().collect();
-        for image in live {
-            self.take_site_arcs(image);
-        }
-        self.debug_arc_summary();
+        self.take_site_arcs(&live);
+        let arc_counts = self.read_arc_counts();
+        self.report_arc_table(&arc_counts);
         let counters = self.read_counters();
         self.functions.cover_counted(&counters);
         let samples_lost = self.sampler.as_ref().map_or(0, |s| s.lost);
@@ -726,7 +728,7 @@ impl Engine {
         Outcome {
             exit: self.exit.unwrap_or(Exit::Detached),
             functions: self.functions,
-            arcs: self.arcs.taken(&counters),
+            arcs: self.arcs.taken(&arc_counts),
             counters,
             stacks: self.stacks,
             samples_lost,

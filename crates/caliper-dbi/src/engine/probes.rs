@@ -2,7 +2,7 @@
 //! it is counted from then on (removed for coverage, a trampoline, or the
 //! breakpoint kept), later hits count or pass through.
 
-use super::{Engine, SiteList};
+use super::Engine;
 use crate::functions::Mode;
 use crate::image::{Counting, Internal, ProbeState, Stopped};
 use crate::ptrace::{self, Pid};
@@ -52,15 +52,6 @@ impl Engine {
     /// rendezvous. Where the thread goes on; None if the `int3` is not ours.
     pub(super) fn pass_int3(&mut self, tid: Pid, image_id: usize, addr: u64, rsp: u64) -> Option<u64> {
         let image = self.images.get(&image_id)?;
-        if let Some(&entry) = image.traps.get(&addr) {
-            // A call from a new site in an arc trampoline: the return
-            // address is above the saved RAX. The thread goes on after the
-            // trap, through the rest of the old trampoline.
-            if let Ok(ret) = image.memory.read_u64(rsp.wrapping_add(8)) {
-                self.on_new_site(tid, image_id, entry, ret);
-            }
-            return Some(addr + 1);
-        }
         let probe = image.probes.get(&addr).cloned()?;
         if probe.internal == Some(Internal::LinkerRendezvous) {
             let image = self.images.get_mut(&image_id).expect("image of a live process");
@@ -126,10 +117,10 @@ impl Engine {
             .filter_map(|(&entry, p)| Some((entry, p.function?)))
             .collect();
         for (entry, f) in patched {
-            let counting = match (self.sites.get(&(image_id, entry)), self.functions.records[f].slot) {
-                (Some(list), _) => list.counting(),
-                (None, Some(slot)) => Counting::Calls { slot },
-                (None, None) => continue,
+            let Some(slot) = self.functions.records[f].slot else { continue };
+            let counting = match self.arc_ids.get(&(image_id, entry)) {
+                Some(&id) => Counting::Arcs { slot, id },
+                None => Counting::Calls { slot },
             };
             let mut thread = Stopped { tid, counters: &self.counters, deferred: &mut deferred };
             if let Err(e) = image.repatch(entry, &counting, increment, &mut thread) {
@@ -173,23 +164,13 @@ impl Engine {
             let _ = self.images.get_mut(&image_id).expect("live image").remove(addr);
             return addr;
         }
-        let sites = match function {
-            Some(f) if self.config.collect.arcs && !internal && !self.config.breakpoints_only => {
-                let ret = self.images[&image_id].memory.read_u64(rsp).ok();
-                let table = self.first_table_entries(1);
-                self.first_sites(image_id, f, addr, ret, table)
-            }
-            _ => None,
-        };
         let stopped = self.stop_world(image_id, tid);
         let mut busy: Vec<u64> = stopped.iter().filter_map(|&t| ptrace::registers(t).ok()).map(|r| r.rip).collect();
         busy.extend(self.held_at(image_id));
         let mut deferred = Vec::new();
         let mut world = World { tid, busy: &busy, deferred: &mut deferred };
         let patched = match function {
-            Some(f) if !internal && !self.config.breakpoints_only => {
-                self.patch_function(image_id, addr, f, sites, &mut world)
-            }
+            Some(f) if !internal && !self.config.breakpoints_only => self.patch_function(image_id, addr, f, &mut world),
             _ => Err(Unpatchable::Unencodable("breakpoint counting chosen".into())),
         };
         if function.is_some()
@@ -266,19 +247,8 @@ impl Engine {
         if !self.config.collect.counts() || self.config.breakpoints_only {
             return;
         }
-        let sealed = if self.config.collect.arcs {
-            let Some(list) = self.sealed_sites(image_id, f, addr) else { return };
-            Some(list)
-        } else {
-            None
-        };
-        let (slot, counting) = match &sealed {
-            Some(list) => (list.slot(), list.counting()),
-            None => {
-                let Some(slot) = self.calls_slot(f) else { return };
-                (slot, Counting::Calls { slot })
-            }
-        };
+        let Some(slot) = self.calls_slot(f) else { return };
+        let counting = self.counting(image_id, addr, f, slot);
         let increment = self.counters.increment(self.shared);
         let name = self.functions.records[f].name.clone();
         let image = self.images.get_mut(&image_id).expect("live image");
@@ -290,43 +260,41 @@ impl Engine {
             return;
         }
         self.keep_slot(f, slot);
-        if let Some(list) = sealed {
-            self.sites.insert((image_id, addr), list);
-        }
         let record = &mut self.functions.records[f];
         if let Mode::Breakpoint(why) = &record.mode {
             record.mode = Mode::CallSites(why.clone());
         }
     }
 
+    /// How the trampoline of function `f` at `entry` in image `image_id`
+    /// counts, its calls in `slot`: with `arcs`, the call arcs too, under
+    /// the function's arc id.
+    fn counting(&mut self, image_id: usize, entry: u64, f: usize, slot: usize) -> Counting {
+        if self.config.collect.arcs {
+            Counting::Arcs { slot, id: self.arc_id(image_id, entry, f) }
+        } else {
+            Counting::Calls { slot }
+        }
+    }
+
     /// Replaces the entry `addr` of function `f` in image `image_id` with
-    /// a jump to a counting trampoline (with `arcs`, one that knows the
-    /// call sites of `sites`). The trampoline's address.
+    /// a jump to a counting trampoline. The trampoline's address.
     pub(super) fn patch_function(
         &mut self,
         image_id: usize,
         addr: u64,
         f: usize,
-        sites: Option<SiteList>,
         world: &mut World,
     ) -> Result<u64, Unpatchable> {
-        let slot = match &sites {
-            Some(list) => Some(list.slot()),
-            None if self.config.collect.arcs => None,
-            None => self.calls_slot(f),
-        };
-        let slot = slot.ok_or_else(|| Unpatchable::Unencodable("counter slots exhausted".into()))?;
-        let counting = sites.as_ref().map_or(Counting::Calls { slot }, SiteList::counting);
+        let slot = self.calls_slot(f).ok_or_else(|| Unpatchable::Unencodable("counter slots exhausted".into()))?;
+        let counting = self.counting(image_id, addr, f, slot);
         let size = self.functions.records[f].size;
         let increment = self.counters.increment(self.shared);
         let image = self.images.get_mut(&image_id).expect("live image");
         let mut thread = Stopped { tid: world.tid, counters: &self.counters, deferred: world.deferred };
-        let patch = image.patch(addr, size, &counting, increment, world.busy, &mut thread)?;
+        let trampoline = image.patch(addr, size, &counting, increment, world.busy, &mut thread)?;
         self.keep_slot(f, slot);
         self.functions.records[f].mode = Mode::Trampoline;
-        if let Some(list) = sites {
-            self.sites.insert((image_id, addr), list);
-        }
-        Ok(patch.trampoline)
+        Ok(trampoline)
     }
 }

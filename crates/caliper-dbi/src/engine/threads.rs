@@ -98,7 +98,7 @@ impl Engine {
         if let Some(process) = self.processes.remove(&pid) {
             let shared = self.processes.values().any(|p| p.image == process.image);
             if !shared && self.images.contains_key(&process.image) {
-                self.take_site_arcs(process.image);
+                self.take_site_arcs(&[process.image]);
             }
             if !shared && let Some(mut image) = self.images.remove(&process.image) {
                 let _ = image.strip();
@@ -195,11 +195,7 @@ impl Engine {
 
     /// Moves stopped thread `tid` back onto the entry `int3` it has just
     /// executed, if it did; whether it had executed one of the tool's
-    /// `int3`s. A thread at the new-call-site trap of an arc trampoline
-    /// stays where it is, past the trap: the rest of the trampoline (which
-    /// stays mapped) takes it on into the function, as the tool would have
-    /// (its call goes without an arc); its SIGTRAP, passed on, would kill
-    /// the program.
+    /// `int3`s.
     fn rewind_from_breakpoint(&self, tid: Pid) -> bool {
         let Some(image) =
             self.threads.get(&tid).and_then(|t| self.processes.get(&t.pid)).and_then(|p| self.images.get(&p.image))
@@ -208,9 +204,6 @@ impl Engine {
         };
         let Ok(mut regs) = ptrace::registers(tid) else { return false };
         let at = regs.rip.wrapping_sub(1);
-        if image.traps.contains_key(&at) {
-            return true;
-        }
         let trapped =
             image.probes.get(&at).is_some_and(|p| matches!(p.state, ProbeState::Armed | ProbeState::Displaced { .. }));
         if trapped {

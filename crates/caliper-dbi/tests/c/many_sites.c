@@ -1,9 +1,7 @@
 /* Many call sites per function. `target` is called directly from 1000
- * sites, site i (in program order) i + 1 times: an arc trampoline knows the
- * first 992 from the code, so none stops the program, and counts the last
- * 8 together as the other call sites. `pointed` is called through a
- * pointer from 40 sites, site i i + 1 times: each site is learned at its
- * first call, up to 32 of them; the last 8 are counted together. */
+ * sites, site i (in program order) i + 1 times; `pointed` through a
+ * pointer from 40 sites, site i i + 1 times: each site is an arc of its
+ * own, counted without a stop. */
 #include <stdio.h>
 
 volatile long sink;

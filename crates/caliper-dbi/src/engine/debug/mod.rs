@@ -515,12 +515,11 @@ impl Engine {
 /// Whether the code at `pc` is an `int3` of the tool's (the engine's or a
 /// breakpoint's), which a thread must not run into again.
 fn tool_int3_at(image: &Image, pc: u64) -> bool {
-    image.traps.contains_key(&pc)
-        || image.probes.get(&pc).is_some_and(|p| match p.state {
-            ProbeState::Armed | ProbeState::Displaced { .. } => true,
-            ProbeState::Patched { .. } => p.user_break,
-            ProbeState::Removed => false,
-        })
+    image.probes.get(&pc).is_some_and(|p| match p.state {
+        ProbeState::Armed | ProbeState::Displaced { .. } => true,
+        ProbeState::Patched { .. } => p.user_break,
+        ProbeState::Removed => false,
+    })
 }
 
 /// The entries of the functions called `name` in the image.

@@ -1,0 +1,382 @@
+//! The table of call arcs, and the routine that counts in it.
+//!
+//! An arc is a (call site, callee) pair. At a function's entry the call
+//! site is known by the return address on the stack, so the arc
+//! trampolines count (return address, callee) pairs: each puts its
+//! callee's id in RAX and calls the routine of its trampoline region,
+//! which finds the pair in one open-addressing hash table in the counter
+//! file (after the counter slots) and increments its count; a pair seen
+//! the first time claims a free entry with `cmpxchg`, so that a new call
+//! site costs the program no stop and the tool no work while it runs.
+//! The tool reads the claimed entries at the end and names each site
+//! (the call before the return address) then.
+//!
+//! Before, each trampoline searched the call sites its function's code
+//! showed, with a counter each: a compiler's 65,000 functions knew half
+//! a million sites, which took most of the tool's start-up to build.
+//!
+//! An entry is three words: the return address (0 while free), the
+//! callee's id and the count. A claim writes the return address first and the id after
+//! it, so another thread may, for a moment, see the address without the
+//! id and claim a second entry for the same pair: the tool adds the
+//! counts of equal pairs. Ids start at 1, so an entry whose id is not yet
+//! written matches no call. The hash of a pair picks one of
+//! [`HASHED`] entries; the search goes on linearly through the entries
+//! after it, up to [`TAIL`] entries past the last hashed one, and a pair
+//! that finds no room there is counted in the table's header instead,
+//! which the tool reports. A return address of 0 (a function entered by
+//! a jump finds whatever is on the stack) is counted as 1: both are no
+//! call site, and 0 marks a free entry.
+//!
+//! Increments and claims are unlocked while one thread runs the
+//! trampolines and are made locked in place with theirs (see
+//! [`Increment`]); with per-processor counters, the table's are locked
+//! (its entries have no copies).
+
+use crate::relocate::{self, CONSTANT_LABEL, Increment, LABEL, Trampoline, Unpatchable, unencodable};
+use iced_x86::{Code, Instruction, MemoryOperand, Register};
+
+/// The bytes of an entry.
+pub const ENTRY_BYTES: u64 = 24;
+/// The entries a pair's hash chooses among: 2^19, for a program's half a
+/// million arcs (a compiler's run makes 35,000).
+const HASHED_LOG2: u32 = 19;
+pub const HASHED: u64 = 1 << HASHED_LOG2;
+/// The entries after the hashed ones that a search may go on into.
+pub const TAIL: u64 = 4096;
+/// The header before the entries: the count of the calls that found no
+/// entry, then padding to an entry's size.
+pub const HEADER_BYTES: u64 = ENTRY_BYTES;
+/// The bytes of the table (12 MiB, sparse: only the pages touched take
+/// memory).
+pub const TABLE_BYTES: u64 = HEADER_BYTES + (HASHED + TAIL) * ENTRY_BYTES;
+
+/// The multiplier of the hash (Fibonacci hashing: 2^64 over the golden
+/// ratio), whose high bits are the entry.
+const MULTIPLIER: u64 = 0x9e37_79b9_7f4a_7c15;
+
+/// The labels of the routine's branch targets.
+const PROBE: u64 = LABEL;
+const EMPTY: u64 = LABEL + 1;
+const NEXT: u64 = LABEL + 2;
+const COUNT: u64 = LABEL + 3;
+const DONE: u64 = LABEL + 4;
+
+/// The arc routine, encoded at `at`, of the table at `table` (its
+/// header's address), its increments made as `how` says.
+///
+/// The arc trampoline pushed RAX and put the callee's id in it, then
+/// called this: the return address of the counted call is four words up
+/// once RCX and RDX are pushed. The flags are free at a function's entry;
+/// every register is kept.
+pub fn routine(at: u64, table: u64, how: Increment) -> Result<Trampoline, Unpatchable> {
+    let how = match how {
+        Increment::PerCpu { .. } => Increment::Locked,
+        other => other,
+    };
+    let op = |r: Result<Instruction, iced_x86::IcedError>| r.map_err(unencodable);
+    let labelled = |mut insn: Instruction, label: u64| {
+        insn.set_ip(label);
+        insn
+    };
+    let constant = |n: u64| MemoryOperand::with_base_displ(Register::RIP, (CONSTANT_LABEL + n) as i64);
+    let constants = [MULTIPLIER, table + HEADER_BYTES, table + TABLE_BYTES];
+    let ret = MemoryOperand::with_base_displ(Register::RSP, 32);
+    let entry = MemoryOperand::with_base(Register::RDX);
+    let entry_id = MemoryOperand::with_base_displ(Register::RDX, 8);
+    let times_three = MemoryOperand::with_base_index_scale(Register::RDX, Register::RDX, 2);
+    let mut claim = op(Instruction::with2(Code::Cmpxchg_rm64_r64, entry, Register::RCX))?;
+    match how {
+        Increment::Unlocked => claim.set_segment_prefix(Register::DS),
+        _ => claim.set_has_lock_prefix(true),
+    }
+    let mut list = vec![
+        op(Instruction::with1(Code::Push_r64, Register::RCX))?,
+        op(Instruction::with1(Code::Push_r64, Register::RDX))?,
+        op(Instruction::with2(Code::Mov_r64_rm64, Register::RCX, ret))?,
+        // A 0 there (a function entered by a jump, a thread's start) would
+        // match every free entry: 1 stands for it, as for no call site.
+        op(Instruction::with2(Code::Cmp_rm64_imm8, Register::RCX, 1))?,
+        op(Instruction::with2(Code::Adc_rm64_imm8, Register::RCX, 0))?,
+        // The entry: hash(return address ^ id << 40) * 24 past the first.
+        op(Instruction::with2(Code::Mov_r64_rm64, Register::RDX, Register::RAX))?,
+        op(Instruction::with2(Code::Shl_rm64_imm8, Register::RDX, 40))?,
+        op(Instruction::with2(Code::Xor_r64_rm64, Register::RDX, Register::RCX))?,
+        op(Instruction::with2(Code::Imul_r64_rm64, Register::RDX, constant(0)))?,
+        op(Instruction::with2(Code::Shr_rm64_imm8, Register::RDX, 64 - HASHED_LOG2))?,
+        op(Instruction::with2(Code::Lea_r64_m, Register::RDX, times_three))?,
+        op(Instruction::with2(Code::Shl_rm64_imm8, Register::RDX, 3))?,
+        op(Instruction::with2(Code::Add_r64_rm64, Register::RDX, constant(1)))?,
+        labelled(op(Instruction::with2(Code::Cmp_rm64_r64, entry, Register::RCX))?, PROBE),
+        op(Instruction::with_branch(Code::Jne_rel32_64, EMPTY))?,
+        op(Instruction::with2(Code::Cmp_rm64_r64, entry_id, Register::RAX))?,
+        op(Instruction::with_branch(Code::Je_rel32_64, COUNT))?,
+        labelled(op(Instruction::with2(Code::Add_rm64_imm8, Register::RDX, ENTRY_BYTES as i32))?, NEXT),
+        op(Instruction::with2(Code::Cmp_r64_rm64, Register::RDX, constant(2)))?,
+        op(Instruction::with_branch(Code::Jb_rel32_64, PROBE))?,
+    ];
+    // No room: the header's count.
+    list.extend(relocate::increment_at(Register::RIP, table as i64, how)?);
+    list.push(op(Instruction::with_branch(Code::Jmp_rel32_64, DONE))?);
+    list.extend([
+        labelled(op(Instruction::with2(Code::Cmp_rm64_imm8, entry, 0))?, EMPTY),
+        op(Instruction::with_branch(Code::Jne_rel32_64, NEXT))?,
+        op(Instruction::with1(Code::Push_r64, Register::RAX))?,
+        op(Instruction::with2(Code::Xor_r32_rm32, Register::EAX, Register::EAX))?,
+        claim,
+        // pop keeps the flags: unequal, another thread claimed the entry
+        // first, for this pair or another; compare again.
+        op(Instruction::with1(Code::Pop_r64, Register::RAX))?,
+        op(Instruction::with_branch(Code::Jne_rel32_64, PROBE))?,
+        op(Instruction::with2(Code::Mov_rm64_r64, entry_id, Register::RAX))?,
+    ]);
+    let mut count = relocate::increment_at(Register::RDX, 16, how)?;
+    count[0].set_ip(COUNT);
+    list.extend(count);
+    list.extend([
+        labelled(op(Instruction::with1(Code::Pop_r64, Register::RDX))?, DONE),
+        op(Instruction::with1(Code::Pop_r64, Register::RCX))?,
+        Instruction::with(Code::Retnq),
+    ]);
+    relocate::encode_with_constants(&list, &constants, at)
+}
+
+/// A claimed entry of the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Entry {
+    /// Its index among the entries (from 0, after the header).
+    pub index: usize,
+    /// The return address of the calls.
+    pub ret: u64,
+    /// The callee's id.
+    pub id: u32,
+    pub count: u64,
+}
+
+impl Entry {
+    /// The entry at `index` that holds `ret`, `id` and `count`, if it is
+    /// claimed and has its id.
+    pub fn claimed(index: usize, ret: u64, id: u64, count: u64) -> Option<Entry> {
+        let id = u32::try_from(id).ok().filter(|&id| ret != 0 && id != 0)?;
+        Some(Entry { index, ret, id, count })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::relocate::tests::{COPIES, STRIDE_LOG2, call_keeping_registers, per_cpu_runs_here, write_callers};
+    use crate::relocate::{JUMP_LEN, Probe, build, entry_instructions};
+
+    const PAGE: u64 = 4096;
+
+    /// Memory for code, callers and a table of `entries` entries (the
+    /// routine's constants say where it ends), read and written by the
+    /// test for real.
+    struct Arena {
+        base: *mut libc::c_void,
+        len: usize,
+    }
+
+    impl Arena {
+        fn new(len: u64) -> Arena {
+            // SAFETY: a fresh private mapping, unmapped on drop.
+            let base = unsafe {
+                let prot = libc::PROT_READ | libc::PROT_WRITE | libc::PROT_EXEC;
+                let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE;
+                libc::mmap(std::ptr::null_mut(), len as usize, prot, flags, -1, 0)
+            };
+            assert_ne!(base, libc::MAP_FAILED);
+            Arena { base, len: len as usize }
+        }
+
+        fn at(&self, offset: u64) -> u64 {
+            self.base as u64 + offset
+        }
+
+        fn write(&self, at: u64, bytes: &[u8]) {
+            assert!(at >= self.at(0) && at + bytes.len() as u64 <= self.at(self.len as u64));
+            // SAFETY: inside the mapping, as asserted.
+            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), at as *mut u8, bytes.len()) };
+        }
+
+        fn bytes(&self, at: u64, len: u64) -> &[u8] {
+            assert!(at >= self.at(0) && at + len <= self.at(self.len as u64));
+            // SAFETY: inside the mapping, as asserted.
+            unsafe { std::slice::from_raw_parts(at as *const u8, len as usize) }
+        }
+    }
+
+    impl Drop for Arena {
+        fn drop(&mut self) {
+            // SAFETY: the mapping made in `new`, no longer used.
+            unsafe { libc::munmap(self.base, self.len) };
+        }
+    }
+
+    /// The (return address, id) → count pairs of the table at `table`,
+    /// equal pairs added, and its header's count.
+    fn pairs(arena: &Arena, table: u64) -> (std::collections::BTreeMap<(u64, u32), u64>, u64) {
+        let word = |at: u64| u64::from_le_bytes(arena.bytes(at, 8).try_into().unwrap());
+        let mut pairs = std::collections::BTreeMap::new();
+        for index in 0..(HASHED + TAIL) {
+            let at = table + HEADER_BYTES + index * ENTRY_BYTES;
+            if let Some(e) = Entry::claimed(index as usize, word(at), word(at + 8), word(at + 16)) {
+                *pairs.entry((e.ret, e.id)).or_default() += e.count;
+            }
+        }
+        (pairs, word(table))
+    }
+
+    /// Two callees (ids 1 and 2), each with a trampoline whose moved code
+    /// is a `ret`, called from 300 sites each, site k k+1 times: every
+    /// pair counted exactly, with the registers a call leaves alone kept.
+    #[test]
+    fn counts_each_call_site_and_callee() {
+        let mut increments = vec![Increment::Unlocked, Increment::Locked];
+        if per_cpu_runs_here() {
+            increments.push(Increment::PerCpu { stride_log2: STRIDE_LOG2 });
+        }
+        for how in increments {
+            // The counters' copies a page apart, the table past them.
+            let copies = COPIES as u64 * PAGE;
+            let arena = Arena::new(3 * PAGE + copies + TABLE_BYTES);
+            let (code, callers, counters) = (arena.at(0), arena.at(PAGE), arena.at(3 * PAGE));
+            let table = counters + copies;
+            let routine = routine(code, table, how).unwrap();
+            arena.write(code, &routine.code);
+            let moved = entry_instructions(&[0xc3, 0x90, 0x90, 0x90, 0x90], 0x1000, JUMP_LEN).unwrap();
+            let mut trampolines = Vec::new();
+            for id in [1u32, 2] {
+                let at = code + 512 * u64::from(id);
+                let probe = Probe::Arcs { counter: counters + 8 * u64::from(id), id, routine: code, increment: how };
+                let t = build(at, probe, &moved, 0x1005).unwrap();
+                arena.write(at, &t.code);
+                trampolines.push(at);
+            }
+            let sites = 300u64;
+            for (n, &trampoline) in trampolines.iter().enumerate() {
+                let first = callers + 6 * sites * n as u64;
+                // SAFETY: the callers' pages are the arena's.
+                unsafe { write_callers(first, sites as usize, trampoline) };
+                for k in 0..sites {
+                    for _ in 0..=k {
+                        call_keeping_registers(first + 6 * k);
+                    }
+                }
+            }
+            let (pairs, overflowed) = pairs(&arena, table);
+            assert_eq!(overflowed, 0, "{how:?}");
+            assert_eq!(pairs.len(), 2 * sites as usize, "{how:?}: a pair per site and callee");
+            for (n, id) in [1u32, 2].into_iter().enumerate() {
+                let first = callers + 6 * sites * n as u64;
+                for k in 0..sites {
+                    assert_eq!(pairs.get(&(first + 6 * k + 5, id)), Some(&(k + 1)), "{how:?}: site {k} of callee {id}");
+                }
+            }
+            let calls: u64 = (1..=sites).sum();
+            if !matches!(how, Increment::PerCpu { .. }) {
+                let count = |id: u64| u64::from_le_bytes(arena.bytes(counters + 8 * id, 8).try_into().unwrap());
+                assert_eq!([count(1), count(2)], [calls, calls], "{how:?}: the calls");
+            }
+        }
+    }
+
+    /// One call site calling through a pointer into many callees: each
+    /// (site, callee) pair is an arc of its own.
+    #[test]
+    fn one_site_of_many_callees_gives_an_arc_each() {
+        let arena = Arena::new(4 * PAGE + TABLE_BYTES);
+        let (code, caller, counters, table) = (arena.at(0), arena.at(2 * PAGE), arena.at(3 * PAGE), arena.at(4 * PAGE));
+        let routine = routine(code, table, Increment::Locked).unwrap();
+        arena.write(code, &routine.code);
+        let moved = entry_instructions(&[0xc3, 0x90, 0x90, 0x90, 0x90], 0x1000, JUMP_LEN).unwrap();
+        for id in 1..=20u32 {
+            let at = code + 256 * u64::from(id);
+            let probe = Probe::Arcs { counter: counters, id, routine: code, increment: Increment::Locked };
+            arena.write(at, &build(at, probe, &moved, 0x1005).unwrap().code);
+            // SAFETY: the caller's page is the arena's.
+            unsafe { write_callers(caller, 1, at) };
+            for _ in 0..id {
+                call_keeping_registers(caller);
+            }
+        }
+        let (pairs, _) = pairs(&arena, table);
+        let expected: std::collections::BTreeMap<(u64, u32), u64> =
+            (1..=20u32).map(|id| ((caller + 5, id), u64::from(id))).collect();
+        assert_eq!(pairs, expected);
+    }
+
+    /// A function entered by a jump, with 0 where a return address would
+    /// be: counted as from 1 (no call site), not searched for among the
+    /// free entries (which have 0 there).
+    #[test]
+    fn a_zero_return_address_counts_as_one() {
+        let arena = Arena::new(4 * PAGE + TABLE_BYTES);
+        let (code, caller, counters, table) = (arena.at(0), arena.at(2 * PAGE), arena.at(3 * PAGE), arena.at(4 * PAGE));
+        let routine = routine(code, table, Increment::Unlocked).unwrap();
+        arena.write(code, &routine.code);
+        // add rsp, 8; ret: the 0 dropped, back to the caller.
+        let moved = entry_instructions(&[0x48, 0x83, 0xc4, 0x08, 0xc3], 0x1000, JUMP_LEN).unwrap();
+        let at = code + 512;
+        let probe = Probe::Arcs { counter: counters, id: 4, routine: code, increment: Increment::Unlocked };
+        arena.write(at, &build(at, probe, &moved, 0x1005).unwrap().code);
+        // call N; ret; N: push 0; jmp trampoline.
+        let mut bytes = vec![0xe8, 1, 0, 0, 0, 0xc3, 0x6a, 0x00, 0xe9];
+        bytes.extend(((at as i64 - (caller + 13) as i64) as i32).to_le_bytes());
+        arena.write(caller, &bytes);
+        for _ in 0..2 {
+            call_keeping_registers(caller);
+        }
+        let (pairs, overflowed) = pairs(&arena, table);
+        assert_eq!((pairs.into_iter().collect::<Vec<_>>(), overflowed), (vec![((1, 4), 2)], 0));
+    }
+
+    /// A table whose entries are all claimed: a new pair is counted in the
+    /// header, and known pairs still in their entries.
+    #[test]
+    fn a_full_table_counts_new_pairs_in_its_header() {
+        let arena = Arena::new(4 * PAGE + TABLE_BYTES);
+        let (code, caller, counters, table) = (arena.at(0), arena.at(2 * PAGE), arena.at(3 * PAGE), arena.at(4 * PAGE));
+        let routine = routine(code, table, Increment::Unlocked).unwrap();
+        arena.write(code, &routine.code);
+        // Every entry taken by another return address.
+        for n in 0..HASHED + TAIL {
+            arena.write(table + HEADER_BYTES + n * ENTRY_BYTES, &[0x0f; 16]);
+        }
+        let moved = entry_instructions(&[0xc3, 0x90, 0x90, 0x90, 0x90], 0x1000, JUMP_LEN).unwrap();
+        let at = code + 512;
+        let probe = Probe::Arcs { counter: counters, id: 7, routine: code, increment: Increment::Unlocked };
+        arena.write(at, &build(at, probe, &moved, 0x1005).unwrap().code);
+        // SAFETY: the caller's page is the arena's.
+        unsafe { write_callers(caller, 1, at) };
+        for _ in 0..3 {
+            call_keeping_registers(caller);
+        }
+        assert_eq!(pairs(&arena, table).1, 3, "the header's count");
+        assert_eq!(u64::from_le_bytes(arena.bytes(counters, 8).try_into().unwrap()), 3, "the calls");
+    }
+
+    #[test]
+    fn the_unlocked_routine_turns_locked_by_its_prefix_bytes() {
+        let unlocked = routine(0x7000_0000, 0x7100_0000, Increment::Unlocked).unwrap();
+        // The claim, the entry's count and the header's.
+        assert_eq!(unlocked.unlocked.len(), 3);
+        let mut code = unlocked.code.clone();
+        for &u in &unlocked.unlocked {
+            assert_eq!(code[u as usize], relocate::UNLOCKED_PREFIX);
+            code[u as usize] = relocate::LOCK_PREFIX;
+        }
+        let locked = routine(0x7000_0000, 0x7100_0000, Increment::Locked).unwrap();
+        assert_eq!(code, locked.code);
+        assert!(locked.unlocked.is_empty());
+    }
+
+    #[test]
+    fn an_entry_is_claimed_once_it_has_its_id() {
+        assert_eq!(Entry::claimed(3, 0x4010, 2, 9), Some(Entry { index: 3, ret: 0x4010, id: 2, count: 9 }));
+        assert_eq!(Entry::claimed(3, 0x4010, 0, 1), None, "its id not yet written");
+        assert_eq!(Entry::claimed(3, 0, 0, 0), None, "free");
+        assert_eq!(Entry::claimed(3, 0x4010, 1 << 40, 1), None, "no id of the tool's");
+    }
+}
