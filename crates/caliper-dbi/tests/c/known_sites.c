@@ -1,9 +1,8 @@
 /* A function of the program called from 12 call sites, site i (in program
  * order) i + 1 times, and a function of a library (this file built with
  * -DLIBRARY) called through the PLT from 8 sites, likewise; each has one
- * more site that never runs; the library calls it too, 5 times. An arc
- * trampoline that knows the direct call sites from the code stops the
- * program at none of them. */
+ * more site that never runs; the library calls it too, 5 times. Each site
+ * that runs is an arc of its own, counted without a stop. */
 #include <stdio.h>
 
 #ifdef LIBRARY
