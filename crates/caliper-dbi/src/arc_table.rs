@@ -16,17 +16,24 @@
 //! a million sites, which took most of the tool's start-up to build.
 //!
 //! An entry is three words: the return address (0 while free), the
-//! callee's id and the count. A claim writes the return address first and the id after
-//! it, so another thread may, for a moment, see the address without the
-//! id and claim a second entry for the same pair: the tool adds the
-//! counts of equal pairs. Ids start at 1, so an entry whose id is not yet
-//! written matches no call. The hash of a pair picks one of
-//! [`HASHED`] entries; the search goes on linearly through the entries
-//! after it, up to [`TAIL`] entries past the last hashed one, and a pair
-//! that finds no room there is counted in the table's header instead,
-//! which the tool reports. A return address of 0 (a function entered by
-//! a jump finds whatever is on the stack) is counted as 1: both are no
-//! call site, and 0 marks a free entry.
+//! callee's id and the count. A claim writes the return address first and
+//! the id after it, so another thread may, for a moment, see the address
+//! without the id and claim a second entry for the same pair: the tool
+//! adds the counts of equal pairs. Ids start at 1, so an entry whose id is
+//! not yet written matches no call. A return address of 0 (a function
+//! entered by a jump finds whatever is on the stack) is counted as 1: both
+//! are no call site, and 0 marks a free entry.
+//!
+//! The table has two levels, searched in turn: a small one (2^16 entries,
+//! 1.5 MiB), where a program's arcs mostly stay, and a large one (2^19,
+//! 12 MiB) for the pairs that find no room in the first. A program's hot
+//! arcs then lie on few pages: spread over a table of 12 MiB, each call's
+//! entry was a TLB miss, and the pages touched a fault each (sqlite3 ran
+//! 20 ms longer so). In each level the pair's hash picks an entry and the
+//! search goes on through at most [`PROBES`] entries (each level has as
+//! many after its hashed ones); a pair that finds no room in either is
+//! counted in the table's header instead, which the tool reports. Entries
+//! are never freed, so a pair's search always ends in the same place.
 //!
 //! Increments and claims are unlocked while one thread runs the
 //! trampolines and are made locked in place with theirs (see
@@ -38,107 +45,148 @@ use iced_x86::{Code, Instruction, MemoryOperand, Register};
 
 /// The bytes of an entry.
 pub const ENTRY_BYTES: u64 = 24;
-/// The entries a pair's hash chooses among: 2^19, for a program's half a
-/// million arcs (a compiler's run makes 35,000).
-const HASHED_LOG2: u32 = 19;
-pub const HASHED: u64 = 1 << HASHED_LOG2;
-/// The entries after the hashed ones that a search may go on into.
-pub const TAIL: u64 = 4096;
+/// The entries a search looks at in a level, from the one the hash picks.
+pub const PROBES: u64 = 64;
+/// The entries a pair's hash chooses among in each level (2^16 and
+/// 2^19: a compiler's run makes 35,000 arcs, a program's half a million
+/// fit).
+const LEVELS_LOG2: [u32; 2] = [16, 19];
+/// The entries of both levels, each with [`PROBES`] after its hashed ones.
+pub const ENTRIES: u64 = (1 << LEVELS_LOG2[0]) + (1 << LEVELS_LOG2[1]) + 2 * PROBES;
 /// The header before the entries: the count of the calls that found no
 /// entry, then padding to an entry's size.
 pub const HEADER_BYTES: u64 = ENTRY_BYTES;
-/// The bytes of the table (12 MiB, sparse: only the pages touched take
+/// The bytes of the table (13.5 MiB, sparse: only the pages touched take
 /// memory).
-pub const TABLE_BYTES: u64 = HEADER_BYTES + (HASHED + TAIL) * ENTRY_BYTES;
+pub const TABLE_BYTES: u64 = HEADER_BYTES + ENTRIES * ENTRY_BYTES;
 
 /// The multiplier of the hash (Fibonacci hashing: 2^64 over the golden
 /// ratio), whose high bits are the entry.
 const MULTIPLIER: u64 = 0x9e37_79b9_7f4a_7c15;
 
-/// The labels of the routine's branch targets.
-const PROBE: u64 = LABEL;
-const EMPTY: u64 = LABEL + 1;
-const NEXT: u64 = LABEL + 2;
-const COUNT: u64 = LABEL + 3;
-const DONE: u64 = LABEL + 4;
+/// The labels of the routine's branch targets: those of level n's search
+/// (its start, its compare, its free entry, its next entry) at
+/// `LEVEL_LABELS * n` past the first level's.
+const START: u64 = LABEL;
+const LOOK: u64 = LABEL + 1;
+const EMPTY: u64 = LABEL + 2;
+const NEXT: u64 = LABEL + 3;
+const LEVEL_LABELS: u64 = 4;
+const COUNT: u64 = LABEL + 0x100;
+const FULL: u64 = LABEL + 0x101;
+const DONE: u64 = LABEL + 0x102;
 
 /// The arc routine, encoded at `at`, of the table at `table` (its
 /// header's address), its increments made as `how` says.
 ///
 /// The arc trampoline pushed RAX and put the callee's id in it, then
-/// called this: the return address of the counted call is four words up
-/// once RCX and RDX are pushed. The flags are free at a function's entry;
-/// every register is kept.
+/// called this: the return address of the counted call is five words up
+/// once RCX, RDX and R8 are pushed. RCX holds the return address, RDX the
+/// entry looked at, R8 the end of the level's search. The flags are free at
+/// a function's entry; every register is kept.
 pub fn routine(at: u64, table: u64, how: Increment) -> Result<Trampoline, Unpatchable> {
     let how = match how {
         Increment::PerCpu { .. } => Increment::Locked,
         other => other,
     };
     let op = |r: Result<Instruction, iced_x86::IcedError>| r.map_err(unencodable);
-    let labelled = |mut insn: Instruction, label: u64| {
-        insn.set_ip(label);
-        insn
-    };
-    let constant = |n: u64| MemoryOperand::with_base_displ(Register::RIP, (CONSTANT_LABEL + n) as i64);
-    let constants = [MULTIPLIER, table + HEADER_BYTES, table + TABLE_BYTES];
-    let ret = MemoryOperand::with_base_displ(Register::RSP, 32);
-    let entry = MemoryOperand::with_base(Register::RDX);
-    let entry_id = MemoryOperand::with_base_displ(Register::RDX, 8);
-    let times_three = MemoryOperand::with_base_index_scale(Register::RDX, Register::RDX, 2);
-    let mut claim = op(Instruction::with2(Code::Cmpxchg_rm64_r64, entry, Register::RCX))?;
-    match how {
-        Increment::Unlocked => claim.set_segment_prefix(Register::DS),
-        _ => claim.set_has_lock_prefix(true),
-    }
+    let ret = MemoryOperand::with_base_displ(Register::RSP, 40);
     let mut list = vec![
         op(Instruction::with1(Code::Push_r64, Register::RCX))?,
         op(Instruction::with1(Code::Push_r64, Register::RDX))?,
+        op(Instruction::with1(Code::Push_r64, Register::R8))?,
         op(Instruction::with2(Code::Mov_r64_rm64, Register::RCX, ret))?,
         // A 0 there (a function entered by a jump, a thread's start) would
         // match every free entry: 1 stands for it, as for no call site.
         op(Instruction::with2(Code::Cmp_rm64_imm8, Register::RCX, 1))?,
         op(Instruction::with2(Code::Adc_rm64_imm8, Register::RCX, 0))?,
+    ];
+    let mut constants = vec![MULTIPLIER];
+    let mut first = table + HEADER_BYTES;
+    for (n, log2) in LEVELS_LOG2.into_iter().enumerate() {
+        constants.push(first);
+        let next_level = if n + 1 < LEVELS_LOG2.len() { START + LEVEL_LABELS * (n as u64 + 1) } else { FULL };
+        list.extend(level_search(n as u64, log2, constants.len() as u64 - 1, next_level, how)?);
+        first += ((1 << log2) + PROBES) * ENTRY_BYTES;
+    }
+    // No room in either level: the header's count.
+    let mut full = relocate::increment_at(Register::RIP, table as i64, how)?;
+    full[0].set_ip(FULL);
+    list.extend(full);
+    list.push(op(Instruction::with_branch(Code::Jmp_rel32_64, DONE))?);
+    let mut count = relocate::increment_at(Register::RDX, 16, how)?;
+    count[0].set_ip(COUNT);
+    list.extend(count);
+    let mut done = op(Instruction::with1(Code::Pop_r64, Register::R8))?;
+    done.set_ip(DONE);
+    list.extend([
+        done,
+        op(Instruction::with1(Code::Pop_r64, Register::RDX))?,
+        op(Instruction::with1(Code::Pop_r64, Register::RCX))?,
+        Instruction::with(Code::Retnq),
+    ]);
+    relocate::encode_with_constants(&list, &constants, at)
+}
+
+/// The search of level `n` (of 2^`log2` hashed entries, the first at the
+/// constant `first`): the pair's entry found, to `COUNT`; a free one
+/// claimed, to `COUNT`; [`PROBES`] entries taken by other pairs, to
+/// `next_level`. The pair's return address in RCX, its id in RAX.
+fn level_search(
+    n: u64,
+    log2: u32,
+    first: u64,
+    next_level: u64,
+    how: Increment,
+) -> Result<Vec<Instruction>, Unpatchable> {
+    let op = |r: Result<Instruction, iced_x86::IcedError>| r.map_err(unencodable);
+    let [start, look, empty, next] = [START, LOOK, EMPTY, NEXT].map(|label| label + LEVEL_LABELS * n);
+    let labelled = |mut insn: Instruction, label: u64| {
+        insn.set_ip(label);
+        insn
+    };
+    let branch = |code: Code, label: u64| op(Instruction::with_branch(code, label));
+    let constant = |k: u64| MemoryOperand::with_base_displ(Register::RIP, (CONSTANT_LABEL + k) as i64);
+    let entry = MemoryOperand::with_base(Register::RDX);
+    let entry_id = MemoryOperand::with_base_displ(Register::RDX, 8);
+    let times_three = MemoryOperand::with_base_index_scale(Register::RDX, Register::RDX, 2);
+    let search_end = MemoryOperand::with_base_displ(Register::RDX, (PROBES * ENTRY_BYTES) as i64);
+    let mut claim = op(Instruction::with2(Code::Cmpxchg_rm64_r64, entry, Register::RCX))?;
+    match how {
+        Increment::Unlocked => claim.set_segment_prefix(Register::DS),
+        _ => claim.set_has_lock_prefix(true),
+    }
+    Ok(vec![
         // The entry: hash(return address ^ id << 40) * 24 past the first.
-        op(Instruction::with2(Code::Mov_r64_rm64, Register::RDX, Register::RAX))?,
+        labelled(op(Instruction::with2(Code::Mov_r64_rm64, Register::RDX, Register::RAX))?, start),
         op(Instruction::with2(Code::Shl_rm64_imm8, Register::RDX, 40))?,
         op(Instruction::with2(Code::Xor_r64_rm64, Register::RDX, Register::RCX))?,
         op(Instruction::with2(Code::Imul_r64_rm64, Register::RDX, constant(0)))?,
-        op(Instruction::with2(Code::Shr_rm64_imm8, Register::RDX, 64 - HASHED_LOG2))?,
+        op(Instruction::with2(Code::Shr_rm64_imm8, Register::RDX, 64 - log2))?,
         op(Instruction::with2(Code::Lea_r64_m, Register::RDX, times_three))?,
         op(Instruction::with2(Code::Shl_rm64_imm8, Register::RDX, 3))?,
-        op(Instruction::with2(Code::Add_r64_rm64, Register::RDX, constant(1)))?,
-        labelled(op(Instruction::with2(Code::Cmp_rm64_r64, entry, Register::RCX))?, PROBE),
-        op(Instruction::with_branch(Code::Jne_rel32_64, EMPTY))?,
+        op(Instruction::with2(Code::Add_r64_rm64, Register::RDX, constant(first)))?,
+        op(Instruction::with2(Code::Lea_r64_m, Register::R8, search_end))?,
+        labelled(op(Instruction::with2(Code::Cmp_rm64_r64, entry, Register::RCX))?, look),
+        branch(Code::Jne_rel32_64, empty)?,
         op(Instruction::with2(Code::Cmp_rm64_r64, entry_id, Register::RAX))?,
-        op(Instruction::with_branch(Code::Je_rel32_64, COUNT))?,
-        labelled(op(Instruction::with2(Code::Add_rm64_imm8, Register::RDX, ENTRY_BYTES as i32))?, NEXT),
-        op(Instruction::with2(Code::Cmp_r64_rm64, Register::RDX, constant(2)))?,
-        op(Instruction::with_branch(Code::Jb_rel32_64, PROBE))?,
-    ];
-    // No room: the header's count.
-    list.extend(relocate::increment_at(Register::RIP, table as i64, how)?);
-    list.push(op(Instruction::with_branch(Code::Jmp_rel32_64, DONE))?);
-    list.extend([
-        labelled(op(Instruction::with2(Code::Cmp_rm64_imm8, entry, 0))?, EMPTY),
-        op(Instruction::with_branch(Code::Jne_rel32_64, NEXT))?,
+        branch(Code::Je_rel32_64, COUNT)?,
+        labelled(op(Instruction::with2(Code::Add_rm64_imm8, Register::RDX, ENTRY_BYTES as i32))?, next),
+        op(Instruction::with2(Code::Cmp_r64_rm64, Register::RDX, Register::R8))?,
+        branch(Code::Jb_rel32_64, look)?,
+        branch(Code::Jmp_rel32_64, next_level)?,
+        labelled(op(Instruction::with2(Code::Cmp_rm64_imm8, entry, 0))?, empty),
+        branch(Code::Jne_rel32_64, next)?,
         op(Instruction::with1(Code::Push_r64, Register::RAX))?,
         op(Instruction::with2(Code::Xor_r32_rm32, Register::EAX, Register::EAX))?,
         claim,
         // pop keeps the flags: unequal, another thread claimed the entry
         // first, for this pair or another; compare again.
         op(Instruction::with1(Code::Pop_r64, Register::RAX))?,
-        op(Instruction::with_branch(Code::Jne_rel32_64, PROBE))?,
+        branch(Code::Jne_rel32_64, look)?,
         op(Instruction::with2(Code::Mov_rm64_r64, entry_id, Register::RAX))?,
-    ]);
-    let mut count = relocate::increment_at(Register::RDX, 16, how)?;
-    count[0].set_ip(COUNT);
-    list.extend(count);
-    list.extend([
-        labelled(op(Instruction::with1(Code::Pop_r64, Register::RDX))?, DONE),
-        op(Instruction::with1(Code::Pop_r64, Register::RCX))?,
-        Instruction::with(Code::Retnq),
-    ]);
-    relocate::encode_with_constants(&list, &constants, at)
+        branch(Code::Jmp_rel32_64, COUNT)?,
+    ])
 }
 
 /// A claimed entry of the table.
@@ -169,6 +217,8 @@ mod tests {
     use crate::relocate::{JUMP_LEN, Probe, build, entry_instructions};
 
     const PAGE: u64 = 4096;
+    /// The bytes the tests keep for the routine before their trampolines.
+    const ROUTINE_ROOM: u64 = 1024;
 
     /// Memory for code, callers and a table of `entries` entries (the
     /// routine's constants say where it ends), read and written by the
@@ -219,7 +269,7 @@ mod tests {
     fn pairs(arena: &Arena, table: u64) -> (std::collections::BTreeMap<(u64, u32), u64>, u64) {
         let word = |at: u64| u64::from_le_bytes(arena.bytes(at, 8).try_into().unwrap());
         let mut pairs = std::collections::BTreeMap::new();
-        for index in 0..(HASHED + TAIL) {
+        for index in 0..ENTRIES {
             let at = table + HEADER_BYTES + index * ENTRY_BYTES;
             if let Some(e) = Entry::claimed(index as usize, word(at), word(at + 8), word(at + 16)) {
                 *pairs.entry((e.ret, e.id)).or_default() += e.count;
@@ -248,7 +298,7 @@ mod tests {
             let moved = entry_instructions(&[0xc3, 0x90, 0x90, 0x90, 0x90], 0x1000, JUMP_LEN).unwrap();
             let mut trampolines = Vec::new();
             for id in [1u32, 2] {
-                let at = code + 512 * u64::from(id);
+                let at = code + ROUTINE_ROOM + 512 * u64::from(id);
                 let probe = Probe::Arcs { counter: counters + 8 * u64::from(id), id, routine: code, increment: how };
                 let t = build(at, probe, &moved, 0x1005).unwrap();
                 arena.write(at, &t.code);
@@ -292,7 +342,7 @@ mod tests {
         arena.write(code, &routine.code);
         let moved = entry_instructions(&[0xc3, 0x90, 0x90, 0x90, 0x90], 0x1000, JUMP_LEN).unwrap();
         for id in 1..=20u32 {
-            let at = code + 256 * u64::from(id);
+            let at = code + ROUTINE_ROOM + 256 * u64::from(id);
             let probe = Probe::Arcs { counter: counters, id, routine: code, increment: Increment::Locked };
             arena.write(at, &build(at, probe, &moved, 0x1005).unwrap().code);
             // SAFETY: the caller's page is the arena's.
@@ -315,10 +365,11 @@ mod tests {
         let arena = Arena::new(4 * PAGE + TABLE_BYTES);
         let (code, caller, counters, table) = (arena.at(0), arena.at(2 * PAGE), arena.at(3 * PAGE), arena.at(4 * PAGE));
         let routine = routine(code, table, Increment::Unlocked).unwrap();
+        assert!(routine.code.len() as u64 <= ROUTINE_ROOM);
         arena.write(code, &routine.code);
         // add rsp, 8; ret: the 0 dropped, back to the caller.
         let moved = entry_instructions(&[0x48, 0x83, 0xc4, 0x08, 0xc3], 0x1000, JUMP_LEN).unwrap();
-        let at = code + 512;
+        let at = code + ROUTINE_ROOM;
         let probe = Probe::Arcs { counter: counters, id: 4, routine: code, increment: Increment::Unlocked };
         arena.write(at, &build(at, probe, &moved, 0x1005).unwrap().code);
         // call N; ret; N: push 0; jmp trampoline.
@@ -339,13 +390,14 @@ mod tests {
         let arena = Arena::new(4 * PAGE + TABLE_BYTES);
         let (code, caller, counters, table) = (arena.at(0), arena.at(2 * PAGE), arena.at(3 * PAGE), arena.at(4 * PAGE));
         let routine = routine(code, table, Increment::Unlocked).unwrap();
+        assert!(routine.code.len() as u64 <= ROUTINE_ROOM);
         arena.write(code, &routine.code);
         // Every entry taken by another return address.
-        for n in 0..HASHED + TAIL {
+        for n in 0..ENTRIES {
             arena.write(table + HEADER_BYTES + n * ENTRY_BYTES, &[0x0f; 16]);
         }
         let moved = entry_instructions(&[0xc3, 0x90, 0x90, 0x90, 0x90], 0x1000, JUMP_LEN).unwrap();
-        let at = code + 512;
+        let at = code + ROUTINE_ROOM;
         let probe = Probe::Arcs { counter: counters, id: 7, routine: code, increment: Increment::Unlocked };
         arena.write(at, &build(at, probe, &moved, 0x1005).unwrap().code);
         // SAFETY: the caller's page is the arena's.
@@ -357,11 +409,44 @@ mod tests {
         assert_eq!(u64::from_le_bytes(arena.bytes(counters, 8).try_into().unwrap()), 3, "the calls");
     }
 
+    /// The first level full: a pair's entry is claimed in the second,
+    /// and found there by its later calls.
+    #[test]
+    fn a_pair_without_room_in_the_first_level_goes_to_the_second() {
+        let arena = Arena::new(4 * PAGE + TABLE_BYTES);
+        let (code, caller, counters, table) = (arena.at(0), arena.at(2 * PAGE), arena.at(3 * PAGE), arena.at(4 * PAGE));
+        let routine = routine(code, table, Increment::Unlocked).unwrap();
+        arena.write(code, &routine.code);
+        let first_level = (1 << LEVELS_LOG2[0]) + PROBES;
+        for n in 0..first_level {
+            arena.write(table + HEADER_BYTES + n * ENTRY_BYTES, &[0x0f; 16]);
+        }
+        let moved = entry_instructions(&[0xc3, 0x90, 0x90, 0x90, 0x90], 0x1000, JUMP_LEN).unwrap();
+        let at = code + ROUTINE_ROOM;
+        let probe = Probe::Arcs { counter: counters, id: 9, routine: code, increment: Increment::Unlocked };
+        arena.write(at, &build(at, probe, &moved, 0x1005).unwrap().code);
+        // SAFETY: the caller's page is the arena's.
+        unsafe { write_callers(caller, 1, at) };
+        for _ in 0..5 {
+            call_keeping_registers(caller);
+        }
+        let word = |at: u64| u64::from_le_bytes(arena.bytes(at, 8).try_into().unwrap());
+        let claimed: Vec<Entry> = (first_level..ENTRIES)
+            .filter_map(|n| {
+                let at = table + HEADER_BYTES + n * ENTRY_BYTES;
+                Entry::claimed(n as usize, word(at), word(at + 8), word(at + 16))
+            })
+            .collect();
+        assert_eq!(claimed.len(), 1, "one entry in the second level");
+        assert_eq!((claimed[0].ret, claimed[0].id, claimed[0].count), (caller + 5, 9, 5));
+        assert_eq!(word(table), 0, "no call unnamed");
+    }
+
     #[test]
     fn the_unlocked_routine_turns_locked_by_its_prefix_bytes() {
         let unlocked = routine(0x7000_0000, 0x7100_0000, Increment::Unlocked).unwrap();
-        // The claim, the entry's count and the header's.
-        assert_eq!(unlocked.unlocked.len(), 3);
+        // The claims of both levels, the entry's count and the header's.
+        assert_eq!(unlocked.unlocked.len(), 4);
         let mut code = unlocked.code.clone();
         for &u in &unlocked.unlocked {
             assert_eq!(code[u as usize], relocate::UNLOCKED_PREFIX);

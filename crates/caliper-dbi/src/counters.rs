@@ -250,7 +250,7 @@ mod tests {
         assert!(counters.read_arcs().unwrap().entries.is_empty());
         file.write_all_at(&4u64.to_le_bytes(), table).unwrap();
         // Entries far apart (pages of holes between) and at the last place.
-        let last = arc_table::HASHED + arc_table::TAIL - 1;
+        let last = arc_table::ENTRIES - 1;
         for (n, ret) in [(0u64, 0x4010u64), (70_000, 0x4020), (last, 0x4030)] {
             let words: Vec<u8> = [ret, 2, n + 1].iter().flat_map(|w| w.to_le_bytes()).collect();
             file.write_all_at(&words, table + HEADER_BYTES + n * ENTRY_BYTES).unwrap();

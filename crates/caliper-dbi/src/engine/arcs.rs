@@ -180,7 +180,7 @@ impl Engine {
              {} arc records; {slots} of {} counter slots taken",
             self.arc_ids.len(),
             counts.entries.len(),
-            crate::arc_table::HASHED + crate::arc_table::TAIL,
+            crate::arc_table::ENTRIES,
             self.arcs.records.len(),
             crate::counters::SLOTS
         );
