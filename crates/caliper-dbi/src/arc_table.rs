@@ -2,12 +2,13 @@
 //!
 //! An arc is a (call site, callee) pair. At a function's entry the call
 //! site is known by the return address on the stack, so the arc
-//! trampolines count (return address, callee) pairs: each puts its
-//! callee's id in RAX and calls the routine of its trampoline region,
-//! which finds the pair in one open-addressing hash table in the counter
-//! file (after the counter slots) and increments its count; a pair seen
-//! the first time claims a free entry with `cmpxchg`, so that a new call
-//! site costs the program no stop and the tool no work while it runs.
+//! trampolines count (return address, callee) pairs: each looks at the
+//! entry its function's last call found, and where that is not the pair's,
+//! puts its callee's id in RAX and calls the routine of its trampoline
+//! region, which finds the pair in one open-addressing hash table in the
+//! counter file (after the counter slots) and increments its count; a pair
+//! seen the first time claims a free entry with `cmpxchg`, so that a new
+//! call site costs the program no stop and the tool no work while it runs.
 //! The tool reads the claimed entries at the end and names each site
 //! (the call before the return address) then.
 //!
@@ -82,8 +83,11 @@ const DONE: u64 = LABEL + 0x102;
 /// The arc trampoline pushed RAX and put the callee's id in it, then
 /// called this: the return address of the counted call is five words up
 /// once RCX, RDX and R8 are pushed. RCX holds the return address, RDX the
-/// entry looked at, R8 the end of the level's search. The flags are free at
-/// a function's entry; every register is kept.
+/// entry looked at, R8 the end of the level's search. It returns the
+/// entry's offset from the table in RAX (0, the header's, where there was
+/// no room), which the trampoline keeps to look there first next time (see
+/// [`relocate::ArcProbe`]). The flags are free at a function's entry; the
+/// other registers are kept.
 pub fn routine(at: u64, table: u64, how: Increment) -> Result<Trampoline, Unpatchable> {
     let how = match how {
         Increment::PerCpu { .. } => Increment::Locked,
@@ -109,14 +113,19 @@ pub fn routine(at: u64, table: u64, how: Increment) -> Result<Trampoline, Unpatc
         list.extend(level_search(n as u64, log2, constants.len() as u64 - 1, next_level, how)?);
         first += ((1 << log2) + PROBES) * ENTRY_BYTES;
     }
-    // No room in either level: the header's count.
+    // No room in either level: the header's count, and its offset, 0.
     let mut full = relocate::increment_at(Register::RIP, table as i64, how)?;
     full[0].set_ip(FULL);
     list.extend(full);
+    list.push(op(Instruction::with2(Code::Xor_r32_rm32, Register::EAX, Register::EAX))?);
     list.push(op(Instruction::with_branch(Code::Jmp_rel32_64, DONE))?);
     let mut count = relocate::increment_at(Register::RDX, 16, how)?;
     count[0].set_ip(COUNT);
     list.extend(count);
+    constants.push(table);
+    list.push(op(Instruction::with2(Code::Mov_r64_rm64, Register::RAX, Register::RDX))?);
+    let header = MemoryOperand::with_base_displ(Register::RIP, (CONSTANT_LABEL + constants.len() as u64 - 1) as i64);
+    list.push(op(Instruction::with2(Code::Sub_r64_rm64, Register::RAX, header))?);
     let mut done = op(Instruction::with1(Code::Pop_r64, Register::R8))?;
     done.set_ip(DONE);
     list.extend([
@@ -214,7 +223,7 @@ impl Entry {
 mod tests {
     use super::*;
     use crate::relocate::tests::{COPIES, STRIDE_LOG2, call_keeping_registers, per_cpu_runs_here, write_callers};
-    use crate::relocate::{JUMP_LEN, Probe, build, entry_instructions};
+    use crate::relocate::{ArcProbe, JUMP_LEN, Probe, build, entry_instructions};
 
     const PAGE: u64 = 4096;
     /// The bytes the tests keep for the routine before their trampolines.
@@ -299,7 +308,8 @@ mod tests {
             let mut trampolines = Vec::new();
             for id in [1u32, 2] {
                 let at = code + ROUTINE_ROOM + 512 * u64::from(id);
-                let probe = Probe::Arcs { counter: counters + 8 * u64::from(id), id, routine: code, increment: how };
+                let arc = ArcProbe { id, routine: code, table, cache: counters + 8 * (100 + u64::from(id)) };
+                let probe = Probe::Arcs { counter: counters + 8 * u64::from(id), arc, increment: how };
                 let t = build(at, probe, &moved, 0x1005).unwrap();
                 arena.write(at, &t.code);
                 trampolines.push(at);
@@ -343,7 +353,8 @@ mod tests {
         let moved = entry_instructions(&[0xc3, 0x90, 0x90, 0x90, 0x90], 0x1000, JUMP_LEN).unwrap();
         for id in 1..=20u32 {
             let at = code + ROUTINE_ROOM + 256 * u64::from(id);
-            let probe = Probe::Arcs { counter: counters, id, routine: code, increment: Increment::Locked };
+            let arc = ArcProbe { id, routine: code, table, cache: counters + 8 * (100 + u64::from(id)) };
+            let probe = Probe::Arcs { counter: counters, arc, increment: Increment::Locked };
             arena.write(at, &build(at, probe, &moved, 0x1005).unwrap().code);
             // SAFETY: the caller's page is the arena's.
             unsafe { write_callers(caller, 1, at) };
@@ -355,6 +366,42 @@ mod tests {
         let expected: std::collections::BTreeMap<(u64, u32), u64> =
             (1..=20u32).map(|id| ((caller + 5, id), u64::from(id))).collect();
         assert_eq!(pairs, expected);
+    }
+
+    /// Two callees whose trampolines share one cache slot, as if each found
+    /// there the other's entry (a slot any entry's offset may be in): called
+    /// in turn from one site, each pair is counted in its own entry.
+    #[test]
+    fn an_entry_of_another_pair_in_the_cache_is_not_counted() {
+        let arena = Arena::new(4 * PAGE + TABLE_BYTES);
+        let (code, caller, counters, table) = (arena.at(0), arena.at(2 * PAGE), arena.at(3 * PAGE), arena.at(4 * PAGE));
+        let routine = routine(code, table, Increment::Unlocked).unwrap();
+        arena.write(code, &routine.code);
+        let moved = entry_instructions(&[0xc3, 0x90, 0x90, 0x90, 0x90], 0x1000, JUMP_LEN).unwrap();
+        let trampolines: Vec<u64> = [1u32, 2]
+            .into_iter()
+            .map(|id| {
+                let at = code + ROUTINE_ROOM + 256 * u64::from(id);
+                let arc = ArcProbe { id, routine: code, table, cache: counters + 512 };
+                let probe = Probe::Arcs { counter: counters + 8 * u64::from(id), arc, increment: Increment::Unlocked };
+                arena.write(at, &build(at, probe, &moved, 0x1005).unwrap().code);
+                at
+            })
+            .collect();
+        for round in 0..10u64 {
+            for (n, &at) in trampolines.iter().enumerate() {
+                // SAFETY: the caller's page is the arena's.
+                unsafe { write_callers(caller, 1, at) };
+                for _ in 0..=(round + n as u64) % 3 {
+                    call_keeping_registers(caller);
+                }
+            }
+        }
+        let calls = |n: u64| (0..10u64).map(|round| (round + n) % 3 + 1).sum::<u64>();
+        let (pairs, overflowed) = pairs(&arena, table);
+        let expected: std::collections::BTreeMap<(u64, u32), u64> =
+            [((caller + 5, 1), calls(0)), ((caller + 5, 2), calls(1))].into_iter().collect();
+        assert_eq!((pairs, overflowed), (expected, 0));
     }
 
     /// A function entered by a jump, with 0 where a return address would
@@ -370,7 +417,8 @@ mod tests {
         // add rsp, 8; ret: the 0 dropped, back to the caller.
         let moved = entry_instructions(&[0x48, 0x83, 0xc4, 0x08, 0xc3], 0x1000, JUMP_LEN).unwrap();
         let at = code + ROUTINE_ROOM;
-        let probe = Probe::Arcs { counter: counters, id: 4, routine: code, increment: Increment::Unlocked };
+        let arc = ArcProbe { id: 4, routine: code, table, cache: counters + 512 };
+        let probe = Probe::Arcs { counter: counters, arc, increment: Increment::Unlocked };
         arena.write(at, &build(at, probe, &moved, 0x1005).unwrap().code);
         // call N; ret; N: push 0; jmp trampoline.
         let mut bytes = vec![0xe8, 1, 0, 0, 0, 0xc3, 0x6a, 0x00, 0xe9];
@@ -398,7 +446,8 @@ mod tests {
         }
         let moved = entry_instructions(&[0xc3, 0x90, 0x90, 0x90, 0x90], 0x1000, JUMP_LEN).unwrap();
         let at = code + ROUTINE_ROOM;
-        let probe = Probe::Arcs { counter: counters, id: 7, routine: code, increment: Increment::Unlocked };
+        let arc = ArcProbe { id: 7, routine: code, table, cache: counters + 512 };
+        let probe = Probe::Arcs { counter: counters, arc, increment: Increment::Unlocked };
         arena.write(at, &build(at, probe, &moved, 0x1005).unwrap().code);
         // SAFETY: the caller's page is the arena's.
         unsafe { write_callers(caller, 1, at) };
@@ -423,7 +472,8 @@ mod tests {
         }
         let moved = entry_instructions(&[0xc3, 0x90, 0x90, 0x90, 0x90], 0x1000, JUMP_LEN).unwrap();
         let at = code + ROUTINE_ROOM;
-        let probe = Probe::Arcs { counter: counters, id: 9, routine: code, increment: Increment::Unlocked };
+        let arc = ArcProbe { id: 9, routine: code, table, cache: counters + 512 };
+        let probe = Probe::Arcs { counter: counters, arc, increment: Increment::Unlocked };
         arena.write(at, &build(at, probe, &moved, 0x1005).unwrap().code);
         // SAFETY: the caller's page is the arena's.
         unsafe { write_callers(caller, 1, at) };

@@ -147,8 +147,9 @@ pub enum Counting {
     /// The function's calls.
     Calls { slot: usize },
     /// The calls, and the call arcs in the table of arcs under the
-    /// callee's arc `id`.
-    Arcs { slot: usize, id: u32 },
+    /// callee's arc `id`, the entry last found kept in slot `cache` (see
+    /// [`relocate::ArcProbe`]).
+    Arcs { slot: usize, id: u32, cache: usize },
 }
 
 /// A call or GOT slot sent to a trampoline.
@@ -734,9 +735,10 @@ impl Image {
             let counter = |slot: usize| region.counters + slot as u64 * 8;
             let probe = match *counting {
                 Counting::Calls { slot } => TrampolineProbe::Count { counter: counter(slot), increment },
-                Counting::Arcs { slot, id } => {
+                Counting::Arcs { slot, id, cache } => {
                     let routine = region.arc_routine.ok_or(Unpatchable::Unencodable("no arc routine".into()))?;
-                    TrampolineProbe::Arcs { counter: counter(slot), id, routine, increment }
+                    let arc = relocate::ArcProbe { id, routine, table: region.arc_table, cache: counter(cache) };
+                    TrampolineProbe::Arcs { counter: counter(slot), arc, increment }
                 }
             };
             let built = relocate::build(at, probe, moved, back)?;

@@ -256,12 +256,29 @@ pub enum Probe {
     /// changes the arithmetic flags, which no function expects to keep
     /// across a call.
     Count { counter: u64, increment: Increment },
-    /// The call count, then the call arc's: RAX saved (below the return
-    /// address, at a function's entry free), the callee's arc id in it, and
-    /// a call of the arc routine of the trampoline's region at `routine`,
-    /// which counts the (return address, id) pair in the table of arcs
-    /// (see [`crate::arc_table`]).
-    Arcs { counter: u64, id: u32, routine: u64, increment: Increment },
+    /// The call count, then the call arc's (see [`ArcProbe`]).
+    Arcs { counter: u64, arc: ArcProbe, increment: Increment },
+}
+
+/// How an arc trampoline counts the call's arc, the (return address, id)
+/// pair, in the table of call arcs (see [`crate::arc_table`]). First at the
+/// entry its function's last counted call found (whose offset from the
+/// table the `cache` slot keeps): the return address and the id there, its
+/// count incremented. Else through the arc routine, which finds or claims
+/// the pair's entry and returns its offset, kept in `cache` then. RAX and
+/// RCX are saved below the return address (at a function's entry that
+/// memory is free). Any offset in `cache` is safe: it is one the routine
+/// returned, or 0, the table's header, which matches no pair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ArcProbe {
+    /// The callee's arc id.
+    pub id: u32,
+    /// The arc routine of the trampoline's region.
+    pub routine: u64,
+    /// The table of call arcs, as the trampoline's region maps it.
+    pub table: u64,
+    /// The counter slot that keeps the offset of the last entry found.
+    pub cache: u64,
 }
 
 /// How a trampoline increments a counter.
@@ -478,18 +495,51 @@ pub(crate) fn unencodable(e: iced_x86::IcedError) -> Unpatchable {
     Unpatchable::Unencodable(e.to_string())
 }
 
-/// The call, at `at`, of the arc routine at `routine` with the callee's
-/// arc `id` (see [`Probe::Arcs`]): `push rax; mov eax, id; call routine;
-/// pop rax`, encoded by hand (a compiler's 65,000 trampolines each have
-/// one, which the encoder took a tenth of their build to encode).
-fn arc_call(id: u32, routine: u64, at: u64) -> Result<[u8; 12], Unpatchable> {
-    const CALL_END: u64 = 11;
-    let rel = i32::try_from(routine.wrapping_sub(at + CALL_END) as i64)
-        .map_err(|_| Unpatchable::Unencodable("the arc routine out of reach".into()))?;
-    let mut code = [0x50, 0xb8, 0, 0, 0, 0, 0xe8, 0, 0, 0, 0, 0x58];
-    code[2..6].copy_from_slice(&id.to_le_bytes());
-    code[7..11].copy_from_slice(&rel.to_le_bytes());
-    Ok(code)
+/// The arc part of an arc trampoline at `at` (see [`ArcProbe`]), its
+/// increment as `how` says, encoded by hand (a compiler's 65,000
+/// trampolines each have one, which the encoder took a tenth of their
+/// build to encode); and the offset of its unlocked increment's prefix,
+/// if it has one.
+///
+/// ```text
+///  0 push rax; push rcx
+///  2 mov rax, [rip+cache]; lea rcx, [rip+table]; add rax, rcx
+/// 19 mov rcx, [rsp+16]; cmp rcx, [rax]; jne slow
+/// 29 cmp qword [rax+8], id; jne slow
+/// 39 ds/lock inc qword [rax+16]; pop rcx; pop rax; jmp end
+/// 48 slow: pop rcx; mov eax, id; call routine; mov [rip+cache], rax; pop rax
+/// 67 end
+/// ```
+fn arc_probe(arc: ArcProbe, how: Increment, at: u64) -> Result<(Vec<u8>, Option<u64>), Unpatchable> {
+    let relative = |to: u64, end: u64| {
+        i32::try_from(to.wrapping_sub(at + end) as i64)
+            .map(i32::to_le_bytes)
+            .map_err(|_| Unpatchable::Unencodable("the table of call arcs out of reach".into()))
+    };
+    let prefix = match how {
+        Increment::Unlocked => UNLOCKED_PREFIX,
+        Increment::Locked | Increment::PerCpu { .. } => LOCK_PREFIX,
+    };
+    let id = arc.id.to_le_bytes();
+    if arc.id > i32::MAX as u32 {
+        return Err(Unpatchable::Unencodable("an arc id past 2^31".into()));
+    }
+    let mut code = vec![0x50, 0x51, 0x48, 0x8b, 0x05];
+    code.extend(relative(arc.cache, 9)?);
+    code.extend([0x48, 0x8d, 0x0d]);
+    code.extend(relative(arc.table, 16)?);
+    code.extend([0x48, 0x01, 0xc8, 0x48, 0x8b, 0x4c, 0x24, 0x10, 0x48, 0x3b, 0x08, 0x75, 19]);
+    code.extend([0x48, 0x81, 0x78, 0x08]);
+    code.extend(id);
+    code.extend([0x75, 9, prefix, 0x48, 0xff, 0x40, 0x10, 0x59, 0x58, 0xeb, 19, 0x59, 0xb8]);
+    code.extend(id);
+    code.push(0xe8);
+    code.extend(relative(arc.routine, 59)?);
+    code.extend([0x48, 0x89, 0x05]);
+    code.extend(relative(arc.cache, 66)?);
+    code.push(0x58);
+    debug_assert_eq!(code.len(), 67);
+    Ok((code, (prefix == UNLOCKED_PREFIX).then_some(39)))
 }
 
 /// Encodes a trampoline at address `at`: the probe, the `moved`
@@ -499,13 +549,16 @@ pub fn build(at: u64, probe: Probe, moved: &[Instruction], resume: u64) -> Resul
     let (list, arc) = match probe {
         Probe::None => (Vec::new(), None),
         Probe::Count { counter, increment: how } => (increment(counter, how)?, None),
-        Probe::Arcs { counter, id, routine, increment: how } => (increment(counter, how)?, Some((id, routine))),
+        Probe::Arcs { counter, arc, increment: how } => (increment(counter, how)?, Some((arc, how))),
     };
     let probe = ProbeCode::encode(&list, at)?;
-    let unlocked = probe.unlocked(&list);
+    let mut unlocked = probe.unlocked(&list);
     let mut code = probe.finish(|_| None)?;
-    if let Some((id, routine)) = arc {
-        code.extend(arc_call(id, routine, at + code.len() as u64)?);
+    if let Some((arc, how)) = arc {
+        let arc_at = code.len() as u64;
+        let (arc_code, arc_unlocked) = arc_probe(arc, how, at + arc_at)?;
+        code.extend(arc_code);
+        unlocked.extend(arc_unlocked.map(|u| arc_at + u));
     }
     let mut back = relabel(moved)?;
     back.push(Instruction::with_branch(Code::Jmp_rel32_64, resume).map_err(unencodable)?);
@@ -848,19 +901,53 @@ pub(crate) mod tests {
     #[test]
     fn an_unlocked_increment_becomes_locked_by_one_byte() {
         let moved = entry_instructions(&[0x55, 0x48, 0x89, 0xe5, 0x90], 0x1000, JUMP_LEN).unwrap();
-        let probe = Probe::Arcs { counter: 0x7000_2000, id: 5, routine: 0x7000_8000, increment: Increment::Unlocked };
+        let arc = ArcProbe { id: 5, routine: 0x7000_8000, table: 0x7100_0000, cache: 0x7000_3000 };
+        let probe = Probe::Arcs { counter: 0x7000_2000, arc, increment: Increment::Unlocked };
         let mut t = build(0x7000_0000, probe, &moved, 0x1005).unwrap();
-        assert_eq!(t.unlocked.len(), 1, "the call's count");
-        let at = t.unlocked[0] as usize;
-        assert_eq!(t.code[at], UNLOCKED_PREFIX);
-        t.code[at] = LOCK_PREFIX;
+        assert_eq!(t.unlocked.len(), 2, "the call's count and the cached entry's");
+        for &at in &t.unlocked {
+            assert_eq!(t.code[at as usize], UNLOCKED_PREFIX);
+            t.code[at as usize] = LOCK_PREFIX;
+        }
+        let locked = Probe::Arcs { counter: 0x7000_2000, arc, increment: Increment::Locked };
+        let locked = build(0x7000_0000, locked, &moved, 0x1005).unwrap();
+        assert_eq!(t.code, locked.code, "the same code, locked");
         let back = decode_all(&t.code, 0x7000_0000);
-        assert!(back[0].has_lock_prefix() && back[0].code() == Code::Inc_rm64);
-        assert_eq!(back[0].memory_displacement64(), 0x7000_2000, "the same operand after the change");
-        // Then the arc: RAX saved, the id in it, the routine called.
-        let codes: Vec<Code> = back[1..5].iter().map(|i| i.code()).collect();
-        assert_eq!(codes, [Code::Push_r64, Code::Mov_r32_imm32, Code::Call_rel32_64, Code::Pop_r64]);
-        assert_eq!((back[2].immediate32(), back[3].near_branch64()), (5, 0x7000_8000));
+        assert_eq!(back[0].memory_displacement64(), 0x7000_2000, "the call's counter");
+        // The arc part as its template says.
+        use Code::*;
+        let codes: Vec<Code> = back[1..21].iter().map(|i| i.code()).collect();
+        assert_eq!(
+            codes,
+            [
+                Push_r64,
+                Push_r64,
+                Mov_r64_rm64,
+                Lea_r64_m,
+                Add_rm64_r64,
+                Mov_r64_rm64,
+                Cmp_r64_rm64,
+                Jne_rel8_64,
+                Cmp_rm64_imm32,
+                Jne_rel8_64,
+                Inc_rm64,
+                Pop_r64,
+                Pop_r64,
+                Jmp_rel8_64,
+                Pop_r64,
+                Mov_r32_imm32,
+                Call_rel32_64,
+                Mov_rm64_r64,
+                Pop_r64,
+                Push_r64
+            ]
+        );
+        let slow = back[15].ip();
+        assert_eq!((back[8].near_branch64(), back[10].near_branch64()), (slow, slow));
+        assert_eq!(back[14].near_branch64(), back[20].ip(), "the hit goes on to the moved push rbp");
+        assert_eq!((back[3].memory_displacement64(), back[4].memory_displacement64()), (0x7000_3000, 0x7100_0000));
+        assert_eq!((back[9].immediate32(), back[16].immediate32()), (5, 5));
+        assert_eq!((back[17].near_branch64(), back[18].memory_displacement64()), (0x7000_8000, 0x7000_3000));
     }
 
     #[test]

@@ -192,18 +192,20 @@ mod tests {
     fn counts_what_the_arc_probe_pushed() {
         let moved = relocate::entry_instructions(&ENTRY, 0x1000, JUMP_LEN).unwrap();
         let at = 0x7000_0000;
-        let probe =
-            Probe::Arcs { counter: 0x7000_2000, id: 3, routine: 0x7000_8000, increment: relocate::Increment::Locked };
+        let arc = relocate::ArcProbe { id: 3, routine: 0x7000_8000, table: 0x7100_0000, cache: 0x7000_3000 };
+        let probe = Probe::Arcs { counter: 0x7000_2000, arc, increment: relocate::Increment::Locked };
         let built = relocate::build(at, probe, &moved, 0x1008).unwrap();
         let layout = Layout::decode(&built.code, at, moved.len(), 0x1008).unwrap();
-        // inc; push rax; mov eax, id; call the routine; pop rax.
-        assert_eq!(layout.probe, 5);
-        let depth = |n: usize| layout.place(layout.instructions[n].ip());
-        assert_eq!(depth(1), Some(Place::Probe { stack_adjust: 0 }), "push rax");
-        for n in 2..=4 {
-            assert_eq!(depth(n), Some(Place::Probe { stack_adjust: 8 }), "RAX saved at instruction {n}");
-        }
-        assert_eq!(depth(5), Some(Place::Moved(0)));
+        // inc; the arc part: RAX and RCX saved, popped on the hit path; RCX
+        // popped first on the slow path, RAX around the routine's call.
+        assert_eq!(layout.probe, 20);
+        let depth = |n: usize| match layout.place(layout.instructions[n].ip()) {
+            Some(Place::Probe { stack_adjust }) => stack_adjust,
+            other => panic!("{other:?}"),
+        };
+        let depths: Vec<u64> = (0..20).map(depth).collect();
+        assert_eq!(depths, [0, 0, 8, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 8, 0, 16, 8, 8, 8, 8]);
+        assert_eq!(layout.place(layout.instructions[20].ip()), Some(Place::Moved(0)));
     }
 
     #[test]

@@ -102,13 +102,27 @@ impl Engine {
     /// The arc id of the trampoline of function `f` at `entry` in image
     /// `image_id`: its own if it has one, else a new one (ids from 1).
     pub(super) fn arc_id(&mut self, image_id: usize, entry: u64, f: usize) -> u32 {
-        if let Some(&id) = self.arc_ids.get(&(image_id, entry)) {
+        if let Some(&id) = self.arc_ids.get(&image_id).and_then(|ids| ids.get(&entry)) {
             return id;
         }
         self.arc_callees.push(f);
         let id = u32::try_from(self.arc_callees.len()).unwrap_or(u32::MAX);
-        self.arc_ids.insert((image_id, entry), id);
+        self.arc_ids.entry(image_id).or_default().insert(entry, id);
         id
+    }
+
+    /// The counter slot that keeps where the arc trampolines of function
+    /// `f` look first (see [`crate::relocate::ArcProbe`]): its own, shared
+    /// by its trampolines in every image (what a slot holds is an offset
+    /// into the table, the same in every process), or a new one; None when
+    /// none is left.
+    pub(super) fn arc_cache(&mut self, f: usize) -> Option<usize> {
+        if let Some(&slot) = self.arc_caches.get(&f) {
+            return Some(slot);
+        }
+        let slot = self.counters.allocate()?;
+        self.arc_caches.insert(f, slot);
+        Some(slot)
     }
 
     /// The entries of the table of call arcs as they stand.
@@ -120,10 +134,10 @@ impl Engine {
     }
 
     /// The arcs of the calls that the trampolines of `images` counted,
-    /// each joined by its entries in the table of call arcs: made before
-    /// an image goes (the callers are named from its modules). A forked
-    /// process's trampolines share their parent's ids, and count in the
-    /// same entries: an entry joins its arc once.
+    /// each joined by its entries in the table of call arcs: made as the
+    /// images go (the callers are named from their modules), and their ids
+    /// forgotten. A forked process's trampolines share their parent's ids,
+    /// and count in the same entries: an entry joins its arc once.
     pub(super) fn take_site_arcs(&mut self, images: &[usize]) {
         if self.arc_ids.is_empty() {
             return;
@@ -132,6 +146,7 @@ impl Engine {
         let mut arcs = std::mem::take(&mut self.arcs);
         for &image_id in images {
             self.site_arcs(image_id, &counts, &mut arcs);
+            self.arc_ids.remove(&image_id);
         }
         self.arcs = arcs;
     }
@@ -141,7 +156,8 @@ impl Engine {
     /// [`Engine::take_site_arcs`]).
     pub(super) fn site_arcs(&self, image_id: usize, counts: &ArcCounts, arcs: &mut ArcTable) {
         let Some(image) = self.images.get(&image_id) else { return };
-        let ids: HashSet<u32> = self.arc_ids.iter().filter(|((i, _), _)| *i == image_id).map(|(_, &id)| id).collect();
+        let ids: HashSet<u32> =
+            self.arc_ids.get(&image_id).map(|ids| ids.values().copied().collect()).unwrap_or_default();
         let mut files = HashMap::new();
         for entry in counts.entries.iter().filter(|e| ids.contains(&e.id)) {
             let Some(&f) = self.arc_callees.get(entry.id as usize - 1) else { continue };
@@ -161,8 +177,9 @@ impl Engine {
 
     /// Says on standard error how many calls found the table of call arcs
     /// full (their sites go unnamed; the calls are still counted), and,
-    /// with `CALI_RUN_DEBUG_ARCS=1`, what the arcs cost: the trampolines
-    /// that count them, the entries claimed, the arc records made.
+    /// with `CALI_RUN_DEBUG_ARCS=1`, what the arcs cost: the arc ids given
+    /// (one per function and image), the entries claimed, the arc records
+    /// made.
     pub(super) fn report_arc_table(&self, counts: &ArcCounts) {
         if counts.overflow > 0 {
             eprintln!(
@@ -176,9 +193,9 @@ impl Engine {
         }
         let slots = crate::counters::SLOTS - self.counters.free();
         eprintln!(
-            "== CALIPER: cali-run: arcs: {} arc trampolines; {} of {} entries of the table of call arcs claimed; \
+            "== CALIPER: cali-run: arcs: {} arc ids; {} of {} entries of the table of call arcs claimed; \
              {} arc records; {slots} of {} counter slots taken",
-            self.arc_ids.len(),
+            self.arc_callees.len(),
             counts.entries.len(),
             crate::arc_table::ENTRIES,
             self.arcs.records.len(),

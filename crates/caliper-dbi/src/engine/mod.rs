@@ -220,11 +220,14 @@ pub struct Engine {
     config: Config,
     functions: FunctionTable,
     arcs: ArcTable,
-    /// The arc id of each arc trampoline, by (image, entry) (see
-    /// [`crate::arc_table`]).
-    arc_ids: HashMap<(usize, u64), u32>,
+    /// The arc ids each image's trampolines count under, by entry (see
+    /// [`crate::arc_table`]): a forked child's start as a copy of its
+    /// parent's.
+    arc_ids: HashMap<usize, HashMap<u64, u32>>,
     /// The function of each arc id, the id's (from 1) at index id - 1.
     arc_callees: Vec<usize>,
+    /// The counter slot of each function's arc cache, by function.
+    arc_caches: HashMap<usize, usize>,
     counters: Counters,
     modules: ModuleCache,
     images: HashMap<usize, Image>,
@@ -291,6 +294,7 @@ impl Engine {
             arcs: ArcTable::default(),
             arc_ids: HashMap::new(),
             arc_callees: Vec::new(),
+            arc_caches: HashMap::new(),
             counters,
             modules,
             images: HashMap::new(),
@@ -606,13 +610,9 @@ impl Engine {
                     let id = self.next_image;
                     self.next_image += 1;
                     self.images.insert(id, image);
-                    let inherited: Vec<((usize, u64), u32)> = self
-                        .arc_ids
-                        .iter()
-                        .filter(|((i, _), _)| *i == parent_image)
-                        .map(|(&(_, entry), &arc_id)| ((id, entry), arc_id))
-                        .collect();
-                    self.arc_ids.extend(inherited);
+                    if let Some(inherited) = self.arc_ids.get(&parent_image).cloned() {
+                        self.arc_ids.insert(id, inherited);
+                    }
                     id
                 }
                 Err(e) => {

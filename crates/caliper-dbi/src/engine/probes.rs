@@ -118,9 +118,10 @@ impl Engine {
             .collect();
         for (entry, f) in patched {
             let Some(slot) = self.functions.records[f].slot else { continue };
-            let counting = match self.arc_ids.get(&(image_id, entry)) {
-                Some(&id) => Counting::Arcs { slot, id },
-                None => Counting::Calls { slot },
+            let id = self.arc_ids.get(&image_id).and_then(|ids| ids.get(&entry));
+            let counting = match (id, self.arc_caches.get(&f)) {
+                (Some(&id), Some(&cache)) => Counting::Arcs { slot, id, cache },
+                _ => Counting::Calls { slot },
             };
             let mut thread = Stopped { tid, counters: &self.counters, deferred: &mut deferred };
             if let Err(e) = image.repatch(entry, &counting, increment, &mut thread) {
@@ -247,8 +248,7 @@ impl Engine {
         if !self.config.collect.counts() || self.config.breakpoints_only {
             return;
         }
-        let Some(slot) = self.calls_slot(f) else { return };
-        let counting = self.counting(image_id, addr, f, slot);
+        let Some((slot, counting)) = self.counting(image_id, addr, f) else { return };
         let increment = self.counters.increment(self.shared);
         let name = self.functions.records[f].name.clone();
         let image = self.images.get_mut(&image_id).expect("live image");
@@ -267,14 +267,20 @@ impl Engine {
     }
 
     /// How the trampoline of function `f` at `entry` in image `image_id`
-    /// counts, its calls in `slot`: with `arcs`, the call arcs too, under
-    /// the function's arc id.
-    fn counting(&mut self, image_id: usize, entry: u64, f: usize, slot: usize) -> Counting {
-        if self.config.collect.arcs {
-            Counting::Arcs { slot, id: self.arc_id(image_id, entry, f) }
-        } else {
-            Counting::Calls { slot }
-        }
+    /// counts, with the slot of its calls (see [`Engine::calls_slot`]):
+    /// with `arcs`, the call arcs too, under the function's arc id (its
+    /// calls alone where no counter slot is left for its arc cache). None
+    /// when no slot is left for the calls. The arc cache's slot is taken
+    /// first: the calls' may be the next free one, taken only once the
+    /// trampoline is in place.
+    fn counting(&mut self, image_id: usize, entry: u64, f: usize) -> Option<(usize, Counting)> {
+        let cache = if self.config.collect.arcs { self.arc_cache(f) } else { None };
+        let slot = self.calls_slot(f)?;
+        let counting = match cache {
+            Some(cache) => Counting::Arcs { slot, id: self.arc_id(image_id, entry, f), cache },
+            None => Counting::Calls { slot },
+        };
+        Some((slot, counting))
     }
 
     /// Replaces the entry `addr` of function `f` in image `image_id` with
@@ -286,8 +292,9 @@ impl Engine {
         f: usize,
         world: &mut World,
     ) -> Result<u64, Unpatchable> {
-        let slot = self.calls_slot(f).ok_or_else(|| Unpatchable::Unencodable("counter slots exhausted".into()))?;
-        let counting = self.counting(image_id, addr, f, slot);
+        let (slot, counting) = self
+            .counting(image_id, addr, f)
+            .ok_or_else(|| Unpatchable::Unencodable("counter slots exhausted".into()))?;
         let size = self.functions.records[f].size;
         let increment = self.counters.increment(self.shared);
         let image = self.images.get_mut(&image_id).expect("live image");
