@@ -326,6 +326,7 @@ impl Image {
     /// batch of writes.
     fn arm(&mut self, entries: &[(u64, usize)]) -> io::Result<()> {
         self.batched(|image| {
+            image.memory.prefetch(entries.iter().map(|e| e.0));
             for &(addr, function) in entries {
                 if image.probes.contains_key(&addr) {
                     continue;

@@ -42,6 +42,7 @@ impl Engine {
             .filter_map(|(&addr, p)| Some((addr, p.function?)))
             .collect();
         image.memory.begin_batch();
+        image.memory.prefetch(entries.iter().map(|e| e.0));
         // With arcs, each function's call sites first, then its table of
         // the sites it learns, sized by the slots the sites left.
         let mut patches = Vec::new();
