@@ -18,6 +18,7 @@ use crate::memory::Memory;
 use crate::module_cache::ModuleCache;
 use crate::ptrace::Pid;
 use crate::relocate::{self, Increment, JUMP_LEN, Miss, Probe as TrampolineProbe, Site, Unpatchable};
+use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::CString;
 use std::io;
@@ -329,18 +330,20 @@ impl Image {
         self.batched(|image| {
             image.memory.prefetch(entries.iter().map(|e| e.0));
             for &(addr, function) in entries {
-                if image.probes.contains_key(&addr) {
-                    continue;
-                }
+                let Entry::Vacant(place) = image.probes.entry(addr) else { continue };
                 let mut byte = [0u8];
                 if image.memory.read(addr, &mut byte).is_err() {
                     continue;
                 }
                 image.memory.write(addr, &[INT3])?;
                 let state = ProbeState::Armed;
-                let probe =
-                    Probe { function: Some(function), internal: None, original: byte[0], state, user_break: false };
-                image.probes.insert(addr, probe);
+                place.insert(Probe {
+                    function: Some(function),
+                    internal: None,
+                    original: byte[0],
+                    state,
+                    user_break: false,
+                });
             }
             Ok(())
         })
