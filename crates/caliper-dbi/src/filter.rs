@@ -46,7 +46,13 @@ impl Filter {
 
     /// Whether function `name` of module `path` is instrumented.
     pub fn selects(&self, path: &str, name: &str) -> bool {
-        if self.excludes_module(path) || self.exclude.iter().any(|p| glob(p, name)) {
+        !self.excludes_module(path) && self.selects_in(path, name)
+    }
+
+    /// [`Filter::selects`] for a module that [`Filter::excludes_module`]
+    /// keeps: asked once for the module, not for each of its functions.
+    pub fn selects_in(&self, path: &str, name: &str) -> bool {
+        if self.exclude.iter().any(|p| glob(p, name)) {
             return false;
         }
         self.include.is_empty() || self.include.iter().any(|p| matches_file(p, path) || glob(p, name))

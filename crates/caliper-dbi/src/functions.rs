@@ -48,34 +48,30 @@ pub struct FunctionRecord {
 #[derive(Debug, Default, Clone)]
 pub struct FunctionTable {
     pub records: Vec<FunctionRecord>,
-    index: HashMap<(Arc<str>, u64), usize>,
+    /// The ids by module, then by entry address: a module's functions are
+    /// added together, with one look-up of the module for all of them (a
+    /// compiler has tens of thousands).
+    index: HashMap<Arc<str>, HashMap<u64, usize>>,
+}
+
+/// The functions of one module in a [`FunctionTable`], to add them.
+pub struct ModuleFunctions<'a> {
+    module: &'a Arc<str>,
+    records: &'a mut Vec<FunctionRecord>,
+    index: &'a mut HashMap<u64, usize>,
 }
 
 impl FunctionTable {
-    /// The id of a function, added if new.
-    pub fn intern(&mut self, module: &Arc<str>, name: &str, address: u64, size: u64) -> usize {
-        if let Some(&id) = self.index.get(&(module.clone(), address)) {
-            return id;
-        }
-        let id = self.records.len();
-        self.records.push(FunctionRecord {
-            module: module.clone(),
-            name: name.to_string(),
-            address,
-            size,
-            covered: false,
-            trap_hits: 0,
-            slot: None,
-            mode: Mode::Armed,
-        });
-        self.index.insert((module.clone(), address), id);
-        id
+    /// The functions of `module`, to add to.
+    pub fn of_module<'a>(&'a mut self, module: &'a Arc<str>) -> ModuleFunctions<'a> {
+        let index = self.index.entry(module.clone()).or_default();
+        ModuleFunctions { module, records: &mut self.records, index }
     }
 
     /// The id of the function at `address` in the file of `module`, if
     /// it is known.
     pub fn find(&self, module: &Arc<str>, address: u64) -> Option<usize> {
-        self.index.get(&(module.clone(), address)).copied()
+        self.index.get(module)?.get(&address).copied()
     }
 
     /// Marks covered every function that a trampoline counted calls of
@@ -90,6 +86,25 @@ impl FunctionTable {
     pub fn calls(&self, id: usize, counters: &[u64]) -> u64 {
         let r = &self.records[id];
         r.trap_hits + r.slot.and_then(|s| counters.get(s).copied()).unwrap_or(0)
+    }
+}
+
+impl ModuleFunctions<'_> {
+    /// The id of the module's function at `address`, added if new.
+    pub fn intern(&mut self, name: &str, address: u64, size: u64) -> usize {
+        *self.index.entry(address).or_insert_with(|| {
+            self.records.push(FunctionRecord {
+                module: self.module.clone(),
+                name: name.to_string(),
+                address,
+                size,
+                covered: false,
+                trap_hits: 0,
+                slot: None,
+                mode: Mode::Armed,
+            });
+            self.records.len() - 1
+        })
     }
 }
 
@@ -172,5 +187,25 @@ impl ArcTable {
     pub fn calls(&self, id: usize) -> u64 {
         let r = &self.records[id];
         r.trap_hits + r.counted
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_function_is_one_record_per_module_and_entry() {
+        let mut table = FunctionTable::default();
+        let (a, b): (Arc<str>, Arc<str>) = (Arc::from("/lib/a.so"), Arc::from("/lib/b.so"));
+        let first = table.of_module(&a).intern("f", 0x1000, 16);
+        let mut in_b = table.of_module(&b);
+        let other = in_b.intern("f", 0x1000, 16);
+        assert_eq!(in_b.intern("g", 0x2000, 8), 2);
+        assert_eq!(table.of_module(&a).intern("f", 0x1000, 16), first, "the same function again");
+        assert_ne!(first, other);
+        assert_eq!((table.find(&a, 0x1000), table.find(&b, 0x1000), table.find(&a, 0x2000)), (Some(0), Some(1), None));
+        assert_eq!(table.records.len(), 3);
+        assert_eq!((&*table.records[2].module, table.records[2].name.as_str()), ("/lib/b.so", "g"));
     }
 }

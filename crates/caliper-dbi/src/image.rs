@@ -20,6 +20,7 @@ use crate::module_cache::ModuleCache;
 use crate::ptrace::Pid;
 use crate::relocate::{self, Increment, JUMP_LEN, Probe as TrampolineProbe, Unpatchable};
 use std::collections::BTreeMap;
+use std::collections::btree_map::Entry;
 use std::ffi::CString;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
@@ -272,11 +273,12 @@ impl Image {
             let Some(bias) = load_bias(&maps, path, &info) else { continue };
             let module: Arc<str> = Arc::from(path);
             if arm {
+                let mut known = functions.of_module(&module);
                 let selected: Vec<(u64, usize)> = info
                     .functions
                     .iter()
                     .filter(|f| filter.selects(path, &f.name) && filter.in_ranges(path, f.address))
-                    .map(|f| (f.address.wrapping_add(bias), functions.intern(&module, &f.name, f.address, f.size)))
+                    .map(|f| (f.address.wrapping_add(bias), known.intern(&f.name, f.address, f.size)))
                     .filter(|(addr, _)| (low..high).contains(addr))
                     .collect();
                 self.arm(&selected)?;
@@ -299,19 +301,22 @@ impl Image {
     /// batch of writes.
     fn arm(&mut self, entries: &[(u64, usize)]) -> io::Result<()> {
         self.batched(|image| {
+            image.memory.prefetch(entries.iter().map(|e| e.0));
             for &(addr, function) in entries {
-                if image.probes.contains_key(&addr) {
-                    continue;
-                }
+                let Entry::Vacant(place) = image.probes.entry(addr) else { continue };
                 let mut byte = [0u8];
                 if image.memory.read(addr, &mut byte).is_err() {
                     continue;
                 }
                 image.memory.write(addr, &[INT3])?;
                 let state = ProbeState::Armed;
-                let probe =
-                    Probe { function: Some(function), internal: None, original: byte[0], state, user_break: false };
-                image.probes.insert(addr, probe);
+                place.insert(Probe {
+                    function: Some(function),
+                    internal: None,
+                    original: byte[0],
+                    state,
+                    user_break: false,
+                });
             }
             Ok(())
         })

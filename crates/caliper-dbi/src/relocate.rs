@@ -560,10 +560,13 @@ pub fn build(at: u64, probe: Probe, moved: &[Instruction], resume: u64) -> Resul
         code.extend(arc_code);
         unlocked.extend(arc_unlocked.map(|u| arc_at + u));
     }
-    let mut back = relabel(moved)?;
-    back.push(Instruction::with_branch(Code::Jmp_rel32_64, resume).map_err(unencodable)?);
-    let block = InstructionBlock::new(&back, at + code.len() as u64);
-    code.extend(BlockEncoder::encode(64, block, BlockEncoderOptions::NONE).map_err(unencodable)?.code_buffer);
+    let back = relabel(moved)?;
+    let back_at = at + code.len() as u64;
+    let back = match encode_straight(&back, back_at, resume) {
+        Some(back) => back,
+        None => block_encode(&back, back_at, resume)?,
+    };
+    code.extend(back);
     Ok(Trampoline { code, unlocked })
 }
 
@@ -585,6 +588,57 @@ pub(crate) fn encode_with_constants(
     code.resize((constants_at - at) as usize, INT3);
     code.extend(constants.iter().flat_map(|c| c.to_le_bytes()));
     Ok(Trampoline { code, unlocked })
+}
+
+/// The relabelled moved instructions `back` and a jump to `resume`,
+/// encoded from `at` by the block encoder, which resolves the branches
+/// among them and picks each branch's shortest form.
+fn block_encode(back: &[Instruction], at: u64, resume: u64) -> Result<Vec<u8>, Unpatchable> {
+    let mut block = back.to_vec();
+    block.push(Instruction::with_branch(Code::Jmp_rel32_64, resume).map_err(unencodable)?);
+    let block = InstructionBlock::new(&block, at);
+    Ok(BlockEncoder::encode(64, block, BlockEncoderOptions::NONE).map_err(unencodable)?.code_buffer)
+}
+
+/// What [`block_encode`] makes of `back`, `at` and `resume`, where that
+/// is each instruction encoded at its place in turn and a `jmp rel32`:
+/// no instruction branches (the block encoder resolves those and sizes
+/// them in passes), every RIP-relative operand reaches its target from
+/// the copy, and the jump back is too far for a `jmp rel8`. None where
+/// any of that fails. Most entries (`push`, `mov`, `sub` of the stack
+/// pointer, `endbr64`, a load of a global) are so, and the block encoder,
+/// for all the objects and passes it makes, took a tenth of the tool's
+/// time to instrument a compiler's tens of thousands of functions.
+fn encode_straight(back: &[Instruction], at: u64, resume: u64) -> Option<Vec<u8>> {
+    let branches = |insn: &Instruction| {
+        (0..insn.op_count()).any(|i| {
+            matches!(
+                insn.op_kind(i),
+                OpKind::NearBranch16
+                    | OpKind::NearBranch32
+                    | OpKind::NearBranch64
+                    | OpKind::FarBranch16
+                    | OpKind::FarBranch32
+            )
+        })
+    };
+    if back.iter().any(branches) {
+        return None;
+    }
+    let mut encoder = Encoder::new(64);
+    let mut ip = at;
+    for insn in back {
+        // Out of a RIP-relative operand's reach, the encoder refuses it;
+        // the block encoder may still place it (an absolute 32-bit address).
+        ip += encoder.encode(insn, ip).ok()? as u64;
+    }
+    let mut code = encoder.take_buffer();
+    let short = i8::try_from(resume.wrapping_sub(ip + 2) as i64).is_ok();
+    if short {
+        return None;
+    }
+    code.extend(jump(ip, resume)?);
+    Some(code)
 }
 
 /// The byte of `int3`, which pads before a routine's constants.
@@ -1043,6 +1097,74 @@ pub(crate) mod tests {
     #[test]
     fn an_int3_entry_is_not_moved() {
         assert_eq!(entry_instructions(&[0xcc, 0x90, 0x90, 0x90, 0x90], 0, 5), Err(Unpatchable::Undecodable));
+    }
+
+    /// The executable sections of the ELF file `data`, (address, bytes).
+    fn code_sections(data: &[u8]) -> Vec<(u64, &[u8])> {
+        use object::{Object, ObjectSection, SectionKind};
+        let file = object::File::parse(data).expect("an ELF file");
+        file.sections()
+            .filter(|s| s.kind() == SectionKind::Text)
+            .filter_map(|s| Some((s.address(), s.data().ok()?)))
+            .collect()
+    }
+
+    #[test]
+    fn straight_encoding_is_the_block_encoders_on_every_entry_of_real_modules() {
+        // The C library, and where installed a compiler's and an
+        // interpreter's tens of thousands of entries.
+        let paths = ["/lib/x86_64-linux-gnu/libc.so.6", "/usr/lib/gcc/x86_64-linux-gnu/12/cc1", "/usr/bin/python3.11"];
+        let (mut straight, mut blocked) = (0, 0);
+        for path in paths.iter().filter(|p| std::path::Path::new(p).exists()) {
+            let info = crate::discover::discover_file(std::path::Path::new(path)).expect("readable module");
+            let data = std::fs::read(path).unwrap();
+            let sections = code_sections(&data);
+            for f in &info.functions {
+                let Some(&(base, bytes)) =
+                    sections.iter().find(|(a, b)| (*a..*a + b.len() as u64).contains(&f.address))
+                else {
+                    continue;
+                };
+                let code = &bytes[(f.address - base) as usize..];
+                let Ok(moved) = entry_instructions(&code[..code.len().min(32)], f.address, JUMP_LEN) else { continue };
+                let Ok(back) = relabel(&moved) else { continue };
+                let resume = f.address + covered_len(&moved);
+                // A trampoline region below and one above the module, as
+                // a region may lie on either side.
+                for at in [f.address.wrapping_sub(0x4000_0000), f.address + 0x4000_0000] {
+                    let block = block_encode(&back, at, resume);
+                    match encode_straight(&back, at, resume) {
+                        Some(code) => {
+                            assert_eq!(Ok(code), block, "{path}: {} at {:#x}", f.name, f.address);
+                            straight += 1;
+                        }
+                        None => blocked += 1,
+                    }
+                }
+            }
+        }
+        assert!(straight > 4 * blocked, "{straight} entries encoded straight, {blocked} by the block encoder");
+    }
+
+    #[test]
+    fn straight_encoding_leaves_branches_and_far_or_near_targets_to_the_block_encoder() {
+        let back = |code: &[u8]| relabel(&entry_instructions(code, 0x1000, JUMP_LEN).unwrap()).unwrap();
+        let at = 0x7000_0000;
+        // push rbp; mov rbp,rsp; push rbx
+        let plain = back(&[0x55, 0x48, 0x89, 0xe5, 0x53]);
+        assert_eq!(encode_straight(&plain, at, 0x1005), block_encode(&plain, at, 0x1005).ok());
+        // The jump back within a `jmp rel8`'s reach, or out of a `jmp
+        // rel32`'s.
+        assert_eq!(encode_straight(&plain, at, at + 0x40), None);
+        assert_eq!(encode_straight(&plain, at, at + (1 << 32)), None);
+        // xor eax,eax; jmp short 0x1000 (among the moved); and a call,
+        // emulated with a jump.
+        assert_eq!(encode_straight(&back(&[0x31, 0xc0, 0xeb, 0xfc, 0x90]), at, 0x1005), None);
+        assert_eq!(encode_straight(&back(&[0xe8, 0xf7, 0x01, 0x00, 0x00]), at, 0x1005), None);
+        // mov rax,[rip+0x100] from 4 GiB away: out of a rel32's reach.
+        let load = back(&[0x48, 0x8b, 0x05, 0x00, 0x01, 0x00, 0x00]);
+        assert!(encode_straight(&load, 0x1_0000_1000, 0x1007).is_none());
+        assert_eq!(encode_straight(&load, at, 0x1007), block_encode(&load, at, 0x1007).ok());
     }
 
     #[test]

@@ -41,6 +41,7 @@ impl Engine {
             .filter_map(|(&addr, p)| Some((addr, p.function?)))
             .collect();
         image.memory.begin_batch();
+        image.memory.prefetch(entries.iter().map(|e| e.0));
         for (addr, f) in entries {
             if self.counters.free() < SLOTS_KEPT {
                 break;
