@@ -457,6 +457,73 @@ fn increment(counter: u64, how: Increment) -> Result<Vec<Instruction>, Unpatchab
     increment_at(Register::RIP, counter as i64, how)
 }
 
+/// An increment's code as a template: its bytes for a counter at
+/// [`TEMPLATE_COUNTER`] encoded at 0, with the place of its one
+/// RIP-relative displacement, which reaches the counter (or, with
+/// per-processor counters, the copy `past` it).
+#[derive(Debug, Clone)]
+struct IncrementTemplate {
+    code: Vec<u8>,
+    /// The offsets of the displacement and of the end of its instruction.
+    displacement: usize,
+    end: usize,
+    /// How far past the counter the displacement reaches.
+    past: u64,
+    /// The offset of the unlocked increment's prefix, if it is one.
+    unlocked: Option<u64>,
+}
+
+/// Where a template's counter is (any address a `rel32` reaches from 0).
+const TEMPLATE_COUNTER: u64 = 0x1000_0000;
+
+thread_local! {
+    /// The templates made so far, one per form of increment (a run has
+    /// two or three): encoded once each, where the encoder took a tenth of
+    /// instrumenting a compiler's tens of thousands of functions, nine
+    /// instructions a trampoline under per-processor counters.
+    static TEMPLATES: std::cell::RefCell<Vec<(Increment, IncrementTemplate)>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+impl IncrementTemplate {
+    fn encode(how: Increment) -> Result<IncrementTemplate, Unpatchable> {
+        let list = increment(TEMPLATE_COUNTER, how)?;
+        let mut encoder = Encoder::new(64);
+        let (mut offset, mut field) = (0, None);
+        for insn in &list {
+            let len = encoder.encode(insn, offset as u64).map_err(unencodable)?;
+            if insn.is_ip_rel_memory_operand() {
+                let past = insn.memory_displacement64().wrapping_sub(TEMPLATE_COUNTER);
+                field = Some((offset + encoder.get_constant_offsets().displacement_offset(), offset + len, past));
+            }
+            offset += len;
+        }
+        let (displacement, end, past) =
+            field.ok_or_else(|| Unpatchable::Unencodable("an increment without its counter".into()))?;
+        let unlocked = (how == Increment::Unlocked).then_some(0);
+        Ok(IncrementTemplate { code: encoder.take_buffer(), displacement, end, past, unlocked })
+    }
+
+    /// The code of the increment of `counter` as `how` says, encoded at
+    /// `at`, and the offset of its unlocked prefix, if it is one.
+    fn place(counter: u64, how: Increment, at: u64) -> Result<(Vec<u8>, Option<u64>), Unpatchable> {
+        let template = TEMPLATES.with(|t| t.borrow().iter().find(|(form, _)| *form == how).map(|(_, t)| t.clone()));
+        let template = match template {
+            Some(template) => template,
+            None => {
+                let template = IncrementTemplate::encode(how)?;
+                TEMPLATES.with(|t| t.borrow_mut().push((how, template.clone())));
+                template
+            }
+        };
+        let target = counter.wrapping_add(template.past);
+        let relative = i32::try_from(target.wrapping_sub(at + template.end as u64) as i64)
+            .map_err(|_| Unpatchable::Unencodable("the counter out of reach".into()))?;
+        let mut code = template.code;
+        code[template.displacement..template.displacement + 4].copy_from_slice(&relative.to_le_bytes());
+        Ok((code, template.unlocked))
+    }
+}
+
 /// The instructions that increment the counter at `base + displacement`
 /// (`base` RIP, or a register that is neither RAX nor R11) as `how` says.
 pub(crate) fn increment_at(base: Register, displacement: i64, how: Increment) -> Result<Vec<Instruction>, Unpatchable> {
@@ -546,14 +613,17 @@ fn arc_probe(arc: ArcProbe, how: Increment, at: u64) -> Result<(Vec<u8>, Option<
 /// instructions (decoded at their original addresses) and a jump to
 /// `resume`.
 pub fn build(at: u64, probe: Probe, moved: &[Instruction], resume: u64) -> Result<Trampoline, Unpatchable> {
-    let (list, arc) = match probe {
-        Probe::None => (Vec::new(), None),
-        Probe::Count { counter, increment: how } => (increment(counter, how)?, None),
-        Probe::Arcs { counter, arc, increment: how } => (increment(counter, how)?, Some((arc, how))),
+    let (count, arc) = match probe {
+        Probe::None => (None, None),
+        Probe::Count { counter, increment: how } => (Some((counter, how)), None),
+        Probe::Arcs { counter, arc, increment: how } => (Some((counter, how)), Some((arc, how))),
     };
-    let probe = ProbeCode::encode(&list, at)?;
-    let mut unlocked = probe.unlocked(&list);
-    let mut code = probe.finish(|_| None)?;
+    let (mut code, mut unlocked) = (Vec::new(), Vec::new());
+    if let Some((counter, how)) = count {
+        let (increment, prefix) = IncrementTemplate::place(counter, how, at)?;
+        code = increment;
+        unlocked.extend(prefix);
+    }
     if let Some((arc, how)) = arc {
         let arc_at = code.len() as u64;
         let (arc_code, arc_unlocked) = arc_probe(arc, how, at + arc_at)?;
@@ -1002,6 +1072,24 @@ pub(crate) mod tests {
         assert_eq!((back[3].memory_displacement64(), back[4].memory_displacement64()), (0x7000_3000, 0x7100_0000));
         assert_eq!((back[9].immediate32(), back[16].immediate32()), (5, 5));
         assert_eq!((back[17].near_branch64(), back[18].memory_displacement64()), (0x7000_8000, 0x7000_3000));
+    }
+
+    #[test]
+    fn an_increments_template_gives_the_encoders_bytes() {
+        let forms = [Increment::Unlocked, Increment::Locked, Increment::PerCpu { stride_log2: 23 }];
+        for how in forms {
+            for (counter, at) in
+                [(0x7000_2000, 0x7000_0000), (0x7fff_0000_1000, 0x7fff_4000_0000), (0x1000, 0x7fff_ff00)]
+            {
+                let list = increment(counter, how).unwrap();
+                let encoded = ProbeCode::encode(&list, at).unwrap().finish(|_| None).unwrap();
+                let (placed, unlocked) = IncrementTemplate::place(counter, how, at).unwrap();
+                assert_eq!(placed, encoded, "{how:?} of {counter:#x} at {at:#x}");
+                assert_eq!(unlocked, (how == Increment::Unlocked).then_some(0));
+            }
+        }
+        let far = IncrementTemplate::place(0x7000_0000_0000, Increment::Locked, 0x1000);
+        assert!(matches!(far, Err(Unpatchable::Unencodable(_))), "a counter out of reach");
     }
 
     #[test]
