@@ -41,6 +41,11 @@ pub struct FunctionRecord {
     pub trap_hits: u64,
     /// The counter slot of its trampoline.
     pub slot: Option<usize>,
+    /// The counter slot where its arc trampolines keep the entry of the
+    /// table of call arcs they found last (see
+    /// [`crate::relocate::ArcProbe`]): one for all its trampolines, in
+    /// every image (the offset it holds is the same in every process).
+    pub arc_cache: Option<usize>,
     pub mode: Mode,
 }
 
@@ -101,6 +106,7 @@ impl ModuleFunctions<'_> {
                 covered: false,
                 trap_hits: 0,
                 slot: None,
+                arc_cache: None,
                 mode: Mode::Armed,
             });
             self.records.len() - 1
@@ -170,15 +176,15 @@ impl ArcTable {
 
     /// The arcs along which calls were made, each with the calls its
     /// entries in the table of call arcs counted (`counts`).
-    pub fn taken(&self, counts: &ArcCounts) -> ArcTable {
+    pub fn taken(self, counts: &ArcCounts) -> ArcTable {
         let mut taken = ArcTable::default();
-        for r in &self.records {
-            let counted = r.entries.iter().map(|&e| counts.count(e)).sum();
-            if r.trap_hits + counted == 0 {
+        for mut r in self.records {
+            r.counted = r.entries.iter().map(|&e| counts.count(e)).sum();
+            if r.trap_hits + r.counted == 0 {
                 continue;
             }
             taken.index.insert((r.callee, r.caller_module.clone(), r.callsite), taken.records.len());
-            taken.records.push(ArcRecord { counted, ..r.clone() });
+            taken.records.push(r);
         }
         taken
     }

@@ -13,7 +13,6 @@ use crate::mapped::Mapped;
 use crate::relocate;
 use object::{Object, ObjectSection};
 use std::collections::{HashMap, HashSet};
-use std::path::PathBuf;
 use std::sync::Arc;
 
 /// The code sections of a module file, mapped once to find the calls
@@ -49,8 +48,9 @@ impl FileCode {
     }
 }
 
-/// Module files mapped, by path (see [`call_site_of`]).
-type Files = HashMap<PathBuf, Option<FileCode>>;
+/// The files of an image's modules mapped so far, by module (see
+/// [`call_site_of`]).
+type Files = HashMap<usize, Option<FileCode>>;
 
 /// The arc in `arcs` from the call that returns to `ret` in `image` to
 /// function `f`, the call at `site` where it is known, else found in the
@@ -83,12 +83,13 @@ fn arc_from(image: &Image, arcs: &mut ArcTable, f: usize, ret: u64, site: Option
 }
 
 /// The call that returns to `ret` in `image`, found in the bytes before
-/// it in its module's file (`files`, the files mapped so far by path: the
+/// it in its module's file (`files`, the files mapped so far: the
 /// process may have exited, and tens of thousands of reads of its memory
 /// cost more than a mapping), else in the process.
 fn call_site_of(image: &Image, ret: u64, files: &mut Files) -> Option<u64> {
-    let module = &image.modules[image.module_of(ret.wrapping_sub(1))?];
-    let code = files.entry(module.info.path.clone()).or_insert_with(|| FileCode::open(&module.info.path));
+    let m = image.module_of(ret.wrapping_sub(1))?;
+    let module = &image.modules[m];
+    let code = files.entry(m).or_insert_with(|| FileCode::open(&module.info.path));
     let in_file = ret.wrapping_sub(module.bias);
     if let Some(before) = code.as_ref().and_then(|c| c.before(in_file)) {
         return Some(relocate::call_before(&before, in_file).wrapping_add(module.bias));
@@ -111,17 +112,15 @@ impl Engine {
         id
     }
 
-    /// The counter slot that keeps where the arc trampolines of function
-    /// `f` look first (see [`crate::relocate::ArcProbe`]): its own, shared
-    /// by its trampolines in every image (what a slot holds is an offset
-    /// into the table, the same in every process), or a new one; None when
-    /// none is left.
+    /// The counter slot of function `f`'s arc cache (see
+    /// [`crate::functions::FunctionRecord::arc_cache`]): its own, or a new
+    /// one; None when none is left.
     pub(super) fn arc_cache(&mut self, f: usize) -> Option<usize> {
-        if let Some(&slot) = self.arc_caches.get(&f) {
+        if let Some(slot) = self.functions.records[f].arc_cache {
             return Some(slot);
         }
         let slot = self.counters.allocate()?;
-        self.arc_caches.insert(f, slot);
+        self.functions.records[f].arc_cache = Some(slot);
         Some(slot)
     }
 

@@ -226,8 +226,6 @@ pub struct Engine {
     arc_ids: HashMap<usize, HashMap<u64, u32>>,
     /// The function of each arc id, the id's (from 1) at index id - 1.
     arc_callees: Vec<usize>,
-    /// The counter slot of each function's arc cache, by function.
-    arc_caches: HashMap<usize, usize>,
     counters: Counters,
     modules: ModuleCache,
     images: HashMap<usize, Image>,
@@ -294,7 +292,6 @@ impl Engine {
             arcs: ArcTable::default(),
             arc_ids: HashMap::new(),
             arc_callees: Vec::new(),
-            arc_caches: HashMap::new(),
             counters,
             modules,
             images: HashMap::new(),
@@ -728,7 +725,7 @@ impl Engine {
         Outcome {
             exit: self.exit.unwrap_or(Exit::Detached),
             functions: self.functions,
-            arcs: self.arcs.taken(&arc_counts),
+            arcs: std::mem::take(&mut self.arcs).taken(&arc_counts),
             counters,
             stacks: self.stacks,
             samples_lost,

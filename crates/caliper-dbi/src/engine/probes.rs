@@ -119,8 +119,8 @@ impl Engine {
         for (entry, f) in patched {
             let Some(slot) = self.functions.records[f].slot else { continue };
             let id = self.arc_ids.get(&image_id).and_then(|ids| ids.get(&entry));
-            let counting = match (id, self.arc_caches.get(&f)) {
-                (Some(&id), Some(&cache)) => Counting::Arcs { slot, id, cache },
+            let counting = match (id, self.functions.records[f].arc_cache) {
+                (Some(&id), Some(cache)) => Counting::Arcs { slot, id, cache },
                 _ => Counting::Calls { slot },
             };
             let mut thread = Stopped { tid, counters: &self.counters, deferred: &mut deferred };
