@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # What cali-run costs an unmodified program: gzip -6 of about 20 MB of text
-# under each collector (fcount, arcs, sample) against gzip alone, each
-# measured run beside a native one; CPU time, the tool's included.
+# under each collector (fcount, arcs, sample) against gzip alone, and the
+# start-up of a compiler (gcc -O2 -c of a small file: the driver, cc1's
+# 45,000 functions and the assembler instrumented) under fcount and arcs,
+# each measured run beside a native one; CPU time, the tool's included.
 #
 #   bench/cali-run.sh [--smoke]      (RUNS=5 alternating pairs)
 # shellcheck source=bench/lib.sh
@@ -14,3 +16,7 @@ overhead "fcount|$cali_run -c fcount -o $scratch/out.cali --" \
     "arcs|$cali_run -c arcs -o $scratch/out.cali --" \
     "sample|$cali_run -c sample -o $scratch/out.cali --" \
     -- gzip -6 -c "$scratch/data"
+printf 'static int f(int x) { return 2 * x + 1; }\nint main(void) { return f(3); }\n' >"$scratch/small.c"
+overhead "fcount|$cali_run -c fcount -o $scratch/out.cali --" \
+    "arcs|$cali_run -c arcs -o $scratch/out.cali --" \
+    -- gcc -O2 -c "$scratch/small.c" -o "$scratch/small.o"
