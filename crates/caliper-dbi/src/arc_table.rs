@@ -273,18 +273,88 @@ mod tests {
         }
     }
 
-    /// The (return address, id) → count pairs of the table at `table`,
-    /// equal pairs added, and its header's count.
-    fn pairs(arena: &Arena, table: u64) -> (std::collections::BTreeMap<(u64, u32), u64>, u64) {
-        let word = |at: u64| u64::from_le_bytes(arena.bytes(at, 8).try_into().unwrap());
-        let mut pairs = std::collections::BTreeMap::new();
-        for index in 0..ENTRIES {
-            let at = table + HEADER_BYTES + index * ENTRY_BYTES;
-            if let Some(e) = Entry::claimed(index as usize, word(at), word(at + 8), word(at + 16)) {
-                *pairs.entry((e.ret, e.id)).or_default() += e.count;
+    /// A routine at the start of an arena (two pages of code, the
+    /// trampolines after the routine's room), a page of callers, the
+    /// counters (as many pages as asked: per-processor copies are a page
+    /// apart) and the table.
+    struct Rig {
+        arena: Arena,
+        code: u64,
+        caller: u64,
+        counters: u64,
+        table: u64,
+        how: Increment,
+    }
+
+    /// A function whose entry is `ret` (and padding to a jump's length).
+    const RET: [u8; 5] = [0xc3, 0x90, 0x90, 0x90, 0x90];
+
+    impl Rig {
+        fn new(how: Increment, counter_pages: u64) -> Rig {
+            let arena = Arena::new((3 + counter_pages) * PAGE + TABLE_BYTES);
+            let (code, caller, counters) = (arena.at(0), arena.at(2 * PAGE), arena.at(3 * PAGE));
+            let table = counters + counter_pages * PAGE;
+            let routine = routine(code, table, how).unwrap();
+            assert!(routine.code.len() as u64 <= ROUTINE_ROOM);
+            arena.write(code, &routine.code);
+            Rig { arena, code, caller, counters, table, how }
+        }
+
+        /// The `n`th arc trampoline, of callee `id`, the function's entry
+        /// `entry`, its calls in counter slot `slot` and its cache in
+        /// `cache`: its address.
+        fn trampoline(&self, n: u64, id: u32, entry: &[u8], slot: u64, cache: u64) -> u64 {
+            let at = self.code + ROUTINE_ROOM + 256 * n;
+            let moved = entry_instructions(entry, 0x1000, JUMP_LEN).unwrap();
+            let arc = ArcProbe { id, routine: self.code, table: self.table, cache: self.counters + 8 * cache };
+            let probe = Probe::Arcs { counter: self.counters + 8 * slot, arc, increment: self.how };
+            let code = build(at, probe, &moved, 0x1000 + entry.len() as u64).unwrap().code;
+            assert!(code.len() <= 256);
+            self.arena.write(at, &code);
+            at
+        }
+
+        /// `n` callers from the first caller, 6 bytes apart, of `at`,
+        /// caller k called k + 1 times (or, with `times`, that many).
+        fn call(&self, at: u64, n: u64, times: impl Fn(u64) -> u64) {
+            // SAFETY: the callers' page is the arena's.
+            unsafe { write_callers(self.caller, n as usize, at) };
+            for k in 0..n {
+                for _ in 0..times(k) {
+                    call_keeping_registers(self.caller + 6 * k);
+                }
             }
         }
-        (pairs, word(table))
+
+        fn word(&self, at: u64) -> u64 {
+            u64::from_le_bytes(self.arena.bytes(at, 8).try_into().unwrap())
+        }
+
+        /// The claimed entries with an index in `indexes`.
+        fn entries(&self, indexes: std::ops::Range<u64>) -> Vec<Entry> {
+            let at = |index: u64| self.table + HEADER_BYTES + index * ENTRY_BYTES;
+            let entry =
+                |i: u64| Entry::claimed(i as usize, self.word(at(i)), self.word(at(i) + 8), self.word(at(i) + 16));
+            indexes.filter_map(entry).collect()
+        }
+
+        /// The (return address, id) → count pairs of the table, equal pairs
+        /// added, and its header's count.
+        fn pairs(&self) -> (std::collections::BTreeMap<(u64, u32), u64>, u64) {
+            let mut pairs = std::collections::BTreeMap::new();
+            for e in self.entries(0..ENTRIES) {
+                *pairs.entry((e.ret, e.id)).or_default() += e.count;
+            }
+            (pairs, self.word(self.table))
+        }
+
+        /// Every entry of the table from `first` to `end` taken by another
+        /// return address.
+        fn fill(&self, first: u64, end: u64) {
+            for n in first..end {
+                self.arena.write(self.table + HEADER_BYTES + n * ENTRY_BYTES, &[0x0f; 16]);
+            }
+        }
     }
 
     /// Two callees (ids 1 and 2), each with a trampoline whose moved code
@@ -297,46 +367,18 @@ mod tests {
             increments.push(Increment::PerCpu { stride_log2: STRIDE_LOG2 });
         }
         for how in increments {
-            // The counters' copies a page apart, the table past them.
-            let copies = COPIES as u64 * PAGE;
-            let arena = Arena::new(3 * PAGE + copies + TABLE_BYTES);
-            let (code, callers, counters) = (arena.at(0), arena.at(PAGE), arena.at(3 * PAGE));
-            let table = counters + copies;
-            let routine = routine(code, table, how).unwrap();
-            arena.write(code, &routine.code);
-            let moved = entry_instructions(&[0xc3, 0x90, 0x90, 0x90, 0x90], 0x1000, JUMP_LEN).unwrap();
-            let mut trampolines = Vec::new();
-            for id in [1u32, 2] {
-                let at = code + ROUTINE_ROOM + 512 * u64::from(id);
-                let arc = ArcProbe { id, routine: code, table, cache: counters + 8 * (100 + u64::from(id)) };
-                let probe = Probe::Arcs { counter: counters + 8 * u64::from(id), arc, increment: how };
-                let t = build(at, probe, &moved, 0x1005).unwrap();
-                arena.write(at, &t.code);
-                trampolines.push(at);
-            }
+            let rig = Rig::new(how, COPIES as u64);
             let sites = 300u64;
-            for (n, &trampoline) in trampolines.iter().enumerate() {
-                let first = callers + 6 * sites * n as u64;
-                // SAFETY: the callers' pages are the arena's.
-                unsafe { write_callers(first, sites as usize, trampoline) };
-                for k in 0..sites {
-                    for _ in 0..=k {
-                        call_keeping_registers(first + 6 * k);
-                    }
-                }
+            let mut expected = std::collections::BTreeMap::new();
+            for id in [1u32, 2] {
+                let at = rig.trampoline(u64::from(id), id, &RET, u64::from(id), 100 + u64::from(id));
+                rig.call(at, sites, |k| k + 1);
+                expected.extend((0..sites).map(|k| ((rig.caller + 6 * k + 5, id), k + 1)));
             }
-            let (pairs, overflowed) = pairs(&arena, table);
-            assert_eq!(overflowed, 0, "{how:?}");
-            assert_eq!(pairs.len(), 2 * sites as usize, "{how:?}: a pair per site and callee");
-            for (n, id) in [1u32, 2].into_iter().enumerate() {
-                let first = callers + 6 * sites * n as u64;
-                for k in 0..sites {
-                    assert_eq!(pairs.get(&(first + 6 * k + 5, id)), Some(&(k + 1)), "{how:?}: site {k} of callee {id}");
-                }
-            }
+            assert_eq!(rig.pairs(), (expected, 0), "{how:?}: each pair of site and callee");
             let calls: u64 = (1..=sites).sum();
             if !matches!(how, Increment::PerCpu { .. }) {
-                let count = |id: u64| u64::from_le_bytes(arena.bytes(counters + 8 * id, 8).try_into().unwrap());
+                let count = |id: u64| rig.word(rig.counters + 8 * id);
                 assert_eq!([count(1), count(2)], [calls, calls], "{how:?}: the calls");
             }
         }
@@ -346,26 +388,13 @@ mod tests {
     /// (site, callee) pair is an arc of its own.
     #[test]
     fn one_site_of_many_callees_gives_an_arc_each() {
-        let arena = Arena::new(4 * PAGE + TABLE_BYTES);
-        let (code, caller, counters, table) = (arena.at(0), arena.at(2 * PAGE), arena.at(3 * PAGE), arena.at(4 * PAGE));
-        let routine = routine(code, table, Increment::Locked).unwrap();
-        arena.write(code, &routine.code);
-        let moved = entry_instructions(&[0xc3, 0x90, 0x90, 0x90, 0x90], 0x1000, JUMP_LEN).unwrap();
+        let rig = Rig::new(Increment::Locked, 1);
         for id in 1..=20u32 {
-            let at = code + ROUTINE_ROOM + 256 * u64::from(id);
-            let arc = ArcProbe { id, routine: code, table, cache: counters + 8 * (100 + u64::from(id)) };
-            let probe = Probe::Arcs { counter: counters, arc, increment: Increment::Locked };
-            arena.write(at, &build(at, probe, &moved, 0x1005).unwrap().code);
-            // SAFETY: the caller's page is the arena's.
-            unsafe { write_callers(caller, 1, at) };
-            for _ in 0..id {
-                call_keeping_registers(caller);
-            }
+            let at = rig.trampoline(u64::from(id), id, &RET, 0, 100 + u64::from(id));
+            rig.call(at, 1, |_| u64::from(id));
         }
-        let (pairs, _) = pairs(&arena, table);
-        let expected: std::collections::BTreeMap<(u64, u32), u64> =
-            (1..=20u32).map(|id| ((caller + 5, id), u64::from(id))).collect();
-        assert_eq!(pairs, expected);
+        let expected = (1..=20u32).map(|id| ((rig.caller + 5, id), u64::from(id))).collect();
+        assert_eq!(rig.pairs(), (expected, 0));
     }
 
     /// Two callees whose trampolines share one cache slot, as if each found
@@ -373,35 +402,16 @@ mod tests {
     /// in turn from one site, each pair is counted in its own entry.
     #[test]
     fn an_entry_of_another_pair_in_the_cache_is_not_counted() {
-        let arena = Arena::new(4 * PAGE + TABLE_BYTES);
-        let (code, caller, counters, table) = (arena.at(0), arena.at(2 * PAGE), arena.at(3 * PAGE), arena.at(4 * PAGE));
-        let routine = routine(code, table, Increment::Unlocked).unwrap();
-        arena.write(code, &routine.code);
-        let moved = entry_instructions(&[0xc3, 0x90, 0x90, 0x90, 0x90], 0x1000, JUMP_LEN).unwrap();
-        let trampolines: Vec<u64> = [1u32, 2]
-            .into_iter()
-            .map(|id| {
-                let at = code + ROUTINE_ROOM + 256 * u64::from(id);
-                let arc = ArcProbe { id, routine: code, table, cache: counters + 512 };
-                let probe = Probe::Arcs { counter: counters + 8 * u64::from(id), arc, increment: Increment::Unlocked };
-                arena.write(at, &build(at, probe, &moved, 0x1005).unwrap().code);
-                at
-            })
-            .collect();
+        let rig = Rig::new(Increment::Unlocked, 1);
+        let trampolines = [1u32, 2].map(|id| rig.trampoline(u64::from(id), id, &RET, u64::from(id), 64));
         for round in 0..10u64 {
             for (n, &at) in trampolines.iter().enumerate() {
-                // SAFETY: the caller's page is the arena's.
-                unsafe { write_callers(caller, 1, at) };
-                for _ in 0..=(round + n as u64) % 3 {
-                    call_keeping_registers(caller);
-                }
+                rig.call(at, 1, |_| (round + n as u64) % 3 + 1);
             }
         }
         let calls = |n: u64| (0..10u64).map(|round| (round + n) % 3 + 1).sum::<u64>();
-        let (pairs, overflowed) = pairs(&arena, table);
-        let expected: std::collections::BTreeMap<(u64, u32), u64> =
-            [((caller + 5, 1), calls(0)), ((caller + 5, 2), calls(1))].into_iter().collect();
-        assert_eq!((pairs, overflowed), (expected, 0));
+        let expected = [((rig.caller + 5, 1), calls(0)), ((rig.caller + 5, 2), calls(1))].into_iter().collect();
+        assert_eq!(rig.pairs(), (expected, 0));
     }
 
     /// A function entered by a jump, with 0 where a return address would
@@ -409,87 +419,44 @@ mod tests {
     /// free entries (which have 0 there).
     #[test]
     fn a_zero_return_address_counts_as_one() {
-        let arena = Arena::new(4 * PAGE + TABLE_BYTES);
-        let (code, caller, counters, table) = (arena.at(0), arena.at(2 * PAGE), arena.at(3 * PAGE), arena.at(4 * PAGE));
-        let routine = routine(code, table, Increment::Unlocked).unwrap();
-        assert!(routine.code.len() as u64 <= ROUTINE_ROOM);
-        arena.write(code, &routine.code);
+        let rig = Rig::new(Increment::Unlocked, 1);
         // add rsp, 8; ret: the 0 dropped, back to the caller.
-        let moved = entry_instructions(&[0x48, 0x83, 0xc4, 0x08, 0xc3], 0x1000, JUMP_LEN).unwrap();
-        let at = code + ROUTINE_ROOM;
-        let arc = ArcProbe { id: 4, routine: code, table, cache: counters + 512 };
-        let probe = Probe::Arcs { counter: counters, arc, increment: Increment::Unlocked };
-        arena.write(at, &build(at, probe, &moved, 0x1005).unwrap().code);
+        let at = rig.trampoline(0, 4, &[0x48, 0x83, 0xc4, 0x08, 0xc3], 0, 64);
         // call N; ret; N: push 0; jmp trampoline.
         let mut bytes = vec![0xe8, 1, 0, 0, 0, 0xc3, 0x6a, 0x00, 0xe9];
-        bytes.extend(((at as i64 - (caller + 13) as i64) as i32).to_le_bytes());
-        arena.write(caller, &bytes);
+        bytes.extend(((at as i64 - (rig.caller + 13) as i64) as i32).to_le_bytes());
+        rig.arena.write(rig.caller, &bytes);
         for _ in 0..2 {
-            call_keeping_registers(caller);
+            call_keeping_registers(rig.caller);
         }
-        let (pairs, overflowed) = pairs(&arena, table);
-        assert_eq!((pairs.into_iter().collect::<Vec<_>>(), overflowed), (vec![((1, 4), 2)], 0));
+        assert_eq!(rig.pairs(), ([((1, 4), 2)].into_iter().collect(), 0));
     }
 
     /// A table whose entries are all claimed: a new pair is counted in the
-    /// header, and known pairs still in their entries.
+    /// header, and the calls still in their counter.
     #[test]
     fn a_full_table_counts_new_pairs_in_its_header() {
-        let arena = Arena::new(4 * PAGE + TABLE_BYTES);
-        let (code, caller, counters, table) = (arena.at(0), arena.at(2 * PAGE), arena.at(3 * PAGE), arena.at(4 * PAGE));
-        let routine = routine(code, table, Increment::Unlocked).unwrap();
-        assert!(routine.code.len() as u64 <= ROUTINE_ROOM);
-        arena.write(code, &routine.code);
-        // Every entry taken by another return address.
-        for n in 0..ENTRIES {
-            arena.write(table + HEADER_BYTES + n * ENTRY_BYTES, &[0x0f; 16]);
-        }
-        let moved = entry_instructions(&[0xc3, 0x90, 0x90, 0x90, 0x90], 0x1000, JUMP_LEN).unwrap();
-        let at = code + ROUTINE_ROOM;
-        let arc = ArcProbe { id: 7, routine: code, table, cache: counters + 512 };
-        let probe = Probe::Arcs { counter: counters, arc, increment: Increment::Unlocked };
-        arena.write(at, &build(at, probe, &moved, 0x1005).unwrap().code);
-        // SAFETY: the caller's page is the arena's.
-        unsafe { write_callers(caller, 1, at) };
-        for _ in 0..3 {
-            call_keeping_registers(caller);
-        }
-        assert_eq!(pairs(&arena, table).1, 3, "the header's count");
-        assert_eq!(u64::from_le_bytes(arena.bytes(counters, 8).try_into().unwrap()), 3, "the calls");
+        let rig = Rig::new(Increment::Unlocked, 1);
+        rig.fill(0, ENTRIES);
+        let at = rig.trampoline(0, 7, &RET, 0, 64);
+        rig.call(at, 1, |_| 3);
+        assert_eq!(rig.word(rig.table), 3, "the header's count");
+        assert_eq!(rig.word(rig.counters), 3, "the calls");
     }
 
     /// The first level full: a pair's entry is claimed in the second,
     /// and found there by its later calls.
     #[test]
     fn a_pair_without_room_in_the_first_level_goes_to_the_second() {
-        let arena = Arena::new(4 * PAGE + TABLE_BYTES);
-        let (code, caller, counters, table) = (arena.at(0), arena.at(2 * PAGE), arena.at(3 * PAGE), arena.at(4 * PAGE));
-        let routine = routine(code, table, Increment::Unlocked).unwrap();
-        arena.write(code, &routine.code);
+        let rig = Rig::new(Increment::Unlocked, 1);
         let first_level = (1 << LEVELS_LOG2[0]) + PROBES;
-        for n in 0..first_level {
-            arena.write(table + HEADER_BYTES + n * ENTRY_BYTES, &[0x0f; 16]);
-        }
-        let moved = entry_instructions(&[0xc3, 0x90, 0x90, 0x90, 0x90], 0x1000, JUMP_LEN).unwrap();
-        let at = code + ROUTINE_ROOM;
-        let arc = ArcProbe { id: 9, routine: code, table, cache: counters + 512 };
-        let probe = Probe::Arcs { counter: counters, arc, increment: Increment::Unlocked };
-        arena.write(at, &build(at, probe, &moved, 0x1005).unwrap().code);
-        // SAFETY: the caller's page is the arena's.
-        unsafe { write_callers(caller, 1, at) };
-        for _ in 0..5 {
-            call_keeping_registers(caller);
-        }
-        let word = |at: u64| u64::from_le_bytes(arena.bytes(at, 8).try_into().unwrap());
-        let claimed: Vec<Entry> = (first_level..ENTRIES)
-            .filter_map(|n| {
-                let at = table + HEADER_BYTES + n * ENTRY_BYTES;
-                Entry::claimed(n as usize, word(at), word(at + 8), word(at + 16))
-            })
-            .collect();
+        rig.fill(0, first_level);
+        let at = rig.trampoline(0, 9, &RET, 0, 64);
+        rig.call(at, 1, |_| 5);
+        let claimed = rig.entries(first_level..ENTRIES);
         assert_eq!(claimed.len(), 1, "one entry in the second level");
-        assert_eq!((claimed[0].ret, claimed[0].id, claimed[0].count), (caller + 5, 9, 5));
-        assert_eq!(word(table), 0, "no call unnamed");
+        assert_eq!((claimed[0].ret, claimed[0].id, claimed[0].count), (rig.caller + 5, 9, 5));
+        assert_eq!(rig.word(rig.table), 0, "no call unnamed");
     }
 
     #[test]
