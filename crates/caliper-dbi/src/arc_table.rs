@@ -61,6 +61,33 @@ pub const HEADER_BYTES: u64 = ENTRY_BYTES;
 /// memory).
 pub const TABLE_BYTES: u64 = HEADER_BYTES + ENTRIES * ENTRY_BYTES;
 
+/// The bytes of the first level's entries.
+const LEVEL0_BYTES: u64 = ((1 << LEVELS_LOG2[0]) + PROBES) * ENTRY_BYTES;
+/// The first level's per-processor copies of its counts, after the table
+/// (page-aligned), each 2 MiB (the level's bytes rounded up to a power of
+/// two): under per-processor counters, a first-level pair is counted in
+/// the copy of the processor the routine runs on, at the entry's offset in
+/// the level (threads that make the same calls would otherwise contend for
+/// one entry's cache line: `xz -T2` ran twice fcount's time).
+pub const COPIES_AT: u64 = TABLE_BYTES.next_multiple_of(4096);
+pub const COPY_STRIDE_LOG2: u32 = 21;
+const _: () = assert!(LEVEL0_BYTES <= 1 << COPY_STRIDE_LOG2);
+/// The entries that have per-processor copies of their counts: the first
+/// level's.
+pub const COPIED_ENTRIES: u64 = LEVEL0_BYTES / ENTRY_BYTES;
+
+/// The bytes of the table with the copies of `processors` processors (0:
+/// no copies).
+pub const fn bytes_with_copies(processors: u64) -> u64 {
+    if processors == 0 { TABLE_BYTES } else { COPIES_AT + (processors << COPY_STRIDE_LOG2) }
+}
+
+/// The offset from the table of the count of entry `index` in processor
+/// `copy`'s copy (the entry is a first-level one).
+pub const fn copied_count_at(index: u64, copy: u64) -> u64 {
+    COPIES_AT + (copy << COPY_STRIDE_LOG2) + index * ENTRY_BYTES + 16
+}
+
 /// The multiplier of the hash (Fibonacci hashing: 2^64 over the golden
 /// ratio), whose high bits are the entry.
 const MULTIPLIER: u64 = 0x9e37_79b9_7f4a_7c15;
@@ -76,6 +103,8 @@ const LEVEL_LABELS: u64 = 4;
 const COUNT: u64 = LABEL + 0x100;
 const FULL: u64 = LABEL + 0x101;
 const DONE: u64 = LABEL + 0x102;
+const IN_PLACE: u64 = LABEL + 0x103;
+const COUNTED: u64 = LABEL + 0x104;
 
 /// The arc routine, encoded at `at`, of the table at `table` (its
 /// header's address), its increments made as `how` says.
@@ -89,10 +118,8 @@ const DONE: u64 = LABEL + 0x102;
 /// [`relocate::ArcProbe`]). The flags are free at a function's entry; the
 /// other registers are kept.
 pub fn routine(at: u64, table: u64, how: Increment) -> Result<Trampoline, Unpatchable> {
-    let how = match how {
-        Increment::PerCpu { .. } => Increment::Locked,
-        other => other,
-    };
+    let per_cpu = matches!(how, Increment::PerCpu { .. });
+    let how = if per_cpu { Increment::Locked } else { how };
     let op = |r: Result<Instruction, iced_x86::IcedError>| r.map_err(unencodable);
     let ret = MemoryOperand::with_base_displ(Register::RSP, 40);
     let mut list = vec![
@@ -119,11 +146,18 @@ pub fn routine(at: u64, table: u64, how: Increment) -> Result<Trampoline, Unpatc
     list.extend(full);
     list.push(op(Instruction::with2(Code::Xor_r32_rm32, Register::EAX, Register::EAX))?);
     list.push(op(Instruction::with_branch(Code::Jmp_rel32_64, DONE))?);
-    let mut count = relocate::increment_at(Register::RDX, 16, how)?;
-    count[0].set_ip(COUNT);
-    list.extend(count);
+    if per_cpu {
+        constants.push(table + HEADER_BYTES + LEVEL0_BYTES);
+        list.extend(count_per_cpu(constants.len() as u64 - 1)?);
+    } else {
+        let mut count = relocate::increment_at(Register::RDX, 16, how)?;
+        count[0].set_ip(COUNT);
+        list.extend(count);
+    }
     constants.push(table);
-    list.push(op(Instruction::with2(Code::Mov_r64_rm64, Register::RAX, Register::RDX))?);
+    let mut counted = op(Instruction::with2(Code::Mov_r64_rm64, Register::RAX, Register::RDX))?;
+    counted.set_ip(COUNTED);
+    list.push(counted);
     let header = MemoryOperand::with_base_displ(Register::RIP, (CONSTANT_LABEL + constants.len() as u64 - 1) as i64);
     list.push(op(Instruction::with2(Code::Sub_r64_rm64, Register::RAX, header))?);
     let mut done = op(Instruction::with1(Code::Pop_r64, Register::R8))?;
@@ -135,6 +169,40 @@ pub fn routine(at: u64, table: u64, how: Increment) -> Result<Trampoline, Unpatc
         Instruction::with(Code::Retnq),
     ]);
     relocate::encode_with_constants(&list, &constants, at)
+}
+
+/// The count of the entry at RDX under per-processor counters: a
+/// first-level entry's in the copy of the running processor (`rdpid`, as
+/// the per-processor increment reads it; RCX is free by then), locked, as
+/// a thread may move between the read and the increment; a second-level
+/// entry's (at or past the constant `second_level`) in place.
+fn count_per_cpu(second_level: u64) -> Result<Vec<Instruction>, Unpatchable> {
+    let op = |r: Result<Instruction, iced_x86::IcedError>| r.map_err(unencodable);
+    let level = MemoryOperand::with_base_displ(Register::RIP, (CONSTANT_LABEL + second_level) as i64);
+    let copy = MemoryOperand::with_base_index_scale_displ_size(
+        Register::RDX,
+        Register::RCX,
+        1,
+        (copied_count_at(0, 0) - HEADER_BYTES) as i64,
+        8,
+    );
+    let mut in_copy = op(Instruction::with1(Code::Inc_rm64, copy))?;
+    in_copy.set_has_lock_prefix(true);
+    let mut in_place = op(Instruction::with1(Code::Inc_rm64, MemoryOperand::with_base_displ(Register::RDX, 16)))?;
+    in_place.set_has_lock_prefix(true);
+    in_place.set_ip(IN_PLACE);
+    let mut first = op(Instruction::with2(Code::Cmp_r64_rm64, Register::RDX, level))?;
+    first.set_ip(COUNT);
+    Ok(vec![
+        first,
+        op(Instruction::with_branch(Code::Jae_rel32_64, IN_PLACE))?,
+        op(Instruction::with1(Code::Rdpid_r64, Register::RCX))?,
+        op(Instruction::with2(Code::And_rm32_imm32, Register::ECX, 0xfff))?,
+        op(Instruction::with2(Code::Shl_rm64_imm8, Register::RCX, COPY_STRIDE_LOG2))?,
+        in_copy,
+        op(Instruction::with_branch(Code::Jmp_rel32_64, COUNTED))?,
+        in_place,
+    ])
 }
 
 /// The search of level `n` (of 2^`log2` hashed entries, the first at the
@@ -284,6 +352,8 @@ mod tests {
         counters: u64,
         table: u64,
         how: Increment,
+        /// The processors with a copy of the first level's counts.
+        processors: u64,
     }
 
     /// A function whose entry is `ret` (and padding to a jump's length).
@@ -291,13 +361,14 @@ mod tests {
 
     impl Rig {
         fn new(how: Increment, counter_pages: u64) -> Rig {
-            let arena = Arena::new((3 + counter_pages) * PAGE + TABLE_BYTES);
+            let processors = if matches!(how, Increment::PerCpu { .. }) { COPIES as u64 - 1 } else { 0 };
+            let arena = Arena::new((3 + counter_pages) * PAGE + bytes_with_copies(processors));
             let (code, caller, counters) = (arena.at(0), arena.at(2 * PAGE), arena.at(3 * PAGE));
             let table = counters + counter_pages * PAGE;
             let routine = routine(code, table, how).unwrap();
             assert!(routine.code.len() as u64 <= ROUTINE_ROOM);
             arena.write(code, &routine.code);
-            Rig { arena, code, caller, counters, table, how }
+            Rig { arena, code, caller, counters, table, how, processors }
         }
 
         /// The `n`th arc trampoline, of callee `id`, the function's entry
@@ -330,11 +401,16 @@ mod tests {
             u64::from_le_bytes(self.arena.bytes(at, 8).try_into().unwrap())
         }
 
-        /// The claimed entries with an index in `indexes`.
+        /// The claimed entries with an index in `indexes`, the counts of
+        /// the first level's over their copies.
         fn entries(&self, indexes: std::ops::Range<u64>) -> Vec<Entry> {
             let at = |index: u64| self.table + HEADER_BYTES + index * ENTRY_BYTES;
-            let entry =
-                |i: u64| Entry::claimed(i as usize, self.word(at(i)), self.word(at(i) + 8), self.word(at(i) + 16));
+            let count = |i: u64| {
+                let copies = if i < COPIED_ENTRIES { self.processors } else { 0 };
+                let copied: u64 = (0..copies).map(|k| self.word(self.table + copied_count_at(i, k))).sum();
+                self.word(at(i) + 16) + copied
+            };
+            let entry = |i: u64| Entry::claimed(i as usize, self.word(at(i)), self.word(at(i) + 8), count(i));
             indexes.filter_map(entry).collect()
         }
 
@@ -380,6 +456,11 @@ mod tests {
             if !matches!(how, Increment::PerCpu { .. }) {
                 let count = |id: u64| rig.word(rig.counters + 8 * id);
                 assert_eq!([count(1), count(2)], [calls, calls], "{how:?}: the calls");
+            } else {
+                // The first level's entries counted in the processors' copies.
+                let in_place = |e: &Entry| rig.word(rig.table + HEADER_BYTES + e.index as u64 * ENTRY_BYTES + 16);
+                let first_level = rig.entries(0..COPIED_ENTRIES);
+                assert!(!first_level.is_empty() && first_level.iter().all(|e| in_place(e) == 0), "{how:?}");
             }
         }
     }

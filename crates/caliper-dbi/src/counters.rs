@@ -15,7 +15,7 @@
 //!
 //! After the copies comes the table of call arcs (see [`crate::arc_table`]).
 
-use crate::arc_table::{self, ENTRY_BYTES, HEADER_BYTES, TABLE_BYTES};
+use crate::arc_table::{self, ENTRY_BYTES, HEADER_BYTES, TABLE_BYTES, bytes_with_copies, copied_count_at};
 use crate::mapped::Mapped;
 use crate::relocate::Increment;
 use std::fs::File;
@@ -55,14 +55,15 @@ impl Counters {
             tempfile::Builder::new().prefix("cali-run-").tempfile()?
         };
         let copies = per_processor_copies();
-        file.as_file().set_len(BYTES * copies as u64 + TABLE_BYTES)?;
-        let arcs = Mapped::new(file.as_file(), BYTES * copies as u64, TABLE_BYTES as usize)?;
+        let table = bytes_with_copies(copies as u64 - 1);
+        file.as_file().set_len(BYTES * copies as u64 + table)?;
+        let arcs = Mapped::new(file.as_file(), BYTES * copies as u64, table as usize)?;
         Ok(Counters { file, next: 0, copies, arcs })
     }
 
     /// The bytes of the file, which each traced process maps.
     pub fn mapped_len(&self) -> u64 {
-        self.arc_table_offset() + TABLE_BYTES
+        self.arc_table_offset() + bytes_with_copies(self.copies as u64 - 1)
     }
 
     /// Where the table of call arcs starts in the file.
@@ -157,7 +158,11 @@ impl Counters {
             let start = counts.entries.last().map_or(low, |last| low.max(last.index + 1));
             for index in start..high {
                 let at = (HEADER_BYTES / 8) as usize + WORDS * index;
-                let (ret, id, count) = (word(at), word(at + 1), word(at + 2));
+                let (ret, id, mut count) = (word(at), word(at + 1), word(at + 2));
+                if (index as u64) < arc_table::COPIED_ENTRIES {
+                    let copy = |k: u64| word((copied_count_at(index as u64, k) / 8) as usize);
+                    count += (0..self.copies as u64 - 1).map(copy).sum::<u64>();
+                }
                 if let Some(entry) = arc_table::Entry::claimed(index, ret, id, count) {
                     counts.entries.push(entry);
                 }
@@ -238,7 +243,8 @@ mod tests {
         }
         let extra = if counters.copies > 1 { 7 } else { 0 };
         assert_eq!(counters.read_all().unwrap(), [5 + extra]);
-        assert_eq!(counters.mapped_len(), BYTES * counters.copies as u64 + TABLE_BYTES);
+        let table = bytes_with_copies(counters.copies as u64 - 1);
+        assert_eq!(counters.mapped_len(), BYTES * counters.copies as u64 + table);
         assert_eq!(counters.increment(false), Increment::Unlocked);
     }
 
@@ -261,5 +267,11 @@ mod tests {
         let last = last as usize;
         assert_eq!(got, [(0, 0x4010, 2, 1), (70_000, 0x4020, 2, 70_001), (last, 0x4030, 2, last as u64 + 1)]);
         assert_eq!((read.count(70_000), read.count(1)), (70_001, 0));
+        // A first-level entry's count, over the processors' copies.
+        if counters.copies > 1 {
+            let last_copy = counters.copies as u64 - 2;
+            file.write_all_at(&5u64.to_le_bytes(), table + copied_count_at(0, last_copy)).unwrap();
+            assert_eq!(counters.read_arcs().unwrap().count(0), 1 + 5);
+        }
     }
 }

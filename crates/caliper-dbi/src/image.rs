@@ -137,9 +137,10 @@ pub struct Region {
     pub counters: u64,
     /// Where the table of call arcs is, in the counter file.
     pub arc_table: u64,
-    /// The arc routine of the region's arc trampolines, once one is
-    /// placed (see [`crate::arc_table`]).
-    pub arc_routine: Option<u64>,
+    /// The arc routines of the region's arc trampolines, once placed (see
+    /// [`crate::arc_table`]): the one of shared counts, and the one of
+    /// per-processor copies.
+    pub arc_routines: [Option<u64>; 2],
 }
 
 /// How a trampoline counts, in counter-file slots.
@@ -492,7 +493,13 @@ impl Image {
         mapped?;
         let counters = at + CODE_BYTES;
         let arc_table = counters + thread.counters.arc_table_offset();
-        self.regions.push(Region { next: at + SCRATCH, end: at + CODE_BYTES, counters, arc_table, arc_routine: None });
+        self.regions.push(Region {
+            next: at + SCRATCH,
+            end: at + CODE_BYTES,
+            counters,
+            arc_table,
+            arc_routines: [None; 2],
+        });
         let r = self.regions.len() - 1;
         self.modules[m].region = Some(r);
         Ok(r)
@@ -538,7 +545,8 @@ impl Image {
     /// if the region has none yet: whether it has one now (false: no room).
     fn place_arc_routine(&mut self, r: usize, how: Increment) -> Result<bool, Unpatchable> {
         let region = &self.regions[r];
-        if region.arc_routine.is_some() {
+        let kind = routine_kind(how);
+        if region.arc_routines[kind].is_some() {
             return Ok(true);
         }
         let at = region.next;
@@ -551,7 +559,7 @@ impl Image {
         self.unlocked.extend(routine.unlocked.iter().map(|u| at + u));
         let region = &mut self.regions[r];
         region.next = end.next_multiple_of(16);
-        region.arc_routine = Some(at);
+        region.arc_routines[kind] = Some(at);
         Ok(true)
     }
 
@@ -741,7 +749,8 @@ impl Image {
             let probe = match *counting {
                 Counting::Calls { slot } => TrampolineProbe::Count { counter: counter(slot), increment },
                 Counting::Arcs { slot, id, cache } => {
-                    let routine = region.arc_routine.ok_or(Unpatchable::Unencodable("no arc routine".into()))?;
+                    let routine = region.arc_routines[routine_kind(increment)]
+                        .ok_or(Unpatchable::Unencodable("no arc routine".into()))?;
                     let arc = relocate::ArcProbe { id, routine, table: region.arc_table, cache: counter(cache) };
                     TrampolineProbe::Arcs { counter: counter(slot), arc, increment }
                 }
@@ -911,6 +920,12 @@ impl Image {
             Ok(())
         })
     }
+}
+
+/// Which of a region's arc routines trampolines incrementing as `how`
+/// says call (see [`Region::arc_routines`]).
+fn routine_kind(how: Increment) -> usize {
+    usize::from(matches!(how, Increment::PerCpu { .. }))
 }
 
 /// (path, low, high) of each file with executable mappings, in order.

@@ -578,15 +578,15 @@ pub(crate) fn unencodable(e: iced_x86::IcedError) -> Unpatchable {
 /// 67 end
 /// ```
 fn arc_probe(arc: ArcProbe, how: Increment, at: u64) -> Result<(Vec<u8>, Option<u64>), Unpatchable> {
+    if matches!(how, Increment::PerCpu { .. }) {
+        return Ok((arc_call(arc, at)?.to_vec(), None));
+    }
     let relative = |to: u64, end: u64| {
         i32::try_from(to.wrapping_sub(at + end) as i64)
             .map(i32::to_le_bytes)
             .map_err(|_| Unpatchable::Unencodable("the table of call arcs out of reach".into()))
     };
-    let prefix = match how {
-        Increment::Unlocked => UNLOCKED_PREFIX,
-        Increment::Locked | Increment::PerCpu { .. } => LOCK_PREFIX,
-    };
+    let prefix = if how == Increment::Unlocked { UNLOCKED_PREFIX } else { LOCK_PREFIX };
     let id = arc.id.to_le_bytes();
     if arc.id > i32::MAX as u32 {
         return Err(Unpatchable::Unencodable("an arc id past 2^31".into()));
@@ -607,6 +607,20 @@ fn arc_probe(arc: ArcProbe, how: Increment, at: u64) -> Result<(Vec<u8>, Option<
     code.push(0x58);
     debug_assert_eq!(code.len(), 67);
     Ok((code, (prefix == UNLOCKED_PREFIX).then_some(39)))
+}
+
+/// The arc part of an arc trampoline at `at` under per-processor counters:
+/// `push rax; mov eax, id; call routine; pop rax`, the routine counting in
+/// the running processor's copy (see [`crate::arc_table`]); no cache, whose
+/// entry's count would be the one all processors share.
+fn arc_call(arc: ArcProbe, at: u64) -> Result<[u8; 12], Unpatchable> {
+    const CALL_END: u64 = 11;
+    let rel = i32::try_from(arc.routine.wrapping_sub(at + CALL_END) as i64)
+        .map_err(|_| Unpatchable::Unencodable("the arc routine out of reach".into()))?;
+    let mut code = [0x50, 0xb8, 0, 0, 0, 0, 0xe8, 0, 0, 0, 0, 0x58];
+    code[2..6].copy_from_slice(&arc.id.to_le_bytes());
+    code[7..11].copy_from_slice(&rel.to_le_bytes());
+    Ok(code)
 }
 
 /// Encodes a trampoline at address `at`: the probe, the `moved`
