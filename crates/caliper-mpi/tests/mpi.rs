@@ -167,17 +167,13 @@ fn inclusive_times(records: &[BTreeMap<String, String>]) -> BTreeMap<String, f64
     times
 }
 
-/// One row of a `runtime-report` tree: the region (indentation gone) and
-/// its numbers.
+/// The rows of a `runtime-report` tree (read by caliper-testutil's
+/// reader) by their region's name: the programs here name each region
+/// once.
 fn report_rows(report: &str) -> BTreeMap<String, Vec<f64>> {
-    report
-        .lines()
-        .skip(1)
-        .filter_map(|line| {
-            let mut words = line.split_whitespace();
-            let name = words.next()?.to_string();
-            Some((name, words.map(|w| w.parse().unwrap()).collect()))
-        })
+    caliper_testutil::report::columns(report)
+        .into_iter()
+        .map(|(path, numbers)| (path.rsplit('/').next().unwrap_or(&path).to_string(), numbers))
         .collect()
 }
 
