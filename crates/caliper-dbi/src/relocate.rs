@@ -747,33 +747,10 @@ struct ProbeCode {
     fixups: Vec<(usize, u64, u64)>,
 }
 
-/// An instruction's bytes (the first `len` of `bytes`), with the offsets
-/// of its 32-bit immediate (if it has one) and of its displacement.
-#[derive(Debug, Clone, Copy)]
-struct Encoding {
-    bytes: [u8; 15],
-    len: usize,
-    immediate: Option<usize>,
-    displacement: usize,
-}
-
-impl Encoding {
-    /// `insn` encoded at `ip` by `encoder`.
-    fn of(encoder: &mut Encoder, insn: &Instruction, ip: u64) -> Result<Encoding, Unpatchable> {
-        let len = encoder.encode(insn, ip).map_err(unencodable)?;
-        let constants = encoder.get_constant_offsets();
-        let immediate = (constants.immediate_size() == 4).then(|| constants.immediate_offset());
-        let mut bytes = [0; 15];
-        bytes[..len].copy_from_slice(&encoder.take_buffer());
-        Ok(Encoding { bytes, len, immediate, displacement: constants.displacement_offset() })
-    }
-}
-
 impl ProbeCode {
     /// `list` encoded from `at`, its references to labels not filled in.
     fn encode(list: &[Instruction], at: u64) -> Result<ProbeCode, Unpatchable> {
         let mut encoder = Encoder::new(64);
-        let mut code = Vec::new();
         let (mut offsets, mut labels, mut fixups) = (Vec::with_capacity(list.len()), HashMap::new(), Vec::new());
         let mut offset = 0;
         for insn in list {
@@ -792,22 +769,22 @@ impl ProbeCode {
                 placed.set_memory_displacement64(ip);
                 insn.memory_displacement64()
             });
-            let encoded = Encoding::of(&mut encoder, &placed, ip)?;
-            code.extend_from_slice(&encoded.bytes[..encoded.len]);
-            let end = offset + encoded.len as u64;
+            let len = encoder.encode(&placed, ip).map_err(unencodable)? as u64;
+            let constants = encoder.get_constant_offsets();
+            let end = offset + len;
             if let Some(label) = branch {
-                let immediate = encoded
-                    .immediate
-                    .ok_or_else(|| Unpatchable::Unencodable("a probe branch without a 32-bit offset".into()))?;
-                fixups.push((offset as usize + immediate, end, label));
+                if constants.immediate_size() != 4 {
+                    return Err(Unpatchable::Unencodable("a probe branch without a 32-bit offset".into()));
+                }
+                fixups.push((offset as usize + constants.immediate_offset(), end, label));
             }
             if let Some(label) = memory {
-                fixups.push((offset as usize + encoded.displacement, end, label));
+                fixups.push((offset as usize + constants.displacement_offset(), end, label));
             }
             offsets.push(offset);
             offset = end;
         }
-        Ok(ProbeCode { at, code, offsets, labels, fixups })
+        Ok(ProbeCode { at, code: encoder.take_buffer(), offsets, labels, fixups })
     }
 
     /// The offsets of the unlocked increments and claims of `list` (the
