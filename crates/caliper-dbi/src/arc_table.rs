@@ -38,8 +38,9 @@
 //!
 //! Increments and claims are unlocked while one thread runs the
 //! trampolines and are made locked in place with theirs (see
-//! [`Increment`]); with per-processor counters, the table's are locked
-//! (its entries have no copies).
+//! [`Increment`]); with per-processor counters, the table's are locked,
+//! the first level's in the running processor's copy of its counts (see
+//! [`COPIES_AT`]).
 
 use crate::relocate::{self, CONSTANT_LABEL, Increment, LABEL, Trampoline, Unpatchable, unencodable};
 use iced_x86::{Code, Instruction, MemoryOperand, Register};
@@ -74,7 +75,7 @@ pub const COPY_STRIDE_LOG2: u32 = 21;
 const _: () = assert!(LEVEL0_BYTES <= 1 << COPY_STRIDE_LOG2);
 /// The entries that have per-processor copies of their counts: the first
 /// level's.
-pub const COPIED_ENTRIES: u64 = LEVEL0_BYTES / ENTRY_BYTES;
+const COPIED_ENTRIES: u64 = LEVEL0_BYTES / ENTRY_BYTES;
 
 /// The bytes of the table with the copies of `processors` processors (0:
 /// no copies).
@@ -84,7 +85,7 @@ pub const fn bytes_with_copies(processors: u64) -> u64 {
 
 /// The offset from the table of the count of entry `index` in processor
 /// `copy`'s copy (the entry is a first-level one).
-pub const fn copied_count_at(index: u64, copy: u64) -> u64 {
+pub(crate) const fn copied_count_at(index: u64, copy: u64) -> u64 {
     COPIES_AT + (copy << COPY_STRIDE_LOG2) + index * ENTRY_BYTES + 16
 }
 
@@ -285,6 +286,16 @@ impl Entry {
         let id = u32::try_from(id).ok().filter(|&id| ret != 0 && id != 0)?;
         Some(Entry { index, ret, id, count })
     }
+
+    /// The entry at `index` of a table with the copies of `processors`
+    /// processors, as `word` (the table's word at a byte offset from its
+    /// start) reads it, its count over the copies; None unless claimed.
+    pub fn read(index: u64, processors: u64, word: impl Fn(u64) -> u64) -> Option<Entry> {
+        let at = HEADER_BYTES + index * ENTRY_BYTES;
+        let copies = if index < COPIED_ENTRIES { processors } else { 0 };
+        let count = word(at + 16) + (0..copies).map(|k| word(copied_count_at(index, k))).sum::<u64>();
+        Entry::claimed(index as usize, word(at), word(at + 8), count)
+    }
 }
 
 #[cfg(test)]
@@ -404,14 +415,7 @@ mod tests {
         /// The claimed entries with an index in `indexes`, the counts of
         /// the first level's over their copies.
         fn entries(&self, indexes: std::ops::Range<u64>) -> Vec<Entry> {
-            let at = |index: u64| self.table + HEADER_BYTES + index * ENTRY_BYTES;
-            let count = |i: u64| {
-                let copies = if i < COPIED_ENTRIES { self.processors } else { 0 };
-                let copied: u64 = (0..copies).map(|k| self.word(self.table + copied_count_at(i, k))).sum();
-                self.word(at(i) + 16) + copied
-            };
-            let entry = |i: u64| Entry::claimed(i as usize, self.word(at(i)), self.word(at(i) + 8), count(i));
-            indexes.filter_map(entry).collect()
+            indexes.filter_map(|i| Entry::read(i, self.processors, |at| self.word(self.table + at))).collect()
         }
 
         /// The (return address, id) → count pairs of the table, equal pairs
