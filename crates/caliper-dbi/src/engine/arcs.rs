@@ -136,10 +136,11 @@ impl Engine {
     /// each joined by its entries in the table of call arcs: made as the
     /// images go (the callers are named from their modules), and their ids
     /// forgotten. A forked process's trampolines share their parent's ids,
-    /// and count in the same entries: an entry joins its arc once.
-    pub(super) fn take_site_arcs(&mut self, images: &[usize]) {
-        if self.arc_ids.is_empty() {
-            return;
+    /// and count in the same entries: an entry joins its arc once. Returns
+    /// the entries read (none without `arcs`).
+    pub(super) fn take_site_arcs(&mut self, images: &[usize]) -> ArcCounts {
+        if !self.config.collect.arcs {
+            return ArcCounts::default();
         }
         let counts = self.read_arc_counts();
         let mut arcs = std::mem::take(&mut self.arcs);
@@ -148,6 +149,7 @@ impl Engine {
             self.arc_ids.remove(&image_id);
         }
         self.arcs = arcs;
+        counts
     }
 
     /// Adds to `arcs` the arcs of the entries of `counts` that the

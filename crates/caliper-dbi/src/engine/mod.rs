@@ -715,8 +715,7 @@ impl Engine {
     fn finish(mut self) -> Outcome {
         self.take_samples();
         let live: Vec<usize> = self.images.keys().copied().collect();
-        self.take_site_arcs(&live);
-        let arc_counts = self.read_arc_counts();
+        let arc_counts = self.take_site_arcs(&live);
         self.report_arc_table(&arc_counts);
         let counters = self.read_counters();
         self.functions.cover_counted(&counters);
