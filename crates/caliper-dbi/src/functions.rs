@@ -41,11 +41,6 @@ pub struct FunctionRecord {
     pub trap_hits: u64,
     /// The counter slot of its trampoline.
     pub slot: Option<usize>,
-    /// The counter slot where its arc trampolines keep the entry of the
-    /// table of call arcs they found last (see
-    /// [`crate::relocate::ArcProbe`]): one for all its trampolines, in
-    /// every image (the offset it holds is the same in every process).
-    pub arc_cache: Option<usize>,
     pub mode: Mode,
 }
 
@@ -106,7 +101,6 @@ impl ModuleFunctions<'_> {
                 covered: false,
                 trap_hits: 0,
                 slot: None,
-                arc_cache: None,
                 mode: Mode::Armed,
             });
             self.records.len() - 1

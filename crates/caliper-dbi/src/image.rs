@@ -149,9 +149,8 @@ pub enum Counting {
     /// The function's calls.
     Calls { slot: usize },
     /// The calls, and the call arcs in the table of arcs under the
-    /// callee's arc `id`, the entry last found kept in slot `cache` (see
-    /// [`relocate::ArcProbe`]).
-    Arcs { slot: usize, id: u32, cache: usize },
+    /// callee's arc `id` (see [`relocate::ArcProbe`]).
+    Arcs { slot: usize, id: u32 },
 }
 
 /// A call or GOT slot sent to a trampoline.
@@ -748,10 +747,10 @@ impl Image {
             let counter = |slot: usize| region.counters + slot as u64 * 8;
             let probe = match *counting {
                 Counting::Calls { slot } => TrampolineProbe::Count { counter: counter(slot), increment },
-                Counting::Arcs { slot, id, cache } => {
+                Counting::Arcs { slot, id } => {
                     let routine = region.arc_routines[routine_kind(increment)]
                         .ok_or(Unpatchable::Unencodable("no arc routine".into()))?;
-                    let arc = relocate::ArcProbe { id, routine, table: region.arc_table, cache: counter(cache) };
+                    let arc = relocate::ArcProbe { id, routine, table: region.arc_table };
                     TrampolineProbe::Arcs { counter: counter(slot), arc, increment }
                 }
             };

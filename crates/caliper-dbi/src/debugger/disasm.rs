@@ -192,20 +192,23 @@ mod tests {
     fn counts_what_the_arc_probe_pushed() {
         let moved = relocate::entry_instructions(&ENTRY, 0x1000, JUMP_LEN).unwrap();
         let at = 0x7000_0000;
-        let arc = relocate::ArcProbe { id: 3, routine: 0x7000_8000, table: 0x7100_0000, cache: 0x7000_3000 };
+        let arc = relocate::ArcProbe { id: 3, routine: 0x7000_8000, table: 0x7100_0000 };
         let probe = Probe::Arcs { counter: 0x7000_2000, arc, increment: relocate::Increment::Locked };
         let built = relocate::build(at, probe, &moved, 0x1008).unwrap();
         let layout = Layout::decode(&built.code, at, moved.len(), 0x1008).unwrap();
         // inc; the arc part: RAX and RCX saved, popped on the hit path; RCX
         // popped first on the slow path, RAX around the routine's call.
-        assert_eq!(layout.probe, 20);
+        assert_eq!(layout.probe, 29);
         let depth = |n: usize| match layout.place(layout.instructions[n].ip()) {
             Some(Place::Probe { stack_adjust }) => stack_adjust,
             other => panic!("{other:?}"),
         };
-        let depths: Vec<u64> = (0..20).map(depth).collect();
-        assert_eq!(depths, [0, 0, 8, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 8, 0, 16, 8, 8, 8, 8]);
-        assert_eq!(layout.place(layout.instructions[20].ip()), Some(Place::Moved(0)));
+        let depths: Vec<u64> = (0..29).map(depth).collect();
+        let mut expected = vec![0, 0, 8];
+        expected.extend([16; 19]);
+        expected.extend([16, 8, 0, 16, 8, 8, 8]);
+        assert_eq!(depths, expected);
+        assert_eq!(layout.place(layout.instructions[29].ip()), Some(Place::Moved(0)));
     }
 
     #[test]

@@ -112,18 +112,6 @@ impl Engine {
         id
     }
 
-    /// The counter slot of function `f`'s arc cache (see
-    /// [`crate::functions::FunctionRecord::arc_cache`]): its own, or a new
-    /// one; None when none is left.
-    pub(super) fn arc_cache(&mut self, f: usize) -> Option<usize> {
-        if let Some(slot) = self.functions.records[f].arc_cache {
-            return Some(slot);
-        }
-        let slot = self.counters.allocate()?;
-        self.functions.records[f].arc_cache = Some(slot);
-        Some(slot)
-    }
-
     /// The entries of the table of call arcs as they stand.
     pub(super) fn read_arc_counts(&self) -> ArcCounts {
         self.counters.read_arcs().unwrap_or_else(|e| {

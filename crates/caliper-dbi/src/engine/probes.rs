@@ -119,9 +119,9 @@ impl Engine {
         for (entry, f) in patched {
             let Some(slot) = self.functions.records[f].slot else { continue };
             let id = self.arc_ids.get(&image_id).and_then(|ids| ids.get(&entry));
-            let counting = match (id, self.functions.records[f].arc_cache) {
-                (Some(&id), Some(cache)) => Counting::Arcs { slot, id, cache },
-                _ => Counting::Calls { slot },
+            let counting = match id {
+                Some(&id) => Counting::Arcs { slot, id },
+                None => Counting::Calls { slot },
             };
             let mut thread = Stopped { tid, counters: &self.counters, deferred: &mut deferred };
             if let Err(e) = image.repatch(entry, &counting, increment, &mut thread) {
@@ -268,17 +268,14 @@ impl Engine {
 
     /// How the trampoline of function `f` at `entry` in image `image_id`
     /// counts, with the slot of its calls (see [`Engine::calls_slot`]):
-    /// with `arcs`, the call arcs too, under the function's arc id (its
-    /// calls alone where no counter slot is left for its arc cache). None
-    /// when no slot is left for the calls. The arc cache's slot is taken
-    /// first: the calls' may be the next free one, taken only once the
-    /// trampoline is in place.
+    /// with `arcs`, the call arcs too, under the trampoline's arc id. None
+    /// when no slot is left for the calls.
     fn counting(&mut self, image_id: usize, entry: u64, f: usize) -> Option<(usize, Counting)> {
-        let cache = if self.config.collect.arcs { self.arc_cache(f) } else { None };
         let slot = self.calls_slot(f)?;
-        let counting = match cache {
-            Some(cache) => Counting::Arcs { slot, id: self.arc_id(image_id, entry, f), cache },
-            None => Counting::Calls { slot },
+        let counting = if self.config.collect.arcs {
+            Counting::Arcs { slot, id: self.arc_id(image_id, entry, f) }
+        } else {
+            Counting::Calls { slot }
         };
         Some((slot, counting))
     }
