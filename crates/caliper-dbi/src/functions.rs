@@ -6,6 +6,7 @@
 
 use crate::counters::ArcCounts;
 use crate::relocate::Unpatchable;
+use caliper_data::hash::FxHashMap;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -137,7 +138,9 @@ pub struct ArcRecord {
 #[derive(Debug, Default, Clone)]
 pub struct ArcTable {
     pub records: Vec<ArcRecord>,
-    index: HashMap<(usize, Arc<str>, u64), usize>,
+    /// Each arc's id by (callee, caller module, call site), hashed with Fx:
+    /// a compiler's run interns tens of thousands of arcs.
+    index: FxHashMap<(usize, Arc<str>, u64), usize>,
 }
 
 impl ArcTable {

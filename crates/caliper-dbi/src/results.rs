@@ -33,10 +33,17 @@ use crate::callgraph::CallGraph;
 use crate::engine::{Collect, Outcome};
 use crate::functions::{FunctionRecord, Mode};
 use caliper_data::cali::CaliWriter;
+use caliper_data::hash::FxHashMap;
 use caliper_data::{AttrType, Id, MetadataDb, Properties, Record, Variant};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::{self, Write};
+
+/// The node of `attr` = `name` without a parent, made once per name:
+/// `made` keeps those made so far.
+fn named_node<'a>(db: &mut MetadataDb, made: &mut FxHashMap<(Id, &'a str), Id>, attr: Id, name: &'a str) -> Id {
+    *made.entry((attr, name)).or_insert_with(|| db.get_or_create_node(attr, Variant::from(name), None))
+}
 
 /// How a function was instrumented, as written in `dbi.instrumentation`.
 pub fn instrumentation(record: &FunctionRecord) -> String {
@@ -118,12 +125,18 @@ pub fn write_cali(out: impl Write, outcome: &Outcome, collect: Collect) -> io::R
         writer.write_record(&db, &record)?;
     }
     if collect.arcs {
+        // The nodes of the names that tens of thousands of arcs share, each
+        // made once: a compiler's run writes 35,000 arcs.
+        let mut named: FxHashMap<(Id, &str), Id> = FxHashMap::default();
+        let mut functions: FxHashMap<(Id, usize), Id> = FxHashMap::default();
         for (id, arc) in outcome.arcs.records.iter().enumerate() {
             let callee = &outcome.functions.records[arc.callee];
-            let caller = db.get_or_create_node(caller_attr, Variant::from(arc.caller.as_str()), None);
-            let function = db.get_or_create_node(function_attr, Variant::from(callee.name.as_str()), Some(caller));
-            let module = db.get_or_create_node(callee_module_attr, Variant::from(&*callee.module), None);
-            let caller_module = db.get_or_create_node(caller_module_attr, Variant::from(&*arc.caller_module), None);
+            let caller = named_node(&mut db, &mut named, caller_attr, &arc.caller);
+            let function = *functions.entry((caller, arc.callee)).or_insert_with(|| {
+                db.get_or_create_node(function_attr, Variant::from(callee.name.as_str()), Some(caller))
+            });
+            let module = named_node(&mut db, &mut named, callee_module_attr, &callee.module);
+            let caller_module = named_node(&mut db, &mut named, caller_module_attr, &arc.caller_module);
             let mut record = Record::ctx();
             record.push_ref(function);
             record.push_ref(module);
