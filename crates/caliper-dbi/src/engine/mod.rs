@@ -266,6 +266,10 @@ pub struct Engine {
     watchdog: watchdog::Watchdog,
     /// Stops at the tool's `int3`s so far ([`Outcome::traps`]).
     traps: u64,
+    /// The thread whose stop at the tool's `int3` at an address is being
+    /// handled, until it is sent on: should the tool fail meanwhile, it
+    /// goes back to that address, whatever the handling made of the probe.
+    at_breakpoint: Option<(Pid, u64)>,
 }
 
 impl Engine {
@@ -313,6 +317,7 @@ impl Engine {
             events: events::Events::default(),
             debugger,
             stalled: false,
+            at_breakpoint: None,
             watchdog: watchdog::Watchdog::default(),
             traps: 0,
         };

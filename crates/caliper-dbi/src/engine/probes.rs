@@ -30,7 +30,10 @@ impl Engine {
         if self.debug_breakpoint_hit(tid, image_id, addr) {
             return true;
         }
-        let Some(resume_at) = self.pass_int3(tid, image_id, addr, regs.rsp) else { return false };
+        self.at_breakpoint = Some((tid, addr));
+        let passed = self.pass_int3(tid, image_id, addr, regs.rsp);
+        self.at_breakpoint = None;
+        let Some(resume_at) = passed else { return false };
         regs.rip = resume_at;
         if ptrace::set_registers(tid, &regs).is_err() {
             return true;
@@ -174,6 +177,7 @@ impl Engine {
             Some(f) if !internal && !self.config.breakpoints_only => self.patch_function(image_id, addr, f, &mut world),
             _ => Err(Unpatchable::Unencodable("breakpoint counting chosen".into())),
         };
+        super::signals::debug_panic_after_patch();
         if function.is_some()
             && !internal
             && let Some(m) = self.images[&image_id].module_of(addr)

@@ -154,6 +154,17 @@ pub(super) fn debug_panic_point(hit: u64) {
     }
 }
 
+/// Panics when the Nth breakpoint hit is a first hit, once its function's
+/// entry is patched, when `CALI_RUN_DEBUG_PANIC_AFTER_PATCH_AT_HIT=N` is
+/// set: the hitting thread is past an `int3` that a jump has replaced.
+pub(super) fn debug_panic_after_patch() {
+    static AT: OnceLock<Option<u64>> = OnceLock::new();
+    let hit = HITS.load(Ordering::Relaxed);
+    if hit_in_env(&AT, "CALI_RUN_DEBUG_PANIC_AFTER_PATCH_AT_HIT") == Some(hit) {
+        panic!("CALI_RUN_DEBUG_PANIC_AFTER_PATCH_AT_HIT={hit}");
+    }
+}
+
 /// Whether the Nth breakpoint hit's thread is to be left stopped, never
 /// resumed, when `CALI_RUN_DEBUG_LOSE_STOP_AT_HIT=N` is set: a way for
 /// tests to check that the watchdog frees a thread the tool lost.

@@ -195,7 +195,11 @@ impl Engine {
 
     /// Moves stopped thread `tid` back onto the entry `int3` it has just
     /// executed, if it did; whether it had executed one of the tool's
-    /// `int3`s.
+    /// `int3`s. A thread just past an entry that a jump replaced since (its
+    /// stop waited while another thread's first hit patched the module)
+    /// can only have come there by the `int3`; so can the thread whose
+    /// stop the tool was handling when it failed, whatever the probe has
+    /// become.
     fn rewind_from_breakpoint(&self, tid: Pid) -> bool {
         let Some(image) =
             self.threads.get(&tid).and_then(|t| self.processes.get(&t.pid)).and_then(|p| self.images.get(&p.image))
@@ -204,8 +208,8 @@ impl Engine {
         };
         let Ok(mut regs) = ptrace::registers(tid) else { return false };
         let at = regs.rip.wrapping_sub(1);
-        let trapped =
-            image.probes.get(&at).is_some_and(|p| matches!(p.state, ProbeState::Armed | ProbeState::Displaced { .. }));
+        let handled = self.at_breakpoint == Some((tid, at));
+        let trapped = handled || image.probes.get(&at).is_some_and(|p| p.state != ProbeState::Removed);
         if trapped {
             regs.rip = at;
             let _ = ptrace::set_registers(tid, &regs);
