@@ -124,8 +124,22 @@ pub struct LoadedModule {
     pub info: Arc<ModuleInfo>,
     /// The trampoline region serving it.
     pub region: Option<usize>,
-    /// A function of it has been called (see [`crate::engine`]).
-    pub entered: bool,
+    /// What the first calls into it have instrumented ahead of its
+    /// functions' own first calls.
+    pub ahead: Ahead,
+}
+
+/// What the first calls into a module have given trampolines to, ahead of
+/// its functions' own first calls (see [`crate::engine`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ahead {
+    /// None of its functions has been called.
+    NotEntered,
+    /// The functions that earlier runs of the program called; `misses`
+    /// first calls of others have stopped the program since.
+    CalledBefore { misses: u32 },
+    /// Every function that can take one.
+    All,
 }
 
 /// Memory mapped into the tracee for trampolines and counters.
@@ -179,6 +193,8 @@ struct MovedEntry<'a> {
 pub struct Image {
     /// The process whose memory this is (the first, for a shared one).
     pub pid: Pid,
+    /// The program it runs (its executable's path), where it can be read.
+    pub program: Option<Arc<str>>,
     pub memory: Memory,
     pub modules: Vec<LoadedModule>,
     /// By address, so that the probes in a range of bytes are found at once.
@@ -206,8 +222,10 @@ pub struct Stopped<'a> {
 impl Image {
     /// A new, empty image for process `pid`.
     pub fn new(pid: Pid) -> io::Result<Image> {
+        let program = std::fs::read_link(format!("/proc/{pid}/exe")).ok();
         Ok(Image {
             pid,
+            program: program.map(|p| Arc::from(p.to_string_lossy().as_ref())),
             memory: Memory::open(pid)?,
             modules: Vec::new(),
             probes: BTreeMap::new(),
@@ -223,6 +241,7 @@ impl Image {
     pub fn fork(&self, child: Pid) -> io::Result<Image> {
         Ok(Image {
             pid: child,
+            program: self.program.clone(),
             memory: Memory::open(child)?,
             modules: self.modules.clone(),
             probes: self.probes.clone(),
@@ -290,7 +309,7 @@ impl Image {
                 high,
                 info,
                 region: None,
-                entered: false,
+                ahead: Ahead::NotEntered,
             });
             added.push(module);
         }

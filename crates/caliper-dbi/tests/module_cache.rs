@@ -98,3 +98,52 @@ fn a_cache_directory_that_cannot_be_written_changes_nothing() {
     assert!(stderr.lines().all(|l| l.contains("cache: ") || !l.contains("CALIPER")), "no other message: {stderr}");
     assert_eq!(counts, fresh);
 }
+
+/// Runs `called_before N` (built in `dir`) under fcount, its own module
+/// instrumented, with the cache in `cache_home`: the calls of f0..f39 and
+/// the traps.
+fn run_called_before(dir: &Path, cache_home: &Path, calls: u32) -> (Vec<u64>, u64, String) {
+    let file = dir.join(format!("called-{calls}.cali"));
+    let options = ["-c", "fcount", "-i", "called_before", "-o", file.to_str().unwrap()];
+    let output = command_in(dir, &options, "./called_before", &[&calls.to_string()])
+        .env("XDG_CACHE_HOME", cache_home)
+        .env_remove("CALI_RUN_CACHE")
+        .env("CALI_RUN_DEBUG_CACHE", "1")
+        .output()
+        .expect("cali-run runs");
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    let sum: u32 = (0..calls).map(|i| i * i + 1).sum();
+    assert_eq!(String::from_utf8_lossy(&output.stdout), format!("{sum}\n"), "{stderr}");
+    let rows = read_result(&file);
+    let counts =
+        (0..40).map(|n| rows.get(&("called_before".into(), format!("f{n}"))).and_then(|r| r.count).unwrap_or(0));
+    (counts.collect(), common::traps(&file), stderr)
+}
+
+#[test]
+fn the_functions_earlier_runs_called_are_instrumented_first_and_the_others_at_their_first_call() {
+    let dir = tempfile::tempdir().unwrap();
+    common::build(dir.path(), "called_before", &[]);
+    let home = tempfile::tempdir().unwrap();
+    let exact = |calls: u32| (0..40).map(|n| u64::from(n < calls)).collect::<Vec<u64>>();
+    // Nothing known: every function instrumented at the first call into
+    // the program.
+    let (counts, first, _) = run_called_before(dir.path(), home.path(), 5);
+    assert_eq!(counts, exact(5));
+    // The five called before (with main and the start-up's) instrumented
+    // at the first call, as many stops.
+    let (counts, again, stderr) = run_called_before(dir.path(), home.path(), 5);
+    assert!(said(&stderr, "read", "called_before") && stderr.contains("called before"), "{stderr}");
+    assert_eq!(counts, exact(5));
+    assert_eq!(again, first, "the same stops");
+    // 35 functions no run called: a stop at each first call of the first
+    // 16 of them, then the rest of the module instrumented; every call
+    // counted.
+    let (counts, more, _) = run_called_before(dir.path(), home.path(), 40);
+    assert_eq!(counts, exact(40));
+    assert!(more > first && more <= first + 16, "{more} stops, {first} without new functions");
+    // All 40 known now.
+    let (counts, known, _) = run_called_before(dir.path(), home.path(), 40);
+    assert_eq!(counts, exact(40));
+    assert_eq!(known, first, "no stop beyond the first call's");
+}

@@ -266,6 +266,9 @@ pub struct Engine {
     watchdog: watchdog::Watchdog,
     /// Stops at the tool's `int3`s so far ([`Outcome::traps`]).
     traps: u64,
+    /// The (program, module) pairs whose module the program entered: the
+    /// module cache is told at the end which of their functions ran.
+    entered_modules: HashSet<ahead::EnteredModule>,
     /// The thread whose stop at the tool's `int3` at an address is being
     /// handled, until it is sent on: should the tool fail meanwhile, it
     /// goes back to that address, whatever the handling made of the probe.
@@ -318,6 +321,7 @@ impl Engine {
             debugger,
             stalled: false,
             at_breakpoint: None,
+            entered_modules: HashSet::new(),
             watchdog: watchdog::Watchdog::default(),
             traps: 0,
         };
@@ -724,6 +728,7 @@ impl Engine {
         self.report_arc_table(&arc_counts);
         let counters = self.read_counters();
         self.functions.cover_counted(&counters);
+        self.note_called();
         let samples_lost = self.sampler.as_ref().map_or(0, |s| s.lost);
         self.modules.save();
         Outcome {

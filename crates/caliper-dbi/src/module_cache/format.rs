@@ -1,8 +1,9 @@
 //! The bytes of a cache entry: a header (magic, format version, the
-//! module's identity, the payload's length and checksum), then the
-//! payload, a [`ModuleInfo`] less its path in LEB128 numbers (sorted
-//! addresses as differences, which keeps a compiler's entry to a few
-//! megabytes).
+//! entry's key, the payload's length and checksum), then the payload in
+//! LEB128 numbers (sorted addresses as differences, which keeps a
+//! compiler's entry to a few megabytes): a [`ModuleInfo`] less its path,
+//! keyed by the module's identity, or the functions of a module that runs
+//! of a program called, keyed by both identities (see [`called_key`]).
 //!
 //! Reading checks everything it can: a file of another version, of
 //! another module, cut short or changed in any byte reads as nothing,
@@ -70,21 +71,69 @@ pub fn encode(identity: &str, info: &ModuleInfo) -> Vec<u8> {
             }
         }
     }
-    let payload = payload.0;
-    let mut out = Vec::with_capacity(payload.len() + identity.len() + 40);
-    out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&VERSION.to_le_bytes());
-    out.extend_from_slice(&(identity.len() as u32).to_le_bytes());
-    out.extend_from_slice(identity.as_bytes());
-    out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-    out.extend_from_slice(&checksum(&payload).to_le_bytes());
-    out.extend_from_slice(&payload);
-    out
+    frame(identity, &payload.0)
 }
 
 /// The module that the entry `bytes` holds, if it is a whole entry of
 /// this version for the module `identity`. Its path is left empty.
 pub fn decode(identity: &str, bytes: &[u8]) -> Result<ModuleInfo, Unreadable> {
+    read_payload(&mut Reader(unframe(identity, bytes)?)).ok_or(Unreadable::Corrupt)
+}
+
+/// The key of the functions of the module `module` (its identity) that
+/// runs of the program `program` (its identity) called: never a module's
+/// identity, so neither kind of entry reads as the other.
+pub fn called_key(program: &str, module: &str) -> String {
+    format!("called: {module}; by: {program}")
+}
+
+/// The entry for `key` (see [`called_key`]) of the functions at
+/// `addresses` (sorted, file addresses).
+pub fn encode_called(key: &str, addresses: &[u64]) -> Vec<u8> {
+    let mut payload = Writer(Vec::new());
+    payload.number(addresses.len() as u64);
+    let mut last = 0;
+    for &address in addresses {
+        payload.number(address.wrapping_sub(last));
+        last = address;
+    }
+    frame(key, &payload.0)
+}
+
+/// The sorted addresses that the entry `bytes` holds, if it is a whole
+/// entry of this version for `key`.
+pub fn decode_called(key: &str, bytes: &[u8]) -> Result<Vec<u64>, Unreadable> {
+    let mut r = Reader(unframe(key, bytes)?);
+    let count = r.count().ok_or(Unreadable::Corrupt)?;
+    let mut addresses = Vec::with_capacity(count);
+    let mut last = 0u64;
+    for _ in 0..count {
+        last = last.wrapping_add(r.number().ok_or(Unreadable::Corrupt)?);
+        addresses.push(last);
+    }
+    let sorted = addresses.windows(2).all(|w| w[0] < w[1]);
+    if !r.0.is_empty() || !sorted {
+        return Err(Unreadable::Corrupt);
+    }
+    Ok(addresses)
+}
+
+/// `payload` behind the header of an entry for `key`.
+fn frame(key: &str, payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(payload.len() + key.len() + 40);
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&VERSION.to_le_bytes());
+    out.extend_from_slice(&(key.len() as u32).to_le_bytes());
+    out.extend_from_slice(key.as_bytes());
+    out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    out.extend_from_slice(&checksum(payload).to_le_bytes());
+    out.extend_from_slice(payload);
+    out
+}
+
+/// The payload of the entry `bytes`, if it is a whole entry of this
+/// version for `key`.
+fn unframe<'a>(key: &str, bytes: &'a [u8]) -> Result<&'a [u8], Unreadable> {
     let mut header = Reader(bytes);
     if header.take(MAGIC.len()) != Some(MAGIC.as_slice()) {
         return Err(Unreadable::NotAnEntry);
@@ -94,7 +143,7 @@ pub fn decode(identity: &str, bytes: &[u8]) -> Result<ModuleInfo, Unreadable> {
         return Err(Unreadable::OtherVersion(version));
     }
     let len = header.u32().ok_or(Unreadable::Corrupt)? as usize;
-    if header.take(len).ok_or(Unreadable::Corrupt)? != identity.as_bytes() {
+    if header.take(len).ok_or(Unreadable::Corrupt)? != key.as_bytes() {
         return Err(Unreadable::OtherModule);
     }
     let len = header.u64().ok_or(Unreadable::Corrupt)?;
@@ -103,7 +152,7 @@ pub fn decode(identity: &str, bytes: &[u8]) -> Result<ModuleInfo, Unreadable> {
     if payload.len() as u64 != len || checksum(payload) != sum {
         return Err(Unreadable::Corrupt);
     }
-    read_payload(&mut Reader(payload)).ok_or(Unreadable::Corrupt)
+    Ok(payload)
 }
 
 fn read_payload(r: &mut Reader) -> Option<ModuleInfo> {
@@ -287,5 +336,22 @@ mod tests {
             damaged[at] ^= 0x10;
             assert!(decode("libc", &damaged).is_err(), "byte {at} changed");
         }
+    }
+
+    #[test]
+    fn a_called_set_reads_back_only_under_its_key() {
+        let key = called_key("build-id aa size 1", "build-id bb size 2");
+        let addresses = [0x1040, 0x1100, 0x2_0000, 0x7fff_0000];
+        let bytes = encode_called(&key, &addresses);
+        assert_eq!(decode_called(&key, &bytes), Ok(addresses.to_vec()));
+        assert_eq!(
+            decode_called(&called_key("build-id cc size 1", "build-id bb size 2"), &bytes),
+            Err(Unreadable::OtherModule)
+        );
+        assert_eq!(decode("build-id bb size 2", &bytes).err(), Some(Unreadable::OtherModule), "not a module's entry");
+        let mut damaged = bytes.clone();
+        *damaged.last_mut().unwrap() ^= 1;
+        assert!(decode_called(&key, &damaged).is_err());
+        assert_eq!(decode_called(&key, &encode_called(&key, &[])), Ok(Vec::new()));
     }
 }

@@ -11,20 +11,29 @@
 //! entry of another identity or format version, or one damaged in any
 //! byte, is not used (see [`format`]).
 //!
+//! It keeps too, for each program and module, the functions of the module
+//! that runs of the program called ([`ModuleCache::called_before`]): the
+//! engine gives those their trampolines at the module's first call (see
+//! [`crate::engine`]), not every function of it. A compiler whose run
+//! calls 4,300 of its 45,000 functions spent most of the tool's start-up
+//! instrumenting the others.
+//!
 //! The cache lies in `$XDG_CACHE_HOME/caliper/dbi` (or
 //! `~/.cache/caliper/dbi`); `CALI_RUN_CACHE=off` or `--no-cache` turns it
 //! off. Entries are written at the end of the run, each whole or not at
 //! all (a temporary file renamed), and the oldest go when the directory
 //! passes [`MAX_BYTES`]. Nothing the cache does changes what the program
-//! does or what is measured: a directory that cannot be read or written
-//! is a cache that misses, told only with `CALI_RUN_DEBUG_CACHE=1`.
+//! does or what is measured (the functions called before change only how
+//! many first calls stop the program: `dbi.traps`): a directory that
+//! cannot be read or written is a cache that misses, told only with
+//! `CALI_RUN_DEBUG_CACHE=1`.
 
 mod format;
 
 use crate::discover::{self, ModuleInfo};
 use object::read::ReadCache;
 use object::read::elf::{FileHeader, ProgramHeader};
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::fs::File;
 use std::io::Write;
 use std::os::unix::fs::MetadataExt;
@@ -52,12 +61,26 @@ struct Known {
     stored: Stored,
 }
 
+/// The functions of a module that runs of a program called.
+#[derive(Debug, Default)]
+struct Called {
+    /// Read from disk: their file addresses, sorted; None where the cache
+    /// had none.
+    before: Option<Arc<[u64]>>,
+    /// Called in this run, to add.
+    now: BTreeSet<u64>,
+}
+
 /// The modules' analyses by path, read from the disk cache where it has
 /// them.
 #[derive(Debug, Default)]
 pub struct ModuleCache {
     dir: Option<PathBuf>,
     known: HashMap<String, Known>,
+    /// The identities of the programs asked about, by path.
+    programs: HashMap<String, Option<String>>,
+    /// By (program, module) path.
+    called: HashMap<(String, String), Called>,
     /// Entries read from and written to the disk cache in this run.
     pub read: usize,
     pub written: usize,
@@ -99,12 +122,95 @@ impl ModuleCache {
         info
     }
 
+    /// The functions (file addresses, sorted) of the module at `module`
+    /// (one [`ModuleCache::get`] has given) that earlier runs of the
+    /// program at `program` called; None where the cache knows none.
+    pub fn called_before(&mut self, program: &str, module: &str) -> Option<Arc<[u64]>> {
+        let paths = (program.to_string(), module.to_string());
+        if let Some(called) = self.called.get(&paths) {
+            return called.before.clone();
+        }
+        let before = self.called_key(program, module).and_then(|key| self.read_called(&key, module));
+        self.called.insert(paths, Called { before: before.clone(), now: BTreeSet::new() });
+        before
+    }
+
+    /// Functions (file addresses) of the module at `module` that this run
+    /// of the program at `program` called: kept with those of earlier runs
+    /// at [`ModuleCache::save`].
+    pub fn note_called(&mut self, program: &str, module: &str, addresses: impl IntoIterator<Item = u64>) {
+        self.called.entry((program.to_string(), module.to_string())).or_default().now.extend(addresses);
+    }
+
+    /// The key of the entry of the functions of `module` that `program`
+    /// called (see [`format::called_key`]), if both identities are known.
+    fn called_key(&mut self, program: &str, module: &str) -> Option<String> {
+        self.dir.as_ref()?;
+        let module = self.known.get(module)?.identity.clone()?;
+        let program =
+            self.programs.entry(program.to_string()).or_insert_with(|| identity(Path::new(program))).clone()?;
+        Some(format::called_key(&program, &module))
+    }
+
+    /// The functions called before that the entry `key` holds, if the
+    /// cache holds a good one; a hit marks the entry as recently used.
+    fn read_called(&mut self, key: &str, module: &str) -> Option<Arc<[u64]>> {
+        let file = entry_path(self.dir.as_ref()?, key, CALLED);
+        let bytes = std::fs::read(&file).ok()?;
+        match format::decode_called(key, &bytes) {
+            Ok(addresses) => {
+                debug(format_args!(
+                    "read {} functions of {module} called before from {}",
+                    addresses.len(),
+                    file.display()
+                ));
+                touch(&file);
+                Some(addresses.into())
+            }
+            Err(why) => {
+                debug(format_args!("ignored {}: {why}", file.display()));
+                None
+            }
+        }
+    }
+
+    /// Writes the functions called of each (program, module) where this
+    /// run called any that earlier runs had not.
+    fn save_called(&mut self, dir: &Path) -> bool {
+        let mut wrote = false;
+        let paths: Vec<(String, String)> = self.called.keys().cloned().collect();
+        for (program, module) in paths {
+            let called = &self.called[&(program.clone(), module.clone())];
+            let before = called.before.as_deref().unwrap_or(&[]);
+            if called.now.iter().all(|a| before.binary_search(a).is_ok()) {
+                continue;
+            }
+            let all: BTreeSet<u64> = before.iter().copied().chain(called.now.iter().copied()).collect();
+            let all: Vec<u64> = all.into_iter().collect();
+            let Some(key) = self.called_key(&program, &module) else { continue };
+            let file = entry_path(dir, &key, CALLED);
+            match write_atomically(dir, &file, &format::encode_called(&key, &all)) {
+                Ok(()) => {
+                    debug(format_args!(
+                        "wrote {} functions of {module} called by {program} to {}",
+                        all.len(),
+                        file.display()
+                    ));
+                    wrote = true;
+                }
+                Err(e) => debug(format_args!("cannot write {}: {e}", file.display())),
+            }
+        }
+        wrote
+    }
+
     /// Writes to disk what this run found that the cache does not hold
     /// yet (a module's branch targets are found only where a function of it
-    /// was patched), then keeps the directory within [`MAX_BYTES`].
+    /// was patched, and the functions called), then keeps the directory
+    /// within [`MAX_BYTES`].
     pub fn save(&mut self) {
         let Some(dir) = self.dir.clone() else { return };
-        let mut wrote = false;
+        let mut wrote = self.save_called(&dir);
         for (path, known) in &mut self.known {
             let whole = known.info.branch_targets.get().is_some();
             let newer = match known.stored {
@@ -116,7 +222,7 @@ impl ModuleCache {
                 continue;
             };
             let bytes = format::encode(identity, &known.info);
-            let file = entry_path(&dir, identity);
+            let file = entry_path(&dir, identity, MODULE);
             match write_atomically(&dir, &file, &bytes) {
                 Ok(()) => {
                     debug(format_args!("wrote {path} to {}", file.display()));
@@ -135,15 +241,13 @@ impl ModuleCache {
     /// The entry of the module `identity` (at `path`), if the cache holds
     /// a good one; a hit marks the entry as recently used.
     fn read_entry(&mut self, path: &str, identity: &str) -> Option<ModuleInfo> {
-        let file = entry_path(self.dir.as_ref()?, identity);
+        let file = entry_path(self.dir.as_ref()?, identity, MODULE);
         let bytes = std::fs::read(&file).ok()?;
         match format::decode(identity, &bytes) {
             Ok(mut info) => {
                 info.path = PathBuf::from(path);
                 debug(format_args!("read {path} from {}", file.display()));
-                if let Ok(f) = File::options().append(true).open(&file) {
-                    let _ = f.set_modified(SystemTime::now());
-                }
+                touch(&file);
                 self.read += 1;
                 Some(info)
             }
@@ -201,12 +305,25 @@ fn build_id(file: File) -> Option<Vec<u8>> {
     None
 }
 
-/// The file of the entry for `identity`: named by a hash of it (the
-/// entry holds the identity itself, so a collision only misses), not by
-/// the format version: an entry of another version is replaced.
-fn entry_path(dir: &Path, identity: &str) -> PathBuf {
-    let hash = identity.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3));
-    dir.join(format!("{hash:016x}.module"))
+/// The extensions of the two kinds of entry: a module's analysis, and the
+/// functions of a module that a program called.
+const MODULE: &str = "module";
+const CALLED: &str = "called";
+
+/// The file of the entry of kind `extension` for `key`: named by a hash
+/// of it (the entry holds the key itself, so a collision only misses), not
+/// by the format version: an entry of another version is replaced.
+fn entry_path(dir: &Path, key: &str, extension: &str) -> PathBuf {
+    let hash = key.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3));
+    dir.join(format!("{hash:016x}.{extension}"))
+}
+
+/// Marks the entry `file` as used now (pruning removes the least recently
+/// used first).
+fn touch(file: &Path) {
+    if let Ok(f) = File::options().append(true).open(file) {
+        let _ = f.set_modified(SystemTime::now());
+    }
 }
 
 /// Writes `bytes` to `file` in `dir` whole or not at all: to a temporary
@@ -282,7 +399,7 @@ mod tests {
         let mut first = ModuleCache::in_dir(Some(dir.path().to_path_buf()));
         first.get(LIBM);
         first.save();
-        let entry = entry_path(dir.path(), &identity(Path::new(LIBM)).expect("identity"));
+        let entry = entry_path(dir.path(), &identity(Path::new(LIBM)).expect("identity"), MODULE);
         let mut bytes = std::fs::read(&entry).expect("entry written");
         bytes[8..12].copy_from_slice(&(format::VERSION + 1).to_le_bytes());
         std::fs::write(&entry, bytes).expect("write");
@@ -293,6 +410,33 @@ mod tests {
         let mut third = ModuleCache::in_dir(Some(dir.path().to_path_buf()));
         third.get(LIBM);
         assert_eq!(third.read, 1);
+    }
+
+    #[test]
+    fn the_functions_a_program_called_are_kept_with_those_of_earlier_runs() {
+        const PROGRAM: &str = "/bin/true";
+        let dir = tempfile::tempdir().expect("temp dir");
+        let cache = || ModuleCache::in_dir(Some(dir.path().to_path_buf()));
+        let mut first = cache();
+        first.get(LIBM);
+        assert_eq!(first.called_before(PROGRAM, LIBM), None, "nothing known yet");
+        first.note_called(PROGRAM, LIBM, [0x3000, 0x1000]);
+        first.save();
+        let mut second = cache();
+        second.get(LIBM);
+        assert_eq!(second.called_before(PROGRAM, LIBM).as_deref(), Some([0x1000, 0x3000].as_slice()));
+        assert_eq!(second.called_before("/bin/false", LIBM), None, "another program's are its own");
+        second.note_called(PROGRAM, LIBM, [0x2000, 0x3000]);
+        second.save();
+        let mut third = cache();
+        third.get(LIBM);
+        assert_eq!(third.called_before(PROGRAM, LIBM).as_deref(), Some([0x1000, 0x2000, 0x3000].as_slice()));
+        // Nothing new: nothing written.
+        third.note_called(PROGRAM, LIBM, [0x2000]);
+        let entries = || std::fs::read_dir(dir.path()).expect("dir").count();
+        let before = entries();
+        third.save();
+        assert_eq!(entries(), before);
     }
 
     #[test]
