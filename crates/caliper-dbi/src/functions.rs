@@ -51,15 +51,15 @@ pub struct FunctionTable {
     pub records: Vec<FunctionRecord>,
     /// The ids by module, then by entry address: a module's functions are
     /// added together, with one look-up of the module for all of them (a
-    /// compiler has tens of thousands).
-    index: HashMap<Arc<str>, HashMap<u64, usize>>,
+    /// compiler has tens of thousands, hashed with Fx).
+    index: HashMap<Arc<str>, FxHashMap<u64, usize>>,
 }
 
 /// The functions of one module in a [`FunctionTable`], to add them.
 pub struct ModuleFunctions<'a> {
     module: &'a Arc<str>,
     records: &'a mut Vec<FunctionRecord>,
-    index: &'a mut HashMap<u64, usize>,
+    index: &'a mut FxHashMap<u64, usize>,
 }
 
 impl FunctionTable {

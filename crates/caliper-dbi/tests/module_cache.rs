@@ -8,7 +8,7 @@ mod common;
 use common::{command_in, counts_dir, read_result};
 use std::collections::HashMap;
 use std::path::Path;
-use std::process::Output;
+use std::process::{Command, Output};
 
 const MODULES: &str = "counts,libshared.so,libplugin.so";
 
@@ -20,17 +20,25 @@ fn run(cache_home: &Path, extra: &[&str]) -> (HashMap<(String, String), u64>, St
     let file = out.path().join("counts.cali");
     let mut options = vec!["-c", "fcount", "-i", MODULES, "-o", file.to_str().unwrap()];
     options.extend(extra);
-    let output: Output = command_in(counts_dir(), &options, "./counts", &[])
+    let (output, stderr) = run_with_cache(command_in(counts_dir(), &options, "./counts", &[]), cache_home);
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "child exit 5\ndone\n", "{stderr}");
+    assert_eq!(output.status.code(), Some(3), "{stderr}");
+    let counts = read_result(&file).into_iter().filter_map(|(k, row)| Some((k, row.count?))).collect();
+    (counts, stderr)
+}
+
+/// Runs `command` (cali-run's) with the cache in `cache_home` (as
+/// `XDG_CACHE_HOME`) and its debug lines on: its output, and what the tool
+/// wrote on standard error.
+fn run_with_cache(mut command: Command, cache_home: &Path) -> (Output, String) {
+    let output = command
         .env("XDG_CACHE_HOME", cache_home)
         .env_remove("CALI_RUN_CACHE")
         .env("CALI_RUN_DEBUG_CACHE", "1")
         .output()
         .expect("cali-run runs");
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-    assert_eq!(String::from_utf8_lossy(&output.stdout), "child exit 5\ndone\n", "{stderr}");
-    assert_eq!(output.status.code(), Some(3), "{stderr}");
-    let counts = read_result(&file).into_iter().filter_map(|(k, row)| Some((k, row.count?))).collect();
-    (counts, stderr)
+    (output, stderr)
 }
 
 /// The lines of the cache's debug output that say `what` of module `name`.
@@ -105,13 +113,8 @@ fn a_cache_directory_that_cannot_be_written_changes_nothing() {
 fn run_called_before(dir: &Path, cache_home: &Path, calls: u32) -> (Vec<u64>, u64, String) {
     let file = dir.join(format!("called-{calls}.cali"));
     let options = ["-c", "fcount", "-i", "called_before", "-o", file.to_str().unwrap()];
-    let output = command_in(dir, &options, "./called_before", &[&calls.to_string()])
-        .env("XDG_CACHE_HOME", cache_home)
-        .env_remove("CALI_RUN_CACHE")
-        .env("CALI_RUN_DEBUG_CACHE", "1")
-        .output()
-        .expect("cali-run runs");
-    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    let (output, stderr) =
+        run_with_cache(command_in(dir, &options, "./called_before", &[&calls.to_string()]), cache_home);
     let sum: u32 = (0..calls).map(|i| i * i + 1).sum();
     assert_eq!(String::from_utf8_lossy(&output.stdout), format!("{sum}\n"), "{stderr}");
     let rows = read_result(&file);

@@ -101,6 +101,10 @@ impl Engine {
 
     /// Tells the module cache which functions of the modules that each
     /// program entered were called in this run (for the runs after it).
+    /// The counts are per function, not per process: where several
+    /// programs ran a library (a compiler driver, its compiler and its
+    /// assembler), each is told of the library functions any of them
+    /// called, a few more than its own.
     pub(super) fn note_called(&mut self) {
         let mut called: HashMap<&str, Vec<u64>> = HashMap::new();
         for r in self.functions.records.iter().filter(|r| r.covered) {
