@@ -459,7 +459,10 @@ fn spot_writes_one_file_for_the_job() {
         work["min#inclusive#sum#time.duration"].parse().unwrap(),
         work["max#inclusive#sum#time.duration"].parse().unwrap(),
     );
-    assert!(min >= 0.005 && max >= 0.02 && max > min + 0.01, "rank 0 works 5 ms, rank 3 20 ms: {work:?}");
+    // Each rank sleeps (rank + 1) * 5 ms and measures at least that: a
+    // loaded machine wakes rank 0 late (15.8 ms was seen), so how far apart
+    // the two are is not known, only their floors and their order.
+    assert!(min >= 0.005 && max >= 0.02 && max > min, "rank 0 sleeps 5 ms, rank 3 20 ms: {work:?}");
     assert_eq!(work["sum#sum#rc.count"], "4", "{work:?}");
     let blocks: Vec<&BTreeMap<String, String>> =
         records.iter().filter(|r| r.get("spot.channel").map(String::as_str) == Some("timeseries")).collect();
