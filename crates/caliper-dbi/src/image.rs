@@ -19,6 +19,7 @@ use crate::memory::Memory;
 use crate::module_cache::ModuleCache;
 use crate::ptrace::Pid;
 use crate::relocate::{self, Increment, JUMP_LEN, Probe as TrampolineProbe, Unpatchable};
+use crate::text_source::TextSource;
 use std::collections::BTreeMap;
 use std::collections::btree_map::Entry;
 use std::ffi::CString;
@@ -300,7 +301,8 @@ impl Image {
                     .map(|f| (f.address.wrapping_add(bias), known.intern(&f.name, f.address, f.size)))
                     .filter(|(addr, _)| (low..high).contains(addr))
                     .collect();
-                self.arm(&selected)?;
+                let source = TextSource::open(&maps, path, low, high);
+                self.arm(&selected, source.as_ref())?;
             }
             self.modules.push(LoadedModule {
                 path: module.clone(),
@@ -317,9 +319,13 @@ impl Image {
     }
 
     /// Puts an `int3` at each (address, function) not probed yet, in one
-    /// batch of writes.
-    fn arm(&mut self, entries: &[(u64, usize)]) -> io::Result<()> {
+    /// batch of writes; the pages' bytes from the module's file where
+    /// `source` has it (see [`TextSource`]).
+    fn arm(&mut self, entries: &[(u64, usize)], source: Option<&TextSource>) -> io::Result<()> {
         self.batched(|image| {
+            if let Some(source) = source {
+                source.provide(&image.memory, entries.iter().map(|e| e.0));
+            }
             image.memory.prefetch(entries.iter().map(|e| e.0));
             for &(addr, function) in entries {
                 let Entry::Vacant(place) = image.probes.entry(addr) else { continue };

@@ -47,3 +47,4 @@ pub mod relocate;
 pub mod results;
 pub mod sample;
 pub mod script;
+pub mod text_source;

@@ -12,6 +12,12 @@ pub struct Mapping {
     pub executable: bool,
     /// Offset in the mapped file.
     pub offset: u64,
+    /// The mapped file's device and inode (0 and 0 for anonymous memory):
+    /// what a file opened by its path must have to be the one mapped.
+    pub device: u64,
+    pub inode: u64,
+    /// The file was deleted (or replaced) since it was mapped.
+    pub deleted: bool,
     /// The file's path; empty for anonymous memory, `[vdso]` and the like
     /// for the kernel's special mappings.
     pub path: String,
@@ -28,15 +34,19 @@ fn parse_line(line: &str) -> Option<Mapping> {
     let (start, end) = fields.next()?.split_once('-')?;
     let perms = fields.next()?;
     let offset = fields.next()?;
-    let _dev = fields.next()?;
-    let _inode = fields.next()?;
+    let (major, minor) = fields.next()?.split_once(':')?;
+    let inode = fields.next()?;
     let path = fields.next().unwrap_or("").trim_start();
+    let live = path.strip_suffix(" (deleted)");
     Some(Mapping {
         start: u64::from_str_radix(start, 16).ok()?,
         end: u64::from_str_radix(end, 16).ok()?,
         executable: perms.as_bytes().get(2) == Some(&b'x'),
         offset: u64::from_str_radix(offset, 16).ok()?,
-        path: path.strip_suffix(" (deleted)").unwrap_or(path).to_string(),
+        device: libc::makedev(u32::from_str_radix(major, 16).ok()?, u32::from_str_radix(minor, 16).ok()?),
+        inode: inode.parse().ok()?,
+        deleted: live.is_some(),
+        path: live.unwrap_or(path).to_string(),
     })
 }
 
@@ -102,7 +112,11 @@ mod tests {
         assert!(maps[1].executable && !maps[0].executable);
         assert_eq!(maps[1].offset, 0x2000);
         assert_eq!(maps[1].path, "/usr/bin/gzip");
+        assert_eq!((maps[1].device, maps[1].inode, maps[1].deleted), (libc::makedev(8, 1), 123, false));
         assert_eq!(maps[3].path, "[stack]");
+        let deleted = parse("7f0000000000-7f0000020000 r-xp 00000000 fd:02 99 /usr/lib/libold.so (deleted)\n");
+        assert_eq!((deleted[0].path.as_str(), deleted[0].deleted), ("/usr/lib/libold.so", true));
+        assert_eq!(deleted[0].device, libc::makedev(0xfd, 2));
     }
 
     #[test]

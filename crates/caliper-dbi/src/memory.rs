@@ -120,6 +120,25 @@ impl Memory {
         }
     }
 
+    /// Inside a batch, takes `bytes` as the contents of the pages from
+    /// `at` (page-aligned, whole pages) that the batch has not read yet:
+    /// for a caller that knows them without reading the tracee (a module's
+    /// code from its file). Outside a batch, does nothing.
+    pub fn provide(&self, at: u64, bytes: &[u8]) {
+        let mut batch = self.batch.borrow_mut();
+        let Some(pages) = batch.as_mut() else { return };
+        for (n, page) in bytes.chunks_exact(PAGE as usize).enumerate() {
+            let bytes = Box::<[u8]>::from(page).try_into().expect("a page's bytes");
+            pages.pages.entry(at + n as u64 * PAGE).or_insert(Page { bytes, dirty: None });
+        }
+    }
+
+    /// The pages the open batch holds, by address (for tests).
+    #[cfg(test)]
+    pub fn batch_pages(&self) -> Vec<u64> {
+        self.batch.borrow().as_ref().map(|p| p.pages.keys().copied().collect()).unwrap_or_default()
+    }
+
     /// Reads a little-endian u64.
     pub fn read_u64(&self, addr: u64) -> io::Result<u64> {
         let mut b = [0; 8];

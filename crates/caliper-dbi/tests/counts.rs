@@ -181,6 +181,28 @@ fn every_call_site_in_a_program_and_its_library_is_an_arc() {
     assert_eq!(arcs, fcount, "traps under arcs and under fcount");
 }
 
+/// A library whose code the dynamic linker relocates (`DT_TEXTREL`): its
+/// code is read from the process, not from its file (which lacks the
+/// relocated addresses), so the program runs as without the tool, and its
+/// calls are counted exactly.
+#[test]
+fn a_library_relocated_in_its_code_runs_and_is_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = common::source("textrel.c");
+    let source = source.to_str().unwrap();
+    let library = ["-O2", "-fno-pic", "-mcmodel=large", "-shared", "-Wl,-z,notext", "-o", "libtextrel.so", source];
+    common::gcc(dir.path(), &library);
+    common::gcc(dir.path(), &["-O2", "-DMAIN", "-o", "textrel", source, "-L.", "-ltextrel", "-Wl,-rpath,$ORIGIN"]);
+    let file = dir.path().join("textrel.cali");
+    let options = ["-c", "fcount", "-i", "libtextrel.so", "-o", file.to_str().unwrap()];
+    let output = run_in(dir.path(), &options, "./textrel", &["1000"]);
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "1000\n", "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(output.status.code(), Some(0));
+    let rows = read_result(&file);
+    assert_eq!(rows[&("libtextrel.so".into(), "bump".into())].count, Some(1000));
+    assert_eq!(rows[&("libtextrel.so".into(), "where".into())].count, Some(1000));
+}
+
 #[test]
 fn coverage_marks_what_ran() {
     let dir = counts_dir();
