@@ -103,6 +103,18 @@ impl Memory {
     /// it), a read per page was a system call per 4 KiB. Pages that cannot
     /// be read are left to the batch's own read (and its error).
     pub fn prefetch(&self, addrs: impl IntoIterator<Item = u64>) {
+        self.prefetch_from(addrs, |at, buffer| self.file.read_at(buffer, at));
+    }
+
+    /// As [`Memory::prefetch`], with each run of pages read by `read` (its
+    /// address and a buffer of its bytes; the bytes it filled): for a caller
+    /// that knows the pages without reading the tracee (a module's code
+    /// from its file). The pages `read` fails for are left as they were.
+    pub fn prefetch_from(
+        &self,
+        addrs: impl IntoIterator<Item = u64>,
+        read: impl Fn(u64, &mut [u8]) -> io::Result<usize>,
+    ) {
         let mut batch = self.batch.borrow_mut();
         let Some(pages) = batch.as_mut() else { return };
         let mut wanted: Vec<u64> = addrs.into_iter().map(|a| a - a % PAGE).collect();
@@ -112,24 +124,11 @@ impl Memory {
         let mut buffer = Vec::new();
         for run in wanted.chunk_by(|a, b| a + PAGE == *b).flat_map(|run| run.chunks(MAX_PREFETCH_PAGES)) {
             buffer.resize(run.len() * PAGE as usize, 0);
-            let Ok(n) = self.file.read_at(&mut buffer, run[0]) else { continue };
+            let Ok(n) = read(run[0], &mut buffer) else { continue };
             for (&at, page) in run.iter().zip(buffer[..n].chunks_exact(PAGE as usize)) {
                 let bytes = Box::<[u8]>::from(page).try_into().expect("a page's bytes");
                 pages.pages.insert(at, Page { bytes, dirty: None });
             }
-        }
-    }
-
-    /// Inside a batch, takes `bytes` as the contents of the pages from
-    /// `at` (page-aligned, whole pages) that the batch has not read yet:
-    /// for a caller that knows them without reading the tracee (a module's
-    /// code from its file). Outside a batch, does nothing.
-    pub fn provide(&self, at: u64, bytes: &[u8]) {
-        let mut batch = self.batch.borrow_mut();
-        let Some(pages) = batch.as_mut() else { return };
-        for (n, page) in bytes.chunks_exact(PAGE as usize).enumerate() {
-            let bytes = Box::<[u8]>::from(page).try_into().expect("a page's bytes");
-            pages.pages.entry(at + n as u64 * PAGE).or_insert(Page { bytes, dirty: None });
         }
     }
 

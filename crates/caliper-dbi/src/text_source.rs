@@ -18,10 +18,6 @@ use object::read::elf::{Dyn, FileHeader, ProgramHeader};
 use std::fs::File;
 use std::os::unix::fs::{FileExt, MetadataExt};
 
-const PAGE: u64 = 4096;
-/// The most pages read at once.
-const MAX_RUN_PAGES: usize = 256;
-
 /// The file of a module, with where its code is mapped.
 pub struct TextSource {
     file: File,
@@ -48,23 +44,16 @@ impl TextSource {
         Some(TextSource { file, ranges: mapped.iter().map(|m| (m.start, m.end, m.offset)).collect() })
     }
 
-    /// Gives the batch of `memory` the pages holding `addrs` that lie in
-    /// the module's code, each run of consecutive pages in one read; a page
-    /// it cannot read is left to the batch's own read of the process.
+    /// Gives the batch of `memory` the pages holding `addrs` from the
+    /// module's file (see [`Memory::prefetch_from`]); a run of pages that
+    /// is not all in one of its code's mappings is left to the batch's own
+    /// read of the process.
     pub fn provide(&self, memory: &Memory, addrs: impl IntoIterator<Item = u64>) {
-        let mut pages: Vec<u64> = addrs.into_iter().map(|a| a - a % PAGE).collect();
-        pages.sort_unstable();
-        pages.dedup();
-        let mut buffer = Vec::new();
-        for &(start, end, offset) in &self.ranges {
-            let inside: Vec<u64> = pages.iter().copied().filter(|&p| p >= start && p + PAGE <= end).collect();
-            for run in inside.chunk_by(|a, b| a + PAGE == *b).flat_map(|run| run.chunks(MAX_RUN_PAGES)) {
-                buffer.resize(run.len() * PAGE as usize, 0);
-                if self.file.read_exact_at(&mut buffer, run[0] - start + offset).is_ok() {
-                    memory.provide(run[0], &buffer);
-                }
-            }
-        }
+        memory.prefetch_from(addrs, |at, buffer| {
+            let inside = |&&(start, end, _): &&(u64, u64, u64)| at >= start && at + buffer.len() as u64 <= end;
+            let &(start, _, offset) = self.ranges.iter().find(inside).ok_or(std::io::ErrorKind::NotFound)?;
+            self.file.read_at(buffer, at - start + offset)
+        });
     }
 }
 
@@ -91,6 +80,8 @@ fn relocates_code(file: &File) -> Option<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const PAGE: u64 = 4096;
 
     /// This process's mappings, and the C library's path and code range.
     fn own_libc() -> (Vec<Mapping>, String, u64, u64) {
