@@ -5,8 +5,9 @@
 //! trampolines count (return address, callee) pairs in one open-addressing
 //! hash table in the counter file (after the counter slots). Each
 //! trampoline hashes its pair and looks at the first-level entry the hash
-//! picks, the pair's home: where that holds the pair, it increments the
-//! count there itself; else it puts its callee's id in RAX and calls the
+//! picks, the pair's home, and at the entry after it: where one holds the
+//! pair, it increments the count there itself; else it puts its callee's
+//! id in RAX and calls the
 //! routine of its trampoline region, which searches on from the home
 //! entry, increments the pair's count, and claims a free entry with
 //! `cmpxchg` for a pair seen the first time; so that a new call site costs
@@ -111,7 +112,8 @@ pub(crate) const fn key(ret: u64, id: u32) -> u64 {
 }
 
 /// The index of the pair's home: the first-level entry its search starts
-/// at, and the only one its trampoline looks at (see [`routine`]).
+/// at, which its trampoline looks at with the one after it (see
+/// [`routine`]).
 #[cfg(test)]
 pub(crate) const fn home(ret: u64, id: u32) -> u64 {
     key(ret, id).wrapping_mul(MULTIPLIER) >> FIRST_LEVEL_SHIFT

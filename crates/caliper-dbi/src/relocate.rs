@@ -263,9 +263,9 @@ pub enum Probe {
 
 /// How an arc trampoline counts the call's arc, the (return address, id)
 /// pair, in the table of call arcs (see [`crate::arc_table`]): at the
-/// pair's home entry, which the trampoline hashes the pair to, if the
-/// return address and the id there are the pair's; else through the arc
-/// routine, which searches on and claims. RAX and RCX are saved below the
+/// pair's home entry, which the trampoline hashes the pair to, or the entry
+/// after it, if the return address and the id there are the pair's; else
+/// through the arc routine, which searches on and claims. RAX and RCX are saved below the
 /// return address (at a function's entry that memory is free).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ArcProbe {
@@ -620,8 +620,9 @@ fn arc_probe(arc: ArcProbe, how: Increment, at: u64) -> Result<(Vec<u8>, Option<
 
 /// The arc part of an arc trampoline at `at` under per-processor counters:
 /// `push rax; mov eax, id; call routine; pop rax`, the routine counting in
-/// the running processor's copy (see [`crate::arc_table`]); no cache, whose
-/// entry's count would be the one all processors share.
+/// the running processor's copy (see [`crate::arc_table`]); the home
+/// entries are not looked at here, since their counts are the ones all
+/// processors share.
 fn arc_call(arc: ArcProbe, at: u64) -> Result<[u8; 12], Unpatchable> {
     const CALL_END: u64 = 11;
     let rel = i32::try_from(arc.routine.wrapping_sub(at + CALL_END) as i64)

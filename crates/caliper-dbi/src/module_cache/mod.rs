@@ -178,15 +178,21 @@ impl ModuleCache {
     /// run called any that earlier runs had not.
     fn save_called(&mut self, dir: &Path) -> bool {
         let mut wrote = false;
-        let paths: Vec<(String, String)> = self.called.keys().cloned().collect();
-        for (program, module) in paths {
-            let called = &self.called[&(program.clone(), module.clone())];
-            let before = called.before.as_deref().unwrap_or(&[]);
-            if called.now.iter().all(|a| before.binary_search(a).is_ok()) {
-                continue;
-            }
-            let all: BTreeSet<u64> = before.iter().copied().chain(called.now.iter().copied()).collect();
-            let all: Vec<u64> = all.into_iter().collect();
+        // Those with new functions first (finding a key may learn a
+        // program's identity, which the loop then needs the cache for).
+        let grown: Vec<(String, String, Vec<u64>)> = self
+            .called
+            .iter()
+            .filter_map(|((program, module), called)| {
+                let before = called.before.as_deref().unwrap_or(&[]);
+                if called.now.iter().all(|a| before.binary_search(a).is_ok()) {
+                    return None;
+                }
+                let all: BTreeSet<u64> = before.iter().chain(&called.now).copied().collect();
+                Some((program.clone(), module.clone(), all.into_iter().collect()))
+            })
+            .collect();
+        for (program, module, all) in grown {
             let Some(key) = self.called_key(&program, &module) else { continue };
             let file = entry_path(dir, &key, CALLED);
             match write_atomically(dir, &file, &format::encode_called(&key, &all)) {
