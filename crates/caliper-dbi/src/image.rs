@@ -21,7 +21,6 @@ use crate::ptrace::Pid;
 use crate::relocate::{self, Increment, JUMP_LEN, Probe as TrampolineProbe, Unpatchable};
 use crate::text_source::TextSource;
 use std::collections::BTreeMap;
-use std::collections::btree_map::Entry;
 use std::ffi::CString;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
@@ -318,33 +317,32 @@ impl Image {
         Ok(added)
     }
 
-    /// Puts an `int3` at each (address, function) not probed yet, in one
-    /// batch of writes; the pages' bytes from the module's file where
-    /// `source` has it (see [`TextSource`]).
+    /// Puts an `int3` at each (address, function) not probed yet, a run of
+    /// pages at a time (see [`Memory::overwrite_each`]); the pages' bytes
+    /// from the module's file where `source` has them (see [`TextSource`]).
     fn arm(&mut self, entries: &[(u64, usize)], source: Option<&TextSource>) -> io::Result<()> {
-        self.batched(|image| {
-            if let Some(source) = source {
-                source.provide(&image.memory, entries.iter().map(|e| e.0));
-            }
-            image.memory.prefetch(entries.iter().map(|e| e.0));
-            for &(addr, function) in entries {
-                let Entry::Vacant(place) = image.probes.entry(addr) else { continue };
-                let mut byte = [0u8];
-                if image.memory.read(addr, &mut byte).is_err() {
-                    continue;
-                }
-                image.memory.write(addr, &[INT3])?;
-                let state = ProbeState::Armed;
-                place.insert(Probe {
-                    function: Some(function),
-                    internal: None,
-                    original: byte[0],
-                    state,
-                    user_break: false,
-                });
-            }
-            Ok(())
-        })
+        let mut fresh: Vec<(u64, usize)> =
+            entries.iter().filter(|e| !self.probes.contains_key(&e.0)).copied().collect();
+        fresh.sort_unstable_by_key(|e| e.0);
+        fresh.dedup_by_key(|e| e.0);
+        let addrs: Vec<u64> = fresh.iter().map(|e| e.0).collect();
+        let from_file = |at, buffer: &mut [u8]| match source {
+            Some(source) => source.read(at, buffer),
+            None => Err(io::ErrorKind::NotFound.into()),
+        };
+        let replaced = self.memory.overwrite_each(&addrs, INT3, from_file)?;
+        for ((addr, function), original) in fresh.into_iter().zip(replaced) {
+            let Some(original) = original else { continue };
+            let probe = Probe {
+                function: Some(function),
+                internal: None,
+                original,
+                state: ProbeState::Armed,
+                user_break: false,
+            };
+            self.probes.insert(addr, probe);
+        }
+        Ok(())
     }
 
     /// Runs `work` in one batch of memory writes (see

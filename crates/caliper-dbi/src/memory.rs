@@ -20,6 +20,9 @@ use std::os::unix::fs::FileExt;
 const PAGE: u64 = 4096;
 /// The most pages [`Memory::prefetch`] reads at once.
 const MAX_PREFETCH_PAGES: usize = 256;
+/// The most pages [`Memory::overwrite_each`] changes at once: its buffer
+/// stays small enough for the allocator to reuse.
+const MAX_OVERWRITE_PAGES: usize = 16;
 
 /// The address space of one traced process.
 #[derive(Debug)]
@@ -103,18 +106,6 @@ impl Memory {
     /// it), a read per page was a system call per 4 KiB. Pages that cannot
     /// be read are left to the batch's own read (and its error).
     pub fn prefetch(&self, addrs: impl IntoIterator<Item = u64>) {
-        self.prefetch_from(addrs, |at, buffer| self.file.read_at(buffer, at));
-    }
-
-    /// As [`Memory::prefetch`], with each run of pages read by `read` (its
-    /// address and a buffer of its bytes; the bytes it filled): for a caller
-    /// that knows the pages without reading the tracee (a module's code
-    /// from its file). The pages `read` fails for are left as they were.
-    pub fn prefetch_from(
-        &self,
-        addrs: impl IntoIterator<Item = u64>,
-        read: impl Fn(u64, &mut [u8]) -> io::Result<usize>,
-    ) {
         let mut batch = self.batch.borrow_mut();
         let Some(pages) = batch.as_mut() else { return };
         let mut wanted: Vec<u64> = addrs.into_iter().map(|a| a - a % PAGE).collect();
@@ -124,12 +115,81 @@ impl Memory {
         let mut buffer = Vec::new();
         for run in wanted.chunk_by(|a, b| a + PAGE == *b).flat_map(|run| run.chunks(MAX_PREFETCH_PAGES)) {
             buffer.resize(run.len() * PAGE as usize, 0);
-            let Ok(n) = read(run[0], &mut buffer) else { continue };
+            let Ok(n) = self.file.read_at(&mut buffer, run[0]) else { continue };
             for (&at, page) in run.iter().zip(buffer[..n].chunks_exact(PAGE as usize)) {
                 let bytes = Box::<[u8]>::from(page).try_into().expect("a page's bytes");
                 pages.pages.insert(at, Page { bytes, dirty: None });
             }
         }
+    }
+
+    /// Writes `byte` over the byte at each of `addrs` (ascending) and gives
+    /// back the bytes it replaced, None where the page cannot be read. Each
+    /// run of consecutive pages is read (by `read`, given the run's address
+    /// and a buffer for its bytes; from the tracee where `read` fails or
+    /// falls short), changed and written back in one piece, through one
+    /// buffer: arming every entry of a module changes a byte on most of its
+    /// code pages, and a batch's copy of each page cost a compiler's 25 MB
+    /// of code 6,000 fresh pages of the tool's memory. Inside a batch, the
+    /// batch's reads and writes do it.
+    pub fn overwrite_each(
+        &self,
+        addrs: &[u64],
+        byte: u8,
+        read: impl Fn(u64, &mut [u8]) -> io::Result<usize>,
+    ) -> io::Result<Vec<Option<u8>>> {
+        debug_assert!(addrs.is_sorted(), "addresses in order");
+        if self.batch.borrow().is_some() {
+            return addrs.iter().map(|&at| self.overwrite_one(at, byte)).collect();
+        }
+        let mut replaced = Vec::with_capacity(addrs.len());
+        let mut buffer = vec![0u8; MAX_OVERWRITE_PAGES * PAGE as usize];
+        let mut rest = addrs;
+        while let Some(&first) = rest.first() {
+            let start = first - first % PAGE;
+            let mut last_page = start;
+            let in_run = rest
+                .iter()
+                .take_while(|&&at| {
+                    let page = at - at % PAGE;
+                    let joins = page <= last_page + PAGE && page < start + MAX_OVERWRITE_PAGES as u64 * PAGE;
+                    last_page = if joins { page } else { last_page };
+                    joins
+                })
+                .count();
+            let (run, after) = rest.split_at(in_run);
+            rest = after;
+            let code = &mut buffer[..(last_page + PAGE - start) as usize];
+            let mut filled = read(start, code).unwrap_or(0).min(code.len());
+            if filled < code.len() {
+                filled += self.file.read_at(&mut code[filled..], start + filled as u64).unwrap_or(0);
+            }
+            let mut changed: Option<(usize, usize)> = None;
+            for &at in run {
+                let offset = (at - start) as usize;
+                if offset >= filled {
+                    replaced.push(None);
+                    continue;
+                }
+                replaced.push(Some(code[offset]));
+                code[offset] = byte;
+                changed = Some(changed.map_or((offset, offset), |(low, _)| (low, offset)));
+            }
+            if let Some((low, high)) = changed {
+                self.file.write_all_at(&code[low..=high], start + low as u64)?;
+            }
+        }
+        Ok(replaced)
+    }
+
+    /// [`Memory::overwrite_each`] of one address, through the batch.
+    fn overwrite_one(&self, at: u64, byte: u8) -> io::Result<Option<u8>> {
+        let mut original = [0u8];
+        if self.read(at, &mut original).is_err() {
+            return Ok(None);
+        }
+        self.write(at, &[byte])?;
+        Ok(Some(original[0]))
     }
 
     /// The pages the open batch holds, by address (for tests).
@@ -279,6 +339,47 @@ mod tests {
         assert_eq!(back, expected);
         memory.end_batch().unwrap();
         assert_eq!(peek(at + 2 * PAGE, 2), [0xaa, buffer[2 * PAGE as usize + 1]]);
+    }
+
+    #[test]
+    fn each_address_is_overwritten_a_run_of_pages_at_a_time_and_its_byte_given_back() {
+        let memory = own();
+        let buffer: Vec<u8> = (0..40 * PAGE).map(|i| (i % 251) as u8).collect();
+        let at = buffer.as_ptr() as u64;
+        let addrs: Vec<u64> = (0..20).map(|p| at + p * PAGE + 3).chain([at + 30 * PAGE, at + 30 * PAGE + 1]).collect();
+        let before: Vec<Option<u8>> = addrs.iter().map(|&a| Some(buffer[(a - at) as usize])).collect();
+        let runs = RefCell::new(Vec::new());
+        let no_source = |start: u64, bytes: &mut [u8]| {
+            runs.borrow_mut().push((start, bytes.len() as u64));
+            Err(io::ErrorKind::NotFound.into())
+        };
+        assert_eq!(memory.overwrite_each(&addrs, 0xcc, no_source).unwrap(), before, "read from the process");
+        let page = |a: u64| a - a % PAGE;
+        let expected = [(page(addrs[0]), 16 * PAGE), (page(addrs[16]), 4 * PAGE), (page(addrs[20]), PAGE)];
+        assert_eq!(*runs.borrow(), expected, "16 pages at most, and a gap ends a run");
+        for &a in &addrs {
+            assert_eq!(peek(a - 1, 3), [buffer[(a - at - 1) as usize], 0xcc, buffer[(a - at + 1) as usize]]);
+        }
+        assert_eq!(memory.overwrite_each(&[8], 0xcc, no_source).unwrap(), [None], "not mapped");
+    }
+
+    #[test]
+    fn a_source_of_the_pages_gives_the_bytes_written_back() {
+        let memory = own();
+        let buffer = vec![7u8; 2 * PAGE as usize];
+        let at = buffer.as_ptr() as u64 + 100;
+        let source = |_: u64, bytes: &mut [u8]| {
+            bytes.fill(0x11);
+            Ok(bytes.len())
+        };
+        let replaced = memory.overwrite_each(&[at, at + 3], 0xcc, source).unwrap();
+        assert_eq!(replaced, [Some(0x11), Some(0x11)]);
+        assert_eq!(peek(at - 1, 5), [7, 0xcc, 0x11, 0x11, 0xcc], "the source's bytes between the changes");
+        memory.begin_batch();
+        assert_eq!(memory.overwrite_each(&[at + 1], 0xcc, source).unwrap(), [Some(0x11)], "the batch's copy");
+        assert_eq!(peek(at + 1, 1), [0x11], "not written before the batch ends");
+        memory.end_batch().unwrap();
+        assert_eq!(peek(at + 1, 1), [0xcc]);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! A module's code read from its file instead of from the traced process.
 //!
 //! Arming every function entry of a module changes a byte on nearly every
-//! page of its code, and the batch that does it needs each page's bytes:
+//! page of its code, and the write of each page needs its bytes first:
 //! read through `/proc/PID/mem`, a compiler's 25 MB of code took an eighth
 //! of the tool's start-up (every page faulted into the tracee first). The
 //! file holds the same bytes, and a read of it only copies them, as long
@@ -12,7 +12,6 @@
 //! file written back into the program's code would break it.
 
 use crate::maps::Mapping;
-use crate::memory::Memory;
 use object::read::ReadCache;
 use object::read::elf::{Dyn, FileHeader, ProgramHeader};
 use std::fs::File;
@@ -44,16 +43,12 @@ impl TextSource {
         Some(TextSource { file, ranges: mapped.iter().map(|m| (m.start, m.end, m.offset)).collect() })
     }
 
-    /// Gives the batch of `memory` the pages holding `addrs` from the
-    /// module's file (see [`Memory::prefetch_from`]); a run of pages that
-    /// is not all in one of its code's mappings is left to the batch's own
-    /// read of the process.
-    pub fn provide(&self, memory: &Memory, addrs: impl IntoIterator<Item = u64>) {
-        memory.prefetch_from(addrs, |at, buffer| {
-            let inside = |&&(start, end, _): &&(u64, u64, u64)| at >= start && at + buffer.len() as u64 <= end;
-            let &(start, _, offset) = self.ranges.iter().find(inside).ok_or(std::io::ErrorKind::NotFound)?;
-            self.file.read_at(buffer, at - start + offset)
-        });
+    /// Reads the code at `at` into `buffer` (the bytes read), where all of
+    /// it lies in one of the code's mappings; an error where it does not.
+    pub fn read(&self, at: u64, buffer: &mut [u8]) -> std::io::Result<usize> {
+        let inside = |&&(start, end, _): &&(u64, u64, u64)| at >= start && at + buffer.len() as u64 <= end;
+        let &(start, _, offset) = self.ranges.iter().find(inside).ok_or(std::io::ErrorKind::NotFound)?;
+        self.file.read_at(buffer, at - start + offset)
     }
 }
 
@@ -80,6 +75,7 @@ fn relocates_code(file: &File) -> Option<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::memory::Memory;
 
     const PAGE: u64 = 4096;
 
@@ -99,17 +95,15 @@ mod tests {
         let (maps, path, low, high) = own_libc();
         let source = TextSource::open(&maps, &path, low, high).expect("libc's code readable from its file");
         let memory = Memory::open(std::process::id() as i32).expect("own memory");
-        memory.begin_batch();
-        let addrs = [low, low + 5 * PAGE + 17, low + 6 * PAGE, high - 1];
-        source.provide(&memory, addrs);
-        let pages: Vec<u64> = [low, low + 5 * PAGE, low + 6 * PAGE, (high - 1) & !(PAGE - 1)].into();
-        assert_eq!(memory.batch_pages(), pages, "the pages of the addresses, from the file");
-        let mut from_file = vec![0u8; (7 * PAGE) as usize];
-        memory.read(low, &mut from_file).expect("provided pages");
-        memory.end_batch().expect("nothing written");
-        let mut from_process = vec![0u8; from_file.len()];
-        memory.read(low, &mut from_process).expect("own code");
-        assert!(from_file == from_process, "the file's bytes are the process's");
+        for (at, len) in [(low, 7 * PAGE), (low + 5 * PAGE + 17, 100), (high - PAGE, PAGE)] {
+            let mut from_file = vec![0u8; len as usize];
+            assert_eq!(source.read(at, &mut from_file).expect("in the code"), from_file.len());
+            let mut from_process = vec![0u8; from_file.len()];
+            memory.read(at, &mut from_process).expect("own code");
+            assert!(from_file == from_process, "the file's bytes are the process's at {at:#x}");
+        }
+        let mut past_the_end = vec![0u8; (2 * PAGE) as usize];
+        assert!(source.read(high - PAGE, &mut past_the_end).is_err(), "not all in the code");
     }
 
     #[test]
