@@ -111,7 +111,7 @@ mod tests {
     use super::*;
 
     fn function(address: u64, size: u64) -> FunctionEntry {
-        FunctionEntry { name: format!("{address:#x}"), address, size }
+        FunctionEntry { name: std::sync::Arc::from(format!("{address:#x}")), address, size }
     }
 
     /// Code at 0x1000: `f` (ends with ret) and 9 bytes of nops, `g` at

@@ -13,12 +13,14 @@ use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, ObjectSymbolTab
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 /// A function entry point found in a file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FunctionEntry {
-    pub name: String,
+    /// Shared with the function's record (a compiler's 45,000 names were
+    /// copied at each of its start-ups).
+    pub name: Arc<str>,
     /// The entry's address in the file's own address space (before the
     /// load bias).
     pub address: u64,
@@ -118,7 +120,7 @@ pub fn discover(data: &[u8]) -> Result<ModuleInfo, String> {
             continue;
         }
         let Ok(name) = sym.name() else { continue };
-        let candidate = FunctionEntry { name: name.to_string(), address: sym.address(), size: sym.size() };
+        let candidate = FunctionEntry { name: Arc::from(name), address: sym.address(), size: sym.size() };
         match by_address.get_mut(&sym.address()) {
             Some(known) => {
                 if preferred_name(&candidate.name, &known.name) {
@@ -139,7 +141,7 @@ pub fn discover(data: &[u8]) -> Result<ModuleInfo, String> {
                     f.size = size;
                 }
             })
-            .or_insert_with(|| FunctionEntry { name: format!("{address:#x}"), address, size });
+            .or_insert_with(|| FunctionEntry { name: Arc::from(format!("{address:#x}")), address, size });
     }
     let mut plt = got_plt_entries(&file);
     let mut ifunc_plt = Vec::new();
@@ -235,7 +237,7 @@ fn plt_entries(file: &object::File, data: &[u8]) -> Vec<(FunctionEntry, Option<u
             break;
         }
         let ifunc_slot = (info & 0xffff_ffff == R_X86_64_IRELATIVE).then_some(slot);
-        entries.push((FunctionEntry { name: format!("{name}@plt"), address, size: ENTRY }, ifunc_slot));
+        entries.push((FunctionEntry { name: Arc::from(format!("{name}@plt")), address, size: ENTRY }, ifunc_slot));
     }
     entries
 }
@@ -292,7 +294,7 @@ mod tests {
     #[test]
     fn finds_libc_functions_with_sizes_and_the_plt_of_a_program() {
         let libc = discover_file(Path::new("/lib/x86_64-linux-gnu/libc.so.6")).expect("libc readable");
-        let malloc = libc.functions.iter().find(|f| f.name == "malloc").expect("malloc found");
+        let malloc = libc.functions.iter().find(|f| &*f.name == "malloc").expect("malloc found");
         assert!(malloc.size > 0);
         assert!(libc.functions.windows(2).all(|w| w[0].address < w[1].address));
         let gzip = discover_file(Path::new("/bin/sh")).expect("/bin/sh readable");

@@ -33,7 +33,7 @@ pub enum Mode {
 #[derive(Debug, Clone)]
 pub struct FunctionRecord {
     pub module: Arc<str>,
-    pub name: String,
+    pub name: Arc<str>,
     /// Entry address in the module file.
     pub address: u64,
     pub size: u64,
@@ -92,11 +92,11 @@ impl FunctionTable {
 
 impl ModuleFunctions<'_> {
     /// The id of the module's function at `address`, added if new.
-    pub fn intern(&mut self, name: &str, address: u64, size: u64) -> usize {
+    pub fn intern(&mut self, name: &Arc<str>, address: u64, size: u64) -> usize {
         *self.index.entry(address).or_insert_with(|| {
             self.records.push(FunctionRecord {
                 module: self.module.clone(),
-                name: name.to_string(),
+                name: name.clone(),
                 address,
                 size,
                 covered: false,
@@ -198,14 +198,14 @@ mod tests {
     fn a_function_is_one_record_per_module_and_entry() {
         let mut table = FunctionTable::default();
         let (a, b): (Arc<str>, Arc<str>) = (Arc::from("/lib/a.so"), Arc::from("/lib/b.so"));
-        let first = table.of_module(&a).intern("f", 0x1000, 16);
+        let first = table.of_module(&a).intern(&Arc::from("f"), 0x1000, 16);
         let mut in_b = table.of_module(&b);
-        let other = in_b.intern("f", 0x1000, 16);
-        assert_eq!(in_b.intern("g", 0x2000, 8), 2);
-        assert_eq!(table.of_module(&a).intern("f", 0x1000, 16), first, "the same function again");
+        let other = in_b.intern(&Arc::from("f"), 0x1000, 16);
+        assert_eq!(in_b.intern(&Arc::from("g"), 0x2000, 8), 2);
+        assert_eq!(table.of_module(&a).intern(&Arc::from("f"), 0x1000, 16), first, "the same function again");
         assert_ne!(first, other);
         assert_eq!((table.find(&a, 0x1000), table.find(&b, 0x1000), table.find(&a, 0x2000)), (Some(0), Some(1), None));
         assert_eq!(table.records.len(), 3);
-        assert_eq!((&*table.records[2].module, table.records[2].name.as_str()), ("/lib/b.so", "g"));
+        assert_eq!((&*table.records[2].module, &*table.records[2].name), ("/lib/b.so", "g"));
     }
 }

@@ -1,11 +1,14 @@
 //! Files mapped read-only into the tool: a module file whose bytes are
 //! looked up at tens of thousands of places (reading it whole would copy
-//! tens of megabytes), and the table of call arcs in the counter file,
-//! which the traced processes write while the tool reads it.
+//! tens of megabytes), a module cache entry whose lists are searched where
+//! they lie (see [`SharedBytes`]), and the table of call arcs in the
+//! counter file, which the traced processes write while the tool reads it.
 
 use std::fs::File;
 use std::io;
+use std::ops::{Deref, Range};
 use std::os::fd::AsRawFd;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// `len` bytes of a file from `offset`, mapped shared and read-only.
@@ -67,10 +70,67 @@ impl Mapped {
     }
 }
 
+impl AsRef<[u8]> for Mapped {
+    fn as_ref(&self) -> &[u8] {
+        self.bytes()
+    }
+}
+
 impl Drop for Mapped {
     fn drop(&mut self) {
         // SAFETY: the mapping made in `new`, no longer referred to.
         unsafe { libc::munmap(self.ptr, self.len) };
+    }
+}
+
+/// Bytes shared without a copy: the tool's own, or a stretch of a file
+/// mapped (a module cache entry, whose lists of branch targets are
+/// searched in place instead of decoded into fresh memory at each start).
+#[derive(Clone)]
+pub struct SharedBytes {
+    whole: Arc<dyn AsRef<[u8]> + Send + Sync>,
+    range: Range<usize>,
+}
+
+impl SharedBytes {
+    /// The bytes at `range` of these, if they hold it.
+    pub fn slice(&self, range: Range<usize>) -> Option<SharedBytes> {
+        let start = self.range.start.checked_add(range.start)?;
+        let end = self.range.start.checked_add(range.end)?;
+        (start <= end && end <= self.range.end).then(|| SharedBytes { whole: self.whole.clone(), range: start..end })
+    }
+
+    /// Where `part`, a slice of these bytes, lies in them.
+    pub fn range_of(&self, part: &[u8]) -> Option<Range<usize>> {
+        let start = (part.as_ptr() as usize).checked_sub(self.as_ptr() as usize)?;
+        (start + part.len() <= self.len()).then(|| start..start + part.len())
+    }
+}
+
+impl Deref for SharedBytes {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        &(*self.whole).as_ref()[self.range.clone()]
+    }
+}
+
+impl<T: AsRef<[u8]> + Send + Sync + 'static> From<T> for SharedBytes {
+    fn from(whole: T) -> SharedBytes {
+        let len = whole.as_ref().len();
+        SharedBytes { whole: Arc::new(whole), range: 0..len }
+    }
+}
+
+impl Default for SharedBytes {
+    fn default() -> SharedBytes {
+        SharedBytes::from(Vec::new())
+    }
+}
+
+impl std::fmt::Debug for SharedBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SharedBytes({} bytes)", self.len())
     }
 }
 
@@ -89,5 +149,20 @@ mod tests {
         assert_eq!(mapped.word(2), Some(42));
         assert_eq!(mapped.word(512), None, "past the end");
         assert_eq!(mapped.bytes()[16], 42);
+    }
+
+    #[test]
+    fn shared_bytes_are_sliced_without_a_copy_and_within_their_range_only() {
+        let file = tempfile::tempfile().unwrap();
+        file.write_all_at(b"0123456789", 0).unwrap();
+        let whole = SharedBytes::from(Mapped::new(&file, 0, 10).unwrap());
+        let middle = whole.slice(2..8).expect("inside");
+        assert_eq!(&*middle, b"234567");
+        assert_eq!(middle.as_ptr(), whole[2..].as_ptr(), "the same bytes");
+        assert_eq!(&*middle.slice(1..3).expect("inside the slice"), b"34");
+        assert!(middle.slice(4..7).is_none(), "past the slice's end");
+        assert_eq!(whole.range_of(&middle[1..3]), Some(3..5));
+        assert_eq!(middle.range_of(&whole[0..2]), None, "before it");
+        assert_eq!(middle.range_of(&whole[7..9]), None, "past its end");
     }
 }

@@ -12,6 +12,7 @@
 //! stays counted by its breakpoint, and [`Unpatchable`] says why.
 
 use crate::arc_table;
+use crate::mapped::SharedBytes;
 use iced_x86::{
     BlockEncoder, BlockEncoderOptions, Code, Decoder, DecoderOptions, Encoder, FlowControl, Instruction,
     InstructionBlock, MemoryOperand, Mnemonic, OpKind, Register,
@@ -111,27 +112,23 @@ const MAX_SCAN_THREADS: usize = 4;
 /// each branch is: a jump may replace a function's first bytes only if
 /// nothing branches into them (an entry shared by several functions, as
 /// the C library's string functions have, is such a branch). The direct
-/// calls are kept apart too, (target, return address) each, and the
-/// branches out of a function, (target, the function's entry) each: the
-/// call sites an arc trampoline can know before the first call from them
-/// (a function's tail call returns to its callers).
+/// calls are kept apart too, (target, return address) each: the calls a
+/// function that keeps its breakpoint can be counted at instead.
 #[derive(Debug, Clone, Default)]
 pub struct BranchTargets {
-    targets: Vec<(u64, u64)>,
-    calls: Vec<(u64, u64)>,
-    tail_calls: Vec<(u64, u64)>,
+    targets: Pairs,
+    calls: Pairs,
 }
 
 impl BranchTargets {
-    /// The lists as [`BranchTargets::scan`] leaves them (targets, calls,
-    /// tail calls: each sorted), to keep on disk.
-    pub(crate) fn lists(&self) -> [&[(u64, u64)]; 3] {
-        [&self.targets, &self.calls, &self.tail_calls]
+    /// The lists (targets, calls), to keep on disk.
+    pub(crate) fn lists(&self) -> [&Pairs; 2] {
+        [&self.targets, &self.calls]
     }
 
     /// The lists that [`BranchTargets::lists`] gave, read back.
-    pub(crate) fn from_lists([targets, calls, tail_calls]: [Vec<(u64, u64)>; 3]) -> BranchTargets {
-        BranchTargets { targets, calls, tail_calls }
+    pub(crate) fn from_lists([targets, calls]: [Pairs; 2]) -> BranchTargets {
+        BranchTargets { targets, calls }
     }
 
     /// Decodes each function (address, size) whose bytes lie in one of
@@ -143,29 +140,28 @@ impl BranchTargets {
         let functions: Vec<(u64, u64)> = functions.collect();
         let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, MAX_SCAN_THREADS);
         let share = functions.len().div_ceil(workers).max(1);
-        let parts: Vec<BranchTargets> = std::thread::scope(|scope| {
+        let parts: Vec<[Vec<(u64, u64)>; 2]> = std::thread::scope(|scope| {
             let running: Vec<_> =
                 functions.chunks(share).map(|part| scope.spawn(move || Self::scan_part(sections, part))).collect();
             running.into_iter().map(|t| t.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
         });
-        let (mut targets, mut calls, mut tail_calls) = (Vec::new(), Vec::new(), Vec::new());
-        for part in parts {
-            targets.extend(part.targets);
-            calls.extend(part.calls);
-            tail_calls.extend(part.tail_calls);
+        let (mut targets, mut calls) = (Vec::new(), Vec::new());
+        for [part_targets, part_calls] in parts {
+            targets.extend(part_targets);
+            calls.extend(part_calls);
         }
         // Sorted runs, one per part: the stable sort merges them.
         targets.sort();
         targets.dedup_by_key(|t| t.0);
         calls.sort();
-        tail_calls.sort();
-        tail_calls.dedup();
-        BranchTargets { targets, calls, tail_calls }
+        let base = sections.iter().map(|s| s.0).min().unwrap_or(0);
+        BranchTargets { targets: Pairs::new(base, &targets), calls: Pairs::new(base, &calls) }
     }
 
-    /// [`BranchTargets::scan`] of a part of the functions, each list sorted.
-    fn scan_part(sections: &[(u64, &[u8])], functions: &[(u64, u64)]) -> BranchTargets {
-        let (mut targets, mut calls, mut tail_calls) = (Vec::new(), Vec::new(), Vec::new());
+    /// [`BranchTargets::scan`] of a part of the functions: the targets
+    /// and the calls, each sorted.
+    fn scan_part(sections: &[(u64, &[u8])], functions: &[(u64, u64)]) -> [Vec<(u64, u64)>; 2] {
+        let (mut targets, mut calls) = (Vec::new(), Vec::new());
         let mut insn = Instruction::default();
         for &(address, size) in functions {
             let Some((base, bytes)) =
@@ -180,19 +176,15 @@ impl BranchTargets {
                 decoder.decode_out(&mut insn);
                 if insn.op0_kind() == OpKind::NearBranch64 {
                     targets.push((insn.near_branch64(), insn.ip()));
-                    let target = insn.near_branch64();
                     if insn.mnemonic() == Mnemonic::Call {
-                        calls.push((target, insn.next_ip()));
-                    } else if !(address..address.saturating_add(size)).contains(&target) {
-                        tail_calls.push((target, address));
+                        calls.push((insn.near_branch64(), insn.next_ip()));
                     }
                 }
             }
         }
         targets.sort_unstable();
         calls.sort_unstable();
-        tail_calls.sort_unstable();
-        BranchTargets { targets, calls, tail_calls }
+        [targets, calls]
     }
 
     /// Where a branch into (`low`, `high`) is, if any.
@@ -203,20 +195,83 @@ impl BranchTargets {
 
     /// The return addresses of the direct calls to `target`, in order.
     pub fn calls_to(&self, target: u64) -> impl Iterator<Item = u64> + '_ {
-        paired_with(&self.calls, target)
-    }
-
-    /// The entries of the functions that branch to `target` outside
-    /// their own code (tail calls), in order.
-    pub fn tail_calls_to(&self, target: u64) -> impl Iterator<Item = u64> + '_ {
-        paired_with(&self.tail_calls, target)
+        let first = self.calls.partition_point(|p| p.0 < target);
+        (first..self.calls.len()).map_while(move |i| self.calls.get(i).filter(|p| p.0 == target).map(|p| p.1))
     }
 }
 
-/// The second of each pair in sorted `pairs` whose first is `key`.
-fn paired_with(pairs: &[(u64, u64)], key: u64) -> impl Iterator<Item = u64> + '_ {
-    let first = pairs.partition_point(|p| p.0 < key);
-    pairs[first..].iter().take_while(move |p| p.0 == key).map(|p| p.1)
+/// The bytes of a pair in [`Pairs`].
+pub(crate) const PAIR_BYTES: usize = 8;
+
+/// Pairs of addresses in a module's code, sorted, each kept as two
+/// little-endian 32-bit offsets from `base`: searched where they lie in a
+/// module cache entry (a compiler's 840,000 pairs, decoded into 16-byte
+/// tuples, were 14 MB of fresh memory at each of its start-ups).
+#[derive(Debug, Clone, Default)]
+pub struct Pairs {
+    base: u64,
+    bytes: SharedBytes,
+}
+
+impl Pairs {
+    /// `list` (sorted), less the pairs that lie outside the 4 GiB from
+    /// `base`: a module's code spans less (its direct branches reach 2
+    /// GiB), and no question is asked of an address outside it.
+    pub(crate) fn new(base: u64, list: &[(u64, u64)]) -> Pairs {
+        let offset = |a: u64| u32::try_from(a.checked_sub(base)?).ok();
+        let mut bytes = Vec::with_capacity(list.len() * PAIR_BYTES);
+        for &(a, b) in list {
+            let (Some(a), Some(b)) = (offset(a), offset(b)) else { continue };
+            bytes.extend_from_slice(&a.to_le_bytes());
+            bytes.extend_from_slice(&b.to_le_bytes());
+        }
+        Pairs { base, bytes: SharedBytes::from(bytes) }
+    }
+
+    /// The pairs that [`Pairs::base`] and [`Pairs::bytes`] gave, read
+    /// back; None where the bytes are not whole pairs.
+    pub(crate) fn from_bytes(base: u64, bytes: SharedBytes) -> Option<Pairs> {
+        bytes.len().is_multiple_of(PAIR_BYTES).then_some(Pairs { base, bytes })
+    }
+
+    pub(crate) fn base(&self) -> u64 {
+        self.base
+    }
+
+    pub(crate) fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    pub fn len(&self) -> usize {
+        self.bytes.len() / PAIR_BYTES
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
+    /// The pair at `index`.
+    pub fn get(&self, index: usize) -> Option<(u64, u64)> {
+        let at = index.checked_mul(PAIR_BYTES)?;
+        let pair: [u8; PAIR_BYTES] = self.bytes.get(at..at + PAIR_BYTES)?.try_into().ok()?;
+        let offset = |half: &[u8]| self.base + u32::from_le_bytes(half.try_into().expect("4 bytes")) as u64;
+        Some((offset(&pair[..4]), offset(&pair[4..])))
+    }
+
+    /// The index of the first pair for which `before` is false (the pairs
+    /// for which it is true come first).
+    fn partition_point(&self, before: impl Fn((u64, u64)) -> bool) -> usize {
+        let (mut low, mut high) = (0, self.len());
+        while low < high {
+            let middle = low + (high - low) / 2;
+            if self.get(middle).is_some_and(&before) {
+                low = middle + 1;
+            } else {
+                high = middle;
+            }
+        }
+        low
+    }
 }
 
 /// Checks that a jump may replace the first `prefix_len` bytes of the
@@ -940,7 +995,7 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn keeps_the_direct_calls_and_the_tail_calls() {
+    fn keeps_the_direct_calls() {
         // A function at 0x1000: call 0x1010; jmp 0x1010; call 0x1010; one
         // at 0x100c: call 0x1020.
         let code =
@@ -950,9 +1005,19 @@ pub(crate) mod tests {
         assert_eq!(targets.calls_to(0x1010).collect::<Vec<_>>(), [0x1005, 0x100c], "the jump is no call");
         assert_eq!(targets.calls_to(0x1020).collect::<Vec<_>>(), [0x1011]);
         assert_eq!(targets.calls_to(0x1000).count(), 0);
-        assert_eq!(targets.tail_calls_to(0x1010).collect::<Vec<_>>(), [0x1000], "a jump out of the function");
-        let wider = BranchTargets::scan(&sections, [(0x1000, 0x20)].into_iter());
-        assert_eq!(wider.tail_calls_to(0x1010).count(), 0, "a jump inside it");
+        assert_eq!(targets.calls_to(0x2000).count(), 0, "past the last");
+    }
+
+    #[test]
+    fn pairs_keep_the_addresses_within_4_gib_of_their_base() {
+        let base = 0x40_0000;
+        let list = [(0x3f_ffff, base), (base, base + 8), (base + 0xffff_ffff, base), (base + (1 << 32), base)];
+        let pairs = Pairs::new(base, &list);
+        assert_eq!(pairs.len(), 2, "those below the base or past 4 GiB from it left out");
+        assert_eq!((pairs.get(0), pairs.get(1), pairs.get(2)), (Some(list[1]), Some(list[2]), None));
+        let back = Pairs::from_bytes(pairs.base(), SharedBytes::from(pairs.bytes().to_vec())).expect("whole pairs");
+        assert_eq!(back.get(1), Some(list[2]));
+        assert!(Pairs::from_bytes(base, SharedBytes::from(vec![0u8; 12])).is_none(), "a pair and a half");
     }
 
     /// Calls `caller` (a `call <trampoline>; ret`) with the registers a

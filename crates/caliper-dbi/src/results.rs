@@ -96,7 +96,7 @@ pub fn write_cali(out: impl Write, outcome: &Outcome, collect: Collect) -> io::R
     writer.write_record(&db, &globals)?;
     for (id, r) in reported(outcome, collect) {
         let module = db.get_or_create_node(module_attr, Variant::from(&*r.module), None);
-        let function = db.get_or_create_node(function_attr, Variant::from(r.name.as_str()), Some(module));
+        let function = db.get_or_create_node(function_attr, Variant::from(&*r.name), Some(module));
         let how = db.get_or_create_node(how_attr, Variant::from(instrumentation(r)), None);
         let mut record = Record::ctx();
         record.push_ref(function);
@@ -132,9 +132,9 @@ pub fn write_cali(out: impl Write, outcome: &Outcome, collect: Collect) -> io::R
         for (id, arc) in outcome.arcs.records.iter().enumerate() {
             let callee = &outcome.functions.records[arc.callee];
             let caller = named_node(&mut db, &mut named, caller_attr, &arc.caller);
-            let function = *functions.entry((caller, arc.callee)).or_insert_with(|| {
-                db.get_or_create_node(function_attr, Variant::from(callee.name.as_str()), Some(caller))
-            });
+            let function = *functions
+                .entry((caller, arc.callee))
+                .or_insert_with(|| db.get_or_create_node(function_attr, Variant::from(&*callee.name), Some(caller)));
             let module = named_node(&mut db, &mut named, callee_module_attr, &callee.module);
             let caller_module = named_node(&mut db, &mut named, caller_module_attr, &arc.caller_module);
             let mut record = Record::ctx();

@@ -79,7 +79,7 @@ fn arc_from(image: &Image, arcs: &mut ArcTable, f: usize, ret: u64, site: Option
         }
         _ => None,
     };
-    let (caller, entry) = caller.map_or(("?", None), |c| (c.name.as_str(), Some(c.address)));
+    let (caller, entry) = caller.map_or(("?", None), |c| (&*c.name, Some(c.address)));
     arcs.intern(f, &module.path, caller, entry, in_file)
 }
 

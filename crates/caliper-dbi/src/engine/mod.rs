@@ -422,7 +422,7 @@ impl Engine {
         let arm = self.config.collect.probes();
         image.scan(arm, &self.config.filter, &mut self.functions, &mut self.modules)?;
         let rendezvous = image.modules.iter().find_map(|m| {
-            m.info.functions.iter().find(|f| f.name == "_dl_debug_state").map(|f| f.address.wrapping_add(m.bias))
+            m.info.functions.iter().find(|f| &*f.name == "_dl_debug_state").map(|f| f.address.wrapping_add(m.bias))
         });
         if let Some(addr) = rendezvous {
             image.watch(addr, Internal::LinkerRendezvous)?;

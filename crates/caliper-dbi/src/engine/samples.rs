@@ -117,10 +117,10 @@ fn unwound_chain(
 fn module_name(image: Option<&Image>, addr: u64) -> Option<String> {
     let image = image?;
     if let Some((module, f)) = image.function_at(addr) {
-        return Some(if f.name == format!("{:#x}", f.address) {
+        return Some(if *f.name == format!("{:#x}", f.address) {
             format!("{}+{}", short(&module.path), f.name)
         } else {
-            f.name.clone()
+            f.name.to_string()
         });
     }
     let module = &image.modules[image.module_of(addr)?];

@@ -31,6 +31,7 @@
 mod format;
 
 use crate::discover::{self, ModuleInfo};
+use crate::mapped::{Mapped, SharedBytes};
 use object::read::ReadCache;
 use object::read::elf::{FileHeader, ProgramHeader};
 use std::collections::{BTreeSet, HashMap};
@@ -248,8 +249,9 @@ impl ModuleCache {
     /// a good one; a hit marks the entry as recently used.
     fn read_entry(&mut self, path: &str, identity: &str) -> Option<ModuleInfo> {
         let file = entry_path(self.dir.as_ref()?, identity, MODULE);
-        let bytes = std::fs::read(&file).ok()?;
-        match format::decode(identity, &bytes) {
+        // Mapped, not read: the lists of branch targets are searched in place.
+        let entry = SharedBytes::from(Mapped::file(&file).ok()?);
+        match format::decode(identity, &entry) {
             Ok(mut info) => {
                 info.path = PathBuf::from(path);
                 debug(format_args!("read {path} from {}", file.display()));

@@ -37,7 +37,7 @@ impl Engine {
             None => moved_code_at(image, regs.rip).map(|m| m.entry),
         };
         if let Some((entry, state)) = entry.and_then(|e| Some((e, self.entry_state(image, e)?))) {
-            let name = image.function_at(entry).map_or_else(|| format!("{entry:#x}"), |(_, f)| f.name.clone());
+            let name = image.function_at(entry).map_or_else(|| format!("{entry:#x}"), |(_, f)| f.name.to_string());
             text += &format!("  {name}: {state}\n");
         }
         if let Some(entry) = image.patched_entry_covering(regs.rip).filter(|&e| e != regs.rip) {

@@ -527,7 +527,7 @@ fn function_entries(image: &Image, name: &str) -> Vec<u64> {
     image
         .modules
         .iter()
-        .flat_map(|m| m.info.functions.iter().filter(|f| f.name == name).map(move |f| f.address.wrapping_add(m.bias)))
+        .flat_map(|m| m.info.functions.iter().filter(|f| &*f.name == name).map(move |f| f.address.wrapping_add(m.bias)))
         .collect()
 }
 
