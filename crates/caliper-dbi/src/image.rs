@@ -291,12 +291,12 @@ impl Image {
             let info = cache.get(path);
             let Some(bias) = load_bias(&maps, path, &info) else { continue };
             let module: Arc<str> = Arc::from(path);
-            if arm {
+            if arm && !filter.excludes_module(path) {
                 let mut known = functions.of_module(&module);
                 let selected: Vec<(u64, usize)> = info
                     .functions
                     .iter()
-                    .filter(|f| filter.selects(path, &f.name) && filter.in_ranges(path, f.address))
+                    .filter(|f| filter.selects_in(path, &f.name) && filter.in_ranges(path, f.address))
                     .map(|f| (f.address.wrapping_add(bias), known.intern(&f.name, f.address, f.size)))
                     .filter(|(addr, _)| (low..high).contains(addr))
                     .collect();

@@ -64,11 +64,16 @@ fn main() -> ExitCode {
             eprintln!("== CALIPER: cali-run: cannot write {path}: {e}");
         }
     }
-    match outcome.exit {
+    let exit = match outcome.exit {
         Exit::Code(code) => ExitCode::from(code as u8),
         Exit::Signal(sig) => die_of(sig),
         Exit::Detached => ExitCode::SUCCESS,
-    }
+    };
+    // The tool ends here: the kernel takes its memory back at once, where
+    // freeing a compiler's 45,000 function records one by one took 3 % of
+    // the whole run.
+    std::mem::forget(outcome);
+    exit
 }
 
 /// Runs a script and exits as it did.
