@@ -92,7 +92,7 @@ impl CallGraph {
     pub fn build(functions: &FunctionTable, arcs: &ArcTable, counters: &[u64]) -> CallGraph {
         let mut graph = CallGraph::default();
         let mut of_function: HashMap<usize, usize> = HashMap::new();
-        let mut of_caller: HashMap<(Arc<str>, String), usize> = HashMap::new();
+        let mut of_caller: HashMap<(Arc<str>, Arc<str>), usize> = HashMap::new();
         let mut function_node = |graph: &mut CallGraph, id: usize| {
             *of_function.entry(id).or_insert_with(|| {
                 let r = &functions.records[id];

@@ -71,6 +71,13 @@ impl ModuleInfo {
         })
     }
 
+    /// The function whose code holds `address` (the file's); one of
+    /// unknown size holds everything up to the next.
+    pub fn function_holding(&self, address: u64) -> Option<&FunctionEntry> {
+        let f = &self.functions[self.functions.partition_point(|f| f.address <= address).checked_sub(1)?];
+        (f.size == 0 || address < f.address.saturating_add(f.size)).then_some(f)
+    }
+
     /// The address of this module's PLT entry that jumps to the function
     /// named `name`, if it has one.
     pub fn plt_entry(&self, name: &str) -> Option<u64> {

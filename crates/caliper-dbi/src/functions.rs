@@ -118,7 +118,7 @@ pub struct ArcRecord {
     /// The module of the call site ("?" for code outside any module).
     pub caller_module: Arc<str>,
     /// The function holding the call site ("?" if none is known).
-    pub caller: String,
+    pub caller: Arc<str>,
     /// That function's entry address in the caller's module file, if known
     /// (which finds its record in the [`FunctionTable`] when it is
     /// instrumented too).
@@ -149,7 +149,7 @@ impl ArcTable {
         &mut self,
         callee: usize,
         caller_module: &Arc<str>,
-        caller: &str,
+        caller: &Arc<str>,
         caller_entry: Option<u64>,
         callsite: u64,
     ) -> usize {
@@ -160,7 +160,7 @@ impl ArcTable {
         self.records.push(ArcRecord {
             callee,
             caller_module: caller_module.clone(),
-            caller: caller.to_string(),
+            caller: caller.clone(),
             caller_entry,
             callsite,
             trap_hits: 0,

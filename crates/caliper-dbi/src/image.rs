@@ -18,7 +18,7 @@ use crate::maps::{self, Mapping};
 use crate::memory::Memory;
 use crate::module_cache::ModuleCache;
 use crate::ptrace::Pid;
-use crate::relocate::{self, Increment, JUMP_LEN, Probe as TrampolineProbe, Unpatchable};
+use crate::relocate::{self, CALL_REL32, Increment, JUMP_LEN, Probe as TrampolineProbe, Unpatchable};
 use crate::text_source::TextSource;
 use std::collections::BTreeMap;
 use std::ffi::CString;
@@ -27,8 +27,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::sync::Arc;
 
 const INT3: u8 = 0xcc;
-/// A `call rel32`: its opcode and length.
-const CALL_REL32: u8 = 0xe8;
+/// A `call rel32`'s length.
 const CALL_LEN: u64 = 5;
 /// Bytes of trampoline code per region (after one page of scratch space).
 const CODE_BYTES: u64 = 4 << 20;
@@ -437,10 +436,7 @@ impl Image {
     /// has it). A function of unknown size holds everything up to the next.
     pub fn function_at(&self, addr: u64) -> Option<(&LoadedModule, &FunctionEntry)> {
         let module = &self.modules[self.module_of(addr)?];
-        let in_file = addr.wrapping_sub(module.bias);
-        let functions = &module.info.functions;
-        let f = &functions[functions.partition_point(|f| f.address <= in_file).checked_sub(1)?];
-        (f.size == 0 || in_file < f.address.saturating_add(f.size)).then_some((module, f))
+        Some((module, module.info.function_holding(addr.wrapping_sub(module.bias))?))
     }
 
     /// Puts the original byte back at a probe.

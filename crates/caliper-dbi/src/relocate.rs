@@ -105,6 +105,9 @@ pub fn covered_len(instructions: &[Instruction]) -> u64 {
     instructions.iter().map(|i| i.len() as u64).sum()
 }
 
+/// A `call rel32`'s opcode.
+pub(crate) const CALL_REL32: u8 = 0xe8;
+
 /// The most threads [`BranchTargets::scan`] decodes with.
 const MAX_SCAN_THREADS: usize = 4;
 
@@ -883,6 +886,10 @@ impl ProbeCode {
 /// address), given the 8 bytes before it; `ret` itself if no call decodes
 /// there.
 pub fn call_before(before: &[u8; 8], ret: u64) -> u64 {
+    // A `call rel32`, as the decoder would find first, without it.
+    if before[3] == CALL_REL32 {
+        return ret.wrapping_sub(5);
+    }
     // The most common lengths first: call rel32, call [rip+d32], call reg.
     for len in [5usize, 6, 2, 3, 7, 4] {
         let start = 8 - len;
@@ -1085,6 +1092,9 @@ pub(crate) mod tests {
         // ...; call rax (ff d0)
         let before = [0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0xff, 0xd0];
         assert_eq!(call_before(&before, 0x2000), 0x2000 - 2);
+        // ...; call [rip+0] (ff 15 d32)
+        let before = [0x90, 0x90, 0xff, 0x15, 0x00, 0x00, 0x00, 0x00];
+        assert_eq!(call_before(&before, 0x2000), 0x2000 - 6);
         assert_eq!(call_before(&[0x90; 8], 0x2000), 0x2000);
     }
 

@@ -9,7 +9,7 @@ use super::Engine;
 use crate::arc_table;
 use crate::counters::ArcCounts;
 use crate::functions::ArcTable;
-use crate::image::Image;
+use crate::image::{Image, LoadedModule};
 use crate::mapped::Mapped;
 use crate::relocate;
 use object::{Object, ObjectSection};
@@ -49,55 +49,64 @@ impl FileCode {
     }
 }
 
-/// The files of an image's modules mapped so far, by module (see
-/// [`call_site_of`]).
-type Files = HashMap<usize, Option<FileCode>>;
-
 /// The arc in `arcs` from the call that returns to `ret` in `image` to
-/// function `f`, the call at `site` where it is known, else found in the
-/// bytes before `ret`.
-fn arc_from(image: &Image, arcs: &mut ArcTable, f: usize, ret: u64, site: Option<u64>) -> usize {
+/// function `f`, the call found in the bytes before `ret` in the process.
+fn arc_from(image: &Image, arcs: &mut ArcTable, f: usize, ret: u64) -> usize {
     // Not a return address into code (a thread's start, or a function
     // entered by a jump, finds other data there): an arc from nowhere.
     let Some(m) = image.module_of(ret.wrapping_sub(1)).filter(|_| ret >= 8) else {
-        return arcs.intern(f, &Arc::from("?"), "?", None, ret);
+        return arcs.intern(f, &Arc::from("?"), &Arc::from("?"), None, ret);
     };
-    let module = &image.modules[m];
-    let site = site.unwrap_or_else(|| {
-        let mut before = [0u8; 8];
-        match image.memory.read(ret.wrapping_sub(8), &mut before) {
-            Ok(()) => relocate::call_before(&before, ret),
-            Err(_) => ret,
-        }
-    });
-    let in_file = site.wrapping_sub(module.bias);
-    let functions = &module.info.functions;
-    let caller = match functions.partition_point(|x| x.address <= in_file) {
-        0 => None,
-        n if functions[n - 1].size == 0 || in_file < functions[n - 1].address.saturating_add(functions[n - 1].size) => {
-            Some(&functions[n - 1])
-        }
-        _ => None,
+    let mut before = [0u8; 8];
+    let site = match image.memory.read(ret.wrapping_sub(8), &mut before) {
+        Ok(()) => relocate::call_before(&before, ret),
+        Err(_) => ret,
     };
-    let (caller, entry) = caller.map_or(("?", None), |c| (&*c.name, Some(c.address)));
-    arcs.intern(f, &module.path, caller, entry, in_file)
+    arc_at(&image.modules[m], arcs, f, site.wrapping_sub(image.modules[m].bias))
 }
 
-/// The call that returns to `ret` in `image`, found in the bytes before
-/// it in its module's file (`files`, the files mapped so far: the
-/// process may have exited, and tens of thousands of reads of its memory
-/// cost more than a mapping), else in the process.
-fn call_site_of(image: &Image, ret: u64, files: &mut Files) -> Option<u64> {
-    let m = image.module_of(ret.wrapping_sub(1))?;
-    let module = &image.modules[m];
-    let code = files.entry(m).or_insert_with(|| FileCode::open(&module.info.path));
-    let in_file = ret.wrapping_sub(module.bias);
-    if let Some(before) = code.as_ref().and_then(|c| c.before(in_file)) {
-        return Some(relocate::call_before(&before, in_file).wrapping_add(module.bias));
+/// The arc in `arcs` from the call at `site` (an address in the file) of
+/// `module` to function `f`.
+fn arc_at(module: &LoadedModule, arcs: &mut ArcTable, f: usize, site: u64) -> usize {
+    match module.info.function_holding(site) {
+        Some(caller) => arcs.intern(f, &module.path, &caller.name, Some(caller.address), site),
+        None => arcs.intern(f, &module.path, &Arc::from("?"), None, site),
     }
-    let mut before = [0u8; 8];
-    image.memory.read(ret.wrapping_sub(8), &mut before).ok()?;
-    Some(relocate::call_before(&before, ret))
+}
+
+/// Names the call sites of an image's return addresses, taken in order:
+/// the module of the last one is looked at first, and each module's file is
+/// mapped once (the process may have exited, and tens of thousands of
+/// reads of its memory cost more than a mapping).
+struct SiteNamer<'a> {
+    image: &'a Image,
+    files: HashMap<usize, Option<FileCode>>,
+    last: Option<usize>,
+}
+
+impl<'a> SiteNamer<'a> {
+    fn new(image: &'a Image) -> SiteNamer<'a> {
+        SiteNamer { image, files: HashMap::new(), last: None }
+    }
+
+    /// The arc in `arcs` from the call that returns to `ret` to function `f`.
+    fn arc(&mut self, arcs: &mut ArcTable, f: usize, ret: u64) -> usize {
+        let image = self.image;
+        let inside = |m: usize| (image.modules[m].low..image.modules[m].high).contains(&ret.wrapping_sub(1));
+        let m = match self.last.filter(|&m| inside(m)) {
+            Some(m) => Some(m),
+            None => image.module_of(ret.wrapping_sub(1)),
+        };
+        let Some(m) = m.filter(|_| ret >= 8) else { return arc_from(image, arcs, f, ret) };
+        self.last = Some(m);
+        let module = &image.modules[m];
+        let code = self.files.entry(m).or_insert_with(|| FileCode::open(&module.info.path));
+        let in_file = ret.wrapping_sub(module.bias);
+        match code.as_ref().and_then(|c| c.before(in_file)) {
+            Some(before) => arc_at(module, arcs, f, relocate::call_before(&before, in_file)),
+            None => arc_from(image, arcs, f, ret),
+        }
+    }
 }
 
 impl Engine {
@@ -152,17 +161,16 @@ impl Engine {
         for &id in self.arc_ids.get(&image_id).into_iter().flat_map(|ids| ids.values()) {
             ids[id as usize] = true;
         }
-        let mut files = HashMap::new();
         // In the order of their return addresses, the module files' pages and
         // the function lists are read in order (in hash order, a compiler's
         // sites took twice as long to name).
         let mut entries: Vec<&arc_table::Entry> =
             counts.entries.iter().filter(|e| ids.get(e.id as usize) == Some(&true)).collect();
         entries.sort_unstable_by_key(|e| e.ret);
+        let mut namer = SiteNamer::new(image);
         for entry in entries {
             let Some(&f) = self.arc_callees.get(entry.id as usize - 1) else { continue };
-            let call = call_site_of(image, entry.ret, &mut files);
-            let arc = arc_from(image, arcs, f, entry.ret, call);
+            let arc = namer.arc(arcs, f, entry.ret);
             let joined = &mut arcs.records[arc].entries;
             if !joined.contains(&entry.index) {
                 joined.push(entry.index);
@@ -172,7 +180,7 @@ impl Engine {
 
     /// The arc from the call that returns to `ret` to function `f`.
     pub(super) fn arc_of(&mut self, image_id: usize, f: usize, ret: u64) -> usize {
-        arc_from(&self.images[&image_id], &mut self.arcs, f, ret, None)
+        arc_from(&self.images[&image_id], &mut self.arcs, f, ret)
     }
 
     /// Says on standard error how many calls found the table of call arcs
