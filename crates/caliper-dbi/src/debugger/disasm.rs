@@ -25,34 +25,67 @@ pub fn format(insn: &Instruction) -> String {
 }
 
 /// Code the engine wrote to run a function's entry elsewhere: a
-/// trampoline (probe, moved instructions, jump back) or the moved copy of
+/// trampoline (probe, moved instructions, jump back, and for an arc
+/// probe, the rest of the probe after the jump back) or the moved copy of
 /// a breakpoint's instruction (no probe).
 #[derive(Debug, Clone)]
 pub struct Layout {
-    /// Every instruction, the jump back last.
+    /// Every instruction in address order: the probe's head, the moved
+    /// ones, the jump back, the probe's tail.
     pub instructions: Vec<Instruction>,
-    /// How many come first as the probe.
+    /// How many come first as the probe's head.
     pub probe: usize,
+    /// The jump back's index.
+    pub back: usize,
 }
+
+/// The most instructions of a probe's tail.
+const MAX_TAIL: usize = 32;
 
 impl Layout {
     /// Decodes the code at `at` (`code` its bytes, maybe more than it
     /// needs) that runs `moved` instructions of the entry and jumps back
-    /// to `back`; None if no such jump follows them.
+    /// to `back`; None if no such jump follows them. Where the probe
+    /// branches past the jump back, the code there up to its last jump is
+    /// the probe's tail.
     pub fn decode(code: &[u8], at: u64, moved: usize, back: u64) -> Option<Layout> {
         let mut instructions = Vec::new();
-        for insn in Decoder::with_ip(64, code, at, DecoderOptions::NONE) {
+        let mut decoder = Decoder::with_ip(64, code, at, DecoderOptions::NONE);
+        for insn in &mut decoder {
             if insn.is_invalid() {
                 return None;
             }
             instructions.push(insn);
             let is_back = insn.flow_control() == FlowControl::UnconditionalBranch && insn.near_branch_target() == back;
             if is_back && instructions.len() > moved {
-                let probe = instructions.len() - 1 - moved;
-                return Some(Layout { instructions, probe });
+                break;
             }
         }
-        None
+        let back_index = instructions.len().checked_sub(1)?;
+        let jump_back = instructions[back_index];
+        if jump_back.flow_control() != FlowControl::UnconditionalBranch || jump_back.near_branch_target() != back {
+            return None;
+        }
+        let probe = back_index.checked_sub(moved)?;
+        // A jump (not a call: the arc routine lies elsewhere) past the jump back.
+        let past = |insn: &Instruction| {
+            let jump = matches!(insn.flow_control(), FlowControl::ConditionalBranch | FlowControl::UnconditionalBranch);
+            Some(insn.near_branch_target()).filter(|&t| jump && t >= jump_back.next_ip())
+        };
+        let mut furthest = instructions[..probe].iter().filter_map(past).max();
+        while let Some(reach) = furthest {
+            let insn = decoder.decode();
+            if insn.is_invalid() || instructions.len() > back_index + MAX_TAIL {
+                return None;
+            }
+            instructions.push(insn);
+            furthest = past(&insn).map_or(Some(reach), |t| Some(t.max(reach)));
+            let ends = matches!(insn.flow_control(), FlowControl::UnconditionalBranch | FlowControl::Return);
+            if ends && insn.next_ip() > reach {
+                break;
+            }
+        }
+        Some(Layout { instructions, probe, back: back_index })
     }
 
     /// The first address past the code.
@@ -62,20 +95,33 @@ impl Layout {
 
     /// The moved instructions, as they are encoded here.
     pub fn moved(&self) -> &[Instruction] {
-        &self.instructions[self.probe..self.instructions.len() - 1]
+        &self.instructions[self.probe..self.back]
+    }
+
+    /// The probe's tail: its instructions after the jump back.
+    pub fn tail(&self) -> &[Instruction] {
+        &self.instructions[self.back + 1..]
+    }
+
+    /// Whether the instruction at `index` is the probe's.
+    fn in_probe(&self, index: usize) -> bool {
+        index < self.probe || index > self.back
     }
 
     /// The bytes the probe has pushed below the return address at each of
-    /// its instructions, found along its branches (the arc probe saves RAX
-    /// around its call of the arc routine; a call returns to the next
-    /// instruction with the stack as it was).
+    /// its instructions (None for the others), found along its branches
+    /// (the arc probe saves RAX and RCX, and RAX around its call of the arc
+    /// routine; a call returns to the next instruction with the stack as it
+    /// was).
     fn probe_depths(&self) -> Vec<Option<u64>> {
-        let probe = &self.instructions[..self.probe];
-        let index_of = |ip: u64| probe.iter().position(|i| i.ip() == ip);
-        let mut depths = vec![None; probe.len()];
+        let index_of = |ip: u64| self.instructions.iter().position(|i| i.ip() == ip);
+        let mut depths = vec![None; self.instructions.len()];
         let mut work = vec![(0, 0u64)];
         while let Some((n, depth)) = work.pop() {
-            let Some(insn) = probe.get(n).filter(|_| depths[n].is_none()) else { continue };
+            if !self.in_probe(n) || depths.get(n).is_none_or(Option::is_some) {
+                continue;
+            }
+            let insn = &self.instructions[n];
             depths[n] = Some(depth);
             let after = match insn.mnemonic() {
                 Mnemonic::Push => depth + 8,
@@ -97,9 +143,9 @@ impl Layout {
     /// Where `pc` falls in the code.
     pub fn place(&self, pc: u64) -> Option<Place> {
         let index = self.instructions.iter().position(|i| i.ip() == pc)?;
-        Some(if index < self.probe {
+        Some(if self.in_probe(index) {
             Place::Probe { stack_adjust: self.probe_depths()[index].unwrap_or(0) }
-        } else if index + 1 < self.instructions.len() {
+        } else if index < self.back {
             Place::Moved(index - self.probe)
         } else {
             Place::JumpBack
@@ -140,8 +186,10 @@ pub fn side_by_side(original: &[Instruction], entry: &str, elsewhere: Option<&La
         for (moved, insn) in layout.moved().iter().enumerate() {
             rows.push(row(original.get(moved).map(format).unwrap_or_default(), format(insn)));
         }
-        if let Some(back) = layout.instructions.last() {
-            rows.push(row(String::new(), format!("{}    ; back into the function", format(back))));
+        let back = &layout.instructions[layout.back];
+        rows.push(row(String::new(), format!("{}    ; back into the function", format(back))));
+        for insn in layout.tail() {
+            rows.push(row(String::new(), format!("{}    ; probe", format(insn))));
         }
         unchanged = original.get(layout.moved().len()..).unwrap_or_default();
     }
@@ -195,20 +243,27 @@ mod tests {
         let arc = relocate::ArcProbe { id: 3, routine: 0x7000_8000, table: 0x7100_0000 };
         let probe = Probe::Arcs { counter: 0x7000_2000, arc, increment: relocate::Increment::Locked };
         let built = relocate::build(at, probe, &moved, 0x1008).unwrap();
-        let layout = Layout::decode(&built.code, at, moved.len(), 0x1008).unwrap();
-        // inc; the arc part: RAX and RCX saved, popped on the hit path; RCX
-        // popped first on the slow path, RAX around the routine's call.
-        assert_eq!(layout.probe, 29);
+        let mut code = built.code.clone();
+        code.extend([0x90; 32]);
+        let layout = Layout::decode(&code, at, moved.len(), 0x1008).unwrap();
+        // inc; the arc head: RAX and RCX saved, popped on the hit path into
+        // the moved instructions; after the jump back, the tail: RCX popped
+        // first on the slow path, RAX around the routine's call.
+        assert_eq!((layout.probe, layout.back, layout.tail().len()), (19, 22, 11));
+        assert_eq!(layout.end(), at + built.code.len() as u64, "the whole trampoline");
         let depth = |n: usize| match layout.place(layout.instructions[n].ip()) {
             Some(Place::Probe { stack_adjust }) => stack_adjust,
             other => panic!("{other:?}"),
         };
-        let depths: Vec<u64> = (0..29).map(depth).collect();
+        let head: Vec<u64> = (0..19).map(depth).collect();
         let mut expected = vec![0, 0, 8];
-        expected.extend([16; 19]);
-        expected.extend([16, 8, 0, 16, 8, 8, 8]);
-        assert_eq!(depths, expected);
-        assert_eq!(layout.place(layout.instructions[29].ip()), Some(Place::Moved(0)));
+        expected.extend([16; 15]);
+        expected.push(8);
+        assert_eq!(head, expected);
+        assert_eq!(layout.place(layout.instructions[19].ip()), Some(Place::Moved(0)));
+        assert_eq!(layout.place(layout.instructions[22].ip()), Some(Place::JumpBack));
+        let tail: Vec<u64> = (23..34).map(depth).collect();
+        assert_eq!(tail, [16, 16, 16, 16, 16, 16, 16, 8, 8, 8, 0]);
     }
 
     #[test]
