@@ -163,9 +163,10 @@ impl Engine {
         }
         // In the order of their return addresses, the module files' pages and
         // the function lists are read in order (in hash order, a compiler's
-        // sites took twice as long to name).
-        let mut entries: Vec<&arc_table::Entry> =
-            counts.entries.iter().filter(|e| ids.get(e.id as usize) == Some(&true)).collect();
+        // sites took twice as long to name); the entries themselves sorted,
+        // not references to them (each a cache miss in table order).
+        let mut entries: Vec<arc_table::Entry> =
+            counts.entries.iter().filter(|e| ids.get(e.id as usize) == Some(&true)).copied().collect();
         entries.sort_unstable_by_key(|e| e.ret);
         let mut namer = SiteNamer::new(image);
         for entry in entries {
