@@ -29,7 +29,8 @@ RUSTFLAGS="--cfg fuzzing -C debug-assertions -C overflow-checks \
 # and then a stream.
 seeds=$out/seeds
 rm -rf "$seeds"
-mkdir -p "$seeds/cali_reader" "$seeds/calql_parser" "$seeds/formatters" "$seeds/control_file" "$seeds/elf_functions" "$seeds/cdb_command"
+mkdir -p "$seeds/cali_reader" "$seeds/calql_parser" "$seeds/formatters" "$seeds/control_file" "$seeds/elf_functions" \
+    "$seeds/cdb_command" "$seeds/module_cache_entry"
 # cali-run's control files, and small ELF files of the system.
 printf '# the application, the output, the collector\napplication = "a.out"\npbo_out = "flow.dat"\ncollector = "arc_count"\n' >"$seeds/control_file/simplified"
 printf 'application = "gzip"\narguments = "-6 -c \x27a b\x27"\ninclude = libz*, main # c\nduration = 2.5\nfollow = fork\n' >"$seeds/control_file/full"
@@ -38,6 +39,13 @@ printf 'break *0x401136\n' >"$seeds/cdb_command/break"
 for f in /bin/true /bin/false /usr/lib/x86_64-linux-gnu/libdl.so.2; do
     [ -f "$f" ] && cp "$f" "$seeds/elf_functions/" || true
 done
+# cali-run's cache entries of two small modules, written here.
+cache=$(mktemp -d)
+XDG_CACHE_HOME=$cache cargo run --quiet --release -p caliper-dbi --bin cali-run -- -c fcount -o "$cache/out.cali" -- /bin/true
+for f in "$cache"/caliper/dbi/*; do
+    if [ "$(stat -c %s "$f")" -lt 200000 ]; then cp "$f" "$seeds/module_cache_entry/"; fi
+done
+rm -rf "$cache"
 queries=(
     "select * format table"
     "select region,count(),sum(time.duration.ns) group by region format table"
@@ -61,7 +69,7 @@ for f in fixtures/reference/*.cali fixtures/repro/*.cali; do
 done
 
 status=0
-for target in cali_reader calql_parser formatters control_file elf_functions cdb_command; do
+for target in cali_reader calql_parser formatters control_file elf_functions cdb_command module_cache_entry; do
     corpus=$out/corpus/$target
     mkdir -p "$corpus" "$out/artifacts/$target"
     log=$out/$target.log

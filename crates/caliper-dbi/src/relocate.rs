@@ -257,7 +257,7 @@ impl Pairs {
     pub fn get(&self, index: usize) -> Option<(u64, u64)> {
         let at = index.checked_mul(PAIR_BYTES)?;
         let pair: [u8; PAIR_BYTES] = self.bytes.get(at..at + PAIR_BYTES)?.try_into().ok()?;
-        let offset = |half: &[u8]| self.base + u32::from_le_bytes(half.try_into().expect("4 bytes")) as u64;
+        let offset = |half: &[u8]| self.base.wrapping_add(u32::from_le_bytes(half.try_into().expect("4 bytes")) as u64);
         Some((offset(&pair[..4]), offset(&pair[4..])))
     }
 

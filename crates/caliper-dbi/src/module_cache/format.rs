@@ -125,7 +125,7 @@ pub fn decode_called(key: &str, bytes: &[u8]) -> Result<Vec<u64>, Unreadable> {
 }
 
 /// `payload` behind the header of an entry for `key`.
-fn frame(key: &str, payload: &[u8]) -> Vec<u8> {
+pub fn frame(key: &str, payload: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(payload.len() + key.len() + 40);
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&VERSION.to_le_bytes());

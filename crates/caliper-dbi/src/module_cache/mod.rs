@@ -28,7 +28,7 @@
 //! cannot be read or written is a cache that misses, told only with
 //! `CALI_RUN_DEBUG_CACHE=1`.
 
-mod format;
+pub mod format;
 
 use crate::discover::{self, ModuleInfo};
 use crate::mapped::{Mapped, SharedBytes};
