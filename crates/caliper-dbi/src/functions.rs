@@ -91,6 +91,17 @@ impl FunctionTable {
 }
 
 impl ModuleFunctions<'_> {
+    /// Makes room for the `count` functions of a module new to the table
+    /// at once (a compiler's 45,000, added one by one, grew the records
+    /// and their index by doubling); a module known already (from another
+    /// process) adds few.
+    pub fn reserve(&mut self, count: usize) {
+        if self.index.is_empty() {
+            self.records.reserve(count);
+            self.index.reserve(count);
+        }
+    }
+
     /// The id of the module's function at `address`, added if new.
     pub fn intern(&mut self, name: &Arc<str>, address: u64, size: u64) -> usize {
         *self.index.entry(address).or_insert_with(|| {

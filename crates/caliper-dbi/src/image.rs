@@ -292,6 +292,7 @@ impl Image {
             let module: Arc<str> = Arc::from(path);
             if arm && !filter.excludes_module(path) {
                 let mut known = functions.of_module(&module);
+                known.reserve(info.functions.len());
                 let selected: Vec<(u64, usize)> = info
                     .functions
                     .iter()
