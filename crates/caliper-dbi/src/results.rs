@@ -137,6 +137,7 @@ pub fn write_cali(out: impl Write, outcome: &Outcome, collect: Collect) -> io::R
         // made once: a compiler's run writes 35,000 arcs.
         let mut named = NamedNodes::default();
         let mut functions: FxHashMap<(Id, usize), Id> = FxHashMap::default();
+        functions.reserve(outcome.arcs.records.len());
         for (id, arc) in outcome.arcs.records.iter().enumerate() {
             let callee = &outcome.functions.records[arc.callee];
             let caller = named_node(&mut db, &mut named, caller_attr, &arc.caller);

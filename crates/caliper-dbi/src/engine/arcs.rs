@@ -168,6 +168,7 @@ impl Engine {
         let mut entries: Vec<arc_table::Entry> =
             counts.entries.iter().filter(|e| ids.get(e.id as usize) == Some(&true)).copied().collect();
         entries.sort_unstable_by_key(|e| e.ret);
+        arcs.reserve(entries.len());
         let mut namer = SiteNamer::new(image);
         for entry in entries {
             let Some(&f) = self.arc_callees.get(entry.id as usize - 1) else { continue };
