@@ -9,7 +9,7 @@
 //! by the module's identity: its GNU build-id and size, or, for a file
 //! without a build-id, its path, size, modification time and inode; an
 //! entry of another identity or format version, or one damaged in any
-//! byte, is not used (see [`format`]).
+//! byte, is not used (see [`mod@format`]).
 //!
 //! It keeps too, for each program and module, the functions of the module
 //! that runs of the program called ([`ModuleCache::called_before`]): the
