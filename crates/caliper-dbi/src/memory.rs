@@ -130,7 +130,7 @@ impl Memory {
     /// falls short), changed and written back in one piece, through one
     /// buffer: arming every entry of a module changes a byte on most of its
     /// code pages, and a batch's copy of each page cost a compiler's 25 MB
-    /// of code 6,000 fresh pages of the tool's memory. Inside a batch, the
+    /// of code 4,000 fresh pages of the tool's memory. Inside a batch, the
     /// batch's reads and writes do it.
     pub fn overwrite_each(
         &self,
@@ -190,12 +190,6 @@ impl Memory {
         }
         self.write(at, &[byte])?;
         Ok(Some(original[0]))
-    }
-
-    /// The pages the open batch holds, by address (for tests).
-    #[cfg(test)]
-    pub fn batch_pages(&self) -> Vec<u64> {
-        self.batch.borrow().as_ref().map(|p| p.pages.keys().copied().collect()).unwrap_or_default()
     }
 
     /// Reads a little-endian u64.

@@ -323,8 +323,9 @@ pub enum Probe {
 /// pair, in the table of call arcs (see [`crate::arc_table`]): at the
 /// pair's home entry, which the trampoline hashes the pair to, or the entry
 /// after it, if the return address and the id there are the pair's; else
-/// through the arc routine, which searches on and claims. RAX and RCX are saved below the
-/// return address (at a function's entry that memory is free).
+/// through the arc routine, which searches on and claims. RAX and RCX are
+/// saved below the return address (at a function's entry that memory is
+/// free).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ArcProbe {
     /// The callee's arc id.
