@@ -49,6 +49,9 @@ impl Layout {
     /// branches past the jump back, the code there up to its last jump is
     /// the probe's tail.
     pub fn decode(code: &[u8], at: u64, moved: usize, back: u64) -> Option<Layout> {
+        let jumps_back = |insn: &Instruction| {
+            insn.flow_control() == FlowControl::UnconditionalBranch && insn.near_branch_target() == back
+        };
         let mut instructions = Vec::new();
         let mut decoder = Decoder::with_ip(64, code, at, DecoderOptions::NONE);
         for insn in &mut decoder {
@@ -56,33 +59,30 @@ impl Layout {
                 return None;
             }
             instructions.push(insn);
-            let is_back = insn.flow_control() == FlowControl::UnconditionalBranch && insn.near_branch_target() == back;
-            if is_back && instructions.len() > moved {
+            if jumps_back(&insn) && instructions.len() > moved {
                 break;
             }
         }
         let back_index = instructions.len().checked_sub(1)?;
         let jump_back = instructions[back_index];
-        if jump_back.flow_control() != FlowControl::UnconditionalBranch || jump_back.near_branch_target() != back {
-            return None;
-        }
-        let probe = back_index.checked_sub(moved)?;
+        let probe = back_index.checked_sub(moved).filter(|_| jumps_back(&jump_back))?;
         // A jump (not a call: the arc routine lies elsewhere) past the jump back.
         let past = |insn: &Instruction| {
             let jump = matches!(insn.flow_control(), FlowControl::ConditionalBranch | FlowControl::UnconditionalBranch);
             Some(insn.near_branch_target()).filter(|&t| jump && t >= jump_back.next_ip())
         };
-        let mut furthest = instructions[..probe].iter().filter_map(past).max();
-        while let Some(reach) = furthest {
-            let insn = decoder.decode();
-            if insn.is_invalid() || instructions.len() > back_index + MAX_TAIL {
-                return None;
-            }
-            instructions.push(insn);
-            furthest = past(&insn).map_or(Some(reach), |t| Some(t.max(reach)));
-            let ends = matches!(insn.flow_control(), FlowControl::UnconditionalBranch | FlowControl::Return);
-            if ends && insn.next_ip() > reach {
-                break;
+        if let Some(mut reach) = instructions[..probe].iter().filter_map(past).max() {
+            loop {
+                let insn = decoder.decode();
+                if insn.is_invalid() || instructions.len() > back_index + MAX_TAIL {
+                    return None;
+                }
+                instructions.push(insn);
+                reach = past(&insn).map_or(reach, |t| t.max(reach));
+                let ends = matches!(insn.flow_control(), FlowControl::UnconditionalBranch | FlowControl::Return);
+                if ends && insn.next_ip() > reach {
+                    break;
+                }
             }
         }
         Some(Layout { instructions, probe, back: back_index })
