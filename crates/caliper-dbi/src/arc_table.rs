@@ -44,11 +44,13 @@
 //! counted in the table's header instead, which the tool reports. Entries
 //! are never freed, so a pair's search always ends in the same place.
 //!
-//! Increments and claims are unlocked while one thread runs the
+//! An entry's increments are unlocked while one thread runs its image's
 //! trampolines and are made locked in place with theirs (see
-//! [`Increment`]); with per-processor counters, the table's are locked,
-//! the first level's in the running processor's copy of its counts (see
-//! [`COPIES_AT`]).
+//! [`Increment`]): no other image counts in the entries of its ids. The
+//! claims, and the header's count, are always locked: every image's calls
+//! reach them. With per-processor counters, the table's increments are
+//! locked, the first level's in the running processor's copy of its counts
+//! (see [`COPIES_AT`]).
 
 use crate::relocate::{self, CONSTANT_LABEL, Increment, LABEL, Trampoline, Unpatchable, unencodable};
 use iced_x86::{Code, Instruction, MemoryOperand, Register};
@@ -161,11 +163,12 @@ pub fn routine(at: u64, table: u64, how: Increment) -> Result<Trampoline, Unpatc
     for (n, log2) in LEVELS_LOG2.into_iter().enumerate() {
         constants.push(first);
         let next_level = if n + 1 < LEVELS_LOG2.len() { START + LEVEL_LABELS * (n as u64 + 1) } else { FULL };
-        list.extend(level_search(n as u64, log2, constants.len() as u64 - 1, next_level, how)?);
+        list.extend(level_search(n as u64, log2, constants.len() as u64 - 1, next_level)?);
         first += ((1 << log2) + PROBES) * ENTRY_BYTES;
     }
-    // No room in either level: the header's count.
-    let mut full = relocate::increment_at(Register::RIP, table as i64, how)?;
+    // No room in either level: the header's count, which every image's
+    // calls may reach.
+    let mut full = relocate::increment_at(Register::RIP, table as i64, Increment::Locked)?;
     full[0].set_ip(FULL);
     list.extend(full);
     list.push(op(Instruction::with_branch(Code::Jmp_rel32_64, DONE))?);
@@ -226,13 +229,7 @@ fn count_per_cpu(second_level: u64) -> Result<Vec<Instruction>, Unpatchable> {
 /// constant `first`): the pair's entry found, to `COUNT`; a free one
 /// claimed, to `COUNT`; [`PROBES`] entries taken by other pairs, to
 /// `next_level`. The pair's return address in RCX, its id in RAX.
-fn level_search(
-    n: u64,
-    log2: u32,
-    first: u64,
-    next_level: u64,
-    how: Increment,
-) -> Result<Vec<Instruction>, Unpatchable> {
+fn level_search(n: u64, log2: u32, first: u64, next_level: u64) -> Result<Vec<Instruction>, Unpatchable> {
     let op = |r: Result<Instruction, iced_x86::IcedError>| r.map_err(unencodable);
     let [start, look, empty, next] = [START, LOOK, EMPTY, NEXT].map(|label| label + LEVEL_LABELS * n);
     let labelled = |mut insn: Instruction, label: u64| {
@@ -245,11 +242,11 @@ fn level_search(
     let entry_id = MemoryOperand::with_base_displ(Register::RDX, 8);
     let times_three = MemoryOperand::with_base_index_scale(Register::RDX, Register::RDX, 2);
     let search_end = MemoryOperand::with_base_displ(Register::RDX, (PROBES * ENTRY_BYTES) as i64);
+    // Locked whatever `how` says: the table is every image's, and two
+    // processes that count unlocked, each in entries of its own, may claim
+    // free entries at the same moment.
     let mut claim = op(Instruction::with2(Code::Cmpxchg_rm64_r64, entry, Register::RCX))?;
-    match how {
-        Increment::Unlocked => claim.set_segment_prefix(Register::DS),
-        _ => claim.set_has_lock_prefix(true),
-    }
+    claim.set_has_lock_prefix(true);
     Ok(vec![
         // The entry: hash(return address ^ id << 40) * 24 past the first.
         labelled(op(Instruction::with2(Code::Mov_r64_rm64, Register::RDX, Register::RAX))?, start),
@@ -582,8 +579,8 @@ mod tests {
     #[test]
     fn the_unlocked_routine_turns_locked_by_its_prefix_bytes() {
         let unlocked = routine(0x7000_0000, 0x7100_0000, Increment::Unlocked).unwrap();
-        // The claims of both levels, the entry's count and the header's.
-        assert_eq!(unlocked.unlocked.len(), 4);
+        // The entry's count; the claims and the header's count are locked.
+        assert_eq!(unlocked.unlocked.len(), 1);
         let mut code = unlocked.code.clone();
         for &u in &unlocked.unlocked {
             assert_eq!(code[u as usize], relocate::UNLOCKED_PREFIX);

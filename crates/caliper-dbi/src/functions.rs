@@ -40,8 +40,10 @@ pub struct FunctionRecord {
     pub covered: bool,
     /// Calls counted by the tool at a breakpoint.
     pub trap_hits: u64,
-    /// The counter slot of its trampoline.
-    pub slot: Option<usize>,
+    /// The counter slots of its trampolines: one per program image that
+    /// counts in slots of its own (see [`crate::image::Image::slots`]), and
+    /// the one the others share.
+    pub slots: Vec<usize>,
     pub mode: Mode,
 }
 
@@ -79,14 +81,14 @@ impl FunctionTable {
     /// (one patched ahead of its first call saw no breakpoint hit).
     pub fn cover_counted(&mut self, counters: &[u64]) {
         for r in &mut self.records {
-            r.covered |= r.slot.and_then(|s| counters.get(s)).is_some_and(|&n| n > 0);
+            r.covered |= r.slots.iter().any(|&s| counters.get(s).is_some_and(|&n| n > 0));
         }
     }
 
     /// The total calls of function `id`, given the counter values.
     pub fn calls(&self, id: usize, counters: &[u64]) -> u64 {
         let r = &self.records[id];
-        r.trap_hits + r.slot.and_then(|s| counters.get(s).copied()).unwrap_or(0)
+        r.trap_hits + r.slots.iter().filter_map(|&s| counters.get(s)).sum::<u64>()
     }
 }
 
@@ -112,7 +114,7 @@ impl ModuleFunctions<'_> {
                 size,
                 covered: false,
                 trap_hits: 0,
-                slot: None,
+                slots: Vec::new(),
                 mode: Mode::Armed,
             });
             self.records.len() - 1

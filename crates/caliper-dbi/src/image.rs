@@ -208,7 +208,24 @@ pub struct Image {
     /// keeps its breakpoint (see [`Image::redirect_callers`]), by address.
     pub redirects: BTreeMap<u64, Redirect>,
     pub regions: Vec<Region>,
+    /// Whether more than one thread may run the trampolines: the image's
+    /// own threads, or a forked process's, which runs a copy of them that
+    /// counts in the same slots. Their increments are atomic then; until
+    /// then they need not be.
+    pub shared: bool,
+    /// The counter slots of the functions the image's trampolines count,
+    /// by function, where the image counts in slots of its own: then no
+    /// other image counts there, and its increments may stay unlocked while
+    /// its one thread runs them, whatever other processes run (a compiler's
+    /// increments were all locked, and per processor, from the moment its
+    /// driver spawned it: twice its time under fcount). None: it counts in
+    /// the slots that the images without slots of their own share, and its
+    /// increments are atomic.
+    pub slots: Option<SlotMap>,
 }
+
+/// Counter slots by function id.
+pub type SlotMap = caliper_data::hash::FxHashMap<usize, usize>;
 
 /// What a stopped thread lends to work that runs code in the tracee.
 pub struct Stopped<'a> {
@@ -232,11 +249,15 @@ impl Image {
             stubs: BTreeMap::new(),
             redirects: BTreeMap::new(),
             regions: Vec::new(),
+            shared: true,
+            slots: None,
         })
     }
 
-    /// The image of a forked child: the same code, probes and regions (its
-    /// memory is a copy of the parent's), in the child's memory.
+    /// The image of a forked child: the same code, probes, regions and
+    /// counter slots (its memory is a copy of the parent's), in the child's
+    /// memory. Both run the trampolines from now on: the engine makes both
+    /// images shared.
     pub fn fork(&self, child: Pid) -> io::Result<Image> {
         Ok(Image {
             pid: child,
@@ -248,6 +269,8 @@ impl Image {
             stubs: self.stubs.clone(),
             redirects: self.redirects.clone(),
             regions: self.regions.clone(),
+            shared: self.shared,
+            slots: self.slots.clone(),
         })
     }
 
@@ -912,7 +935,7 @@ impl Image {
 
     /// Makes every increment of the trampolines atomic, one prefix byte
     /// each. Safe while no other thread runs this code: the engine calls it
-    /// at the first new thread or process, before that one runs.
+    /// at the process's first new thread or fork, before that one runs.
     pub fn lock_all(&mut self) -> io::Result<()> {
         self.batched(|image| {
             for at in std::mem::take(&mut image.unlocked) {

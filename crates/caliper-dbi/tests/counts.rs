@@ -425,6 +425,30 @@ fn a_pipeline_is_followed_through_fork_and_exec() {
     assert!(modules.iter().any(|m| m == "cat") && !modules.iter().any(|m| m == "gzip"), "{modules:?}");
 }
 
+/// A program, the copy of itself it spawns and a child the copy forks call
+/// one function at the same moment: the spawned copy counts in slots and
+/// arc entries of its own (unlocked while it runs one thread), the forked
+/// child beside its parent; not a call is lost (were the copy to count
+/// unlocked in its parent's slots, some hundred thousand would be).
+#[test]
+fn programs_running_side_by_side_count_every_call() {
+    let out = tempfile::tempdir().unwrap();
+    common::build(out.path(), "side_by_side", &[]);
+    for collect in ["fcount", "arcs"] {
+        let file = out.path().join(format!("{collect}.cali"));
+        let args = ["-c", collect, "-i", "side_by_side", "-o", file.to_str().unwrap()];
+        let output = run_in(out.path(), &args, "./side_by_side", &[]);
+        assert_eq!(String::from_utf8_lossy(&output.stdout), "ok\n", "{}", String::from_utf8_lossy(&output.stderr));
+        let calls = 3 * 5_000_000;
+        if collect == "fcount" {
+            assert_eq!(read_result(&file)[&("side_by_side".into(), "tick".into())].count, Some(calls));
+        } else {
+            let sites = read_arcs(&file).remove(&("run".into(), "tick".into())).unwrap_or_default();
+            assert_eq!(sites.iter().sum::<u64>(), calls, "the arcs from run: {sites:?}");
+        }
+    }
+}
+
 #[test]
 fn many_children_at_once_are_counted_or_let_go() {
     let out = tempfile::tempdir().unwrap();

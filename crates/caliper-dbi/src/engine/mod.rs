@@ -27,7 +27,7 @@ use crate::counters::Counters;
 use crate::debugger::DebugConfig;
 use crate::filter::{self, Filter};
 use crate::functions::{ArcTable, FunctionTable};
-use crate::image::{Image, Internal};
+use crate::image::{Image, Internal, SlotMap};
 use crate::launch;
 use crate::module_cache::ModuleCache;
 use crate::ptrace::{self, Pid, Status};
@@ -215,6 +215,12 @@ impl Thread {
 /// Samples per second of a thread's CPU time, with `sample`.
 const SAMPLES_PER_SECOND: u64 = 1000;
 
+/// The free counter slots below which a new image counts in the slots the
+/// images share instead of slots of its own (each program a build runs
+/// takes slots of its own for the functions it calls: a compiler's run,
+/// 5,000).
+const PRIVATE_SLOTS_FREE: usize = crate::counters::SLOTS / 2;
+
 /// The engine's state.
 pub struct Engine {
     config: Config,
@@ -247,9 +253,9 @@ pub struct Engine {
     early: HashSet<Pid>,
     main: Pid,
     attached: bool,
-    /// More than one thread or process may run the trampolines: their
-    /// increments are atomic. Until then they need not be.
-    shared: bool,
+    /// The counter slots of the images that have none of their own (see
+    /// [`Image::slots`]).
+    shared_slots: SlotMap,
     exit: Option<Exit>,
     deadline: Option<Instant>,
     /// Whether probes are in (false until a delayed start).
@@ -314,7 +320,7 @@ impl Engine {
             sample_drain: None,
             main: 0,
             attached,
-            shared: attached,
+            shared_slots: SlotMap::default(),
             exit: None,
             stop_with_program: false,
             events: events::Events::default(),
@@ -403,6 +409,10 @@ impl Engine {
     /// the libraries it loads.
     fn new_image(&mut self, pid: Pid) -> io::Result<()> {
         let mut image = Image::new(pid)?;
+        image.slots = (self.counters.free() >= PRIVATE_SLOTS_FREE).then(SlotMap::default);
+        // One thread, at a launch or an exec; an attach finds any number.
+        // In the slots the images share, other processes count beside it.
+        image.shared = image.slots.is_none() || self.threads.values().filter(|t| t.pid == pid).count() > 1;
         if self.measuring {
             self.probe(&mut image)?;
         }
@@ -574,13 +584,23 @@ impl Engine {
                 if let Ok(new) = ptrace::event_message(tid) {
                     self.threads.entry(new as Pid).or_insert(Thread::new(pid, true));
                 }
-                self.share_counters(tid);
+                self.share_counters(pid, tid);
             }
             libc::PTRACE_EVENT_FORK | libc::PTRACE_EVENT_VFORK => {
-                if let Ok(child) = ptrace::event_message(tid) {
-                    self.new_process(pid, child as Pid, event == libc::PTRACE_EVENT_VFORK);
+                let vfork = event == libc::PTRACE_EVENT_VFORK;
+                let child = ptrace::event_message(tid).ok().map(|child| child as Pid);
+                if let Some(child) = child {
+                    self.new_process(pid, child, vfork);
                 }
-                self.share_counters(tid);
+                // A vforked child runs while its parent waits for its exec
+                // or exit: never beside it. A forked one runs a copy of its
+                // parent's trampolines beside it, counting in the same slots.
+                if !vfork {
+                    self.share_counters(pid, tid);
+                    if let Some(child) = child {
+                        self.share_counters(child, tid);
+                    }
+                }
             }
             libc::PTRACE_EVENT_EXEC => self.on_exec(tid, pid),
             _ => {}
@@ -590,19 +610,21 @@ impl Engine {
         }
     }
 
-    /// At the first new thread or process (stopped, as its creator `tid`
-    /// is): every increment becomes atomic before a second one can run it.
-    fn share_counters(&mut self, tid: Pid) {
-        if self.shared {
-            return;
+    /// At the first thread of process `pid` beside its first, or the first
+    /// process forked from it (stopped, as the thread `tid` that made it
+    /// is): every increment of its image becomes atomic before a second
+    /// thread can run it, and where there are per-processor counters, the
+    /// image of `tid` counts in them.
+    fn share_counters(&mut self, pid: Pid, tid: Pid) {
+        let Some(image_id) = self.processes.get(&pid).map(|p| p.image) else { return };
+        let Some(image) = self.images.get_mut(&image_id).filter(|i| !i.shared) else { return };
+        image.shared = true;
+        if let Err(e) = image.lock_all() {
+            eprintln!("== CALIPER: cali-run: cannot make the counters atomic in process {}: {e}", image.pid);
         }
-        self.shared = true;
-        for image in self.images.values_mut() {
-            if let Err(e) = image.lock_all() {
-                eprintln!("== CALIPER: cali-run: cannot make the counters atomic in process {}: {e}", image.pid);
-            }
+        if self.threads.get(&tid).is_some_and(|t| t.pid == pid) {
+            self.spread_counters(tid);
         }
-        self.spread_counters(tid);
     }
 
     fn new_process(&mut self, parent: Pid, child: Pid, vfork: bool) {

@@ -96,7 +96,7 @@ impl Engine {
         self.arcs.records[arc].trap_hits += 1;
     }
 
-    /// At the first new thread or process, when the counters have a copy
+    /// At a process's first new thread or fork, when the counters have a copy
     /// per processor: every trampoline of the image of thread `tid` (which
     /// is stopped) rebuilt to count in the running processor's copy, so
     /// that threads on different processors do not contend for one
@@ -111,16 +111,16 @@ impl Engine {
         };
         let stopped = self.stop_world(image_id, tid);
         let mut deferred = Vec::new();
-        let image = self.images.get_mut(&image_id).expect("live image");
-        image.memory.begin_batch();
-        let patched: Vec<(u64, usize)> = image
+        let patched: Vec<(u64, usize, usize)> = self.images[&image_id]
             .probes
             .iter()
             .filter(|(_, p)| matches!(p.state, ProbeState::Patched { .. }))
             .filter_map(|(&entry, p)| Some((entry, p.function?)))
+            .filter_map(|(entry, f)| Some((entry, f, self.slot_of(image_id, f)?)))
             .collect();
-        for (entry, f) in patched {
-            let Some(slot) = self.functions.records[f].slot else { continue };
+        let image = self.images.get_mut(&image_id).expect("live image");
+        image.memory.begin_batch();
+        for (entry, f, slot) in patched {
             let id = self.arc_ids.get(&image_id).and_then(|ids| ids.get(&entry));
             let counting = match id {
                 Some(&id) => Counting::Arcs { slot, id },
@@ -226,21 +226,35 @@ impl Engine {
         resume_at
     }
 
-    /// The counter slot for the calls of function `f`: its own if it has
-    /// one (a function patched in another image, a forked child or an
-    /// earlier run of the program, counts into the same slot), else the
-    /// next free one, which [`Engine::keep_slot`] takes once a trampoline
-    /// counts there.
-    fn calls_slot(&self, f: usize) -> Option<usize> {
-        self.functions.records[f].slot.or(self.counters.peek_next())
+    /// The counter slot that image `image_id` counts the calls of function
+    /// `f` in, if it has one: the image's own (see
+    /// [`crate::image::Image::slots`]; a forked child's are its parent's),
+    /// or the one the images without slots of their own share.
+    fn slot_of(&self, image_id: usize, f: usize) -> Option<usize> {
+        let slots = self.images.get(&image_id).and_then(|i| i.slots.as_ref()).unwrap_or(&self.shared_slots);
+        slots.get(&f).copied()
     }
 
-    /// Function `f`'s calls are counted in `slot` from now on.
-    fn keep_slot(&mut self, f: usize, slot: usize) {
+    /// The counter slot for the calls of function `f` in image `image_id`:
+    /// its slot there if it has one (see [`Engine::slot_of`]), else the
+    /// next free one, which [`Engine::keep_slot`] takes once a trampoline
+    /// counts there.
+    fn calls_slot(&self, image_id: usize, f: usize) -> Option<usize> {
+        self.slot_of(image_id, f).or(self.counters.peek_next())
+    }
+
+    /// Function `f`'s calls in image `image_id` are counted in `slot` from
+    /// now on.
+    fn keep_slot(&mut self, image_id: usize, f: usize, slot: usize) {
         if self.counters.peek_next() == Some(slot) {
             self.counters.allocate();
+            self.functions.records[f].slots.push(slot);
         }
-        self.functions.records[f].slot = Some(slot);
+        let slots = match self.images.get_mut(&image_id).and_then(|i| i.slots.as_mut()) {
+            Some(slots) => slots,
+            None => &mut self.shared_slots,
+        };
+        slots.insert(f, slot);
     }
 
     /// The calls of function `f` (entry `addr` in image `image_id`, which
@@ -253,7 +267,7 @@ impl Engine {
             return;
         }
         let Some((slot, counting)) = self.counting(image_id, addr, f) else { return };
-        let increment = self.counters.increment(self.shared);
+        let increment = self.counters.increment(self.images[&image_id].shared);
         let name = self.functions.records[f].name.clone();
         let image = self.images.get_mut(&image_id).expect("live image");
         let mut thread = Stopped { tid, counters: &self.counters, deferred };
@@ -263,7 +277,7 @@ impl Engine {
         if redirected == 0 {
             return;
         }
-        self.keep_slot(f, slot);
+        self.keep_slot(image_id, f, slot);
         let record = &mut self.functions.records[f];
         if let Mode::Breakpoint(why) = &record.mode {
             record.mode = Mode::CallSites(why.clone());
@@ -275,7 +289,7 @@ impl Engine {
     /// with `arcs`, the call arcs too, under the trampoline's arc id. None
     /// when no slot is left for the calls.
     fn counting(&mut self, image_id: usize, entry: u64, f: usize) -> Option<(usize, Counting)> {
-        let slot = self.calls_slot(f)?;
+        let slot = self.calls_slot(image_id, f)?;
         let counting = if self.config.collect.arcs {
             Counting::Arcs { slot, id: self.arc_id(image_id, entry, f) }
         } else {
@@ -297,11 +311,11 @@ impl Engine {
             .counting(image_id, addr, f)
             .ok_or_else(|| Unpatchable::Unencodable("counter slots exhausted".into()))?;
         let size = self.functions.records[f].size;
-        let increment = self.counters.increment(self.shared);
+        let increment = self.counters.increment(self.images[&image_id].shared);
         let image = self.images.get_mut(&image_id).expect("live image");
         let mut thread = Stopped { tid: world.tid, counters: &self.counters, deferred: world.deferred };
         let trampoline = image.patch(addr, size, &counting, increment, world.busy, &mut thread)?;
-        self.keep_slot(f, slot);
+        self.keep_slot(image_id, f, slot);
         self.functions.records[f].mode = Mode::Trampoline;
         Ok(trampoline)
     }
