@@ -33,12 +33,16 @@
 //! entered by a jump finds whatever is on the stack) is counted as 1: both
 //! are no call site, and 0 marks a free entry.
 //!
-//! The table has two levels, searched in turn: a small one (2^16 entries,
-//! 1.5 MiB), where a program's arcs mostly stay, and a large one (2^19,
+//! The table has two levels, searched in turn: a small one (2^17 entries,
+//! 3 MiB), where a program's arcs mostly stay, and a large one (2^19,
 //! 12 MiB) for the pairs that find no room in the first. A program's hot
 //! arcs then lie on few pages: spread over a table of 12 MiB, each call's
 //! entry was a TLB miss, and the pages touched a fault each (sqlite3 ran
-//! 20 ms longer so). In each level the pair's hash picks an entry and the
+//! 20 ms longer so). The first level is twice a compiler's arcs: with
+//! 2^16 entries, cc1 compiling Lua's `lvm.c` filled 59,000 of them, its
+//! pairs lay far from their homes, and a fifth of its 133 million calls
+//! went through the routine (with 2^17, one in fifteen: `arcs` 10–15 %
+//! faster there). In each level the pair's hash picks an entry and the
 //! search goes on through at most [`PROBES`] entries (each level has as
 //! many after its hashed ones); a pair that finds no room in either is
 //! counted in the table's header instead, which the tool reports. Entries
@@ -59,29 +63,29 @@ use iced_x86::{Code, Instruction, MemoryOperand, Register};
 pub const ENTRY_BYTES: u64 = 24;
 /// The entries a search looks at in a level, from the one the hash picks.
 pub const PROBES: u64 = 64;
-/// The entries a pair's hash chooses among in each level (2^16 and
-/// 2^19: a compiler's run makes 35,000 arcs, a program's half a million
-/// fit).
-const LEVELS_LOG2: [u32; 2] = [16, 19];
+/// The entries a pair's hash chooses among in each level (2^17 and
+/// 2^19: a compiler's run makes 35,000 to 60,000 arcs, a program's half a
+/// million fit).
+const LEVELS_LOG2: [u32; 2] = [17, 19];
 /// The entries of both levels, each with [`PROBES`] after its hashed ones.
 pub const ENTRIES: u64 = (1 << LEVELS_LOG2[0]) + (1 << LEVELS_LOG2[1]) + 2 * PROBES;
 /// The header before the entries: the count of the calls that found no
 /// entry, then padding to an entry's size.
 pub const HEADER_BYTES: u64 = ENTRY_BYTES;
-/// The bytes of the table (13.5 MiB, sparse: only the pages touched take
+/// The bytes of the table (15 MiB, sparse: only the pages touched take
 /// memory).
 pub const TABLE_BYTES: u64 = HEADER_BYTES + ENTRIES * ENTRY_BYTES;
 
 /// The bytes of the first level's entries.
 const LEVEL0_BYTES: u64 = ((1 << LEVELS_LOG2[0]) + PROBES) * ENTRY_BYTES;
 /// The first level's per-processor copies of its counts, after the table
-/// (page-aligned), each 2 MiB (the level's bytes rounded up to a power of
+/// (page-aligned), each 4 MiB (the level's bytes rounded up to a power of
 /// two): under per-processor counters, a first-level pair is counted in
 /// the copy of the processor the routine runs on, at the entry's offset in
 /// the level (threads that make the same calls would otherwise contend for
 /// one entry's cache line: `xz -T2` ran twice fcount's time).
 pub const COPIES_AT: u64 = TABLE_BYTES.next_multiple_of(4096);
-pub const COPY_STRIDE_LOG2: u32 = 21;
+pub const COPY_STRIDE_LOG2: u32 = 22;
 const _: () = assert!(LEVEL0_BYTES <= 1 << COPY_STRIDE_LOG2);
 /// The entries that have per-processor copies of their counts: the first
 /// level's.

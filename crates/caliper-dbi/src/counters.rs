@@ -145,7 +145,7 @@ impl ArcCounts {
 impl Counters {
     /// The claimed entries of the table of call arcs, in the order of
     /// their index. Only the pages of the file that hold data are looked
-    /// at: the table is 13.5 MiB, of which a small run uses a few pages.
+    /// at: the table is 15 MiB, of which a small run uses a few pages.
     pub fn read_arcs(&self) -> io::Result<ArcCounts> {
         let word = |at: u64| self.arcs.word((at / 8) as usize).unwrap_or(0);
         let mut counts = ArcCounts { entries: Vec::new(), overflow: word(0) };
