@@ -1,6 +1,6 @@
 //! The sweep: real programs from Debian packages (compressors,
 //! interpreters, sqlite3, text tools, git, a compiler driver that spawns
-//! its compiler and assembler, a threaded compressor, and CPython's main
+//! its compiler and assembler (on a small file and on Lua's `lvm.c`), a threaded compressor, and CPython's main
 //! linked against the shared libpython) under each collector.
 //!
 //! What it checks, per program and collector: the program's standard
@@ -254,6 +254,15 @@ fn cases(dir: &Path) -> Vec<Case> {
 
     let mut gcc = Case::new("gcc -c", "/usr/bin/gcc", &["-O2", "-c", "small.c", "-o", "small.o"], dir);
     gcc.product = Some("small.o");
+    // A compile of a real source file (Lua's interpreter loop: cc1 makes
+    // 133 million calls), where the compiler's run, not its start, is the
+    // time.
+    let lua = common::lua_sources();
+    let include = format!("-I{}", lua.display());
+    let lvm = lua.join("lvm.c");
+    let mut lvm =
+        Case::new("gcc -c lvm.c", "/usr/bin/gcc", &["-O2", "-c", &include, lvm.to_str().unwrap(), "-o", "lvm.o"], dir);
+    lvm.product = Some("lvm.o");
     let mut git = Case::new("git log", "/usr/bin/git", &["log", "--stat"], &repo);
     git.env = git_env;
     vec![
@@ -278,6 +287,7 @@ fn cases(dir: &Path) -> Vec<Case> {
         .stdin(&data),
         git,
         gcc,
+        lvm,
     ]
 }
 

@@ -214,3 +214,30 @@ pub fn query(file: &std::path::Path, calql: &str) -> String {
     processor.finish(&mut db).unwrap();
     String::from_utf8(out.contents()).unwrap()
 }
+
+/// The Lua 5.4 sources of the `lua-src` crate, found through `cargo metadata`.
+pub fn lua_sources() -> PathBuf {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let output = Command::new(cargo)
+        .args(["metadata", "--format-version", "1", "--offline"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "cargo metadata: {}", String::from_utf8_lossy(&output.stderr));
+    let metadata: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let manifest = metadata["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "lua-src")
+        .and_then(|p| p["manifest_path"].as_str())
+        .expect("lua-src among the packages");
+    let crate_dir = Path::new(manifest).parent().unwrap();
+    let mut versions: Vec<PathBuf> = std::fs::read_dir(crate_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_str().unwrap().starts_with("lua-5.4"))
+        .collect();
+    versions.sort();
+    versions.pop().expect("Lua 5.4 in lua-src")
+}
