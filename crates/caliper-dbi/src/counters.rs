@@ -15,7 +15,7 @@
 //!
 //! After the copies comes the table of call arcs (see [`crate::arc_table`]).
 
-use crate::arc_table::{self, ENTRY_BYTES, Entry, HEADER_BYTES, TABLE_BYTES, bytes_with_copies};
+use crate::arc_table::{self, COPIES_AT, ENTRY_BYTES, Entry, HEADER_BYTES, TABLE_BYTES, bytes_with_copies};
 use crate::mapped::Mapped;
 use crate::relocate::Increment;
 use std::fs::File;
@@ -147,15 +147,27 @@ impl Counters {
     /// their index. Only the pages of the file that hold data are looked
     /// at: the table is 15 MiB, of which a small run uses a few pages.
     pub fn read_arcs(&self) -> io::Result<ArcCounts> {
-        let word = |at: u64| self.arcs.word((at / 8) as usize).unwrap_or(0);
-        let mut counts = ArcCounts { entries: Vec::new(), overflow: word(0) };
         let table = self.arc_table_offset();
+        let processors = self.copies as u64 - 1;
+        // The pages of the processors' copies that hold data: a word in a
+        // hole is 0, and reading it through the mapping would fault a page
+        // into the file (two copies of each page of claimed entries, on two
+        // processors: half the tool's page faults under sed).
+        let copied = data_ranges(self.file.as_file(), table + COPIES_AT, table + bytes_with_copies(processors))?;
+        let in_data = |at: u64| {
+            let n = copied.partition_point(|&(_, high)| high <= table + at);
+            copied.get(n).is_some_and(|&(low, _)| low <= table + at)
+        };
+        let word = |at: u64| {
+            let held = at < COPIES_AT || in_data(at);
+            if held { self.arcs.word((at / 8) as usize).unwrap_or(0) } else { 0 }
+        };
+        let mut counts = ArcCounts { entries: Vec::new(), overflow: word(0) };
         let first = table + HEADER_BYTES;
         for (low, high) in data_ranges(self.file.as_file(), first, table + TABLE_BYTES)? {
             // The entries that have a byte in the range.
             let (low, high) = (((low - first) / ENTRY_BYTES) as usize, (high - first).div_ceil(ENTRY_BYTES) as usize);
             let start = counts.entries.last().map_or(low, |last| low.max(last.index + 1));
-            let processors = self.copies as u64 - 1;
             counts.entries.extend((start..high).filter_map(|index| Entry::read(index as u64, processors, word)));
         }
         Ok(counts)
@@ -257,6 +269,9 @@ mod tests {
         let last = last as usize;
         assert_eq!(got, [(0, 0x4010, 2, 1), (70_000, 0x4020, 2, 70_001), (last, 0x4030, 2, last as u64 + 1)]);
         assert_eq!((read.count(70_000), read.count(1)), (70_001, 0));
+        let processors = counters.copies as u64 - 1;
+        let copies = (table + COPIES_AT, table + bytes_with_copies(processors));
+        assert!(data_ranges(file, copies.0, copies.1).unwrap().is_empty(), "no page of the copies read into the file");
         // A first-level entry's count, over the processors' copies.
         if counters.copies > 1 {
             let last_copy = counters.copies as u64 - 2;
