@@ -2,8 +2,10 @@
 # What cali-run costs an unmodified program: gzip -6 of about 20 MB of text
 # under each collector (fcount, arcs, sample) against gzip alone, and the
 # start-up of a compiler (gcc -O2 -c of a small file: the driver, cc1's
-# 45,000 functions and the assembler instrumented) under fcount and arcs,
-# each measured run beside a native one; CPU time, the tool's included.
+# 45,000 functions and the assembler instrumented) and a compile of a real
+# source file (Lua's lvm.c, from the lua-src crate the tests use: cc1 makes
+# 133 million calls) under fcount and arcs, each measured run beside a
+# native one; CPU time, the tool's included.
 #
 #   bench/cali-run.sh [--smoke]      (RUNS=5 alternating pairs)
 # shellcheck source=bench/lib.sh
@@ -20,3 +22,11 @@ printf 'static int f(int x) { return 2 * x + 1; }\nint main(void) { return f(3);
 overhead "fcount|$cali_run -c fcount -o $scratch/out.cali --" \
     "arcs|$cali_run -c arcs -o $scratch/out.cali --" \
     -- gcc -O2 -c "$scratch/small.c" -o "$scratch/small.o"
+# Lua's sources, where cargo unpacked the lua-src crate.
+lua=$(cargo metadata --format-version 1 --offline --manifest-path "$(dirname "$0")/../Cargo.toml" |
+    python3 -c 'import json, sys, pathlib
+crate = next(p for p in json.load(sys.stdin)["packages"] if p["name"] == "lua-src")
+print(sorted(pathlib.Path(crate["manifest_path"]).parent.glob("lua-5.4*"))[-1])')
+overhead "fcount|$cali_run -c fcount -o $scratch/out.cali --" \
+    "arcs|$cali_run -c arcs -o $scratch/out.cali --" \
+    -- gcc -O2 -c -I"$lua" "$lua/lvm.c" -o "$scratch/lvm.o"
