@@ -37,6 +37,9 @@ const MAX_COPIES: usize = 64;
 pub struct Counters {
     file: tempfile::NamedTempFile,
     next: usize,
+    /// Slots given back (see [`Counters::recycle`]) with the count each
+    /// held then, taken again before new ones.
+    recycled: Vec<(usize, u64)>,
     /// Copies of the slots: 1, or 1 and one per processor.
     copies: usize,
     /// The table of call arcs, mapped (read at every process's end: a
@@ -58,7 +61,7 @@ impl Counters {
         let table = bytes_with_copies(copies as u64 - 1);
         file.as_file().set_len(BYTES * copies as u64 + table)?;
         let arcs = Mapped::new(file.as_file(), BYTES * copies as u64, table as usize)?;
-        Ok(Counters { file, next: 0, copies, arcs })
+        Ok(Counters { file, next: 0, recycled: Vec::new(), copies, arcs })
     }
 
     /// The bytes of the file, which each traced process maps.
@@ -90,19 +93,35 @@ impl Counters {
     /// The slot [`Counters::allocate`] will hand out next, or None when
     /// all are taken.
     pub fn peek_next(&self) -> Option<usize> {
-        (self.next < SLOTS).then_some(self.next)
+        self.recycled.last().map(|&(slot, _)| slot).or((self.next < SLOTS).then_some(self.next))
+    }
+
+    /// How many slots were taken at most at once.
+    pub fn high_water(&self) -> usize {
+        self.next
     }
 
     /// How many slots are left.
     pub fn free(&self) -> usize {
-        SLOTS - self.next
+        SLOTS - self.next + self.recycled.len()
     }
 
-    /// Takes the next slot.
-    pub fn allocate(&mut self) -> Option<usize> {
+    /// Takes the next slot, with the count it holds already: a recycled
+    /// slot's last count (its new user's calls are what it counts beyond
+    /// that), 0 for a new one.
+    pub fn allocate(&mut self) -> Option<(usize, u64)> {
+        if let Some(recycled) = self.recycled.pop() {
+            return Some(recycled);
+        }
         let slot = self.peek_next()?;
         self.next += 1;
-        Some(slot)
+        Some((slot, 0))
+    }
+
+    /// Gives back `slot`, which holds `count` now and which no trampoline
+    /// counts in any more, for another function to count in.
+    pub fn recycle(&mut self, slot: usize, count: u64) {
+        self.recycled.push((slot, count));
     }
 
     /// The current value of every allocated slot (over all its copies).
@@ -237,7 +256,7 @@ mod tests {
     #[test]
     fn a_count_is_the_sum_of_its_copies() {
         let mut counters = Counters::create().unwrap();
-        let slot = counters.allocate().unwrap();
+        let (slot, _) = counters.allocate().unwrap();
         counters.file.as_file().write_all_at(&5u64.to_le_bytes(), slot as u64 * 8).unwrap();
         if counters.copies > 1 {
             let last = (counters.copies as u64 - 1) * BYTES;
@@ -248,6 +267,18 @@ mod tests {
         let table = bytes_with_copies(counters.copies as u64 - 1);
         assert_eq!(counters.mapped_len(), BYTES * counters.copies as u64 + table);
         assert_eq!(counters.increment(false), Increment::Unlocked);
+    }
+
+    #[test]
+    fn a_recycled_slot_is_taken_again_with_its_count() {
+        let mut counters = Counters::create().unwrap();
+        assert_eq!(counters.allocate(), Some((0, 0)));
+        assert_eq!(counters.allocate(), Some((1, 0)));
+        let free = counters.free();
+        counters.recycle(0, 42);
+        assert_eq!((counters.peek_next(), counters.free()), (Some(0), free + 1));
+        assert_eq!(counters.allocate(), Some((0, 42)), "the recycled one first, with its count");
+        assert_eq!(counters.allocate(), Some((2, 0)));
     }
 
     #[test]

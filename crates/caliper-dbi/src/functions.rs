@@ -40,10 +40,13 @@ pub struct FunctionRecord {
     pub covered: bool,
     /// Calls counted by the tool at a breakpoint.
     pub trap_hits: u64,
-    /// The counter slots of its trampolines: one per program image that
-    /// counts in slots of its own (see [`crate::image::Image::slots`]), and
-    /// the one the others share.
-    pub slots: Vec<usize>,
+    /// The counter slots of its trampolines, each with the count it held
+    /// when the function took it (a slot another function counted in
+    /// before): one per program image that counts in slots of its own (see
+    /// [`crate::image::Image::slots`]), and the one the others share.
+    pub slots: Vec<(usize, u64)>,
+    /// The calls counted in slots it has given back (its image gone).
+    pub banked: u64,
     pub mode: Mode,
 }
 
@@ -81,14 +84,15 @@ impl FunctionTable {
     /// (one patched ahead of its first call saw no breakpoint hit).
     pub fn cover_counted(&mut self, counters: &[u64]) {
         for r in &mut self.records {
-            r.covered |= r.slots.iter().any(|&s| counters.get(s).is_some_and(|&n| n > 0));
+            r.covered |= r.banked > 0 || r.slots.iter().any(|&(s, base)| counters.get(s).is_some_and(|&n| n > base));
         }
     }
 
     /// The total calls of function `id`, given the counter values.
     pub fn calls(&self, id: usize, counters: &[u64]) -> u64 {
         let r = &self.records[id];
-        r.trap_hits + r.slots.iter().filter_map(|&s| counters.get(s)).sum::<u64>()
+        let counted = r.slots.iter().filter_map(|&(s, base)| Some(counters.get(s)?.wrapping_sub(base)));
+        r.trap_hits + r.banked + counted.sum::<u64>()
     }
 }
 
@@ -115,6 +119,7 @@ impl ModuleFunctions<'_> {
                 covered: false,
                 trap_hits: 0,
                 slots: Vec::new(),
+                banked: 0,
                 mode: Mode::Armed,
             });
             self.records.len() - 1

@@ -449,6 +449,28 @@ fn programs_running_side_by_side_count_every_call() {
     }
 }
 
+/// A shell runs a program 20 times, one run after the other: each run
+/// counts in slots of its own, given back when it exits and taken by the
+/// next, so the counts add up and the slots taken stay about one run's.
+#[test]
+fn the_slots_of_a_finished_program_are_taken_again() {
+    let out = tempfile::tempdir().unwrap();
+    common::build(out.path(), "side_by_side", &[]);
+    let file = out.path().join("runs.cali");
+    let args = ["-c", "fcount,arcs", "-i", "side_by_side", "-o", file.to_str().unwrap()];
+    let script = "for i in $(seq 20); do ./side_by_side once; done";
+    let output =
+        common::command_in(out.path(), &args, "sh", &["-c", script]).env("CALI_RUN_DEBUG_ARCS", "1").output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert_eq!(read_result(&file)[&("side_by_side".into(), "tick".into())].count, Some(20_000));
+    let most: usize = stderr
+        .lines()
+        .find_map(|l| l.strip_suffix(" at most")?.rsplit(", ").next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no count of the slots taken: {stderr}"));
+    assert!(most < 20, "{most} slots taken at most for 20 runs of a program that calls a few functions");
+}
+
 #[test]
 fn many_children_at_once_are_counted_or_let_go() {
     let out = tempfile::tempdir().unwrap();

@@ -204,12 +204,13 @@ impl Engine {
         let slots = crate::counters::SLOTS - self.counters.free();
         eprintln!(
             "== CALIPER: cali-run: arcs: {} arc ids; {} of {} entries of the table of call arcs claimed; \
-             {} arc records; {slots} of {} counter slots taken",
+             {} arc records; {slots} of {} counter slots taken, {} at most",
             self.arc_callees.len(),
             counts.entries.len(),
             crate::arc_table::ENTRIES,
             self.arcs.records.len(),
-            crate::counters::SLOTS
+            crate::counters::SLOTS,
+            self.counters.high_water()
         );
     }
 }

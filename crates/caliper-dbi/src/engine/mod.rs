@@ -216,9 +216,9 @@ impl Thread {
 const SAMPLES_PER_SECOND: u64 = 1000;
 
 /// The free counter slots below which a new image counts in the slots the
-/// images share instead of slots of its own (each program a build runs
-/// takes slots of its own for the functions it calls: a compiler's run,
-/// 5,000).
+/// images share instead of slots of its own (each program running takes
+/// slots of its own for the functions it calls, a compiler 5,000, and
+/// gives them back at its end).
 const PRIVATE_SLOTS_FREE: usize = crate::counters::SLOTS / 2;
 
 /// The engine's state.
@@ -256,6 +256,9 @@ pub struct Engine {
     /// The counter slots of the images that have none of their own (see
     /// [`Image::slots`]).
     shared_slots: SlotMap,
+    /// How many live images count in each slot of their own (a forked
+    /// child shares its parent's).
+    slot_users: caliper_data::hash::FxHashMap<usize, u32>,
     exit: Option<Exit>,
     deadline: Option<Instant>,
     /// Whether probes are in (false until a delayed start).
@@ -321,6 +324,7 @@ impl Engine {
             main: 0,
             attached,
             shared_slots: SlotMap::default(),
+            slot_users: Default::default(),
             exit: None,
             stop_with_program: false,
             events: events::Events::default(),
@@ -491,6 +495,7 @@ impl Engine {
     fn drop_image_if_unused(&mut self, image: usize) {
         if !self.processes.values().any(|p| p.image == image) && self.images.contains_key(&image) {
             self.take_site_arcs(&[image]);
+            self.release_slots(image);
             self.images.remove(&image);
         }
     }
@@ -637,6 +642,9 @@ impl Engine {
                 Ok(image) => {
                     let id = self.next_image;
                     self.next_image += 1;
+                    for slot in image.slots.iter().flat_map(|slots| slots.values()) {
+                        *self.slot_users.entry(*slot).or_default() += 1;
+                    }
                     self.images.insert(id, image);
                     if let Some(inherited) = self.arc_ids.get(&parent_image).cloned() {
                         self.arc_ids.insert(id, inherited);

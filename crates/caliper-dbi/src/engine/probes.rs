@@ -246,15 +246,57 @@ impl Engine {
     /// Function `f`'s calls in image `image_id` are counted in `slot` from
     /// now on.
     fn keep_slot(&mut self, image_id: usize, f: usize, slot: usize) {
-        if self.counters.peek_next() == Some(slot) {
-            self.counters.allocate();
-            self.functions.records[f].slots.push(slot);
+        if self.counters.peek_next() == Some(slot)
+            && let Some(taken) = self.counters.allocate()
+        {
+            self.functions.records[f].slots.push(taken);
         }
-        let slots = match self.images.get_mut(&image_id).and_then(|i| i.slots.as_mut()) {
-            Some(slots) => slots,
-            None => &mut self.shared_slots,
+        match self.images.get_mut(&image_id).and_then(|i| i.slots.as_mut()) {
+            Some(slots) => {
+                if slots.insert(f, slot).is_none() {
+                    *self.slot_users.entry(slot).or_default() += 1;
+                }
+            }
+            None => {
+                self.shared_slots.insert(f, slot);
+            }
+        }
+    }
+
+    /// Gives back the slots of its own that image `image_id` counted in and
+    /// no other image does (its forked copies share them), once its
+    /// process has exited or run another program: each function's count
+    /// there is kept, and the slot goes to the next function that needs
+    /// one (a build runs a compiler hundreds of times, and each run's
+    /// 5,000 slots would take the counter file's million in the end).
+    pub(super) fn release_slots(&mut self, image_id: usize) {
+        let Some(slots) = self.images.get(&image_id).and_then(|i| i.slots.as_ref()) else { return };
+        let mut released: Vec<(usize, usize)> = Vec::new();
+        for (&f, &slot) in slots {
+            let Some(users) = self.slot_users.get_mut(&slot) else { continue };
+            *users -= 1;
+            if *users == 0 {
+                self.slot_users.remove(&slot);
+                released.push((slot, f));
+            }
+        }
+        let (Some(low), Some(high)) = (released.iter().map(|r| r.0).min(), released.iter().map(|r| r.0).max()) else {
+            return;
         };
-        slots.insert(f, slot);
+        // Unread, the slots are not given back: their counts are read at the end.
+        let values = match self.counters.read(low, high + 1 - low) {
+            Ok(values) => values,
+            Err(e) => return eprintln!("== CALIPER: cali-run: cannot read the counters: {e}"),
+        };
+        for (slot, f) in released {
+            let value = values[slot - low];
+            let record = &mut self.functions.records[f];
+            if let Some(n) = record.slots.iter().position(|&(s, _)| s == slot) {
+                let (_, base) = record.slots.swap_remove(n);
+                record.banked += value.wrapping_sub(base);
+            }
+            self.counters.recycle(slot, value);
+        }
     }
 
     /// The calls of function `f` (entry `addr` in image `image_id`, which

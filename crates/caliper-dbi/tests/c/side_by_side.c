@@ -3,7 +3,8 @@
  * site, and a forked child of the copy does too. The spawned copy is an
  * image of its own, which may count unlocked; the forked child runs a copy
  * of its parent's trampolines beside it. Under cali-run tick is counted
- * exactly 3 * CALLS times whatever runs beside what. Prints "ok". */
+ * exactly 3 * CALLS times whatever runs beside what. Prints "ok".
+ * With the argument "once", calls tick 1,000 times and exits. */
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +32,11 @@ static void await(int fd) {
 }
 
 int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "once") == 0) {
+        volatile long n = 0;
+        for (int i = 0; i < 1000; i++) tick(&n);
+        return 0;
+    }
     if (argc > 2 && strcmp(argv[1], "copy") == 0) {
         /* The spawned copy: fork a child, then the three start together. */
         int ready = atoi(argv[2]);
