@@ -45,8 +45,11 @@
 //! faster there). In each level the pair's hash picks an entry and the
 //! search goes on through at most [`PROBES`] entries (each level has as
 //! many after its hashed ones); a pair that finds no room in either is
-//! counted in the table's header instead, which the tool reports. Entries
-//! are never freed, so a pair's search always ends in the same place.
+//! counted in the table's header instead, which the tool reports. An entry
+//! is freed only once every program that counted in it has ended (see
+//! [`Counters::free_arc_entries`](crate::counters::Counters::free_arc_entries)):
+//! a running pair whose search passes it claims it, beside its entry
+//! further on, and the tool adds the counts of equal pairs.
 //!
 //! An entry's increments are unlocked while one thread runs its image's
 //! trampolines and are made locked in place with theirs (see
@@ -309,10 +312,17 @@ impl Entry {
     /// start) reads it, its count over the copies; None unless claimed.
     pub fn read(index: u64, processors: u64, word: impl Fn(u64) -> u64) -> Option<Entry> {
         let at = HEADER_BYTES + index * ENTRY_BYTES;
-        let copies = if index < COPIED_ENTRIES { processors } else { 0 };
-        let count = word(at + 16) + (0..copies).map(|k| word(copied_count_at(index, k))).sum::<u64>();
+        let count = count_offsets(index, processors).map(&word).sum::<u64>();
         Entry::claimed(index as usize, word(at), word(at + 8), count)
     }
+}
+
+/// The offsets from the table of the words that hold entry `index`'s
+/// count in a table with the copies of `processors` processors: its own,
+/// and a first-level entry's in each copy.
+pub(crate) fn count_offsets(index: u64, processors: u64) -> impl Iterator<Item = u64> {
+    let copies = if index < COPIED_ENTRIES { processors } else { 0 };
+    std::iter::once(HEADER_BYTES + index * ENTRY_BYTES + 16).chain((0..copies).map(move |k| copied_count_at(index, k)))
 }
 
 #[cfg(test)]
@@ -533,6 +543,24 @@ mod tests {
         rig.call(at, 1, |_| 7);
         let claimed: Vec<Entry> = rig.entries(0..ENTRIES).into_iter().filter(|e| e.id == 8).collect();
         assert_eq!(claimed, [Entry { index: home as usize + 2, ret: rig.caller + 5, id: 8, count: 7 }]);
+    }
+
+    /// A pair two entries past its home, whose home is then freed (its
+    /// program ended): its next call claims the home too, and the two
+    /// entries' counts add up to its calls.
+    #[test]
+    fn a_pair_whose_search_passes_a_freed_entry_claims_it_and_counts_on() {
+        let rig = Rig::new(Increment::Unlocked, 1);
+        let at = rig.trampoline(0, 8, &RET, 0);
+        let home = home(rig.caller + 5, 8);
+        rig.fill(home, home + 2);
+        rig.call(at, 1, |_| 3);
+        rig.arena.write(rig.table + HEADER_BYTES + home * ENTRY_BYTES, &[0; ENTRY_BYTES as usize]);
+        rig.call(at, 1, |_| 4);
+        let claimed: Vec<(u64, u64)> =
+            rig.entries(0..ENTRIES).iter().filter(|e| e.id == 8).map(|e| (e.index as u64, e.count)).collect();
+        assert_eq!(claimed, [(home, 4), (home + 2, 3)]);
+        assert_eq!(rig.pairs().0[&(rig.caller + 5, 8)], 7);
     }
 
     /// A function entered by a jump, with 0 where a return address would

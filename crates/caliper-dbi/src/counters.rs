@@ -60,7 +60,7 @@ impl Counters {
         let copies = per_processor_copies();
         let table = bytes_with_copies(copies as u64 - 1);
         file.as_file().set_len(BYTES * copies as u64 + table)?;
-        let arcs = Mapped::new(file.as_file(), BYTES * copies as u64, table as usize)?;
+        let arcs = Mapped::writable(file.as_file(), BYTES * copies as u64, table as usize)?;
         Ok(Counters { file, next: 0, recycled: Vec::new(), copies, arcs })
     }
 
@@ -168,19 +168,8 @@ impl Counters {
     pub fn read_arcs(&self) -> io::Result<ArcCounts> {
         let table = self.arc_table_offset();
         let processors = self.copies as u64 - 1;
-        // The pages of the processors' copies that hold data: a word in a
-        // hole is 0, and reading it through the mapping would fault a page
-        // into the file (two copies of each page of claimed entries, on two
-        // processors: half the tool's page faults under sed).
-        let copied = data_ranges(self.file.as_file(), table + COPIES_AT, table + bytes_with_copies(processors))?;
-        let in_data = |at: u64| {
-            let n = copied.partition_point(|&(_, high)| high <= table + at);
-            copied.get(n).is_some_and(|&(low, _)| low <= table + at)
-        };
-        let word = |at: u64| {
-            let held = at < COPIES_AT || in_data(at);
-            if held { self.arcs.word((at / 8) as usize).unwrap_or(0) } else { 0 }
-        };
+        let held = self.table_data()?;
+        let word = |at: u64| if held(at) { self.arcs.word((at / 8) as usize).unwrap_or(0) } else { 0 };
         let mut counts = ArcCounts { entries: Vec::new(), overflow: word(0) };
         let first = table + HEADER_BYTES;
         for (low, high) in data_ranges(self.file.as_file(), first, table + TABLE_BYTES)? {
@@ -190,6 +179,45 @@ impl Counters {
             counts.entries.extend((start..high).filter_map(|index| Entry::read(index as u64, processors, word)));
         }
         Ok(counts)
+    }
+
+    /// Whether a word of the table (by its offset from the table) may hold
+    /// data: not where the processors' copies have a hole, which reads as
+    /// 0, and which a read or a write through the mapping would fault a page
+    /// into (two copies of each page of claimed entries, on two processors:
+    /// half the tool's page faults under sed).
+    fn table_data(&self) -> io::Result<impl Fn(u64) -> bool> {
+        let table = self.arc_table_offset();
+        let copies = (table + COPIES_AT, table + bytes_with_copies(self.copies as u64 - 1));
+        let copied = data_ranges(self.file.as_file(), copies.0, copies.1)?;
+        Ok(move |at: u64| {
+            let n = copied.partition_point(|&(_, high)| high <= table + at);
+            at < COPIES_AT || copied.get(n).is_some_and(|&(low, _)| low <= table + at)
+        })
+    }
+
+    /// Frees the entries at `indexes` of the table of call arcs, whose
+    /// pairs' programs have all ended (their counts read): the id and the
+    /// counts cleared first, then the return address, after which a pair of
+    /// a program still running may claim the entry. A running pair whose
+    /// search passed over it claims it, as the first free one, beside its
+    /// entry further on: the tool adds the counts of equal pairs. A build
+    /// that runs a compiler many times, each run claiming 40,000 entries,
+    /// filled the table by the 17th, and the calls of new pairs searched
+    /// both levels to the end, unnamed.
+    pub fn free_arc_entries(&self, indexes: &[usize]) -> io::Result<()> {
+        let held = self.table_data()?;
+        let processors = self.copies as u64 - 1;
+        let clear = |at: u64| self.arcs.store((at / 8) as usize, 0);
+        for &index in indexes {
+            let at = HEADER_BYTES + index as u64 * ENTRY_BYTES;
+            clear(at + 8);
+            for count in arc_table::count_offsets(index as u64, processors).filter(|&c| held(c)) {
+                clear(count);
+            }
+            clear(at);
+        }
+        Ok(())
     }
 }
 
@@ -279,6 +307,37 @@ mod tests {
         assert_eq!((counters.peek_next(), counters.free()), (Some(0), free + 1));
         assert_eq!(counters.allocate(), Some((0, 42)), "the recycled one first, with its count");
         assert_eq!(counters.allocate(), Some((2, 0)));
+    }
+
+    #[test]
+    fn a_freed_entry_is_cleared_return_address_and_all() {
+        let counters = Counters::create().unwrap();
+        let file = counters.file.as_file();
+        let table = counters.arc_table_offset();
+        for (n, ret) in [(3u64, 0x4010u64), (5, 0x4020)] {
+            let words: Vec<u8> = [ret, 2, 10 + n].iter().flat_map(|w| w.to_le_bytes()).collect();
+            file.write_all_at(&words, table + HEADER_BYTES + n * ENTRY_BYTES).unwrap();
+        }
+        let processors = counters.copies as u64 - 1;
+        if processors > 0 {
+            file.write_all_at(&6u64.to_le_bytes(), table + arc_table::copied_count_at(3, 0)).unwrap();
+            assert_eq!(counters.read_arcs().unwrap().count(3), 13 + 6, "with its copy's count");
+        }
+        counters.free_arc_entries(&[3]).unwrap();
+        let read = counters.read_arcs().unwrap();
+        let left: Vec<(usize, u64)> = read.entries.iter().map(|e| (e.index, e.count)).collect();
+        assert_eq!(left, [(5, 15)], "the other entry as it was");
+        let mut entry = [0u8; 24];
+        file.read_exact_at(&mut entry, table + HEADER_BYTES + 3 * ENTRY_BYTES).unwrap();
+        assert_eq!(entry, [0; 24], "free again");
+        if processors > 0 {
+            let mut copy = [0u8; 8];
+            file.read_exact_at(&mut copy, table + arc_table::copied_count_at(3, 0)).unwrap();
+            assert_eq!(copy, [0; 8], "its copy's count cleared");
+            let copies =
+                (table + COPIES_AT + (1 << arc_table::COPY_STRIDE_LOG2), table + bytes_with_copies(processors));
+            assert!(data_ranges(file, copies.0, copies.1).unwrap().is_empty(), "the other copies' holes left alone");
+        }
     }
 
     #[test]

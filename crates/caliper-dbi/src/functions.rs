@@ -148,7 +148,11 @@ pub struct ArcRecord {
     /// than one where the call site is reached through several return
     /// addresses, or two threads claimed an entry for it at once).
     pub entries: Vec<usize>,
-    /// The calls those entries counted, once read (see [`ArcTable::taken`]).
+    /// The calls counted in entries it has given back (their programs
+    /// ended; see [`crate::counters::Counters::free_arc_entries`]).
+    pub banked: u64,
+    /// The calls its entries counted, once read, with those banked (see
+    /// [`ArcTable::taken`]).
     pub counted: u64,
 }
 
@@ -189,6 +193,7 @@ impl ArcTable {
             callsite,
             trap_hits: 0,
             entries: Vec::new(),
+            banked: 0,
             counted: 0,
         });
         self.index.insert(key, self.records.len() - 1);
@@ -201,7 +206,7 @@ impl ArcTable {
     /// CPython's 15,000 arcs took 3 ms).
     pub fn taken(mut self, counts: &ArcCounts) -> ArcTable {
         self.records.retain_mut(|r| {
-            r.counted = r.entries.iter().map(|&e| counts.count(e)).sum();
+            r.counted = r.banked + r.entries.iter().map(|&e| counts.count(e)).sum::<u64>();
             r.trap_hits + r.counted > 0
         });
         ArcTable { records: self.records, index: FxHashMap::default() }

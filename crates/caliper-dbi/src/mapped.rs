@@ -1,8 +1,9 @@
-//! Files mapped read-only into the tool: a module file whose bytes are
+//! Files mapped into the tool: read-only, a module file whose bytes are
 //! looked up at tens of thousands of places (reading it whole would copy
-//! tens of megabytes), a module cache entry whose lists are searched where
-//! they lie (see [`SharedBytes`]), and the table of call arcs in the
-//! counter file, which the traced processes write while the tool reads it.
+//! tens of megabytes) and a module cache entry whose lists are searched
+//! where they lie (see [`SharedBytes`]); writable, the table of call arcs
+//! in the counter file, which the traced processes write while the tool
+//! reads it and frees the entries of programs that have ended.
 
 use std::fs::File;
 use std::io;
@@ -11,31 +12,43 @@ use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// `len` bytes of a file from `offset`, mapped shared and read-only.
+/// `len` bytes of a file from `offset`, mapped shared (read-only unless
+/// made by [`Mapped::writable`]).
 #[derive(Debug)]
 pub struct Mapped {
     ptr: *mut libc::c_void,
     len: usize,
 }
 
-// SAFETY: the mapping is read-only and owned by this value alone; reading
-// it from any thread is as safe as reading it from one.
+// SAFETY: the mapping is owned by this value alone; its bytes are read as
+// plain bytes only where nobody writes them, and as words through atomic
+// loads and stores elsewhere, from any thread as from one.
 unsafe impl Send for Mapped {}
-// SAFETY: as above: shared references only read.
+// SAFETY: as above.
 unsafe impl Sync for Mapped {}
 
 impl Mapped {
-    /// Maps `len` bytes of `file` from `offset` (a multiple of the page size).
+    /// Maps `len` bytes of `file` from `offset` (a multiple of the page
+    /// size), read-only.
     pub fn new(file: &File, offset: u64, len: usize) -> io::Result<Mapped> {
+        Mapped::with_protection(file, offset, len, libc::PROT_READ)
+    }
+
+    /// Maps `len` bytes of `file` from `offset` (a multiple of the page
+    /// size), readable and writable through [`Mapped::store`].
+    pub fn writable(file: &File, offset: u64, len: usize) -> io::Result<Mapped> {
+        Mapped::with_protection(file, offset, len, libc::PROT_READ | libc::PROT_WRITE)
+    }
+
+    fn with_protection(file: &File, offset: u64, len: usize, protection: libc::c_int) -> io::Result<Mapped> {
         if len == 0 {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "an empty mapping"));
         }
         let offset = libc::off_t::try_from(offset).map_err(io::Error::other)?;
         // SAFETY: a new mapping at an address the kernel picks, of a file
         // this process has open; nothing else refers to it.
-        let ptr = unsafe {
-            libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_SHARED, file.as_raw_fd(), offset)
-        };
+        let ptr =
+            unsafe { libc::mmap(std::ptr::null_mut(), len, protection, libc::MAP_SHARED, file.as_raw_fd(), offset) };
         if ptr == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
         }
@@ -67,6 +80,20 @@ impl Mapped {
         // read-modify-writes of whole words.
         let word = unsafe { AtomicU64::from_ptr(self.ptr.cast::<u64>().add(index)) };
         Some(word.load(Ordering::Relaxed))
+    }
+
+    /// Stores `value` in the 8-byte word at `index` of a mapping made by
+    /// [`Mapped::writable`], after every store before it (other processes
+    /// see the stores in order); false outside the mapping.
+    pub fn store(&self, index: usize, value: u64) -> bool {
+        if index >= self.len / 8 {
+            return false;
+        }
+        // SAFETY: inside a writable mapping, 8-byte aligned; other
+        // processes read and write its words whole.
+        let word = unsafe { AtomicU64::from_ptr(self.ptr.cast::<u64>().add(index)) };
+        word.store(value, Ordering::Release);
+        true
     }
 }
 

@@ -450,10 +450,11 @@ fn programs_running_side_by_side_count_every_call() {
 }
 
 /// A shell runs a program 20 times, one run after the other: each run
-/// counts in slots of its own, given back when it exits and taken by the
-/// next, so the counts add up and the slots taken stay about one run's.
+/// counts in slots and entries of the table of call arcs of its own, given
+/// back when it exits and taken by the next, so the counts add up, the
+/// slots taken stay about one run's, and no entry stays claimed.
 #[test]
-fn the_slots_of_a_finished_program_are_taken_again() {
+fn the_slots_and_arc_entries_of_a_finished_program_are_taken_again() {
     let out = tempfile::tempdir().unwrap();
     common::build(out.path(), "side_by_side", &[]);
     let file = out.path().join("runs.cali");
@@ -464,10 +465,13 @@ fn the_slots_of_a_finished_program_are_taken_again() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stderr}");
     assert_eq!(read_result(&file)[&("side_by_side".into(), "tick".into())].count, Some(20_000));
-    let most: usize = stderr
-        .lines()
-        .find_map(|l| l.strip_suffix(" at most")?.rsplit(", ").next()?.parse().ok())
-        .unwrap_or_else(|| panic!("no count of the slots taken: {stderr}"));
+    assert_eq!(read_arcs(&file)[&("main".into(), "tick".into())], [20_000], "one call site, 20 runs");
+    let debug = stderr.lines().find(|l| l.ends_with(" at most")).unwrap_or_else(|| panic!("no debug line: {stderr}"));
+    let claimed = debug.split(" entries of the table").next().and_then(|s| s.rsplit("; ").next());
+    assert!(claimed.is_some_and(|c| c.starts_with("0 of ")), "the entries claimed at the end: {debug}");
+    let freed: usize = debug.split(" freed;").next().and_then(|s| s.rsplit(' ').next()?.parse().ok()).unwrap();
+    assert!(freed >= 20, "each run's entries (main to tick's at least) freed at its end: {debug}");
+    let most: usize = debug.strip_suffix(" at most").and_then(|s| s.rsplit(", ").next()?.parse().ok()).unwrap();
     assert!(most < 20, "{most} slots taken at most for 20 runs of a program that calls a few functions");
 }
 

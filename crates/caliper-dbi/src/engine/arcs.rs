@@ -134,16 +134,24 @@ impl Engine {
     /// each joined by its entries in the table of call arcs: made as the
     /// images go (the callers are named from their modules), and their ids
     /// forgotten. A forked process's trampolines share their parent's ids,
-    /// and count in the same entries: an entry joins its arc once. Returns
-    /// the entries read (none without `arcs`).
-    pub(super) fn take_site_arcs(&mut self, images: &[usize]) -> ArcCounts {
+    /// and count in the same entries: an entry joins its arc once. With
+    /// `ended` (the images' processes have exited or run other programs),
+    /// the entries of ids no live image shares are final: their counts are
+    /// kept by their arcs and the entries freed for others to claim (see
+    /// [`Counters::free_arc_entries`](crate::counters::Counters::free_arc_entries)).
+    /// Returns the entries read (none without `arcs`).
+    pub(super) fn take_site_arcs(&mut self, images: &[usize], ended: bool) -> ArcCounts {
         if !self.config.collect.arcs {
             return ArcCounts::default();
         }
         let counts = self.read_arc_counts();
         let mut arcs = std::mem::take(&mut self.arcs);
         for &image_id in images {
-            self.site_arcs(image_id, &counts, &mut arcs);
+            let freed = self.site_arcs(image_id, &counts, &mut arcs, ended);
+            match self.counters.free_arc_entries(&freed) {
+                Ok(()) => self.arc_entries_freed += freed.len(),
+                Err(e) => eprintln!("== CALIPER: cali-run: cannot free entries of the table of call arcs: {e}"),
+            }
             self.arc_ids.remove(&image_id);
         }
         self.arcs = arcs;
@@ -152,15 +160,29 @@ impl Engine {
 
     /// Adds to `arcs` the arcs of the entries of `counts` that the
     /// trampolines of image `image_id` claimed (see
-    /// [`Engine::take_site_arcs`]).
-    pub(super) fn site_arcs(&self, image_id: usize, counts: &ArcCounts, arcs: &mut ArcTable) {
-        let Some(image) = self.images.get(&image_id) else { return };
+    /// [`Engine::take_site_arcs`]); with `ended`, those of the ids no other
+    /// image shares with their counts, not their entries, which it returns.
+    pub(super) fn site_arcs(
+        &self,
+        image_id: usize,
+        counts: &ArcCounts,
+        arcs: &mut ArcTable,
+        ended: bool,
+    ) -> Vec<usize> {
+        let Some(image) = self.images.get(&image_id) else { return Vec::new() };
         // Whether each arc id is the image's, by id: a compiler's image has
-        // 50,000.
+        // 50,000; and whether another image (a forked copy) has it too.
         let mut ids = vec![false; self.arc_callees.len() + 1];
         for &id in self.arc_ids.get(&image_id).into_iter().flat_map(|ids| ids.values()) {
             ids[id as usize] = true;
         }
+        let mut shared = vec![false; if ended { ids.len() } else { 0 }];
+        for (_, others) in self.arc_ids.iter().filter(|&(&other, _)| ended && other != image_id) {
+            for &id in others.values() {
+                shared[id as usize] = true;
+            }
+        }
+        let mut freed = Vec::new();
         // In the order of their return addresses, the module files' pages and
         // the function lists are read in order (in hash order, a compiler's
         // sites took twice as long to name); the entries themselves sorted,
@@ -173,11 +195,20 @@ impl Engine {
         for entry in entries {
             let Some(&f) = self.arc_callees.get(entry.id as usize - 1) else { continue };
             let arc = namer.arc(arcs, f, entry.ret);
-            let joined = &mut arcs.records[arc].entries;
-            if !joined.contains(&entry.index) {
-                joined.push(entry.index);
+            let record = &mut arcs.records[arc];
+            let joined = record.entries.iter().position(|&index| index == entry.index);
+            if ended && !shared[entry.id as usize] {
+                // A forked copy that ended first joined the entry.
+                if let Some(n) = joined {
+                    record.entries.swap_remove(n);
+                }
+                record.banked += entry.count;
+                freed.push(entry.index);
+            } else if joined.is_none() {
+                record.entries.push(entry.index);
             }
         }
+        freed
     }
 
     /// The arc from the call that returns to `ret` to function `f`.
@@ -188,8 +219,9 @@ impl Engine {
     /// Says on standard error how many calls found the table of call arcs
     /// full (their sites go unnamed; the calls are still counted), and,
     /// with `CALI_RUN_DEBUG_ARCS=1`, what the arcs cost: the arc ids given
-    /// (one per function and image), the entries claimed, the arc records
-    /// made.
+    /// (one per function and image), the entries claimed now and freed
+    /// before (their programs ended), the arc records made, the counter
+    /// slots taken now and at most.
     pub(super) fn report_arc_table(&self, counts: &ArcCounts) {
         if counts.overflow > 0 {
             eprintln!(
@@ -203,11 +235,12 @@ impl Engine {
         }
         let slots = crate::counters::SLOTS - self.counters.free();
         eprintln!(
-            "== CALIPER: cali-run: arcs: {} arc ids; {} of {} entries of the table of call arcs claimed; \
-             {} arc records; {slots} of {} counter slots taken, {} at most",
+            "== CALIPER: cali-run: arcs: {} arc ids; {} of {} entries of the table of call arcs claimed, \
+             {} freed; {} arc records; {slots} of {} counter slots taken, {} at most",
             self.arc_callees.len(),
             counts.entries.len(),
             crate::arc_table::ENTRIES,
+            self.arc_entries_freed,
             self.arcs.records.len(),
             crate::counters::SLOTS,
             self.counters.high_water()

@@ -232,6 +232,9 @@ pub struct Engine {
     arc_ids: HashMap<usize, HashMap<u64, u32>>,
     /// The function of each arc id, the id's (from 1) at index id - 1.
     arc_callees: Vec<usize>,
+    /// The entries of the table of call arcs freed so far (see
+    /// [`Engine::take_site_arcs`]).
+    arc_entries_freed: usize,
     counters: Counters,
     modules: ModuleCache,
     images: HashMap<usize, Image>,
@@ -308,6 +311,7 @@ impl Engine {
             arcs: ArcTable::default(),
             arc_ids: HashMap::new(),
             arc_callees: Vec::new(),
+            arc_entries_freed: 0,
             counters,
             modules,
             images: HashMap::new(),
@@ -494,7 +498,7 @@ impl Engine {
 
     fn drop_image_if_unused(&mut self, image: usize) {
         if !self.processes.values().any(|p| p.image == image) && self.images.contains_key(&image) {
-            self.take_site_arcs(&[image]);
+            self.take_site_arcs(&[image], true);
             self.release_slots(image);
             self.images.remove(&image);
         }
@@ -754,7 +758,7 @@ impl Engine {
     fn finish(mut self) -> Outcome {
         self.take_samples();
         let live: Vec<usize> = self.images.keys().copied().collect();
-        let arc_counts = self.take_site_arcs(&live);
+        let arc_counts = self.take_site_arcs(&live, false);
         self.report_arc_table(&arc_counts);
         let counters = self.read_counters();
         self.functions.cover_counted(&counters);
