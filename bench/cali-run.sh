@@ -23,7 +23,7 @@ overhead "fcount|$cali_run -c fcount -o $scratch/out.cali --" \
     "arcs|$cali_run -c arcs -o $scratch/out.cali --" \
     -- gcc -O2 -c "$scratch/small.c" -o "$scratch/small.o"
 # Lua's sources, where cargo unpacked the lua-src crate.
-lua=$(cargo metadata --format-version 1 --offline --manifest-path "$(dirname "$0")/../Cargo.toml" |
+lua=$(cargo metadata --format-version 1 --offline |
     python3 -c 'import json, sys, pathlib
 crate = next(p for p in json.load(sys.stdin)["packages"] if p["name"] == "lua-src")
 print(sorted(pathlib.Path(crate["manifest_path"]).parent.glob("lua-5.4*"))[-1])')
