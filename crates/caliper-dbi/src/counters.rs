@@ -129,6 +129,26 @@ impl Counters {
         self.read(0, self.next)
     }
 
+    /// The current values of `slots` (over all their copies), in their
+    /// order: each run of slots near one another read at once, not the whole
+    /// stretch between the lowest and the highest (a program's slots, some
+    /// taken again from the programs before it, lie anywhere below the
+    /// highest ever taken, and each copy of the stretch would be read).
+    pub fn read_slots(&self, slots: &[usize]) -> io::Result<Vec<u64>> {
+        const GAP: usize = 512;
+        let mut order: Vec<usize> = (0..slots.len()).collect();
+        order.sort_unstable_by_key(|&i| slots[i]);
+        let mut values = vec![0; slots.len()];
+        for run in order.chunk_by(|&a, &b| slots[b] - slots[a] <= GAP) {
+            let (low, high) = (slots[run[0]], slots[run[run.len() - 1]]);
+            let read = self.read(low, high + 1 - low)?;
+            for &i in run {
+                values[i] = read[slots[i] - low];
+            }
+        }
+        Ok(values)
+    }
+
     /// The current values of the `n` slots from `first` (over all their
     /// copies).
     pub fn read(&self, first: usize, n: usize) -> io::Result<Vec<u64>> {
@@ -295,6 +315,17 @@ mod tests {
         let table = bytes_with_copies(counters.copies as u64 - 1);
         assert_eq!(counters.mapped_len(), BYTES * counters.copies as u64 + table);
         assert_eq!(counters.increment(false), Increment::Unlocked);
+    }
+
+    #[test]
+    fn scattered_slots_are_read_in_their_order() {
+        let counters = Counters::create().unwrap();
+        let slots = [70_000, 3, 5, 200_000, 4];
+        for &slot in &slots {
+            counters.file.as_file().write_all_at(&(slot as u64 * 10).to_le_bytes(), slot as u64 * 8).unwrap();
+        }
+        assert_eq!(counters.read_slots(&slots).unwrap(), [700_000, 30, 50, 2_000_000, 40]);
+        assert!(counters.read_slots(&[]).unwrap().is_empty());
     }
 
     #[test]

@@ -280,16 +280,13 @@ impl Engine {
                 released.push((slot, f));
             }
         }
-        let (Some(low), Some(high)) = (released.iter().map(|r| r.0).min(), released.iter().map(|r| r.0).max()) else {
-            return;
-        };
+        let slots: Vec<usize> = released.iter().map(|r| r.0).collect();
         // Unread, the slots are not given back: their counts are read at the end.
-        let values = match self.counters.read(low, high + 1 - low) {
+        let values = match self.counters.read_slots(&slots) {
             Ok(values) => values,
             Err(e) => return eprintln!("== CALIPER: cali-run: cannot read the counters: {e}"),
         };
-        for (slot, f) in released {
-            let value = values[slot - low];
+        for ((slot, f), value) in released.into_iter().zip(values) {
             let record = &mut self.functions.records[f];
             if let Some(n) = record.slots.iter().position(|&(s, _)| s == slot) {
                 let (_, base) = record.slots.swap_remove(n);
