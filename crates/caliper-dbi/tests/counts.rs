@@ -450,9 +450,10 @@ fn programs_running_side_by_side_count_every_call() {
 }
 
 /// A shell runs a program 20 times, one run after the other: each run
-/// counts in slots and entries of the table of call arcs of its own, given
-/// back when it exits and taken by the next, so the counts add up, the
-/// slots taken stay about one run's, and no entry stays claimed.
+/// counts in slots, arc ids and entries of the table of call arcs of its
+/// own, given back when it exits and taken by the next, so the counts add
+/// up, the slots and ids taken stay about one run's, and no entry stays
+/// claimed.
 #[test]
 fn the_slots_and_arc_entries_of_a_finished_program_are_taken_again() {
     let out = tempfile::tempdir().unwrap();
@@ -473,6 +474,8 @@ fn the_slots_and_arc_entries_of_a_finished_program_are_taken_again() {
     assert!(freed >= 20, "each run's entries (main to tick's at least) freed at its end: {debug}");
     let most: usize = debug.strip_suffix(" at most").and_then(|s| s.rsplit(", ").next()?.parse().ok()).unwrap();
     assert!(most < 20, "{most} slots taken at most for 20 runs of a program that calls a few functions");
+    let ids: usize = debug.split(" arc ids;").next().and_then(|s| s.rsplit(' ').next()?.parse().ok()).unwrap();
+    assert!(ids < 40, "{ids} arc ids given for 20 runs of a program that calls a few functions");
 }
 
 #[test]

@@ -111,15 +111,37 @@ impl<'a> SiteNamer<'a> {
 
 impl Engine {
     /// The arc id of the trampoline of function `f` at `entry` in image
-    /// `image_id`: its own if it has one, else a new one (ids from 1).
+    /// `image_id`: its own if it has one, else one given back by an image
+    /// that has ended, else a new one (ids from 1).
     pub(super) fn arc_id(&mut self, image_id: usize, entry: u64, f: usize) -> u32 {
         if let Some(&id) = self.arc_ids.get(&image_id).and_then(|ids| ids.get(&entry)) {
             return id;
         }
-        self.arc_callees.push(f);
-        let id = u32::try_from(self.arc_callees.len()).unwrap_or(u32::MAX);
+        let id = match self.free_arc_ids.pop() {
+            Some(id) => {
+                self.arc_callees[id as usize - 1] = f;
+                id
+            }
+            None => {
+                self.arc_callees.push(f);
+                u32::try_from(self.arc_callees.len()).unwrap_or(u32::MAX)
+            }
+        };
         self.arc_ids.entry(image_id).or_default().insert(entry, id);
         id
+    }
+
+    /// The arc ids of image `image_id` that no other image counts under (a
+    /// forked copy still running shares its parent's).
+    fn ids_of_image_alone(&self, image_id: usize) -> Vec<u32> {
+        let mut shared = vec![false; self.arc_callees.len() + 1];
+        for (_, ids) in self.arc_ids.iter().filter(|&(&other, _)| other != image_id) {
+            for &id in ids.values() {
+                shared[id as usize] = true;
+            }
+        }
+        let mine = self.arc_ids.get(&image_id).into_iter().flat_map(|ids| ids.values());
+        mine.copied().filter(|&id| !shared[id as usize]).collect()
     }
 
     /// The entries of the table of call arcs as they stand.
@@ -137,9 +159,11 @@ impl Engine {
     /// and count in the same entries: an entry joins its arc once. With
     /// `ended` (the images' processes have exited or run other programs),
     /// the entries of ids no live image shares are final: their counts are
-    /// kept by their arcs and the entries freed for others to claim (see
-    /// [`Counters::free_arc_entries`](crate::counters::Counters::free_arc_entries)).
-    /// Returns the entries read (none without `arcs`).
+    /// kept by their arcs, the entries freed for others to claim (see
+    /// [`Counters::free_arc_entries`](crate::counters::Counters::free_arc_entries))
+    /// and the ids given back (a build that runs a compiler hundreds of
+    /// times would take 10,000 more at each run). Returns the entries read
+    /// (none without `arcs`).
     pub(super) fn take_site_arcs(&mut self, images: &[usize], ended: bool) -> ArcCounts {
         if !self.config.collect.arcs {
             return ArcCounts::default();
@@ -147,9 +171,13 @@ impl Engine {
         let counts = self.read_arc_counts();
         let mut arcs = std::mem::take(&mut self.arcs);
         for &image_id in images {
-            let freed = self.site_arcs(image_id, &counts, &mut arcs, ended);
+            let alone = if ended { self.ids_of_image_alone(image_id) } else { Vec::new() };
+            let freed = self.site_arcs(image_id, &counts, &mut arcs, &alone);
             match self.counters.free_arc_entries(&freed) {
-                Ok(()) => self.arc_entries_freed += freed.len(),
+                Ok(()) => {
+                    self.arc_entries_freed += freed.len();
+                    self.free_arc_ids.extend(alone);
+                }
                 Err(e) => eprintln!("== CALIPER: cali-run: cannot free entries of the table of call arcs: {e}"),
             }
             self.arc_ids.remove(&image_id);
@@ -160,27 +188,26 @@ impl Engine {
 
     /// Adds to `arcs` the arcs of the entries of `counts` that the
     /// trampolines of image `image_id` claimed (see
-    /// [`Engine::take_site_arcs`]); with `ended`, those of the ids no other
-    /// image shares with their counts, not their entries, which it returns.
+    /// [`Engine::take_site_arcs`]); those of the ids `last` (final: the
+    /// image has ended, and no other shares them) with their counts, not
+    /// their entries, which it returns.
     pub(super) fn site_arcs(
         &self,
         image_id: usize,
         counts: &ArcCounts,
         arcs: &mut ArcTable,
-        ended: bool,
+        last: &[u32],
     ) -> Vec<usize> {
         let Some(image) = self.images.get(&image_id) else { return Vec::new() };
-        // Whether each arc id is the image's, by id: a compiler's image has
-        // 50,000; and whether another image (a forked copy) has it too.
+        // Whether each arc id is the image's, by id (a compiler's image has
+        // 50,000), and among `last`.
         let mut ids = vec![false; self.arc_callees.len() + 1];
         for &id in self.arc_ids.get(&image_id).into_iter().flat_map(|ids| ids.values()) {
             ids[id as usize] = true;
         }
-        let mut shared = vec![false; if ended { ids.len() } else { 0 }];
-        for (_, others) in self.arc_ids.iter().filter(|&(&other, _)| ended && other != image_id) {
-            for &id in others.values() {
-                shared[id as usize] = true;
-            }
+        let mut is_last = vec![false; if last.is_empty() { 0 } else { ids.len() }];
+        for &id in last {
+            is_last[id as usize] = true;
         }
         let mut freed = Vec::new();
         // In the order of their return addresses, the module files' pages and
@@ -197,7 +224,7 @@ impl Engine {
             let arc = namer.arc(arcs, f, entry.ret);
             let record = &mut arcs.records[arc];
             let joined = record.entries.iter().position(|&index| index == entry.index);
-            if ended && !shared[entry.id as usize] {
+            if is_last.get(entry.id as usize) == Some(&true) {
                 // A forked copy that ended first joined the entry.
                 if let Some(n) = joined {
                     record.entries.swap_remove(n);

@@ -83,7 +83,7 @@ impl Engine {
         let arc_counts = self.read_arc_counts();
         let mut arcs = self.arcs.clone();
         for &image in self.images.keys() {
-            self.site_arcs(image, &arc_counts, &mut arcs, false);
+            self.site_arcs(image, &arc_counts, &mut arcs, &[]);
         }
         Outcome {
             exit: self.exit.unwrap_or(Exit::Detached),

@@ -235,6 +235,8 @@ pub struct Engine {
     /// The entries of the table of call arcs freed so far (see
     /// [`Engine::take_site_arcs`]).
     arc_entries_freed: usize,
+    /// Arc ids given back by images that have ended, taken again first.
+    free_arc_ids: Vec<u32>,
     counters: Counters,
     modules: ModuleCache,
     images: HashMap<usize, Image>,
@@ -312,6 +314,7 @@ impl Engine {
             arc_ids: HashMap::new(),
             arc_callees: Vec::new(),
             arc_entries_freed: 0,
+            free_arc_ids: Vec::new(),
             counters,
             modules,
             images: HashMap::new(),
