@@ -134,12 +134,9 @@ impl Engine {
     /// The arc ids of image `image_id` that no other image counts under (a
     /// forked copy still running shares its parent's).
     fn ids_of_image_alone(&self, image_id: usize) -> Vec<u32> {
-        let mut shared = vec![false; self.arc_callees.len() + 1];
-        for (_, ids) in self.arc_ids.iter().filter(|&(&other, _)| other != image_id) {
-            for &id in ids.values() {
-                shared[id as usize] = true;
-            }
-        }
+        let others = self.arc_ids.iter().filter(|&(&other, _)| other != image_id);
+        let shared =
+            super::in_use(self.arc_callees.len() + 1, others.flat_map(|(_, ids)| ids.values()).map(|&id| id as usize));
         let mine = self.arc_ids.get(&image_id).into_iter().flat_map(|ids| ids.values());
         mine.copied().filter(|&id| !shared[id as usize]).collect()
     }

@@ -221,6 +221,18 @@ const SAMPLES_PER_SECOND: u64 = 1000;
 /// gives them back at its end).
 const PRIVATE_SLOTS_FREE: usize = crate::counters::SLOTS / 2;
 
+/// Which of the resources `0..bound` (counter slots, arc ids) some item of
+/// `others` is: what the images other than an ending one still use (a
+/// forked copy shares its parent's slots and ids), found from their maps
+/// when it ends rather than counted as they are made and forked.
+fn in_use(bound: usize, others: impl IntoIterator<Item = usize>) -> Vec<bool> {
+    let mut used = vec![false; bound];
+    for item in others {
+        used[item] = true;
+    }
+    used
+}
+
 /// The engine's state.
 pub struct Engine {
     config: Config,
@@ -261,9 +273,6 @@ pub struct Engine {
     /// The counter slots of the images that have none of their own (see
     /// [`Image::slots`]).
     shared_slots: SlotMap,
-    /// How many live images count in each slot of their own (a forked
-    /// child shares its parent's).
-    slot_users: caliper_data::hash::FxHashMap<usize, u32>,
     exit: Option<Exit>,
     deadline: Option<Instant>,
     /// Whether probes are in (false until a delayed start).
@@ -331,7 +340,6 @@ impl Engine {
             main: 0,
             attached,
             shared_slots: SlotMap::default(),
-            slot_users: Default::default(),
             exit: None,
             stop_with_program: false,
             events: events::Events::default(),
@@ -649,9 +657,6 @@ impl Engine {
                 Ok(image) => {
                     let id = self.next_image;
                     self.next_image += 1;
-                    for slot in image.slots.iter().flat_map(|slots| slots.values()) {
-                        *self.slot_users.entry(*slot).or_default() += 1;
-                    }
                     self.images.insert(id, image);
                     if let Some(inherited) = self.arc_ids.get(&parent_image).cloned() {
                         self.arc_ids.insert(id, inherited);

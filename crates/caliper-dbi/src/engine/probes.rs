@@ -251,16 +251,11 @@ impl Engine {
         {
             self.functions.records[f].slots.push(taken);
         }
-        match self.images.get_mut(&image_id).and_then(|i| i.slots.as_mut()) {
-            Some(slots) => {
-                if slots.insert(f, slot).is_none() {
-                    *self.slot_users.entry(slot).or_default() += 1;
-                }
-            }
-            None => {
-                self.shared_slots.insert(f, slot);
-            }
-        }
+        let slots = match self.images.get_mut(&image_id).and_then(|i| i.slots.as_mut()) {
+            Some(slots) => slots,
+            None => &mut self.shared_slots,
+        };
+        slots.insert(f, slot);
     }
 
     /// Gives back the slots of its own that image `image_id` counted in and
@@ -271,15 +266,11 @@ impl Engine {
     /// 5,000 slots would take the counter file's million in the end).
     pub(super) fn release_slots(&mut self, image_id: usize) {
         let Some(slots) = self.images.get(&image_id).and_then(|i| i.slots.as_ref()) else { return };
-        let mut released: Vec<(usize, usize)> = Vec::new();
-        for (&f, &slot) in slots {
-            let Some(users) = self.slot_users.get_mut(&slot) else { continue };
-            *users -= 1;
-            if *users == 0 {
-                self.slot_users.remove(&slot);
-                released.push((slot, f));
-            }
-        }
+        let others = self.images.iter().filter(|&(&other, _)| other != image_id);
+        let others = others.filter_map(|(_, image)| image.slots.as_ref()).flat_map(|slots| slots.values().copied());
+        let shared = super::in_use(self.counters.high_water(), others);
+        let released: Vec<(usize, usize)> =
+            slots.iter().filter(|&(_, &slot)| !shared[slot]).map(|(&f, &slot)| (slot, f)).collect();
         let slots: Vec<usize> = released.iter().map(|r| r.0).collect();
         // Unread, the slots are not given back: their counts are read at the end.
         let values = match self.counters.read_slots(&slots) {
