@@ -160,44 +160,67 @@ pub struct ArcRecord {
 #[derive(Debug, Default, Clone)]
 pub struct ArcTable {
     pub records: Vec<ArcRecord>,
-    /// Each arc's id by (callee, caller module, call site), hashed with Fx:
-    /// a compiler's run interns tens of thousands of arcs.
-    index: FxHashMap<(usize, Arc<str>, u64), usize>,
+    /// The caller modules, by [`ModuleKey`], each with its arcs' ids by
+    /// (callee, call site), hashed with Fx: a compiler's run interns tens
+    /// of thousands of arcs, which hashing the module's path with each
+    /// (and counting a reference to it) made a third slower.
+    modules: Vec<(Arc<str>, SiteArcs)>,
+    keys: HashMap<Arc<str>, ModuleKey>,
 }
 
+/// The arcs from one module, by (callee, call site).
+type SiteArcs = FxHashMap<(usize, u64), usize>;
+
+/// A caller module of an [`ArcTable`]: its place there, looked up once for
+/// all the arcs from it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ModuleKey(usize);
+
 impl ArcTable {
-    /// Makes room for `more` arcs at once (a compiler's 36,000).
-    pub fn reserve(&mut self, more: usize) {
+    /// Makes room for `more` arcs from the module of `key` at once (a
+    /// compiler's 36,000).
+    pub fn reserve(&mut self, key: ModuleKey, more: usize) {
         self.records.reserve(more);
-        self.index.reserve(more);
+        self.modules[key.0].1.reserve(more);
     }
 
-    /// The id of an arc, added if new.
+    /// The key of caller module `module`, added if new.
+    pub fn module_key(&mut self, module: &Arc<str>) -> ModuleKey {
+        if let Some(&key) = self.keys.get(module) {
+            return key;
+        }
+        let key = ModuleKey(self.modules.len());
+        self.modules.push((module.clone(), FxHashMap::default()));
+        self.keys.insert(module.clone(), key);
+        key
+    }
+
+    /// The id of the arc from `callsite` in function `caller` (at
+    /// `caller_entry`, if known) of the module of `key` to `callee`, added
+    /// if new.
     pub fn intern(
         &mut self,
         callee: usize,
-        caller_module: &Arc<str>,
+        key: ModuleKey,
         caller: &Arc<str>,
         caller_entry: Option<u64>,
         callsite: u64,
     ) -> usize {
-        let key = (callee, caller_module.clone(), callsite);
-        if let Some(&id) = self.index.get(&key) {
-            return id;
-        }
-        self.records.push(ArcRecord {
-            callee,
-            caller_module: caller_module.clone(),
-            caller: caller.clone(),
-            caller_entry,
-            callsite,
-            trap_hits: 0,
-            entries: Vec::new(),
-            banked: 0,
-            counted: 0,
-        });
-        self.index.insert(key, self.records.len() - 1);
-        self.records.len() - 1
+        let (module, index) = &mut self.modules[key.0];
+        *index.entry((callee, callsite)).or_insert_with(|| {
+            self.records.push(ArcRecord {
+                callee,
+                caller_module: module.clone(),
+                caller: caller.clone(),
+                caller_entry,
+                callsite,
+                trap_hits: 0,
+                entries: Vec::new(),
+                banked: 0,
+                counted: 0,
+            });
+            self.records.len() - 1
+        })
     }
 
     /// The arcs along which calls were made, each with the calls its
@@ -209,7 +232,7 @@ impl ArcTable {
             r.counted = r.banked + r.entries.iter().map(|&e| counts.count(e)).sum::<u64>();
             r.trap_hits + r.counted > 0
         });
-        ArcTable { records: self.records, index: FxHashMap::default() }
+        ArcTable { records: self.records, ..ArcTable::default() }
     }
 
     /// The total calls along arc `id` of a table of arcs taken.

@@ -38,6 +38,7 @@ use caliper_data::{AttrType, Id, MetadataDb, Properties, Record, Variant};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::{self, Write};
+use std::sync::Arc;
 
 /// The nodes made by [`named_node`], by attribute and the name's place in
 /// memory: the names are shared (`Arc<str>`), and hashing an address
@@ -133,33 +134,81 @@ pub fn write_cali(out: impl Write, outcome: &Outcome, collect: Collect) -> io::R
         writer.write_record(&db, &record)?;
     }
     if collect.arcs {
-        // The nodes of the names that tens of thousands of arcs share, each
-        // made once: a compiler's run writes 35,000 arcs.
-        let mut named = NamedNodes::default();
-        let mut functions: FxHashMap<(Id, usize), Id> = FxHashMap::default();
-        functions.reserve(outcome.arcs.records.len());
-        for (id, arc) in outcome.arcs.records.iter().enumerate() {
-            let callee = &outcome.functions.records[arc.callee];
-            let caller = named_node(&mut db, &mut named, caller_attr, &arc.caller);
-            let function = *functions
-                .entry((caller, arc.callee))
-                .or_insert_with(|| db.get_or_create_node(function_attr, Variant::from(&*callee.name), Some(caller)));
-            let module = named_node(&mut db, &mut named, callee_module_attr, &callee.module);
-            let caller_module = named_node(&mut db, &mut named, caller_module_attr, &arc.caller_module);
-            let mut record = Record::ctx();
-            record.push_ref(function);
-            record.push_ref(module);
-            record.push_ref(caller_module);
-            record.push_imm(callsite_attr, Variant::Addr(arc.callsite));
-            record.push_imm(count_attr, Variant::Uint(outcome.arcs.calls(id)));
-            writer.write_record(&db, &record)?;
-        }
+        write_arcs(
+            &mut db,
+            &mut writer,
+            outcome,
+            ArcAttributes {
+                caller_attr,
+                function_attr,
+                callee_module_attr,
+                caller_module_attr,
+                callsite_attr,
+                count_attr,
+            },
+        )?;
     }
     if collect.callgraph {
         let graph = CallGraph::build(&outcome.functions, &outcome.arcs, &outcome.counters);
         write_callgraph(&mut db, &mut writer, &graph)?;
     }
     writer.finish()?.flush()
+}
+
+/// The attributes of an arc's record.
+struct ArcAttributes {
+    caller_attr: Id,
+    function_attr: Id,
+    callee_module_attr: Id,
+    caller_module_attr: Id,
+    callsite_attr: Id,
+    count_attr: Id,
+}
+
+/// One record per call arc. The nodes of the names that tens of thousands
+/// of arcs share are made once each: a compiler's run writes 35,000 to
+/// 60,000 arcs, in the order of their call sites, so that an arc's caller
+/// and modules are mostly the last arc's, which are kept at hand.
+fn write_arcs<W: Write>(
+    db: &mut MetadataDb,
+    writer: &mut CaliWriter<W>,
+    outcome: &Outcome,
+    attrs: ArcAttributes,
+) -> io::Result<()> {
+    let mut named = NamedNodes::default();
+    let mut functions: FxHashMap<(Id, usize), Id> = FxHashMap::default();
+    functions.reserve(outcome.arcs.records.len());
+    // The last name looked up for each attribute, by the name's place in
+    // memory, with its node.
+    let mut last: [(usize, Id); 3] = [(0, 0); 3];
+    let mut node_of = |db: &mut MetadataDb, which: usize, attr: Id, name: &Arc<str>| {
+        let at = Arc::as_ptr(name).cast::<u8>() as usize;
+        if last[which].0 != at {
+            last[which] = (at, named_node(db, &mut named, attr, name));
+        }
+        last[which].1
+    };
+    // Each callee's name once, for its nodes under each of its callers.
+    let mut callee_names: Vec<Option<Variant>> = vec![None; outcome.functions.records.len()];
+    let mut record = Record::ctx();
+    for (id, arc) in outcome.arcs.records.iter().enumerate() {
+        let callee = &outcome.functions.records[arc.callee];
+        let caller = node_of(db, 0, attrs.caller_attr, &arc.caller);
+        let function = *functions.entry((caller, arc.callee)).or_insert_with(|| {
+            let name = callee_names[arc.callee].get_or_insert_with(|| Variant::from(&*callee.name)).clone();
+            db.get_or_create_node(attrs.function_attr, name, Some(caller))
+        });
+        let module = node_of(db, 1, attrs.callee_module_attr, &callee.module);
+        let caller_module = node_of(db, 2, attrs.caller_module_attr, &arc.caller_module);
+        record.clear();
+        record.push_ref(function);
+        record.push_ref(module);
+        record.push_ref(caller_module);
+        record.push_imm(attrs.callsite_attr, Variant::Addr(arc.callsite));
+        record.push_imm(attrs.count_attr, Variant::Uint(outcome.arcs.calls(id)));
+        writer.write_record(db, &record)?;
+    }
+    Ok(())
 }
 
 /// The call graph's records: one per node of its tree, and one per member

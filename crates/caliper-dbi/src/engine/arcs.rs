@@ -8,7 +8,7 @@
 use super::Engine;
 use crate::arc_table;
 use crate::counters::ArcCounts;
-use crate::functions::ArcTable;
+use crate::functions::{ArcTable, ModuleKey};
 use crate::image::{Image, LoadedModule};
 use crate::mapped::Mapped;
 use crate::relocate;
@@ -55,38 +55,45 @@ fn arc_from(image: &Image, arcs: &mut ArcTable, f: usize, ret: u64) -> usize {
     // Not a return address into code (a thread's start, or a function
     // entered by a jump, finds other data there): an arc from nowhere.
     let Some(m) = image.module_of(ret.wrapping_sub(1)).filter(|_| ret >= 8) else {
-        return arcs.intern(f, &Arc::from("?"), &Arc::from("?"), None, ret);
+        let nowhere = Arc::from("?");
+        let key = arcs.module_key(&nowhere);
+        return arcs.intern(f, key, &nowhere, None, ret);
     };
     let mut before = [0u8; 8];
     let site = match image.memory.read(ret.wrapping_sub(8), &mut before) {
         Ok(()) => relocate::call_before(&before, ret),
         Err(_) => ret,
     };
-    arc_at(&image.modules[m], arcs, f, site.wrapping_sub(image.modules[m].bias))
+    let module = &image.modules[m];
+    let key = arcs.module_key(&module.path);
+    arc_at(module, key, arcs, f, site.wrapping_sub(module.bias))
 }
 
 /// The arc in `arcs` from the call at `site` (an address in the file) of
-/// `module` to function `f`.
-fn arc_at(module: &LoadedModule, arcs: &mut ArcTable, f: usize, site: u64) -> usize {
+/// `module`, whose key in `arcs` is `key`, to function `f`.
+fn arc_at(module: &LoadedModule, key: ModuleKey, arcs: &mut ArcTable, f: usize, site: u64) -> usize {
     match module.info.function_holding(site) {
-        Some(caller) => arcs.intern(f, &module.path, &caller.name, Some(caller.address), site),
-        None => arcs.intern(f, &module.path, &Arc::from("?"), None, site),
+        Some(caller) => arcs.intern(f, key, &caller.name, Some(caller.address), site),
+        None => arcs.intern(f, key, &Arc::from("?"), None, site),
     }
 }
 
 /// Names the call sites of an image's return addresses, taken in order:
 /// the module of the last one is looked at first, and each module's file is
 /// mapped once (the process may have exited, and tens of thousands of
-/// reads of its memory cost more than a mapping).
+/// reads of its memory cost more than a mapping), its key in the table of
+/// arcs looked up once, and room made there for as many arcs as there are
+/// return addresses into it among those to be named (`rets`, sorted).
 struct SiteNamer<'a> {
     image: &'a Image,
-    files: HashMap<usize, Option<FileCode>>,
+    files: HashMap<usize, (Option<FileCode>, ModuleKey)>,
     last: Option<usize>,
+    rets: &'a [u64],
 }
 
 impl<'a> SiteNamer<'a> {
-    fn new(image: &'a Image) -> SiteNamer<'a> {
-        SiteNamer { image, files: HashMap::new(), last: None }
+    fn new(image: &'a Image, rets: &'a [u64]) -> SiteNamer<'a> {
+        SiteNamer { image, files: HashMap::new(), last: None, rets }
     }
 
     /// The arc in `arcs` from the call that returns to `ret` to function `f`.
@@ -100,10 +107,15 @@ impl<'a> SiteNamer<'a> {
         let Some(m) = m.filter(|_| ret >= 8) else { return arc_from(image, arcs, f, ret) };
         self.last = Some(m);
         let module = &image.modules[m];
-        let code = self.files.entry(m).or_insert_with(|| FileCode::open(&module.info.path));
+        let (code, key) = self.files.entry(m).or_insert_with(|| {
+            let key = arcs.module_key(&module.path);
+            let within = |bound: u64| self.rets.partition_point(|&r| r <= bound);
+            arcs.reserve(key, within(module.high) - within(module.low));
+            (FileCode::open(&module.info.path), key)
+        });
         let in_file = ret.wrapping_sub(module.bias);
         match code.as_ref().and_then(|c| c.before(in_file)) {
-            Some(before) => arc_at(module, arcs, f, relocate::call_before(&before, in_file)),
+            Some(before) => arc_at(module, *key, arcs, f, relocate::call_before(&before, in_file)),
             None => arc_from(image, arcs, f, ret),
         }
     }
@@ -214,8 +226,8 @@ impl Engine {
         let mut entries: Vec<arc_table::Entry> =
             counts.entries.iter().filter(|e| ids.get(e.id as usize) == Some(&true)).copied().collect();
         entries.sort_unstable_by_key(|e| e.ret);
-        arcs.reserve(entries.len());
-        let mut namer = SiteNamer::new(image);
+        let rets: Vec<u64> = entries.iter().map(|e| e.ret).collect();
+        let mut namer = SiteNamer::new(image, &rets);
         for entry in entries {
             let Some(&f) = self.arc_callees.get(entry.id as usize - 1) else { continue };
             let arc = namer.arc(arcs, f, entry.ret);
