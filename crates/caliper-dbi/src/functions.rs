@@ -148,8 +148,13 @@ pub struct ArcRecord {
     /// than one where the call site is reached through several return
     /// addresses, or two threads claimed an entry for it at once).
     pub entries: Vec<usize>,
-    /// The calls counted in entries it has given back (their programs
-    /// ended; see [`crate::counters::Counters::free_arc_entries`]).
+    /// The counter slots of its call site where the site counts its own
+    /// calls (see [`crate::image::Image::count_site`]), one per program
+    /// image, each with the count it held when the site took it.
+    pub slots: Vec<(usize, u64)>,
+    /// The calls counted in entries and slots it has given back (their
+    /// programs ended; see
+    /// [`crate::counters::Counters::free_arc_entries`]).
     pub banked: u64,
     /// The calls its entries counted, once read, with those banked (see
     /// [`ArcTable::taken`]).
@@ -216,6 +221,7 @@ impl ArcTable {
                 callsite,
                 trap_hits: 0,
                 entries: Vec::new(),
+                slots: Vec::new(),
                 banked: 0,
                 counted: 0,
             });
@@ -224,12 +230,14 @@ impl ArcTable {
     }
 
     /// The arcs along which calls were made, each with the calls its
-    /// entries in the table of call arcs counted (`counts`): the run's
-    /// result, to which no arc is added (its index goes: rebuilding it for
-    /// CPython's 15,000 arcs took 3 ms).
-    pub fn taken(mut self, counts: &ArcCounts) -> ArcTable {
+    /// entries in the table of call arcs counted (`counts`) and its call
+    /// site's slots (given the counter values): the run's result, to which
+    /// no arc is added (its index goes: rebuilding it for CPython's 15,000
+    /// arcs took 3 ms).
+    pub fn taken(mut self, counts: &ArcCounts, counters: &[u64]) -> ArcTable {
         self.records.retain_mut(|r| {
-            r.counted = r.banked + r.entries.iter().map(|&e| counts.count(e)).sum::<u64>();
+            let in_slots = r.slots.iter().filter_map(|&(s, base)| Some(counters.get(s)?.wrapping_sub(base)));
+            r.counted = r.banked + r.entries.iter().map(|&e| counts.count(e)).sum::<u64>() + in_slots.sum::<u64>();
             r.trap_hits + r.counted > 0
         });
         ArcTable { records: self.records, ..ArcTable::default() }

@@ -222,6 +222,17 @@ pub struct Image {
     /// the slots that the images without slots of their own share, and its
     /// increments are atomic.
     pub slots: Option<SlotMap>,
+    /// The call sites sent to stubs that count their calls (see
+    /// [`Image::count_site`]), by the call's address.
+    pub sites: BTreeMap<u64, CountedSite>,
+}
+
+/// A call site that counts its own calls: the counter slot it counts in,
+/// and the id of its arc in the engine's table of arcs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CountedSite {
+    pub slot: usize,
+    pub arc: usize,
 }
 
 /// Counter slots by function id.
@@ -251,6 +262,7 @@ impl Image {
             regions: Vec::new(),
             shared: true,
             slots: None,
+            sites: BTreeMap::new(),
         })
     }
 
@@ -271,6 +283,7 @@ impl Image {
             regions: self.regions.clone(),
             shared: self.shared,
             slots: self.slots.clone(),
+            sites: self.sites.clone(),
         })
     }
 
@@ -868,17 +881,65 @@ impl Image {
         returns
             .into_iter()
             .map(|ret| ret.wrapping_add(bias).wrapping_sub(CALL_LEN))
-            .filter(|&call| !self.in_use(call, call + CALL_LEN) && !self.redirects.contains_key(&call))
-            .filter(|&call| {
-                self.original_code(call, CALL_LEN as usize).is_ok_and(|code| {
-                    code.len() >= CALL_LEN as usize
-                        && code[0] == CALL_REL32
-                        && (call + CALL_LEN)
-                            .wrapping_add_signed(i32::from_le_bytes([code[1], code[2], code[3], code[4]]) as i64)
-                            == addr
-                })
-            })
+            .filter(|&call| self.calls_unchanged(call, addr))
             .collect()
+    }
+
+    /// Whether the code at `call` is a `call rel32` of `addr` that the tool
+    /// has not changed (nor any byte of it).
+    fn calls_unchanged(&self, call: u64, addr: u64) -> bool {
+        !self.in_use(call, call + CALL_LEN)
+            && !self.redirects.contains_key(&call)
+            && self.original_code(call, CALL_LEN as usize).is_ok_and(|code| {
+                code.len() >= CALL_LEN as usize
+                    && code[0] == CALL_REL32
+                    && (call + CALL_LEN)
+                        .wrapping_add_signed(i32::from_le_bytes([code[1], code[2], code[3], code[4]]) as i64)
+                        == addr
+            })
+    }
+
+    /// The call that returns to `ret`, if it is a `call rel32` of the
+    /// patched entry `entry` that may count its own calls (see
+    /// [`Image::count_site`]). None of `busy` (the program counters of the
+    /// stopped threads) may lie inside it.
+    pub fn countable_site(&self, ret: u64, entry: u64, busy: &[u64]) -> Option<u64> {
+        let Some(Probe { state: ProbeState::Patched { .. }, .. }) = self.probes.get(&entry) else { return None };
+        let call = ret.checked_sub(CALL_LEN)?;
+        let m = self.module_of(call)?;
+        let inside = |pc: u64| pc > call && pc < ret;
+        (ret <= self.modules[m].high && !busy.iter().copied().any(inside) && self.calls_unchanged(call, entry))
+            .then_some(call)
+    }
+
+    /// Sends the call at `call` (see [`Image::countable_site`]) of the
+    /// patched entry `entry` to a trampoline of its own: one that counts
+    /// in `site`'s slot, as `increment` says, and runs the entry's moved
+    /// instructions, then the rest of the function. The callee's calls are
+    /// then its trampoline's and its sites'.
+    pub fn count_site(
+        &mut self,
+        call: u64,
+        entry: u64,
+        site: CountedSite,
+        increment: Increment,
+        thread: &mut Stopped,
+    ) -> Result<(), Unpatchable> {
+        let Some(Probe { state: ProbeState::Patched { original, .. }, .. }) = self.probes.get(&entry) else {
+            return Err(Unpatchable::Undecodable);
+        };
+        let back = entry + original.len() as u64;
+        let moved = relocate::entry_instructions(original, entry, original.len() as u64)?;
+        let counting = Counting::Calls { slot: site.slot };
+        let trampoline = self.place_trampoline(call, &moved, back, &counting, increment, thread)?;
+        let rel = i32::try_from(trampoline.wrapping_sub(call + CALL_LEN) as i64)
+            .map_err(|_| Unpatchable::Unencodable("trampoline out of reach".into()))?;
+        let mut bytes = vec![CALL_REL32];
+        bytes.extend(rel.to_le_bytes());
+        let home = self.modules[self.module_of(call).ok_or(Unpatchable::Undecodable)?].low;
+        self.redirect(call, home, &bytes).map_err(|e| Unpatchable::Unencodable(e.to_string()))?;
+        self.sites.insert(call, site);
+        Ok(())
     }
 
     /// The GOT slots, in every module, of the PLT entries named `name`

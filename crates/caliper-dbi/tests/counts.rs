@@ -98,10 +98,14 @@ fn arcs_count_each_call_site() {
     assert_eq!(sites("main", "lib_fn"), [11]);
     assert_eq!(sites("main", "plugin_fn"), [13]);
     assert_eq!(sites("main", "child_only").iter().sum::<u64>(), 2, "in the forked child");
+    // Two threads at once from one site, whose own trampoline counts them
+    // (in the running processor's copy) once it is hot.
+    assert_eq!(sites("racer", "shared_hot"), [10_000_000]);
     // The function counts are still exact.
     let rows = read_result(&file);
     assert_eq!(rows[&("counts".into(), "hot".into())].count, Some(1_000_003));
     assert_eq!(rows[&("counts".into(), "fib".into())].count, Some(1973));
+    assert_eq!(rows[&("counts".into(), "shared_hot".into())].count, Some(10_000_001));
 }
 
 #[test]
@@ -447,6 +451,41 @@ fn programs_running_side_by_side_count_every_call() {
             assert_eq!(sites.iter().sum::<u64>(), calls, "the arcs from run: {sites:?}");
         }
     }
+}
+
+/// A program calls one function from two direct call sites and through
+/// a pointer, and another from a third site, for 400 ms: the direct sites
+/// get counters of their own (the debug line says so), and their arcs
+/// still count every call, as do the functions; after a fork, parent and
+/// child call from one such site at the same moment, its counter shared.
+#[test]
+fn hot_call_sites_count_their_own_calls_exactly() {
+    let out = tempfile::tempdir().unwrap();
+    common::build(out.path(), "hot_sites", &[]);
+    let file = out.path().join("hot.cali");
+    let args = ["-c", "fcount,arcs", "-i", "hot_sites", "-o", file.to_str().unwrap()];
+    let output =
+        common::command_in(out.path(), &args, "./hot_sites", &[]).env("CALI_RUN_DEBUG_ARCS", "1").output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let rounds: u64 = String::from_utf8_lossy(&output.stdout).trim().parse().unwrap();
+    let round = 1_000_000;
+    let debug = stderr.lines().find(|l| l.ends_with(" at most")).unwrap_or_else(|| panic!("no debug line: {stderr}"));
+    let own: usize = debug
+        .split(" call sites counting their own calls")
+        .next()
+        .and_then(|s| s.rsplit(' ').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("{debug}"));
+    assert!(own >= 3, "the three hot direct call sites count their own calls: {debug}");
+    let arcs = read_arcs(&file);
+    let sites = |caller: &str, callee: &str| arcs.get(&(caller.into(), callee.into())).cloned().unwrap_or_default();
+    assert_eq!(sites("first", "leaf"), [(rounds + 2) * round], "the phase's calls, then the parent's and the child's");
+    assert_eq!(sites("second", "leaf"), [rounds * round]);
+    assert_eq!(sites("second", "other"), [rounds * round]);
+    assert_eq!(sites("through", "leaf"), [rounds * round], "through a pointer: counted by the callee");
+    let rows = read_result(&file);
+    assert_eq!(rows[&("hot_sites".into(), "leaf".into())].count, Some((3 * rounds + 2) * round));
+    assert_eq!(rows[&("hot_sites".into(), "other".into())].count, Some(rounds * round));
 }
 
 /// A shell runs a program 20 times, one run after the other: each run

@@ -256,8 +256,9 @@ impl Engine {
     /// full (their sites go unnamed; the calls are still counted), and,
     /// with `CALI_RUN_DEBUG_ARCS=1`, what the arcs cost: the arc ids given
     /// (one per function and image), the entries claimed now and freed
-    /// before (their programs ended), the arc records made, the counter
-    /// slots taken now and at most.
+    /// before (their programs ended), the arc records made, the call sites
+    /// given counters of their own, the counter slots taken now and at
+    /// most.
     pub(super) fn report_arc_table(&self, counts: &ArcCounts) {
         if counts.overflow > 0 {
             eprintln!(
@@ -272,12 +273,14 @@ impl Engine {
         let slots = crate::counters::SLOTS - self.counters.free();
         eprintln!(
             "== CALIPER: cali-run: arcs: {} arc ids; {} of {} entries of the table of call arcs claimed, \
-             {} freed; {} arc records; {slots} of {} counter slots taken, {} at most",
+             {} freed; {} arc records; {} call sites counting their own calls; {slots} of {} counter slots \
+             taken, {} at most",
             self.arc_callees.len(),
             counts.entries.len(),
             crate::arc_table::ENTRIES,
             self.arc_entries_freed,
             self.arcs.records.len(),
+            self.site_passes.counted,
             crate::counters::SLOTS,
             self.counters.high_water()
         );

@@ -88,7 +88,7 @@ impl Engine {
         Outcome {
             exit: self.exit.unwrap_or(Exit::Detached),
             functions,
-            arcs: arcs.taken(&arc_counts),
+            arcs: arcs.taken(&arc_counts, &counters),
             counters,
             stacks: self.stacks.clone(),
             samples_lost: self.sampler.as_ref().map_or(0, |s| s.lost),

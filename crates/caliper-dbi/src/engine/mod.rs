@@ -19,6 +19,7 @@ mod halt;
 mod probes;
 mod samples;
 mod signals;
+mod sites;
 mod threads;
 mod timer;
 mod watchdog;
@@ -287,6 +288,8 @@ pub struct Engine {
     /// measurement ends.
     stalled: bool,
     watchdog: watchdog::Watchdog,
+    /// The passes that give hot call sites counters of their own.
+    site_passes: sites::SitePasses,
     /// Stops at the tool's `int3`s so far ([`Outcome::traps`]).
     traps: u64,
     /// The (program, module) pairs whose module the program entered: the
@@ -348,6 +351,7 @@ impl Engine {
             at_breakpoint: None,
             entered_modules: HashSet::new(),
             watchdog: watchdog::Watchdog::default(),
+            site_passes: sites::SitePasses::default(),
             traps: 0,
         };
         // The handlers come before an attach, so that an interrupt during it
@@ -511,6 +515,7 @@ impl Engine {
         if !self.processes.values().any(|p| p.image == image) && self.images.contains_key(&image) {
             self.take_site_arcs(&[image], true);
             self.release_slots(image);
+            self.release_site_slots(image);
             self.images.remove(&image);
         }
     }
@@ -520,6 +525,7 @@ impl Engine {
         // A bug of the tool must not cost the program its life: on a panic
         // the probes come out and the program runs on untraced.
         self.start_watchdog();
+        self.start_site_passes();
         let followed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.follow()));
         if let Err(panic) = followed {
             self.recover(panic.as_ref());
@@ -535,6 +541,7 @@ impl Engine {
             }
             self.watch();
             self.drain_samples_when_due();
+            self.pass_sites_when_due();
             if self.stalled {
                 self.let_go_all();
                 break;
@@ -776,7 +783,7 @@ impl Engine {
         Outcome {
             exit: self.exit.unwrap_or(Exit::Detached),
             functions: self.functions,
-            arcs: std::mem::take(&mut self.arcs).taken(&arc_counts),
+            arcs: std::mem::take(&mut self.arcs).taken(&arc_counts, &counters),
             counters,
             stacks: self.stacks,
             samples_lost,

@@ -230,7 +230,7 @@ impl Engine {
     /// `f` in, if it has one: the image's own (see
     /// [`crate::image::Image::slots`]; a forked child's are its parent's),
     /// or the one the images without slots of their own share.
-    fn slot_of(&self, image_id: usize, f: usize) -> Option<usize> {
+    pub(super) fn slot_of(&self, image_id: usize, f: usize) -> Option<usize> {
         let slots = self.images.get(&image_id).and_then(|i| i.slots.as_ref()).unwrap_or(&self.shared_slots);
         slots.get(&f).copied()
     }
@@ -279,10 +279,7 @@ impl Engine {
         };
         for ((slot, f), value) in released.into_iter().zip(values) {
             let record = &mut self.functions.records[f];
-            if let Some(n) = record.slots.iter().position(|&(s, _)| s == slot) {
-                let (_, base) = record.slots.swap_remove(n);
-                record.banked += value.wrapping_sub(base);
-            }
+            super::sites::bank(&mut record.slots, &mut record.banked, slot, value);
             self.counters.recycle(slot, value);
         }
     }

@@ -1,0 +1,195 @@
+//! Call sites that count their own calls. An arc trampoline finds its
+//! call's arc by hashing the return address into the table of call arcs
+//! (see [`crate::arc_table`]): a dozen instructions, two branches and a
+//! load from a table of megabytes at every call, where `fcount` has one
+//! increment. Yet nine in ten of a compiler's calls are direct
+//! `call rel32`s, whose callee the site itself says. So, as a program
+//! runs, the engine sends the hottest direct call sites (those whose arcs
+//! the table has counted most) to trampolines of their own: each counts
+//! its site's calls in a counter slot of its own, then runs the callee's
+//! moved entry instructions and the rest of the callee, without the
+//! callee's trampoline. The site's slot counts for its arc and for the
+//! callee: an arc's calls are those of its entries in the table (before)
+//! and of its site's slot (after); a function's, those of its
+//! trampoline's slot and of its sites'. (A call through a site's own
+//! trampoline takes one jump fewer than one through the callee's.)
+//!
+//! Passes choose the sites [`FIRST_PASS`] into an image's life, and again
+//! at each doubling of its age, with every thread of the image stopped
+//! (as at a first call): `gcc -O2 -c lvm.c` (Lua's interpreter loop,
+//! cc1 makes 133 million calls) sends 85 million of its calls through
+//! 10,000 sites' trampolines, the passes taking 3 µs a site. The site's
+//! slot is given back, its count kept by its arc and its callee, when the
+//! image has ended (as the functions' slots are); the trampoline's
+//! increment is locked with the others' when another thread or a forked
+//! copy runs it; a detach puts the calls back.
+
+use super::Engine;
+use super::probes::World;
+use super::timer::PeriodicTimer;
+use crate::image::{CountedSite, Stopped};
+use crate::ptrace;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// How often the loop wakes to see whether an image is due a pass.
+const PERIOD: Duration = Duration::from_millis(10);
+
+/// An image's age at its first pass (the loop's first sight of it): a
+/// run this short spends its time starting up, and a pass costs
+/// milliseconds.
+const FIRST_PASS: Duration = Duration::from_millis(20);
+
+/// The calls an arc must have made in the table to get its site a
+/// trampoline of its own: a site costs its pass microseconds, which calls
+/// a nanosecond cheaper win back after a few thousand, and a site this hot
+/// early on mostly goes on being called.
+const HOT_CALLS: u64 = 256;
+
+/// Set by the timer, taken by the loop.
+static DUE: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn note_due(_: libc::c_int) {
+    DUE.store(true, Ordering::Relaxed);
+}
+
+/// The timer and when each image (by id) is due its next pass, with the
+/// wait after that.
+#[derive(Default)]
+pub(super) struct SitePasses {
+    timer: Option<PeriodicTimer>,
+    due: HashMap<usize, (Instant, Duration)>,
+    /// The call sites given trampolines of their own so far.
+    pub(super) counted: usize,
+}
+
+impl Engine {
+    /// Starts the passes' timer (on `SIGRTMIN + 3`), with `arcs` and
+    /// trampolines, outside the debugger (which holds threads as its user
+    /// says).
+    pub(super) fn start_site_passes(&mut self) {
+        if !self.config.collect.arcs || self.config.breakpoints_only || self.debugger.is_some() {
+            return;
+        }
+        match PeriodicTimer::start(PERIOD, libc::SIGRTMIN() + 3, note_due, &DUE) {
+            Ok(timer) => self.site_passes.timer = Some(timer),
+            Err(e) => eprintln!("== CALIPER: cali-run: call sites are not given trampolines of their own ({e})"),
+        }
+    }
+
+    /// Runs the passes that are due: each image's first [`FIRST_PASS`]
+    /// after the loop first saw it here, the next when its age has doubled.
+    pub(super) fn pass_sites_when_due(&mut self) {
+        if !DUE.swap(false, Ordering::Relaxed) || self.debugger.is_some() {
+            return;
+        }
+        let now = Instant::now();
+        let live: Vec<usize> = self.images.keys().copied().collect();
+        self.site_passes.due.retain(|image, _| live.contains(image));
+        for image_id in live {
+            let (at, wait) = *self.site_passes.due.entry(image_id).or_insert((now + FIRST_PASS, FIRST_PASS));
+            if now < at {
+                continue;
+            }
+            self.site_passes.due.insert(image_id, (now + wait, 2 * wait));
+            self.pass_sites(image_id);
+        }
+    }
+
+    /// Gives the hot direct call sites of image `image_id` trampolines of
+    /// their own, every thread of the image stopped meanwhile.
+    fn pass_sites(&mut self, image_id: usize) {
+        let Some(ids) = self.arc_ids.get(&image_id) else { return };
+        let entries: HashMap<u32, u64> = ids.iter().map(|(&entry, &id)| (id, entry)).collect();
+        let counts = self.read_arc_counts();
+        let mut hot: Vec<(u64, u64, usize)> = counts
+            .entries
+            .iter()
+            .filter(|e| e.count >= HOT_CALLS)
+            .filter_map(|e| Some((e.ret, *entries.get(&e.id)?, *self.arc_callees.get(e.id as usize - 1)?)))
+            .collect();
+        if hot.is_empty() {
+            return;
+        }
+        // In the order of their call sites, each code page is read once.
+        hot.sort_unstable();
+        // Every thread stopped: those the loop has yet to hear from too.
+        let stopped = self.stop_world(image_id, 0);
+        let Some(&tid) = stopped.first() else { return };
+        let mut busy: Vec<u64> = self
+            .threads
+            .iter()
+            .filter(|(_, t)| !t.running && self.processes.get(&t.pid).is_some_and(|p| p.image == image_id))
+            .filter_map(|(&t, _)| ptrace::registers(t).ok())
+            .map(|r| r.rip)
+            .collect();
+        busy.extend(self.held_at(image_id));
+        let mut deferred = Vec::new();
+        let mut world = World { tid, busy: &busy, deferred: &mut deferred };
+        self.count_sites(image_id, &hot, &mut world);
+        self.resume_world(&stopped);
+        self.redeliver(tid, deferred);
+    }
+
+    /// Sends each of the `hot` (return address, callee's entry, callee)
+    /// calls of image `image_id` that is a direct call of a patched entry
+    /// to a trampoline of its own, whose counter slot both the call's arc
+    /// and the callee count.
+    fn count_sites(&mut self, image_id: usize, hot: &[(u64, u64, usize)], world: &mut World) {
+        let increment = self.counters.increment(self.images[&image_id].shared);
+        self.images[&image_id].memory.begin_batch();
+        for &(ret, entry, f) in hot {
+            let Some(call) = self.images[&image_id].countable_site(ret, entry, world.busy) else { continue };
+            let Some((slot, base)) = self.counters.allocate() else { break };
+            let arc = self.arc_of(image_id, f, ret);
+            let image = self.images.get_mut(&image_id).expect("live image");
+            let mut thread = Stopped { tid: world.tid, counters: &self.counters, deferred: world.deferred };
+            match image.count_site(call, entry, CountedSite { slot, arc }, increment, &mut thread) {
+                Ok(()) => {
+                    self.arcs.records[arc].slots.push((slot, base));
+                    self.functions.records[f].slots.push((slot, base));
+                    self.site_passes.counted += 1;
+                }
+                Err(_) => self.counters.recycle(slot, base),
+            }
+        }
+        let image = &self.images[&image_id];
+        if let Err(e) = image.memory.end_batch() {
+            eprintln!("== CALIPER: cali-run: cannot give call sites of process {} trampolines: {e}", image.pid);
+        }
+    }
+
+    /// Gives back the counter slots of the call sites of image `image_id`
+    /// that no other image counts in (a forked copy runs the same
+    /// trampolines), once its process has exited or run another program:
+    /// each arc and callee keeps its site's count.
+    pub(super) fn release_site_slots(&mut self, image_id: usize) {
+        let Some(image) = self.images.get(&image_id) else { return };
+        let others = self.images.iter().filter(|&(&other, _)| other != image_id);
+        let shared =
+            super::in_use(self.counters.high_water(), others.flat_map(|(_, i)| i.sites.values().map(|s| s.slot)));
+        let released: Vec<CountedSite> = image.sites.values().copied().filter(|s| !shared[s.slot]).collect();
+        let slots: Vec<usize> = released.iter().map(|s| s.slot).collect();
+        let values = match self.counters.read_slots(&slots) {
+            Ok(values) => values,
+            Err(e) => return eprintln!("== CALIPER: cali-run: cannot read the counters: {e}"),
+        };
+        for (site, value) in released.into_iter().zip(values) {
+            let arc = &mut self.arcs.records[site.arc];
+            bank(&mut arc.slots, &mut arc.banked, site.slot, value);
+            let callee = &mut self.functions.records[arc.callee];
+            bank(&mut callee.slots, &mut callee.banked, site.slot, value);
+            self.counters.recycle(site.slot, value);
+        }
+    }
+}
+
+/// Moves what `slot` counted beyond its base, now that it holds `value`,
+/// from `slots` to `banked`.
+pub(super) fn bank(slots: &mut Vec<(usize, u64)>, banked: &mut u64, slot: usize, value: u64) {
+    if let Some(n) = slots.iter().position(|&(s, _)| s == slot) {
+        let (_, base) = slots.swap_remove(n);
+        *banked += value.wrapping_sub(base);
+    }
+}
