@@ -149,3 +149,38 @@ fn parallel_reading_matches_sequential() {
     }
     assert_eq!(n, seq.len());
 }
+
+/// A node the writer's caller makes itself (an id past the database's,
+/// its parent the database's) reads back under that parent, and the
+/// records that refer to it read back with it.
+#[test]
+fn a_node_made_past_the_database_reads_back_under_its_parent() {
+    use caliper_data::{AttrType, NodeRef, Properties};
+    let mut db = MetadataDb::new();
+    let caller = db.create_attribute("caller", AttrType::String, Properties::NESTED, &[]);
+    let callee = db.create_attribute("callee", AttrType::String, Properties::NESTED, &[]);
+    let count = db.create_attribute("count", AttrType::Uint, Properties::ASVALUE, &[]);
+    let main = db.get_or_create_node(caller, Variant::from("main"), None);
+    let own = db.id_bound();
+    let mut w = CaliWriter::new(Vec::new());
+    let name = Variant::from("leaf");
+    w.write_own_node(&db, own, NodeRef { attribute: callee, value: &name, parent: Some(main) }).unwrap();
+    for n in [3, 4] {
+        let mut record = Record::ctx();
+        record.push_ref(own);
+        record.push_imm(count, Variant::Uint(n));
+        w.write_record(&db, &record).unwrap();
+    }
+    let text = w.finish().unwrap();
+    let mut back_db = MetadataDb::new();
+    let back = read_records(&mut back_db, "own", &text).unwrap();
+    let expanded: Vec<Vec<(String, Variant)>> = back.iter().map(|r| named(&back_db, r)).collect();
+    let expected = |n: u64| {
+        vec![
+            ("caller".to_string(), Variant::from("main")),
+            ("callee".into(), Variant::from("leaf")),
+            ("count".into(), Variant::Uint(n)),
+        ]
+    };
+    assert_eq!(expanded, [expected(3), expected(4)]);
+}

@@ -211,8 +211,10 @@ impl Counters {
         let copies = (table + COPIES_AT, table + bytes_with_copies(self.copies as u64 - 1));
         let copied = data_ranges(self.file.as_file(), copies.0, copies.1)?;
         Ok(move |at: u64| {
-            let n = copied.partition_point(|&(_, high)| high <= table + at);
-            at < COPIES_AT || copied.get(n).is_some_and(|&(low, _)| low <= table + at)
+            at < COPIES_AT || {
+                let n = copied.partition_point(|&(_, high)| high <= table + at);
+                copied.get(n).is_some_and(|&(low, _)| low <= table + at)
+            }
         })
     }
 

@@ -155,6 +155,19 @@ impl<W: Write> CaliWriter<W> {
         Ok(())
     }
 
+    /// Writes node `id`, which `store` does not hold: a node the caller
+    /// makes itself, with an id past the store's that no other node of the
+    /// stream takes. Its attribute and parent (the store's, or the caller's
+    /// own written before) are written first if the stream lacks them.
+    pub fn write_own_node(&mut self, store: &impl NodeStore, id: Id, node: NodeRef<'_>) -> io::Result<()> {
+        self.write_node(store, node.attribute)?;
+        if let Some(parent) = node.parent {
+            self.write_node(store, parent)?;
+        }
+        self.written.insert(id);
+        self.emit_node(id, node)
+    }
+
     fn emit_node(&mut self, id: Id, node: NodeRef<'_>) -> io::Result<()> {
         let line = &mut self.line;
         line.clear();
