@@ -657,41 +657,67 @@ fn arc_probe(arc: ArcProbe, how: Increment, at: u64, tail_at: u64) -> Result<Arc
             .map(i32::to_le_bytes)
             .map_err(|_| Unpatchable::Unencodable("the table of call arcs or the routine out of reach".into()))
     };
-    let prefix = if how == Increment::Unlocked { UNLOCKED_PREFIX } else { LOCK_PREFIX };
     if arc.id > i32::MAX as u32 {
         return Err(Unpatchable::Unencodable("an arc id past 2^31".into()));
     }
     let id = arc.id.to_le_bytes();
-    let shift = u8::try_from(arc_table::FIRST_LEVEL_SHIFT).expect("a shift below 64");
     let (count, moved) = (at + ARC_HEAD_COUNT, at + ARC_HEAD_BYTES);
-    let mut head = vec![0x50, 0x51, 0x48, 0xb8];
-    head.extend(arc_table::key(0, arc.id).to_le_bytes());
-    head.extend([0x48, 0x33, 0x44, 0x24, 0x10, 0x48, 0xb9]);
-    head.extend(arc_table::MULTIPLIER.to_le_bytes());
-    head.extend([0x48, 0x0f, 0xaf, 0xc1, 0x48, 0xc1, 0xe8, shift, 0x48, 0x8d, 0x04, 0x40, 0x48, 0x8d, 0x0d]);
-    head.extend(relative(arc.table + arc_table::FIRST_LEVEL_AT, at + 46)?);
-    head.extend([0x48, 0x8d, 0x04, 0xc1, 0x48, 0x8b, 0x4c, 0x24, 0x10, 0x48, 0x3b, 0x08, 0x0f, 0x85]);
-    head.extend(relative(tail_at, at + 64)?);
-    head.extend([0x48, 0x81, 0x78, 0x08]);
-    head.extend(id);
-    head.extend([0x0f, 0x85]);
-    head.extend(relative(tail_at, at + 78)?);
-    head.extend([prefix, 0x48, 0xff, 0x40, 0x10, 0x59, 0x58]);
-    debug_assert_eq!(head.len() as u64, ARC_HEAD_BYTES);
-    let mut tail = vec![0x48, 0x3b, 0x48, 0x18, 0x75, 19, 0x48, 0x81, 0x78, 0x20];
-    tail.extend(id);
-    tail.extend([0x75, 9, 0x48, 0x83, 0xc0, 0x18, 0xe9]);
-    tail.extend(relative(count, tail_at + 25)?);
-    tail.extend([0x59, 0xb8]);
-    tail.extend(id);
-    tail.push(0xe8);
-    tail.extend(relative(arc.routine, tail_at + 36)?);
-    tail.extend([0x58, 0xe9]);
-    tail.extend(relative(moved, tail_at + 42)?);
-    debug_assert_eq!(tail.len(), 42);
-    let unlocked = (prefix == UNLOCKED_PREFIX).then_some(ARC_HEAD_COUNT);
-    Ok(ArcCode { head, tail, unlocked })
+    // The templates' fields filled in place: a compiler's tens of thousands
+    // of trampolines each built their head from two dozen pieces.
+    let mut head = ARC_HEAD;
+    head[4..12].copy_from_slice(&arc_table::key(0, arc.id).to_le_bytes());
+    head[19..27].copy_from_slice(&arc_table::MULTIPLIER.to_le_bytes());
+    head[34] = u8::try_from(arc_table::FIRST_LEVEL_SHIFT).expect("a shift below 64");
+    head[42..46].copy_from_slice(&relative(arc.table + arc_table::FIRST_LEVEL_AT, at + 46)?);
+    head[60..64].copy_from_slice(&relative(tail_at, at + 64)?);
+    head[68..72].copy_from_slice(&id);
+    head[74..78].copy_from_slice(&relative(tail_at, at + 78)?);
+    head[78] = if how == Increment::Unlocked { UNLOCKED_PREFIX } else { LOCK_PREFIX };
+    let mut tail = ARC_TAIL;
+    tail[10..14].copy_from_slice(&id);
+    tail[21..25].copy_from_slice(&relative(count, tail_at + 25)?);
+    tail[27..31].copy_from_slice(&id);
+    tail[32..36].copy_from_slice(&relative(arc.routine, tail_at + 36)?);
+    tail[38..42].copy_from_slice(&relative(moved, tail_at + 42)?);
+    let unlocked = (how == Increment::Unlocked).then_some(ARC_HEAD_COUNT);
+    Ok(ArcCode { head: head.to_vec(), tail: tail.to_vec(), unlocked })
 }
+
+/// The arc head's bytes (see [`arc_probe`]), its fields zero: the key
+/// (4), the multiplier (19), the shift (34), the first level (42), the
+/// tail (60, 74), the id (68), the increment's prefix (78).
+#[rustfmt::skip]
+const ARC_HEAD: [u8; ARC_HEAD_BYTES as usize] = [
+    0x50, 0x51,                                     // push rax; push rcx
+    0x48, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0,             // mov rax, key
+    0x48, 0x33, 0x44, 0x24, 0x10,                   // xor rax, [rsp+16]
+    0x48, 0xb9, 0, 0, 0, 0, 0, 0, 0, 0,             // mov rcx, MULTIPLIER
+    0x48, 0x0f, 0xaf, 0xc1,                         // imul rax, rcx
+    0x48, 0xc1, 0xe8, 0,                            // shr rax, FIRST_LEVEL_SHIFT
+    0x48, 0x8d, 0x04, 0x40,                         // lea rax, [rax+rax*2]
+    0x48, 0x8d, 0x0d, 0, 0, 0, 0,                   // lea rcx, [rip+first level]
+    0x48, 0x8d, 0x04, 0xc1,                         // lea rax, [rcx+rax*8]
+    0x48, 0x8b, 0x4c, 0x24, 0x10,                   // mov rcx, [rsp+16]
+    0x48, 0x3b, 0x08,                               // cmp rcx, [rax]
+    0x0f, 0x85, 0, 0, 0, 0,                         // jne next
+    0x48, 0x81, 0x78, 0x08, 0, 0, 0, 0,             // cmp qword [rax+8], id
+    0x0f, 0x85, 0, 0, 0, 0,                         // jne next
+    0, 0x48, 0xff, 0x40, 0x10,                      // count: ds/lock inc qword [rax+16]
+    0x59, 0x58,                                     // pop rcx; pop rax
+];
+
+/// The arc tail's bytes (see [`arc_probe`]), its fields zero: the id (10,
+/// 27), the head's count (21), the routine (32), the moved instructions
+/// (38).
+#[rustfmt::skip]
+const ARC_TAIL: [u8; 42] = [
+    0x48, 0x3b, 0x48, 0x18, 0x75, 19,               // next: cmp rcx, [rax+24]; jne slow
+    0x48, 0x81, 0x78, 0x20, 0, 0, 0, 0, 0x75, 9,    // cmp qword [rax+32], id; jne slow
+    0x48, 0x83, 0xc0, 0x18, 0xe9, 0, 0, 0, 0,       // add rax, 24; jmp count
+    0x59, 0xb8, 0, 0, 0, 0,                         // slow: pop rcx; mov eax, id
+    0xe8, 0, 0, 0, 0,                               // call routine
+    0x58, 0xe9, 0, 0, 0, 0,                         // pop rax; jmp moved
+];
 
 /// The bytes of an arc trampoline's head (see [`arc_probe`]), and the
 /// offset of its increment in it.
