@@ -28,7 +28,7 @@ use std::sync::Arc;
 
 const INT3: u8 = 0xcc;
 /// A `call rel32`'s length.
-const CALL_LEN: u64 = 5;
+pub const CALL_LEN: u64 = 5;
 /// Bytes of trampoline code per region (after one page of scratch space).
 const CODE_BYTES: u64 = 4 << 20;
 const SCRATCH: u64 = 4096;

@@ -252,6 +252,14 @@ impl Engine {
         arc_from(&self.images[&image_id], &mut self.arcs, f, ret)
     }
 
+    /// The arc from the call at `call` (an address in module `m` of image
+    /// `image_id`) to function `f`.
+    pub(super) fn arc_of_call(&mut self, image_id: usize, m: usize, f: usize, call: u64) -> usize {
+        let module = &self.images[&image_id].modules[m];
+        let key = self.arcs.module_key(&module.path);
+        arc_at(module, key, &mut self.arcs, f, call.wrapping_sub(module.bias))
+    }
+
     /// Says on standard error how many calls found the table of call arcs
     /// full (their sites go unnamed; the calls are still counted), and,
     /// with `CALI_RUN_DEBUG_ARCS=1`, what the arcs cost: the arc ids given

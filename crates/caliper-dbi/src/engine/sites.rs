@@ -27,7 +27,7 @@
 use super::Engine;
 use super::probes::World;
 use super::timer::PeriodicTimer;
-use crate::image::{CountedSite, Stopped};
+use crate::image::{CALL_LEN, CountedSite, Stopped};
 use crate::ptrace;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -140,11 +140,16 @@ impl Engine {
     /// and the callee count.
     fn count_sites(&mut self, image_id: usize, hot: &[(u64, u64, usize)], world: &mut World) {
         let increment = self.counters.increment(self.images[&image_id].shared);
-        self.images[&image_id].memory.begin_batch();
+        let memory = &self.images[&image_id].memory;
+        memory.begin_batch();
+        // The calls' pages read in runs of neighbours, not one by one.
+        memory.prefetch(hot.iter().map(|&(ret, ..)| ret.wrapping_sub(CALL_LEN)));
         for &(ret, entry, f) in hot {
-            let Some(call) = self.images[&image_id].countable_site(ret, entry, world.busy) else { continue };
+            let image = &self.images[&image_id];
+            let Some(call) = image.countable_site(ret, entry, world.busy) else { continue };
+            let Some(m) = image.module_of(call) else { continue };
             let Some((slot, base)) = self.counters.allocate() else { break };
-            let arc = self.arc_of(image_id, f, ret);
+            let arc = self.arc_of_call(image_id, m, f, call);
             let image = self.images.get_mut(&image_id).expect("live image");
             let mut thread = Stopped { tid: world.tid, counters: &self.counters, deferred: world.deferred };
             match image.count_site(call, entry, CountedSite { slot, arc }, increment, &mut thread) {
