@@ -6,15 +6,8 @@
 mod common;
 
 use caliper_data::Variant;
-use common::run_in;
+use common::{arc_figure, run_debugging_arcs, run_in};
 use std::path::Path;
-
-/// The number before `what` in the tool's `CALI_RUN_DEBUG_ARCS` line.
-fn arc_figure(stderr: &str, what: &str) -> usize {
-    let line = stderr.lines().find(|l| l.contains("cali-run: arcs:")).expect("the arcs line");
-    let before = line.split(what).next().expect("the figure in the line");
-    before.rsplit(' ').next().and_then(|n| n.parse().ok()).expect("a count")
-}
 
 #[test]
 fn arc_records_are_made_only_for_the_sites_calls_came_from() {
@@ -22,12 +15,7 @@ fn arc_records_are_made_only_for_the_sites_calls_came_from() {
     common::build(dir.path(), "idle_sites", &[]);
     let file = dir.path().join("arcs.cali");
     let options = ["-c", "arcs", "-i", "target", "-o", file.to_str().unwrap()];
-    let output = common::command_in(dir.path(), &options, "./idle_sites", &[])
-        .env("CALI_RUN_DEBUG_ARCS", "1")
-        .output()
-        .expect("cali-run runs");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let (output, stderr) = run_debugging_arcs(dir.path(), &options, "./idle_sites", &[]);
     assert_eq!(String::from_utf8_lossy(&output.stdout), "3000\n");
     // 302 call sites in the code, 2 of them called (the entries freed once
     // the program ended).

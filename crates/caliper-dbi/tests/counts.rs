@@ -464,19 +464,11 @@ fn hot_call_sites_count_their_own_calls_exactly() {
     common::build(out.path(), "hot_sites", &[]);
     let file = out.path().join("hot.cali");
     let args = ["-c", "fcount,arcs", "-i", "hot_sites", "-o", file.to_str().unwrap()];
-    let output =
-        common::command_in(out.path(), &args, "./hot_sites", &[]).env("CALI_RUN_DEBUG_ARCS", "1").output().unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stderr}");
+    let (output, stderr) = common::run_debugging_arcs(out.path(), &args, "./hot_sites", &[]);
     let rounds: u64 = String::from_utf8_lossy(&output.stdout).trim().parse().unwrap();
     let round = 1_000_000;
-    let debug = stderr.lines().find(|l| l.ends_with(" at most")).unwrap_or_else(|| panic!("no debug line: {stderr}"));
-    let own: usize = debug
-        .split(" call sites counting their own calls")
-        .next()
-        .and_then(|s| s.rsplit(' ').next()?.parse().ok())
-        .unwrap_or_else(|| panic!("{debug}"));
-    assert!(own >= 3, "the three hot direct call sites count their own calls: {debug}");
+    let own = common::arc_figure(&stderr, " call sites counting their own calls");
+    assert!(own >= 3, "the three hot direct call sites count their own calls: {stderr}");
     let arcs = read_arcs(&file);
     let sites = |caller: &str, callee: &str| arcs.get(&(caller.into(), callee.into())).cloned().unwrap_or_default();
     assert_eq!(sites("first", "leaf"), [(rounds + 2) * round], "the phase's calls, then the parent's and the child's");
@@ -500,20 +492,15 @@ fn the_slots_and_arc_entries_of_a_finished_program_are_taken_again() {
     let file = out.path().join("runs.cali");
     let args = ["-c", "fcount,arcs", "-i", "side_by_side", "-o", file.to_str().unwrap()];
     let script = "for i in $(seq 20); do ./side_by_side once; done";
-    let output =
-        common::command_in(out.path(), &args, "sh", &["-c", script]).env("CALI_RUN_DEBUG_ARCS", "1").output().unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stderr}");
+    let (_, stderr) = common::run_debugging_arcs(out.path(), &args, "sh", &["-c", script]);
     assert_eq!(read_result(&file)[&("side_by_side".into(), "tick".into())].count, Some(20_000));
     assert_eq!(read_arcs(&file)[&("main".into(), "tick".into())], [20_000], "one call site, 20 runs");
-    let debug = stderr.lines().find(|l| l.ends_with(" at most")).unwrap_or_else(|| panic!("no debug line: {stderr}"));
-    let claimed = debug.split(" entries of the table").next().and_then(|s| s.rsplit("; ").next());
-    assert!(claimed.is_some_and(|c| c.starts_with("0 of ")), "the entries claimed at the end: {debug}");
-    let freed: usize = debug.split(" freed;").next().and_then(|s| s.rsplit(' ').next()?.parse().ok()).unwrap();
-    assert!(freed >= 20, "each run's entries (main to tick's at least) freed at its end: {debug}");
-    let most: usize = debug.strip_suffix(" at most").and_then(|s| s.rsplit(", ").next()?.parse().ok()).unwrap();
+    let figure = |what| common::arc_figure(&stderr, what);
+    assert_eq!(figure(" of "), 0, "the entries claimed at the end: {stderr}");
+    assert!(figure(" freed") >= 20, "each run's entries (main to tick's at least) freed at its end: {stderr}");
+    let most = figure(" at most");
     assert!(most < 20, "{most} slots taken at most for 20 runs of a program that calls a few functions");
-    let ids: usize = debug.split(" arc ids;").next().and_then(|s| s.rsplit(' ').next()?.parse().ok()).unwrap();
+    let ids = figure(" arc ids");
     assert!(ids < 40, "{ids} arc ids given for 20 runs of a program that calls a few functions");
 }
 

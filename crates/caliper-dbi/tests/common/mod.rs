@@ -125,6 +125,28 @@ pub fn run_in(dir: &Path, options: &[&str], program: &str, args: &[&str]) -> Out
     command_in(dir, options, program, args).output().expect("cali-run runs")
 }
 
+/// cali-run with `options` on `program` with `args` in `dir`, saying what
+/// the arcs cost (`CALI_RUN_DEBUG_ARCS=1`): its output, which must be a
+/// success, and its standard error.
+pub fn run_debugging_arcs(dir: &Path, options: &[&str], program: &str, args: &[&str]) -> (Output, String) {
+    let output =
+        command_in(dir, options, program, args).env("CALI_RUN_DEBUG_ARCS", "1").output().expect("cali-run runs");
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    (output, stderr)
+}
+
+/// The number before `what` in the tool's `CALI_RUN_DEBUG_ARCS` line.
+pub fn arc_figure(stderr: &str, what: &str) -> usize {
+    let line = stderr.lines().find(|l| l.contains("cali-run: arcs:")).expect("the arcs line");
+    let before = line.split(what).next().expect("the figure in the line");
+    before
+        .rsplit(' ')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no figure before {what:?}: {line}"))
+}
+
 /// The records of a `.cali` file, each as (attribute name, value) pairs,
 /// context paths root first.
 pub fn expanded_records(path: &Path) -> Vec<Vec<(String, Variant)>> {
