@@ -249,8 +249,9 @@ fn build(dir: &Path, name: &str, flags: &[&str], sources: &[PathBuf]) -> PathBuf
 /// with `extra` options (the program's module only, the counting library
 /// left out), each
 /// writing the oracle's counts; checks the same output and exit code, and
-/// compares the measured run's counts with its oracle's.
-fn check(dir: &Path, program: &Path, args: &[&str], extra: &[&str]) {
+/// compares the measured run's counts with its oracle's. The number of
+/// call sites that counted their own calls in the measured run.
+fn check(dir: &Path, program: &Path, args: &[&str], extra: &[&str]) -> usize {
     let name = file_name(program.to_str().unwrap());
     let native =
         Command::new(program).args(args).current_dir(dir).env("ORACLE_OUT", dir.join("native.txt")).output().unwrap();
@@ -260,8 +261,11 @@ fn check(dir: &Path, program: &Path, args: &[&str], extra: &[&str]) {
     let mut options =
         vec!["-c", "fcount,arcs", "-i", &name, "-x", "__cyg_profile_func_*", "-o", result.to_str().unwrap()];
     options.extend(extra);
-    let run =
-        common::command_in(dir, &options, program.to_str().unwrap(), args).env("ORACLE_OUT", &counts).output().unwrap();
+    let run = common::command_in(dir, &options, program.to_str().unwrap(), args)
+        .env("ORACLE_OUT", &counts)
+        .env("CALI_RUN_DEBUG_ARCS", "1")
+        .output()
+        .unwrap();
     assert_eq!(run.status.code(), native.status.code(), "{}", String::from_utf8_lossy(&run.stderr));
     assert_eq!(String::from_utf8_lossy(&run.stdout), String::from_utf8_lossy(&native.stdout));
 
@@ -270,8 +274,10 @@ fn check(dir: &Path, program: &Path, args: &[&str], extra: &[&str]) {
     let measured = Measured::read(&result, &name);
     let wrong = differences(&oracle, &measured, &module);
     let calls: u64 = oracle.calls.values().sum();
+    let own_sites = common::arc_figure(&String::from_utf8_lossy(&run.stderr), " call sites counting their own calls");
     println!(
-        "{name}: {} functions, {calls} calls, {} arcs, {} inline expansions left out; {} differences",
+        "{name}: {} functions, {calls} calls, {} arcs ({own_sites} sites counting their own calls), {} inline \
+         expansions left out; {} differences",
         oracle.calls.len(),
         oracle.arcs.len(),
         oracle.inline_expansions,
@@ -279,6 +285,7 @@ fn check(dir: &Path, program: &Path, args: &[&str], extra: &[&str]) {
     );
     assert!(oracle.calls.len() > 10 && calls > 1000, "the program ran");
     assert!(wrong.is_empty(), "{name}: {} differences:\n{}", wrong.len(), wrong[..wrong.len().min(40)].join("\n"));
+    own_sites
 }
 
 /// The multi-file program (tests/c/oracle/main.c, shapes.c, words.c):
@@ -319,5 +326,8 @@ fn the_lua_interpreter_is_counted_as_its_compiler_counts_it() {
     sources.push(oracle.join("lua_host.c"));
     let include = format!("-I{}", lua.display());
     let program = build(dir.path(), "lua_oracle", &["-DLUA_USE_LINUX", &include], &sources);
-    check(dir.path(), &program, &[oracle.join("exercise.lua").to_str().unwrap()], &[]);
+    let own_sites = check(dir.path(), &program, &[oracle.join("exercise.lua").to_str().unwrap()], &[]);
+    // Its last stretch runs long enough for the hottest direct call sites
+    // to count their own calls: their arcs are checked too.
+    assert!(own_sites > 0, "no call site counted its own calls");
 }
