@@ -222,8 +222,8 @@ pub struct Image {
     /// the slots that the images without slots of their own share, and its
     /// increments are atomic.
     pub slots: Option<SlotMap>,
-    /// The call sites sent to stubs that count their calls (see
-    /// [`Image::count_site`]), by the call's address.
+    /// The call sites sent to trampolines of their own, which count their
+    /// calls (see [`Image::count_site`]), by the call's address.
     pub sites: BTreeMap<u64, CountedSite>,
 }
 
@@ -850,10 +850,7 @@ impl Image {
         let trampoline = self.place_trampoline(addr, &first, back, counting, increment, thread)?;
         let home = self.modules[m].low;
         for &call in &calls {
-            let rel = trampoline.wrapping_sub(call + CALL_LEN) as i64;
-            let rel = i32::try_from(rel).map_err(|_| Unpatchable::Unencodable("trampoline out of reach".into()))?;
-            let mut bytes = vec![CALL_REL32];
-            bytes.extend(rel.to_le_bytes());
+            let bytes = relocate::call(call, trampoline).ok_or_else(out_of_reach)?;
             self.redirect(call, home, &bytes).map_err(failed)?;
         }
         for &(slot, module) in &slots {
@@ -932,10 +929,7 @@ impl Image {
         let moved = relocate::entry_instructions(original, entry, original.len() as u64)?;
         let counting = Counting::Calls { slot: site.slot };
         let trampoline = self.place_trampoline(call, &moved, back, &counting, increment, thread)?;
-        let rel = i32::try_from(trampoline.wrapping_sub(call + CALL_LEN) as i64)
-            .map_err(|_| Unpatchable::Unencodable("trampoline out of reach".into()))?;
-        let mut bytes = vec![CALL_REL32];
-        bytes.extend(rel.to_le_bytes());
+        let bytes = relocate::call(call, trampoline).ok_or_else(out_of_reach)?;
         let home = self.modules[self.module_of(call).ok_or(Unpatchable::Undecodable)?].low;
         self.redirect(call, home, &bytes).map_err(|e| Unpatchable::Unencodable(e.to_string()))?;
         self.sites.insert(call, site);
@@ -974,7 +968,6 @@ impl Image {
         user_break: bool,
     ) -> Result<(), Unpatchable> {
         let failed = |e: io::Error| Unpatchable::Unencodable(e.to_string());
-        let out_of_reach = || Unpatchable::Unencodable("trampoline out of reach".into());
         let mut jump = match stub {
             None => relocate::jump(addr, trampoline).ok_or_else(out_of_reach)?.to_vec(),
             Some(stub) => {
@@ -1029,6 +1022,11 @@ impl Image {
             Ok(())
         })
     }
+}
+
+/// A trampoline too far from the code that would jump or call to it.
+fn out_of_reach() -> Unpatchable {
+    Unpatchable::Unencodable("trampoline out of reach".into())
 }
 
 /// Which of a region's arc routines trampolines incrementing as `how`

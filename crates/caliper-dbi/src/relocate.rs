@@ -975,8 +975,19 @@ pub fn call_before(before: &[u8; 8], ret: u64) -> u64 {
 
 /// The `jmp rel32` from `from` to `to`, or None if out of reach.
 pub fn jump(from: u64, to: u64) -> Option<[u8; JUMP_LEN as usize]> {
+    rel32(0xe9, from, to)
+}
+
+/// The `call rel32` at `from` of `to`, or None if out of reach.
+pub fn call(from: u64, to: u64) -> Option<[u8; JUMP_LEN as usize]> {
+    rel32(CALL_REL32, from, to)
+}
+
+/// The 5-byte instruction `opcode` with a 32-bit displacement, at `from`,
+/// to `to`.
+fn rel32(opcode: u8, from: u64, to: u64) -> Option<[u8; JUMP_LEN as usize]> {
     let rel = i32::try_from(to.wrapping_sub(from.wrapping_add(JUMP_LEN)) as i64).ok()?;
-    let mut bytes = [0xe9, 0, 0, 0, 0];
+    let mut bytes = [opcode, 0, 0, 0, 0];
     bytes[1..].copy_from_slice(&rel.to_le_bytes());
     Some(bytes)
 }
@@ -1425,9 +1436,11 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn jumps_reach_only_within_2_gib() {
+    fn jumps_and_calls_reach_only_within_2_gib() {
         assert_eq!(jump(0x1000, 0x1005), Some([0xe9, 0, 0, 0, 0]));
         assert_eq!(jump(0x1000, 0x1000), Some([0xe9, 0xfb, 0xff, 0xff, 0xff]));
         assert_eq!(jump(0x1000, 0x1_0000_1000), None);
+        assert_eq!(call(0x1000, 0x2005), Some([0xe8, 0, 0x10, 0, 0]));
+        assert_eq!(call(0x1_0000_1000, 0x1000), None);
     }
 }
