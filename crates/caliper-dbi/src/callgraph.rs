@@ -105,11 +105,12 @@ impl CallGraph {
         let mut calls: HashMap<(usize, usize), u64> = HashMap::new();
         for (id, arc) in arcs.records.iter().enumerate() {
             let callee = function_node(&mut graph, arc.callee);
-            let caller = match arc.caller_entry.and_then(|entry| functions.find(&arc.caller_module, entry)) {
+            let (caller_module, caller_name) = (arcs.caller_module(arc), arcs.caller(arc));
+            let caller = match arc.caller_entry.and_then(|entry| functions.find(caller_module, entry)) {
                 Some(f) => function_node(&mut graph, f),
                 None => *of_caller
-                    .entry((arc.caller_module.clone(), arc.caller.clone()))
-                    .or_insert_with(|| graph.add_node(&arc.caller, &arc.caller_module, 0)),
+                    .entry((caller_module.clone(), caller_name.clone()))
+                    .or_insert_with(|| graph.add_node(caller_name, caller_module, 0)),
             };
             *calls.entry((caller, callee)).or_default() += arcs.calls(id);
         }

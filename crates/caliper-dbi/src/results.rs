@@ -199,9 +199,9 @@ fn write_arcs<W: Write>(
         .map(|arc| {
             let callee = &outcome.functions.records[arc.callee];
             [
-                node_of(db, 0, attrs.caller_attr, &arc.caller),
+                node_of(db, 0, attrs.caller_attr, outcome.arcs.caller(arc)),
                 node_of(db, 1, attrs.callee_module_attr, &callee.module),
-                node_of(db, 2, attrs.caller_module_attr, &arc.caller_module),
+                node_of(db, 2, attrs.caller_module_attr, outcome.arcs.caller_module(arc)),
             ]
         })
         .collect();
@@ -314,7 +314,7 @@ pub fn text_report(outcome: &Outcome, collect: Collect) -> String {
         for (calls, id) in arcs {
             let arc = &outcome.arcs.records[id];
             let callee = &outcome.functions.records[arc.callee].name;
-            let _ = writeln!(out, "{calls:>14} {} -> {callee} ({:#x})", arc.caller, arc.callsite);
+            let _ = writeln!(out, "{calls:>14} {} -> {callee} ({:#x})", outcome.arcs.caller(arc), arc.callsite);
         }
     }
     if collect.callgraph {
@@ -443,7 +443,12 @@ pub fn write_flow_data(mut out: impl Write, outcome: &Outcome) -> io::Result<()>
         writeln!(
             out,
             "A\t{calls}\t{}\t{:#x}\t{}\t{}\t{:#x}\t{}",
-            arc.caller_module, arc.callsite, arc.caller, callee.module, callee.address, callee.name
+            outcome.arcs.caller_module(arc),
+            arc.callsite,
+            outcome.arcs.caller(arc),
+            callee.module,
+            callee.address,
+            callee.name
         )?;
     }
     out.flush()

@@ -91,7 +91,7 @@ impl cali_dbi_results {
             .iter()
             .map(|a| {
                 let callee = &outcome.functions.records[a.callee];
-                Names::of([&*a.caller_module, &a.caller, &*callee.module, &callee.name])
+                Names::of([&**outcome.arcs.caller_module(a), outcome.arcs.caller(a), &*callee.module, &callee.name])
             })
             .collect();
         let stacks = results::sorted_stacks(&outcome)
