@@ -287,6 +287,13 @@ impl Image {
         })
     }
 
+    /// The counter slots its trampolines count in that are its own: its
+    /// functions' (where it has slots of its own) and its call sites'.
+    pub fn slots_taken(&self) -> impl Iterator<Item = usize> + '_ {
+        let functions = self.slots.iter().flat_map(|slots| slots.values().copied());
+        functions.chain(self.sites.values().map(|site| site.slot))
+    }
+
     /// The module holding `addr`.
     pub fn module_of(&self, addr: u64) -> Option<usize> {
         self.modules.iter().position(|m| (m.low..m.high).contains(&addr))

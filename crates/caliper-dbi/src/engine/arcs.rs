@@ -210,14 +210,12 @@ impl Engine {
         let Some(image) = self.images.get(&image_id) else { return Vec::new() };
         // Whether each arc id is the image's, by id (a compiler's image has
         // 50,000), and among `last`.
-        let mut ids = vec![false; self.arc_callees.len() + 1];
-        for &id in self.arc_ids.get(&image_id).into_iter().flat_map(|ids| ids.values()) {
-            ids[id as usize] = true;
-        }
-        let mut is_last = vec![false; if last.is_empty() { 0 } else { ids.len() }];
-        for &id in last {
-            is_last[id as usize] = true;
-        }
+        let bound = self.arc_callees.len() + 1;
+        let ids = super::in_use(
+            bound,
+            self.arc_ids.get(&image_id).into_iter().flat_map(|ids| ids.values()).map(|&id| id as usize),
+        );
+        let is_last = super::in_use(bound, last.iter().map(|&id| id as usize));
         let mut freed = Vec::new();
         // In the order of their return addresses, the module files' pages and
         // the function lists are read in order (in hash order, a compiler's

@@ -223,9 +223,10 @@ const SAMPLES_PER_SECOND: u64 = 1000;
 const PRIVATE_SLOTS_FREE: usize = crate::counters::SLOTS / 2;
 
 /// Which of the resources `0..bound` (counter slots, arc ids) some item of
-/// `others` is: what the images other than an ending one still use (a
-/// forked copy shares its parent's slots and ids), found from their maps
-/// when it ends rather than counted as they are made and forked.
+/// `others` is, by resource: what the images other than an ending one
+/// still use (a forked copy shares its parent's slots and ids), found from
+/// their maps when it ends rather than counted as they are made and
+/// forked; or which arc ids are an image's.
 fn in_use(bound: usize, others: impl IntoIterator<Item = usize>) -> Vec<bool> {
     let mut used = vec![false; bound];
     for item in others {
@@ -515,7 +516,6 @@ impl Engine {
         if !self.processes.values().any(|p| p.image == image) && self.images.contains_key(&image) {
             self.take_site_arcs(&[image], true);
             self.release_slots(image);
-            self.release_site_slots(image);
             self.images.remove(&image);
         }
     }

@@ -4,7 +4,7 @@
 
 use super::Engine;
 use crate::functions::Mode;
-use crate::image::{Counting, Internal, ProbeState, Stopped};
+use crate::image::{Counting, Image, Internal, ProbeState, Stopped};
 use crate::ptrace::{self, Pid};
 use crate::relocate::{Increment, Unpatchable};
 
@@ -259,27 +259,38 @@ impl Engine {
     }
 
     /// Gives back the slots of its own that image `image_id` counted in and
-    /// no other image does (its forked copies share them), once its
-    /// process has exited or run another program: each function's count
-    /// there is kept, and the slot goes to the next function that needs
-    /// one (a build runs a compiler hundreds of times, and each run's
-    /// 5,000 slots would take the counter file's million in the end).
+    /// no other image does (its forked copies share them, and run the same
+    /// trampolines), once its process has exited or run another program:
+    /// its functions' slots (see [`crate::image::Image::slots`]) and its call
+    /// sites' (see [`crate::image::Image::sites`]). Each count there is
+    /// kept by what it counted (a function; a site's arc and callee), and
+    /// the slot goes to the next that needs one (a build runs a compiler
+    /// hundreds of times, and each run's 5,000 slots would take the counter
+    /// file's million in the end).
     pub(super) fn release_slots(&mut self, image_id: usize) {
-        let Some(slots) = self.images.get(&image_id).and_then(|i| i.slots.as_ref()) else { return };
-        let others = self.images.iter().filter(|&(&other, _)| other != image_id);
-        let others = others.filter_map(|(_, image)| image.slots.as_ref()).flat_map(|slots| slots.values().copied());
-        let shared = super::in_use(self.counters.high_water(), others);
-        let released: Vec<(usize, usize)> =
-            slots.iter().filter(|&(_, &slot)| !shared[slot]).map(|(&f, &slot)| (slot, f)).collect();
+        let Some(image) = self.images.get(&image_id) else { return };
+        let others = self.images.iter().filter(|&(&other, _)| other != image_id).map(|(_, other)| other);
+        let shared = super::in_use(self.counters.high_water(), others.flat_map(Image::slots_taken));
+        let functions = image.slots.iter().flatten().map(|(&f, &slot)| (slot, SlotUser::Function(f)));
+        let sites = image.sites.values().map(|site| (site.slot, SlotUser::Site(site.arc)));
+        let released: Vec<(usize, SlotUser)> = functions.chain(sites).filter(|&(slot, _)| !shared[slot]).collect();
         let slots: Vec<usize> = released.iter().map(|r| r.0).collect();
         // Unread, the slots are not given back: their counts are read at the end.
         let values = match self.counters.read_slots(&slots) {
             Ok(values) => values,
             Err(e) => return eprintln!("== CALIPER: cali-run: cannot read the counters: {e}"),
         };
-        for ((slot, f), value) in released.into_iter().zip(values) {
+        for ((slot, user), value) in released.into_iter().zip(values) {
+            let f = match user {
+                SlotUser::Function(f) => f,
+                SlotUser::Site(arc) => {
+                    let arc = &mut self.arcs.records[arc];
+                    bank(&mut arc.slots, &mut arc.banked, slot, value);
+                    arc.callee
+                }
+            };
             let record = &mut self.functions.records[f];
-            super::sites::bank(&mut record.slots, &mut record.banked, slot, value);
+            bank(&mut record.slots, &mut record.banked, slot, value);
             self.counters.recycle(slot, value);
         }
     }
@@ -345,5 +356,22 @@ impl Engine {
         self.keep_slot(image_id, f, slot);
         self.functions.records[f].mode = Mode::Trampoline;
         Ok(trampoline)
+    }
+}
+
+/// What a counter slot counts: a function's calls, or a call site's (its
+/// arc's, by id, and its callee's).
+#[derive(Clone, Copy)]
+enum SlotUser {
+    Function(usize),
+    Site(usize),
+}
+
+/// Moves what `slot` counted beyond its base, now that it holds `value`,
+/// from `slots` to `banked`.
+fn bank(slots: &mut Vec<(usize, u64)>, banked: &mut u64, slot: usize, value: u64) {
+    if let Some(n) = slots.iter().position(|&(s, _)| s == slot) {
+        let (_, base) = slots.swap_remove(n);
+        *banked += value.wrapping_sub(base);
     }
 }

@@ -167,37 +167,4 @@ impl Engine {
             eprintln!("== CALIPER: cali-run: cannot give call sites of process {} trampolines: {e}", image.pid);
         }
     }
-
-    /// Gives back the counter slots of the call sites of image `image_id`
-    /// that no other image counts in (a forked copy runs the same
-    /// trampolines), once its process has exited or run another program:
-    /// each arc and callee keeps its site's count.
-    pub(super) fn release_site_slots(&mut self, image_id: usize) {
-        let Some(image) = self.images.get(&image_id) else { return };
-        let others = self.images.iter().filter(|&(&other, _)| other != image_id);
-        let shared =
-            super::in_use(self.counters.high_water(), others.flat_map(|(_, i)| i.sites.values().map(|s| s.slot)));
-        let released: Vec<CountedSite> = image.sites.values().copied().filter(|s| !shared[s.slot]).collect();
-        let slots: Vec<usize> = released.iter().map(|s| s.slot).collect();
-        let values = match self.counters.read_slots(&slots) {
-            Ok(values) => values,
-            Err(e) => return eprintln!("== CALIPER: cali-run: cannot read the counters: {e}"),
-        };
-        for (site, value) in released.into_iter().zip(values) {
-            let arc = &mut self.arcs.records[site.arc];
-            bank(&mut arc.slots, &mut arc.banked, site.slot, value);
-            let callee = &mut self.functions.records[arc.callee];
-            bank(&mut callee.slots, &mut callee.banked, site.slot, value);
-            self.counters.recycle(site.slot, value);
-        }
-    }
-}
-
-/// Moves what `slot` counted beyond its base, now that it holds `value`,
-/// from `slots` to `banked`.
-pub(super) fn bank(slots: &mut Vec<(usize, u64)>, banked: &mut u64, slot: usize, value: u64) {
-    if let Some(n) = slots.iter().position(|&(s, _)| s == slot) {
-        let (_, base) = slots.swap_remove(n);
-        *banked += value.wrapping_sub(base);
-    }
 }
