@@ -169,8 +169,7 @@ impl Engine {
             return addr;
         }
         let stopped = self.stop_world(image_id, tid);
-        let mut busy: Vec<u64> = stopped.iter().filter_map(|&t| ptrace::registers(t).ok()).map(|r| r.rip).collect();
-        busy.extend(self.held_at(image_id));
+        let busy = self.busy_at(image_id);
         let mut deferred = Vec::new();
         let mut world = World { tid, busy: &busy, deferred: &mut deferred };
         let patched = match function {

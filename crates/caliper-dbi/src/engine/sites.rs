@@ -29,7 +29,6 @@ use super::Engine;
 use super::probes::World;
 use super::timer::PeriodicTimer;
 use crate::image::{CALL_LEN, CountedSite, Stopped};
-use crate::ptrace;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -120,14 +119,7 @@ impl Engine {
         // Every thread stopped: those the loop has yet to hear from too.
         let stopped = self.stop_world(image_id, 0);
         let Some(&tid) = stopped.first() else { return };
-        let mut busy: Vec<u64> = self
-            .threads
-            .iter()
-            .filter(|(_, t)| !t.running && self.processes.get(&t.pid).is_some_and(|p| p.image == image_id))
-            .filter_map(|(&t, _)| ptrace::registers(t).ok())
-            .map(|r| r.rip)
-            .collect();
-        busy.extend(self.held_at(image_id));
+        let busy = self.busy_at(image_id);
         let mut deferred = Vec::new();
         let mut world = World { tid, busy: &busy, deferred: &mut deferred };
         self.count_sites(image_id, &hot, &mut world);

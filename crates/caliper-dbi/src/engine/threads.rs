@@ -78,6 +78,23 @@ impl Engine {
             .collect()
     }
 
+    /// Where the threads of image `image_id` are while the world is
+    /// stopped, which code that changes must not lie under: the program
+    /// counters of those not running (stopped for the tool, whether their
+    /// stops are taken yet or wait in [`Engine::pending`]) and where the
+    /// held ones resume (see [`Engine::held_at`]).
+    pub(super) fn busy_at(&self, image_id: usize) -> Vec<u64> {
+        let mut busy: Vec<u64> = self
+            .threads
+            .iter()
+            .filter(|(_, t)| !t.running && self.processes.get(&t.pid).is_some_and(|p| p.image == image_id))
+            .filter_map(|(&t, _)| ptrace::registers(t).ok())
+            .map(|r| r.rip)
+            .collect();
+        busy.extend(self.held_at(image_id));
+        busy
+    }
+
     pub(super) fn resume_world(&mut self, stopped: &[Pid]) {
         for &tid in stopped {
             self.resume(tid, 0);
