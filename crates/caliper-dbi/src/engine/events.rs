@@ -9,7 +9,6 @@
 use super::timer::PeriodicTimer;
 use super::{Engine, Exit, Outcome};
 use crate::ptrace::Pid;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 /// What happened.
@@ -51,13 +50,6 @@ pub(super) struct Events {
     stop: bool,
 }
 
-/// Set by the timer's signal handler, taken by the loop.
-static TIMER_FIRED: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn note_timer(_: libc::c_int) {
-    TIMER_FIRED.store(true, Ordering::Relaxed);
-}
-
 impl Engine {
     /// Reports events to `observer` from now on, and [`Event::Timer`]
     /// every `period` (at least a millisecond) if given.
@@ -65,7 +57,7 @@ impl Engine {
         self.events.timer = match period {
             Some(period) => {
                 let period = period.max(Duration::from_millis(1));
-                Some(PeriodicTimer::start(period, libc::SIGRTMIN(), note_timer, &TIMER_FIRED)?)
+                Some(PeriodicTimer::start(period, libc::SIGRTMIN())?)
             }
             None => None,
         };
@@ -121,7 +113,7 @@ impl Engine {
     /// Reports a timer that fired; true when the observer has asked to
     /// stop (now or at an earlier event).
     pub(super) fn take_events(&mut self) -> bool {
-        if self.events.timer.is_some() && TIMER_FIRED.swap(false, Ordering::Relaxed) {
+        if self.events.timer.as_ref().is_some_and(PeriodicTimer::fired) {
             self.notify(Event::Timer);
         }
         self.events.stop

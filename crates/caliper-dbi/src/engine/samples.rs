@@ -22,7 +22,6 @@ use crate::maps::{self, Mapping};
 use crate::ptrace::Pid;
 use crate::sample::Sample;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 /// How often the loop drains the sampling buffers: with its stack copy a
@@ -31,19 +30,12 @@ use std::time::Duration;
 /// would lose samples between drains at its stops.
 const DRAIN_PERIOD: Duration = Duration::from_millis(200);
 
-/// Set by the drain timer, taken by the loop.
-static DRAIN_DUE: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn note_drain_due(_: libc::c_int) {
-    DRAIN_DUE.store(true, Ordering::Relaxed);
-}
-
 impl Engine {
     /// Starts the drain timer (on `SIGRTMIN + 2`; the observer's timer has
     /// `SIGRTMIN`, the watchdog's `SIGRTMIN + 1`). Without it samples are
     /// drained at the program's stops only.
     pub(super) fn start_sample_drain(&mut self) {
-        match PeriodicTimer::start(DRAIN_PERIOD, libc::SIGRTMIN() + 2, note_drain_due, &DRAIN_DUE) {
+        match PeriodicTimer::start(DRAIN_PERIOD, libc::SIGRTMIN() + 2) {
             Ok(timer) => self.sample_drain = Some(timer),
             Err(e) => eprintln!("== CALIPER: cali-run: samples drained at the program's stops only ({e})"),
         }
@@ -51,7 +43,7 @@ impl Engine {
 
     /// Drains the sampling buffers when the drain timer has fired.
     pub(super) fn drain_samples_when_due(&mut self) {
-        if DRAIN_DUE.swap(false, Ordering::Relaxed) {
+        if self.sample_drain.as_ref().is_some_and(PeriodicTimer::fired) {
             self.take_samples();
         }
     }

@@ -30,7 +30,6 @@ use super::probes::World;
 use super::timer::PeriodicTimer;
 use crate::image::{CALL_LEN, CountedSite, Stopped};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// How often the loop wakes to see whether an image is due a pass.
@@ -48,13 +47,6 @@ const FIRST_PASS: Duration = Duration::from_millis(50);
 /// a nanosecond cheaper win back after a few thousand, and a site this hot
 /// early on mostly goes on being called.
 const HOT_CALLS: u64 = 256;
-
-/// Set by the timer, taken by the loop.
-static DUE: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn note_due(_: libc::c_int) {
-    DUE.store(true, Ordering::Relaxed);
-}
 
 /// The timer and when each image (by id) is due its next pass, with the
 /// wait after that.
@@ -74,7 +66,7 @@ impl Engine {
         if !self.config.collect.arcs || self.config.breakpoints_only || self.debugger.is_some() {
             return;
         }
-        match PeriodicTimer::start(PERIOD, libc::SIGRTMIN() + 3, note_due, &DUE) {
+        match PeriodicTimer::start(PERIOD, libc::SIGRTMIN() + 3) {
             Ok(timer) => self.site_passes.timer = Some(timer),
             Err(e) => eprintln!("== CALIPER: cali-run: call sites are not given trampolines of their own ({e})"),
         }
@@ -83,7 +75,7 @@ impl Engine {
     /// Runs the passes that are due: each image's first [`FIRST_PASS`]
     /// after the loop first saw it here, the next when its age has doubled.
     pub(super) fn pass_sites_when_due(&mut self) {
-        if !DUE.swap(false, Ordering::Relaxed) || self.debugger.is_some() {
+        if !self.site_passes.timer.as_ref().is_some_and(PeriodicTimer::fired) || self.debugger.is_some() {
             return;
         }
         let now = Instant::now();

@@ -9,18 +9,10 @@ use super::Engine;
 use super::timer::PeriodicTimer;
 use crate::ptrace::{self, Pid};
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 /// How often the watchdog looks.
 pub(super) const PERIOD: Duration = Duration::from_secs(2);
-
-/// Set by the watchdog's timer, taken by the loop.
-static DUE: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn note_due(_: libc::c_int) {
-    DUE.store(true, Ordering::Relaxed);
-}
 
 /// The watchdog's timer and the threads found waiting at its last look.
 #[derive(Default)]
@@ -37,7 +29,7 @@ impl Engine {
         if self.debugger.is_some() {
             return;
         }
-        match PeriodicTimer::start(PERIOD, libc::SIGRTMIN() + 1, note_due, &DUE) {
+        match PeriodicTimer::start(PERIOD, libc::SIGRTMIN() + 1) {
             Ok(timer) => self.watchdog.timer = Some(timer),
             Err(e) => eprintln!("== CALIPER: cali-run: no watchdog ({e})"),
         }
@@ -46,7 +38,7 @@ impl Engine {
     /// Looks for lost threads when the period is up; ends the measurement
     /// (sets `stalled`) at one lost at two looks in a row.
     pub(super) fn watch(&mut self) {
-        if !DUE.swap(false, Ordering::Relaxed) {
+        if !self.watchdog.timer.as_ref().is_some_and(PeriodicTimer::fired) {
             return;
         }
         let candidates: Vec<Pid> = self
