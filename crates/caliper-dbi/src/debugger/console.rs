@@ -19,19 +19,35 @@ pub enum Console {
 
 impl Console {
     /// The console on a socket at `path` (a stale socket there is
-    /// replaced), for its owner only: a client controls the program.
+    /// replaced), for its owner only: a client controls the program. The
+    /// socket appears at `path` listening already: it is bound under a
+    /// name of its own beside it and renamed (a client that saw the path
+    /// between the bind and the listen was refused, and the program waited
+    /// at its entry for a client that had given up).
     pub fn listen(path: &Path) -> io::Result<Console> {
-        if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket()) {
-            std::fs::remove_file(path)?;
+        if std::fs::symlink_metadata(path).is_ok_and(|m| !m.file_type().is_socket()) {
+            return Err(io::Error::new(io::ErrorKind::AlreadyExists, "a file that is no socket is there"));
+        }
+        let name = path.file_name().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no file name"))?;
+        let mut binding = std::ffi::OsString::from(".");
+        binding.push(name);
+        binding.push(format!(".{}", std::process::id()));
+        let binding = path.with_file_name(binding);
+        if std::fs::symlink_metadata(&binding).is_ok_and(|m| m.file_type().is_socket()) {
+            std::fs::remove_file(&binding)?;
         }
         // Made with the owner's permissions only from the start (the tool
         // has one thread while it starts, so the mask changes nothing else).
         // SAFETY: umask only swaps the process's file mode mask.
         let mask = unsafe { libc::umask(0o177) };
-        let bound = UnixListener::bind(path);
+        let bound = UnixListener::bind(&binding);
         // SAFETY: as above.
         unsafe { libc::umask(mask) };
         let listener = bound?;
+        if let Err(e) = std::fs::rename(&binding, path) {
+            let _ = std::fs::remove_file(&binding);
+            return Err(e);
+        }
         Ok(Console::Socket { listener, path: path.to_path_buf(), client: None })
     }
 
@@ -141,5 +157,25 @@ pub fn connect(path: &Path) -> io::Result<()> {
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_socket_appears_listening_and_alone_and_no_other_file_is_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cdb.sock");
+        let console = Console::listen(&path).unwrap();
+        UnixStream::connect(&path).expect("listening as soon as it is there");
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names, ["cdb.sock"], "no name it was bound under is left");
+        drop(console);
+        assert!(!path.exists(), "removed at the end");
+        std::fs::write(&path, "data").unwrap();
+        assert!(Console::listen(&path).is_err());
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "data", "a file that is no socket stays");
     }
 }
