@@ -227,6 +227,45 @@ fn the_prompt_is_served_on_a_socket_while_the_program_reads_the_terminal() {
     assert!(!socket.exists(), "the socket is removed at the end");
 }
 
+#[test]
+fn a_sigterm_while_waiting_for_a_socket_client_lets_the_program_run_to_its_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("cdb.sock");
+    let mut program = cali_run()
+        .current_dir(debuggee_dir())
+        .args(["debug", "-x", "libc*", "--debug-socket", socket.to_str().unwrap(), "--", "./debuggee", "echo"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    while !socket.exists() {
+        std::thread::yield_now();
+    }
+    // The tool is in its wait for a client once the socket listens; a
+    // SIGTERM a moment later finds it there.
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    // SAFETY: kill has no memory preconditions.
+    assert_eq!(unsafe { libc::kill(program.id() as i32, libc::SIGTERM) }, 0);
+    program.stdin.take().unwrap().write_all(b"no debugger came\n").unwrap();
+    // A tool that goes on waiting is killed after a minute, and fails.
+    let tool = program.id() as i32;
+    let (done, watch) = std::sync::mpsc::channel::<()>();
+    let killer = std::thread::spawn(move || {
+        if watch.recv_timeout(std::time::Duration::from_secs(60)).is_err() {
+            // SAFETY: a signal to the tool this test started.
+            unsafe { libc::kill(tool, libc::SIGKILL) };
+        }
+    });
+    let out = program.wait_with_output().unwrap();
+    let _ = done.send(());
+    killer.join().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("echo: no debugger came") && stdout.contains("total 9"), "{stdout}");
+    assert_eq!(out.status.code(), Some(7), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!socket.exists(), "the socket is removed at the end");
+}
+
 /// Waits until the program cali-run (process `tool`) runs is asleep in
 /// a system call, not stopped by its tracer.
 fn wait_until_blocked_reading(tool: u32) {

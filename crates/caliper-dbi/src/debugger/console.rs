@@ -4,6 +4,7 @@
 //! standard input, served to one client at a time.
 
 use std::io::{self, BufRead, BufReader, Read, Write};
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::fs::FileTypeExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
@@ -80,6 +81,7 @@ impl Console {
                 path.display(),
                 path.display()
             );
+            wait_readable(listener.as_raw_fd())?;
             let (stream, _) = listener.accept()?;
             *client = Some(BufReader::new(stream));
         }
@@ -96,7 +98,13 @@ impl Console {
                 Console::Terminal => return read_terminal_line(),
                 Console::Socket { client, .. } => {
                     let mut line = String::new();
-                    match client.as_mut().map(|c| c.read_line(&mut line)) {
+                    let read = |c: &mut BufReader<UnixStream>| {
+                        if c.buffer().is_empty() {
+                            wait_readable(c.get_ref().as_raw_fd())?;
+                        }
+                        c.read_line(&mut line)
+                    };
+                    match client.as_mut().map(read) {
                         Some(Ok(n)) if n > 0 => return Some(line),
                         _ => *client = None,
                     }
@@ -129,8 +137,34 @@ fn read_terminal_line() -> Option<String> {
             Ok(0) => return (!line.is_empty()).then(|| String::from_utf8_lossy(&line).into_owned()),
             Ok(_) if byte[0] == b'\n' => return Some(String::from_utf8_lossy(&line).into_owned()),
             Ok(_) => line.push(byte[0]),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted && !crate::engine::ending_signal_pending() => {}
             Err(_) => return None,
+        }
+    }
+}
+
+/// Waits until `fd` has something to read (a client to accept, a line);
+/// an error when a signal that ends the measurement has come (the
+/// standard library's waits go back to waiting after a signal's handler,
+/// and a `SIGTERM` to a tool waiting for a debugger client went unheard).
+/// The signal is looked for at least every half second as well, in case
+/// it came just before the wait began.
+fn wait_readable(fd: RawFd) -> io::Result<()> {
+    let mut wanted = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+    loop {
+        if crate::engine::ending_signal_pending() {
+            return Err(io::ErrorKind::Interrupted.into());
+        }
+        // SAFETY: one valid pollfd, for the call's length.
+        match unsafe { libc::poll(&mut wanted, 1, 500) } {
+            0 => {}
+            ready if ready > 0 => return Ok(()),
+            _ => {
+                let e = io::Error::last_os_error();
+                if e.kind() != io::ErrorKind::Interrupted {
+                    return Err(e);
+                }
+            }
         }
     }
 }

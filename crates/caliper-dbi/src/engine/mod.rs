@@ -36,6 +36,7 @@ use crate::sample::{Sampler, TASK_CLOCK_EVENT};
 use caliper_perf::EventCode;
 pub use events::{Action, Event, Observer};
 pub use signals::HANDLED_SIGNALS;
+pub(crate) use signals::ending_signal_pending;
 use signals::install_signal_handlers;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::ffi::OsString;

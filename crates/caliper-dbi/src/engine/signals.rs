@@ -62,6 +62,18 @@ pub(super) fn install_signal_handlers(attached: bool) {
     }
 }
 
+/// Whether a signal that ends the measurement has come and is not yet
+/// acted on: a wait of the tool outside its loop (the debugger's, for a
+/// client or a command line) gives up on it, where the standard library's
+/// waits would go back to waiting after the handler.
+pub(crate) fn ending_signal_pending() -> bool {
+    match TOOL_SIGNAL.load(Ordering::Relaxed) {
+        libc::SIGTERM | libc::SIGHUP => true,
+        libc::SIGINT | libc::SIGQUIT => SENT_BY_PROCESS.load(Ordering::Relaxed),
+        _ => false,
+    }
+}
+
 impl Engine {
     /// Acts on a signal to the tool; true when measuring should stop.
     pub(super) fn take_tool_signal(&mut self) -> bool {
