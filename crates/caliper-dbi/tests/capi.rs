@@ -47,6 +47,24 @@ fn calls(results: *mut cali_dbi_results, name: &str) -> u64 {
     }
 }
 
+/// The calls along the arcs into `callee` in `results`.
+fn arc_calls(results: *mut cali_dbi_results, callee: &str) -> u64 {
+    let (mut functions, mut arcs, mut stacks, mut lost) = (0, 0, 0, 0);
+    // SAFETY: live results, writable outputs; strings live with the results.
+    unsafe {
+        assert_eq!(cali_dbi_results_sizes(results, &mut functions, &mut arcs, &mut stacks, &mut lost), CALI_DBI_OK);
+        (0..arcs)
+            .map(|i| {
+                let mut arc: cali_dbi_arc = std::mem::zeroed();
+                assert_eq!(cali_dbi_results_arc(results, i, &mut arc), CALI_DBI_OK);
+                arc
+            })
+            .filter(|arc| CStr::from_ptr(arc.callee).to_str() == Ok(callee))
+            .map(|arc| arc.count)
+            .sum()
+    }
+}
+
 #[test]
 fn bad_arguments_are_error_codes_with_a_message() {
     let _turn = take_turn();
@@ -139,6 +157,52 @@ fn a_callback_reads_the_counts_so_far() {
     assert_eq!(seen.nested_run, Some(nested));
     assert_eq!(seen.exits, [(5, 0), (3, 0)], "the child's exit, then main's");
     assert_eq!(calls(results, "child_only"), 2);
+    // SAFETY: from the run and the launch.
+    unsafe {
+        cali_dbi_results_free(results);
+        cali_dbi_process_free(p);
+    }
+}
+
+unsafe extern "C" fn read_arcs_at_sigchld(
+    user: *mut c_void,
+    event: *const cali_dbi_event,
+    live: *const cali_dbi_live,
+) -> c_int {
+    // SAFETY: the u64 passed at registration; the event and the live
+    // engine of this call.
+    unsafe {
+        if (*event).kind == CALI_DBI_EVENT_SIGNAL && (*event).signal == libc::SIGCHLD {
+            let mut results = null_mut();
+            assert_eq!(cali_dbi_live_results(live, &mut results), CALI_DBI_OK);
+            *(user as *mut u64) = arc_calls(results, "child_only");
+            cali_dbi_results_free(results);
+        }
+    }
+    CALI_DBI_CONTINUE
+}
+
+/// A forked child that has ended has its call sites named apart from the
+/// event loop (see the engine's naming thread): the results so far have
+/// its arcs all the same.
+#[test]
+fn a_callback_reads_the_arcs_of_a_child_that_has_ended() {
+    let _turn = take_turn();
+    let p =
+        launch(&[counts_dir().join("counts").to_str().unwrap(), &counts_dir().join("libplugin.so").to_string_lossy()]);
+    let mut at_sigchld = 0u64;
+    let mut results = null_mut();
+    let include = CString::new("counts").unwrap();
+    // SAFETY: a live process; `at_sigchld` outlives the run.
+    unsafe {
+        assert_eq!(cali_dbi_collect(p, c"arcs".as_ptr()), CALI_DBI_OK);
+        assert_eq!(cali_dbi_include(p, include.as_ptr()), CALI_DBI_OK);
+        let user = &mut at_sigchld as *mut u64 as *mut c_void;
+        assert_eq!(cali_dbi_on_events(p, Some(read_arcs_at_sigchld), user, 0), CALI_DBI_OK);
+        assert_eq!(cali_dbi_run(p, &mut results), CALI_DBI_OK, "{}", last_error());
+    }
+    assert_eq!(at_sigchld, 2, "the child's calls, from its call site, once it has ended");
+    assert_eq!(arc_calls(results, "child_only"), 2);
     // SAFETY: from the run and the launch.
     unsafe {
         cali_dbi_results_free(results);
