@@ -29,6 +29,12 @@ fn launch(argv: &[&str]) -> *mut cali_dbi_process {
     unsafe { cali_dbi_launch(pointers.len() as c_int, pointers.as_ptr()) }
 }
 
+/// The counts test program, which loads a plugin and forks a child that
+/// calls `child_only` twice.
+fn launch_counts_with_plugin() -> *mut cali_dbi_process {
+    launch(&[counts_dir().join("counts").to_str().unwrap(), &counts_dir().join("libplugin.so").to_string_lossy()])
+}
+
 /// The calls of `name` in `results`.
 fn calls(results: *mut cali_dbi_results, name: &str) -> u64 {
     let (mut functions, mut arcs, mut stacks, mut lost) = (0, 0, 0, 0);
@@ -140,8 +146,7 @@ unsafe extern "C" fn read_counts_at_sigchld(
 #[test]
 fn a_callback_reads_the_counts_so_far() {
     let _turn = take_turn();
-    let p =
-        launch(&[counts_dir().join("counts").to_str().unwrap(), &counts_dir().join("libplugin.so").to_string_lossy()]);
+    let p = launch_counts_with_plugin();
     let mut seen = Seen::default();
     let mut results = null_mut();
     let include = CString::new("counts").unwrap();
@@ -188,8 +193,7 @@ unsafe extern "C" fn read_arcs_at_sigchld(
 #[test]
 fn a_callback_reads_the_arcs_of_a_child_that_has_ended() {
     let _turn = take_turn();
-    let p =
-        launch(&[counts_dir().join("counts").to_str().unwrap(), &counts_dir().join("libplugin.so").to_string_lossy()]);
+    let p = launch_counts_with_plugin();
     let mut at_sigchld = 0u64;
     let mut results = null_mut();
     let include = CString::new("counts").unwrap();
@@ -220,8 +224,7 @@ unsafe extern "C" fn stop_at_plugin(_: *mut c_void, event: *const cali_dbi_event
 #[test]
 fn a_callback_stops_the_measurement_and_the_program_runs_on() {
     let _turn = take_turn();
-    let p =
-        launch(&[counts_dir().join("counts").to_str().unwrap(), &counts_dir().join("libplugin.so").to_string_lossy()]);
+    let p = launch_counts_with_plugin();
     let mut results = null_mut();
     let (mut status, mut signal) = (0, 0);
     // SAFETY: a live process and results.

@@ -184,18 +184,24 @@ fn without_the_option_a_fault_kills_the_program_as_before() {
     assert!(!String::from_utf8_lossy(&out.stderr).contains("(cdb)"));
 }
 
-#[test]
-fn the_prompt_is_served_on_a_socket_while_the_program_reads_the_terminal() {
-    let dir = tempfile::tempdir().unwrap();
-    let socket = dir.path().join("cdb.sock");
-    let mut program = cali_run()
+/// `cali-run debug` of the debuggee's `echo` (which reads a line of
+/// standard input), the prompt served on `socket`.
+fn debug_echo_on_socket(socket: &std::path::Path) -> std::process::Child {
+    cali_run()
         .current_dir(debuggee_dir())
         .args(["debug", "-x", "libc*", "--debug-socket", socket.to_str().unwrap(), "--", "./debuggee", "echo"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap();
+        .unwrap()
+}
+
+#[test]
+fn the_prompt_is_served_on_a_socket_while_the_program_reads_the_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("cdb.sock");
+    let mut program = debug_echo_on_socket(&socket);
     // The client waits for the socket, then sends its commands one by one.
     while !socket.exists() {
         assert!(program.try_wait().unwrap().is_none(), "cali-run ended early");
@@ -231,14 +237,7 @@ fn the_prompt_is_served_on_a_socket_while_the_program_reads_the_terminal() {
 fn a_sigterm_while_waiting_for_a_socket_client_lets_the_program_run_to_its_end() {
     let dir = tempfile::tempdir().unwrap();
     let socket = dir.path().join("cdb.sock");
-    let mut program = cali_run()
-        .current_dir(debuggee_dir())
-        .args(["debug", "-x", "libc*", "--debug-socket", socket.to_str().unwrap(), "--", "./debuggee", "echo"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut program = debug_echo_on_socket(&socket);
     while !socket.exists() {
         std::thread::yield_now();
     }
