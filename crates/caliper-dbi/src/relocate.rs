@@ -629,7 +629,11 @@ pub(crate) fn unencodable(e: iced_x86::IcedError) -> Unpatchable {
 /// call that finds its pair at home runs the head straight into the moved
 /// instructions, without a taken branch: the tail holds the rest (with the
 /// home's hit two jumps away, a call cost 1.2 ns where a bare count cost
-/// 0.9 ns, and 0.9 ns so).
+/// 0.9 ns, and 0.9 ns so). Under per-processor counters, the count is the
+/// running processor's copy's (`rdpid`, as the routine counts; a home or
+/// next entry is a first-level one, which has copies): before, every call
+/// went through the routine there, and `xz -T2` under `arcs` took twice
+/// `fcount`'s time.
 ///
 /// ```text
 /// head:
@@ -641,6 +645,10 @@ pub(crate) fn unencodable(e: iced_x86::IcedError) -> Unpatchable {
 ///  64 cmp qword [rax+8], id; jne next
 ///  78 count: ds/lock inc qword [rax+16]; pop rcx; pop rax
 ///  85 (the moved instructions, the jump back)
+///     or, per processor,
+///  78 count: rdpid rcx; and ecx, 0xfff; shl rcx, COPY_STRIDE_LOG2
+///  92 lock inc qword [rax+rcx+copy's count - entry]; pop rcx; pop rax
+/// 103 (the moved instructions, the jump back)
 /// tail:
 ///   0 next: cmp rcx, [rax+24]; jne slow
 ///   6 cmp qword [rax+32], id; jne slow
@@ -649,9 +657,6 @@ pub(crate) fn unencodable(e: iced_x86::IcedError) -> Unpatchable {
 ///  42
 /// ```
 fn arc_probe(arc: ArcProbe, how: Increment, at: u64, tail_at: u64) -> Result<ArcCode, Unpatchable> {
-    if matches!(how, Increment::PerCpu { .. }) {
-        return Ok(ArcCode { head: arc_call(arc, at)?.to_vec(), tail: Vec::new(), unlocked: None });
-    }
     let relative = |to: u64, from: u64| {
         i32::try_from(to.wrapping_sub(from) as i64)
             .map(i32::to_le_bytes)
@@ -661,10 +666,11 @@ fn arc_probe(arc: ArcProbe, how: Increment, at: u64, tail_at: u64) -> Result<Arc
         return Err(Unpatchable::Unencodable("an arc id past 2^31".into()));
     }
     let id = arc.id.to_le_bytes();
-    let (count, moved) = (at + ARC_HEAD_COUNT, at + ARC_HEAD_BYTES);
+    let per_cpu = matches!(how, Increment::PerCpu { .. });
+    let (count, moved) = (at + ARC_HEAD_COUNT, at + arc_head_bytes(how));
     // The templates' fields filled in place: a compiler's tens of thousands
     // of trampolines each built their head from two dozen pieces.
-    let mut head = ARC_HEAD;
+    let mut head = ARC_HEAD.to_vec();
     head[4..12].copy_from_slice(&arc_table::key(0, arc.id).to_le_bytes());
     head[19..27].copy_from_slice(&arc_table::MULTIPLIER.to_le_bytes());
     head[34] = u8::try_from(arc_table::FIRST_LEVEL_SHIFT).expect("a shift below 64");
@@ -673,6 +679,15 @@ fn arc_probe(arc: ArcProbe, how: Increment, at: u64, tail_at: u64) -> Result<Arc
     head[68..72].copy_from_slice(&id);
     head[74..78].copy_from_slice(&relative(tail_at, at + 78)?);
     head[78] = if how == Increment::Unlocked { UNLOCKED_PREFIX } else { LOCK_PREFIX };
+    if per_cpu {
+        let mut in_copy = PER_CPU_COUNT;
+        in_copy[13] = u8::try_from(arc_table::COPY_STRIDE_LOG2).expect("a shift below 64");
+        let from_entry = i32::try_from(arc_table::copied_count_at(0, 0) - arc_table::FIRST_LEVEL_AT)
+            .expect("the copies within 2 GiB of the table");
+        in_copy[19..23].copy_from_slice(&from_entry.to_le_bytes());
+        head.truncate(ARC_HEAD_COUNT as usize);
+        head.extend(in_copy);
+    }
     let mut tail = ARC_TAIL;
     tail[10..14].copy_from_slice(&id);
     tail[21..25].copy_from_slice(&relative(count, tail_at + 25)?);
@@ -680,8 +695,29 @@ fn arc_probe(arc: ArcProbe, how: Increment, at: u64, tail_at: u64) -> Result<Arc
     tail[32..36].copy_from_slice(&relative(arc.routine, tail_at + 36)?);
     tail[38..42].copy_from_slice(&relative(moved, tail_at + 42)?);
     let unlocked = (how == Increment::Unlocked).then_some(ARC_HEAD_COUNT);
-    Ok(ArcCode { head: head.to_vec(), tail: tail.to_vec(), unlocked })
+    Ok(ArcCode { head, tail: tail.to_vec(), unlocked })
 }
+
+/// The bytes of an arc trampoline's head (see [`arc_probe`]) whose
+/// increments are as `how` says.
+fn arc_head_bytes(how: Increment) -> u64 {
+    match how {
+        Increment::PerCpu { .. } => ARC_HEAD_COUNT + PER_CPU_COUNT.len() as u64,
+        _ => ARC_HEAD_BYTES,
+    }
+}
+
+/// The count of an arc head (see [`arc_probe`]) under per-processor
+/// counters, its fields zero: the copies' stride (13), the copy's count
+/// from the entry (19).
+#[rustfmt::skip]
+const PER_CPU_COUNT: [u8; 25] = [
+    0xf3, 0x0f, 0xc7, 0xf9,                         // count: rdpid rcx
+    0x81, 0xe1, 0xff, 0x0f, 0x00, 0x00,             // and ecx, 0xfff
+    0x48, 0xc1, 0xe1, 0,                            // shl rcx, COPY_STRIDE_LOG2
+    0xf0, 0x48, 0xff, 0x84, 0x08, 0, 0, 0, 0,       // lock inc qword [rax+rcx+copy's count]
+    0x59, 0x58,                                     // pop rcx; pop rax
+];
 
 /// The arc head's bytes (see [`arc_probe`]), its fields zero: the key
 /// (4), the multiplier (19), the shift (34), the first level (42), the
@@ -725,31 +761,12 @@ const ARC_HEAD_BYTES: u64 = 85;
 const ARC_HEAD_COUNT: u64 = 78;
 
 /// The arc part of an arc trampoline: the head before the moved
-/// instructions, the tail after the jump back (empty under per-processor
-/// counters), and the offset of the head's unlocked increment's prefix, if
-/// it has one.
+/// instructions, the tail after the jump back, and the offset of the
+/// head's unlocked increment's prefix, if it has one.
 struct ArcCode {
     head: Vec<u8>,
     tail: Vec<u8>,
     unlocked: Option<u64>,
-}
-
-/// The bytes of [`arc_call`]'s code.
-const ARC_CALL_BYTES: u64 = 12;
-
-/// The arc part of an arc trampoline at `at` under per-processor counters:
-/// `push rax; mov eax, id; call routine; pop rax`, the routine counting in
-/// the running processor's copy (see [`crate::arc_table`]); the home
-/// entries are not looked at here, since their counts are the ones all
-/// processors share.
-fn arc_call(arc: ArcProbe, at: u64) -> Result<[u8; ARC_CALL_BYTES as usize], Unpatchable> {
-    const CALL_END: u64 = 11;
-    let rel = i32::try_from(arc.routine.wrapping_sub(at + CALL_END) as i64)
-        .map_err(|_| Unpatchable::Unencodable("the arc routine out of reach".into()))?;
-    let mut code = [0x50, 0xb8, 0, 0, 0, 0, 0xe8, 0, 0, 0, 0, 0x58];
-    code[2..6].copy_from_slice(&arc.id.to_le_bytes());
-    code[7..11].copy_from_slice(&rel.to_le_bytes());
-    Ok(code)
 }
 
 /// Encodes a trampoline at address `at`: the probe, the `moved`
@@ -770,11 +787,7 @@ pub fn build(at: u64, probe: Probe, moved: &[Instruction], resume: u64) -> Resul
     // The arc head's length is known before the moved instructions are
     // encoded after it, and where they end, the tail goes.
     let arc_at = code.len() as u64;
-    let head_bytes = match arc {
-        Some((_, Increment::PerCpu { .. })) => ARC_CALL_BYTES,
-        Some(_) => ARC_HEAD_BYTES,
-        None => 0,
-    };
+    let head_bytes = arc.map_or(0, |(_, how)| arc_head_bytes(how));
     let back = relabel(moved)?;
     let back_at = at + arc_at + head_bytes;
     let back = match encode_straight(&back, back_at, resume) {
@@ -1252,6 +1265,32 @@ pub(crate) mod tests {
         assert_eq!(back[9].memory_displacement64(), 0x7100_0000 + arc_table::FIRST_LEVEL_AT, "the first level");
         assert_eq!([14, 25, 30].map(|n| back[n].immediate32()), [5, 5, 5]);
         assert_eq!(back[31].near_branch64(), 0x7000_8000, "the routine");
+    }
+
+    #[test]
+    fn a_per_processor_arc_head_counts_in_the_running_processors_copy() {
+        let moved = entry_instructions(&[0x55, 0x48, 0x89, 0xe5, 0x90], 0x1000, JUMP_LEN).unwrap();
+        let arc = ArcProbe { id: 5, routine: 0x7000_8000, table: 0x7100_0000 };
+        let how = Increment::PerCpu { stride_log2: 23 };
+        let t = build(0x7000_0000, Probe::Arcs { counter: 0x7000_2000, arc, increment: how }, &moved, 0x1005).unwrap();
+        assert!(t.unlocked.is_empty());
+        let back = decode_all(&t.code, 0x7000_0000);
+        // The call's count (per processor: push, push, rdpid, and, shl, lea,
+        // inc, pop, pop), then the arc head as the locked one's up to its
+        // count.
+        let head = back.iter().position(|i| i.code() == Code::Mov_r64_imm64).unwrap() - 2;
+        let count = head + 15;
+        use Code::*;
+        let codes: Vec<Code> = back[count..count + 6].iter().map(|i| i.code()).collect();
+        assert_eq!(codes, [Rdpid_r64, And_rm32_imm32, Shl_rm64_imm8, Inc_rm64, Pop_r64, Pop_r64]);
+        assert_eq!(back[count + 2].immediate8(), arc_table::COPY_STRIDE_LOG2 as u8);
+        let inc = &back[count + 3];
+        assert!(inc.has_lock_prefix());
+        assert_eq!((inc.memory_base(), inc.memory_index()), (Register::RAX, Register::RCX));
+        assert_eq!(inc.memory_displacement64(), arc_table::copied_count_at(0, 0) - arc_table::FIRST_LEVEL_AT);
+        assert_eq!(back[count + 6].code(), Push_r64, "then the moved instructions");
+        assert_eq!(back.last().unwrap().near_branch64(), back[count + 6].ip(), "the routine's call goes on to them");
+        assert_eq!(back[back.len() - 3].near_branch64(), 0x7000_8000, "the routine");
     }
 
     #[test]
