@@ -273,33 +273,6 @@ impl ArcTable {
         })
     }
 
-    /// Adds the arcs of `other` (made apart, as an ended program's are; see
-    /// [`crate::engine`]'s naming of call sites): an arc of both keeps
-    /// what each counted (trap hits, slots, banked calls, and its entries
-    /// once each: a forked copy's entries are its parent's too, joined by
-    /// both). The smaller table's arcs are added to the larger's, so the
-    /// arcs' ids change.
-    pub fn absorb(&mut self, mut other: ArcTable) {
-        if other.records.len() > self.records.len() {
-            std::mem::swap(self, &mut other);
-        }
-        let ArcTable { records, modules, names, .. } = other;
-        let keys: Vec<ModuleKey> = modules.iter().map(|(module, _)| self.module_key(module)).collect();
-        for r in records {
-            let caller = &names[r.caller.0 as usize];
-            let arc = self.intern(r.callee, keys[r.caller_module.0], caller, r.caller_entry, r.callsite);
-            let mine = &mut self.records[arc];
-            mine.trap_hits += r.trap_hits;
-            for entry in r.entries {
-                if !mine.entries.contains(&entry) {
-                    mine.entries.push(entry);
-                }
-            }
-            mine.slots.extend(r.slots);
-            mine.banked += r.banked;
-        }
-    }
-
     /// The arcs along which calls were made, each with the calls its
     /// entries in the table of call arcs counted (`counts`) and its call
     /// site's slots (given the counter values): the run's result, to which
@@ -325,38 +298,6 @@ impl ArcTable {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_table_absorbs_another_adding_what_both_counted_of_an_arc() {
-        let (a, b): (Arc<str>, Arc<str>) = (Arc::from("/bin/a"), Arc::from("/lib/b.so"));
-        let mut mine = ArcTable::default();
-        let key = mine.module_key(&a);
-        let shared = mine.intern(3, key, &Arc::from("main"), Some(0x100), 0x120);
-        mine.records[shared].slots.push((7, 0));
-        mine.records[shared].trap_hits = 1;
-        let mut other = ArcTable::default();
-        let (other_b, other_a) = (other.module_key(&b), other.module_key(&a));
-        let apart = other.intern(3, other_b, &Arc::from("helper"), None, 0x40);
-        let same = other.intern(3, other_a, &Arc::from("main"), Some(0x100), 0x120);
-        other.records[same].banked = 10;
-        other.records[same].entries.extend([42, 43]);
-        mine.records[shared].entries.push(43);
-        other.records[apart].banked = 5;
-        mine.absorb(other);
-        assert_eq!(mine.records.len(), 2, "the arc of both is one");
-        let at = |name: &str| (0..2).find(|&n| &**mine.caller(&mine.records[n]) == name).unwrap();
-        let (shared, added) = (at("main"), at("helper"));
-        let r = &mine.records[shared];
-        let mut entries = r.entries.clone();
-        entries.sort();
-        assert_eq!((r.trap_hits, r.banked, &entries[..], &r.slots[..]), (1, 10, &[42, 43][..], &[(7, 0)][..]));
-        let added = &mine.records[added];
-        assert_eq!(
-            (&**mine.caller(added), &**mine.caller_module(added), added.callsite),
-            ("helper", "/lib/b.so", 0x40)
-        );
-        assert_eq!(added.banked, 5);
-    }
 
     #[test]
     fn a_function_is_one_record_per_module_and_entry() {

@@ -187,9 +187,9 @@ unsafe extern "C" fn read_arcs_at_sigchld(
     CALI_DBI_CONTINUE
 }
 
-/// A forked child that has ended has its call sites named apart from the
-/// event loop (see the engine's naming thread): the results so far have
-/// its arcs all the same.
+/// A forked child that has ended has had its call sites named (its
+/// image is gone) and its entries freed: the results so far have its arcs,
+/// counted once (its entries were its parent's too).
 #[test]
 fn a_callback_reads_the_arcs_of_a_child_that_has_ended() {
     let _turn = take_turn();

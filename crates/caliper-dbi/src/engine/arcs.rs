@@ -1,11 +1,9 @@
 //! Call arcs: which call site a call came from (the return address at
 //! the callee's entry). Arc trampolines count (return address, arc id)
 //! pairs in the table of call arcs (see [`crate::arc_table`]); each
-//! trampoline's function has an arc id per image. The counts are read
-//! before the image goes (at its process's exit or exec) and at the end;
-//! the sites are named from the image's modules, which name the callers:
-//! a live image's then, an ended image's on the naming thread (see
-//! [`super::naming`]).
+//! trampoline's function has an arc id per image. The sites are named
+//! when the counts are read, before the image goes (its modules name the
+//! callers), at its process's exit or exec, or at the end.
 
 use super::Engine;
 use crate::arc_table;
@@ -123,38 +121,6 @@ impl<'a> SiteNamer<'a> {
     }
 }
 
-/// An entry of the table of call arcs that an image's trampolines
-/// claimed, with its callee, and whether it is final (see
-/// [`Engine::end_site_arcs`]).
-pub(super) struct SiteEntry {
-    entry: arc_table::Entry,
-    callee: usize,
-    last: bool,
-}
-
-/// Adds to `arcs` the arcs of `entries` (sorted by return address) of
-/// image `image`, its call sites named from its modules: a final entry's
-/// count is banked by its arc, any other entry joins its arc (its count is
-/// read at the end).
-pub(super) fn name_entries(image: &Image, arcs: &mut ArcTable, entries: &[SiteEntry]) {
-    let rets: Vec<u64> = entries.iter().map(|e| e.entry.ret).collect();
-    let mut namer = SiteNamer::new(image, &rets);
-    for &SiteEntry { entry, callee, last } in entries {
-        let arc = namer.arc(arcs, callee, entry.ret);
-        let record = &mut arcs.records[arc];
-        let joined = record.entries.iter().position(|&index| index == entry.index);
-        if last {
-            // A forked copy that ended first joined the entry.
-            if let Some(n) = joined {
-                record.entries.swap_remove(n);
-            }
-            record.banked += entry.count;
-        } else if joined.is_none() {
-            record.entries.push(entry.index);
-        }
-    }
-}
-
 impl Engine {
     /// The arc id of the trampoline of function `f` at `entry` in image
     /// `image_id`: its own if it has one, else one given back by an image
@@ -195,68 +161,53 @@ impl Engine {
         })
     }
 
-    /// The arcs of the calls that the trampolines of the live `images`
-    /// counted (at the end, or as a process is let go), each joined by its
-    /// entries in the table of call arcs, named now; their ids forgotten.
-    /// Returns the entries read (none without `arcs`).
-    pub(super) fn take_site_arcs(&mut self, images: &[usize]) -> ArcCounts {
+    /// The arcs of the calls that the trampolines of `images` counted,
+    /// each joined by its entries in the table of call arcs: made as the
+    /// images go (the callers are named from their modules), and their ids
+    /// forgotten. A forked process's trampolines share their parent's ids,
+    /// and count in the same entries: an entry joins its arc once. With
+    /// `ended` (the images' processes have exited or run other programs),
+    /// the entries of ids no live image shares are final: their counts are
+    /// kept by their arcs, the entries freed for others to claim (see
+    /// [`Counters::free_arc_entries`](crate::counters::Counters::free_arc_entries))
+    /// and the ids given back (a build that runs a compiler hundreds of
+    /// times would take 10,000 more at each run). Returns the entries read
+    /// (none without `arcs`).
+    pub(super) fn take_site_arcs(&mut self, images: &[usize], ended: bool) -> ArcCounts {
         if !self.config.collect.arcs {
             return ArcCounts::default();
         }
         let counts = self.read_arc_counts();
         let mut arcs = std::mem::take(&mut self.arcs);
         for &image_id in images {
-            self.site_arcs(image_id, &counts, &mut arcs);
+            let alone = if ended { self.ids_of_image_alone(image_id) } else { Vec::new() };
+            let freed = self.site_arcs(image_id, &counts, &mut arcs, &alone);
+            match self.counters.free_arc_entries(&freed) {
+                Ok(()) => {
+                    self.arc_entries_freed += freed.len();
+                    self.free_arc_ids.extend(alone);
+                }
+                Err(e) => eprintln!("== CALIPER: cali-run: cannot free entries of the table of call arcs: {e}"),
+            }
             self.arc_ids.remove(&image_id);
         }
         self.arcs = arcs;
         counts
     }
 
-    /// The entries of the table of call arcs that the trampolines of image
-    /// `image_id` claimed, as it ends (its processes have exited or run
-    /// other programs), for its call sites to be named (see
-    /// [`name_entries`]). The entries of ids no live image shares are
-    /// final: their counts go with them, and they are freed for others to
-    /// claim (see
-    /// [`Counters::free_arc_entries`](crate::counters::Counters::free_arc_entries))
-    /// and the ids given back (a build that runs a compiler hundreds of
-    /// times would take 10,000 more at each run). A forked copy's
-    /// trampolines share their parent's ids and count in the same entries.
-    pub(super) fn end_site_arcs(&mut self, image_id: usize) -> Vec<SiteEntry> {
-        if !self.config.collect.arcs {
-            return Vec::new();
-        }
-        let counts = self.read_arc_counts();
-        let alone = self.ids_of_image_alone(image_id);
-        let entries = self.image_entries(image_id, &counts, &alone);
-        let freed: Vec<usize> = entries.iter().filter(|e| e.last).map(|e| e.entry.index).collect();
-        match self.counters.free_arc_entries(&freed) {
-            Ok(()) => {
-                self.arc_entries_freed += freed.len();
-                self.free_arc_ids.extend(alone);
-            }
-            Err(e) => eprintln!("== CALIPER: cali-run: cannot free entries of the table of call arcs: {e}"),
-        }
-        self.arc_ids.remove(&image_id);
-        entries
-    }
-
     /// Adds to `arcs` the arcs of the entries of `counts` that the
-    /// trampolines of the live image `image_id` claimed, each joined by
-    /// its entries.
-    pub(super) fn site_arcs(&self, image_id: usize, counts: &ArcCounts, arcs: &mut ArcTable) {
-        if let Some(image) = self.images.get(&image_id) {
-            name_entries(image, arcs, &self.image_entries(image_id, counts, &[]));
-        }
-    }
-
-    /// The entries of `counts` that the trampolines of image `image_id`
-    /// claimed, with their callees, in the order of their return addresses
-    /// (so that the module files' pages and the function lists are read in
-    /// order: in hash order, a compiler's sites took twice as long to
-    /// name); those of the ids `last` (final) marked so.
-    fn image_entries(&self, image_id: usize, counts: &ArcCounts, last: &[u32]) -> Vec<SiteEntry> {
+    /// trampolines of image `image_id` claimed (see
+    /// [`Engine::take_site_arcs`]); those of the ids `last` (final: the
+    /// image has ended, and no other shares them) with their counts, not
+    /// their entries, which it returns.
+    pub(super) fn site_arcs(
+        &self,
+        image_id: usize,
+        counts: &ArcCounts,
+        arcs: &mut ArcTable,
+        last: &[u32],
+    ) -> Vec<usize> {
+        let Some(image) = self.images.get(&image_id) else { return Vec::new() };
         // Whether each arc id is the image's, by id (a compiler's image has
         // 50,000), and among `last`.
         let bound = self.arc_callees.len() + 1;
@@ -265,19 +216,33 @@ impl Engine {
             self.arc_ids.get(&image_id).into_iter().flat_map(|ids| ids.values()).map(|&id| id as usize),
         );
         let is_last = super::in_use(bound, last.iter().map(|&id| id as usize));
-        // The entries themselves sorted, not references to them (each a
-        // cache miss in table order).
-        let mut entries: Vec<SiteEntry> = counts
-            .entries
-            .iter()
-            .filter(|e| ids.get(e.id as usize) == Some(&true))
-            .filter_map(|&entry| {
-                let callee = *self.arc_callees.get(entry.id as usize - 1)?;
-                Some(SiteEntry { entry, callee, last: is_last.get(entry.id as usize) == Some(&true) })
-            })
-            .collect();
-        entries.sort_unstable_by_key(|e| e.entry.ret);
-        entries
+        let mut freed = Vec::new();
+        // In the order of their return addresses, the module files' pages and
+        // the function lists are read in order (in hash order, a compiler's
+        // sites took twice as long to name); the entries themselves sorted,
+        // not references to them (each a cache miss in table order).
+        let mut entries: Vec<arc_table::Entry> =
+            counts.entries.iter().filter(|e| ids.get(e.id as usize) == Some(&true)).copied().collect();
+        entries.sort_unstable_by_key(|e| e.ret);
+        let rets: Vec<u64> = entries.iter().map(|e| e.ret).collect();
+        let mut namer = SiteNamer::new(image, &rets);
+        for entry in entries {
+            let Some(&f) = self.arc_callees.get(entry.id as usize - 1) else { continue };
+            let arc = namer.arc(arcs, f, entry.ret);
+            let record = &mut arcs.records[arc];
+            let joined = record.entries.iter().position(|&index| index == entry.index);
+            if is_last.get(entry.id as usize) == Some(&true) {
+                // A forked copy that ended first joined the entry.
+                if let Some(n) = joined {
+                    record.entries.swap_remove(n);
+                }
+                record.banked += entry.count;
+                freed.push(entry.index);
+            } else if joined.is_none() {
+                record.entries.push(entry.index);
+            }
+        }
+        freed
     }
 
     /// The arc from the call that returns to `ret` to function `f`.

@@ -75,9 +75,8 @@ impl Engine {
         let arc_counts = self.read_arc_counts();
         let mut arcs = self.arcs.clone();
         for &image in self.images.keys() {
-            self.site_arcs(image, &arc_counts, &mut arcs);
+            self.site_arcs(image, &arc_counts, &mut arcs, &[]);
         }
-        arcs.absorb(self.site_naming.snapshot());
         Outcome {
             exit: self.exit.unwrap_or(Exit::Detached),
             functions,

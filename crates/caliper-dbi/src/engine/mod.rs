@@ -16,7 +16,6 @@ mod arcs;
 mod debug;
 mod events;
 mod halt;
-mod naming;
 mod probes;
 mod samples;
 mod signals;
@@ -249,7 +248,7 @@ pub struct Engine {
     /// The function of each arc id, the id's (from 1) at index id - 1.
     arc_callees: Vec<usize>,
     /// The entries of the table of call arcs freed so far (see
-    /// [`Engine::end_site_arcs`]).
+    /// [`Engine::take_site_arcs`]).
     arc_entries_freed: usize,
     /// Arc ids given back by images that have ended, taken again first.
     free_arc_ids: Vec<u32>,
@@ -293,8 +292,6 @@ pub struct Engine {
     watchdog: watchdog::Watchdog,
     /// The passes that give hot call sites counters of their own.
     site_passes: sites::SitePasses,
-    /// The naming of ended images' call sites (see [`naming`]).
-    site_naming: naming::SiteNaming,
     /// Stops at the tool's `int3`s so far ([`Outcome::traps`]).
     traps: u64,
     /// The (program, module) pairs whose module the program entered: the
@@ -357,7 +354,6 @@ impl Engine {
             entered_modules: HashSet::new(),
             watchdog: watchdog::Watchdog::default(),
             site_passes: sites::SitePasses::default(),
-            site_naming: naming::SiteNaming::default(),
             traps: 0,
         };
         // The handlers come before an attach, so that an interrupt during it
@@ -519,11 +515,9 @@ impl Engine {
 
     fn drop_image_if_unused(&mut self, image: usize) {
         if !self.processes.values().any(|p| p.image == image) && self.images.contains_key(&image) {
-            let entries = self.end_site_arcs(image);
+            self.take_site_arcs(&[image], true);
             self.release_slots(image);
-            if let Some(image) = self.images.remove(&image) {
-                self.site_naming.name(image, entries);
-            }
+            self.images.remove(&image);
         }
     }
 
@@ -780,9 +774,7 @@ impl Engine {
     fn finish(mut self) -> Outcome {
         self.take_samples();
         let live: Vec<usize> = self.images.keys().copied().collect();
-        let arc_counts = self.take_site_arcs(&live);
-        let ended = self.site_naming.finish();
-        self.arcs.absorb(ended);
+        let arc_counts = self.take_site_arcs(&live, false);
         self.report_arc_table(&arc_counts);
         let counters = self.read_counters();
         self.functions.cover_counted(&counters);
