@@ -237,11 +237,16 @@ pub fn query(file: &std::path::Path, calql: &str) -> String {
     String::from_utf8(out.contents()).unwrap()
 }
 
-/// The Lua 5.4 sources of the `lua-src` crate, found through `cargo metadata`.
+/// The Lua 5.4 sources of the `lua-src` crate, found through `cargo metadata`
+/// (for this platform only: offline, the packages of others, never built
+/// here, are not in the registry's cache).
 pub fn lua_sources() -> PathBuf {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let rustc = Command::new(std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into())).arg("-vV").output().unwrap();
+    let host = String::from_utf8(rustc.stdout).unwrap();
+    let host = host.lines().find_map(|l| l.strip_prefix("host: ")).expect("rustc -vV names the host").to_owned();
     let output = Command::new(cargo)
-        .args(["metadata", "--format-version", "1", "--offline"])
+        .args(["metadata", "--format-version", "1", "--offline", "--filter-platform", &host])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .unwrap();
