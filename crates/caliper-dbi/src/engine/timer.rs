@@ -62,9 +62,7 @@ impl PeriodicTimer {
             Ok(PeriodicTimer { id, signal, previous })
         }
     }
-}
 
-impl PeriodicTimer {
     /// Whether the timer has fired since this was last asked.
     pub(super) fn fired(&self) -> bool {
         self.flag().swap(false, Ordering::Relaxed)
