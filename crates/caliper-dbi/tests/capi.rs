@@ -35,40 +35,56 @@ fn launch_counts_with_plugin() -> *mut cali_dbi_process {
     launch(&[counts_dir().join("counts").to_str().unwrap(), &counts_dir().join("libplugin.so").to_string_lossy()])
 }
 
+/// The numbers of functions and of arcs in `results`.
+fn sizes(results: *mut cali_dbi_results) -> (usize, usize) {
+    let (mut functions, mut arcs, mut stacks, mut lost) = (0, 0, 0, 0);
+    // SAFETY: live results, writable outputs.
+    let code = unsafe { cali_dbi_results_sizes(results, &mut functions, &mut arcs, &mut stacks, &mut lost) };
+    assert_eq!(code, CALI_DBI_OK);
+    (functions, arcs)
+}
+
+/// The first `count` records of `results` as `read` (`cali_dbi_results_function` or
+/// `cali_dbi_results_arc`) gives them.
+fn records<T>(
+    results: *mut cali_dbi_results,
+    count: usize,
+    read: unsafe extern "C" fn(*mut cali_dbi_results, usize, *mut T) -> c_int,
+) -> Vec<T> {
+    (0..count)
+        .map(|i| {
+            // SAFETY: live results; a record is plain data, zeroed then filled.
+            unsafe {
+                let mut record: T = std::mem::zeroed();
+                assert_eq!(read(results, i, &mut record), CALI_DBI_OK);
+                record
+            }
+        })
+        .collect()
+}
+
+/// Whether `name` (a string of the results) is `wanted`.
+fn named(name: *const c_char, wanted: &str) -> bool {
+    // SAFETY: the results' strings live with them, which outlive the call.
+    unsafe { CStr::from_ptr(name) }.to_str() == Ok(wanted)
+}
+
 /// The calls of `name` in `results`.
 fn calls(results: *mut cali_dbi_results, name: &str) -> u64 {
-    let (mut functions, mut arcs, mut stacks, mut lost) = (0, 0, 0, 0);
-    // SAFETY: live results, writable outputs; strings live with the results.
-    unsafe {
-        assert_eq!(cali_dbi_results_sizes(results, &mut functions, &mut arcs, &mut stacks, &mut lost), CALI_DBI_OK);
-        (0..functions)
-            .map(|i| {
-                let mut f: cali_dbi_function = std::mem::zeroed();
-                assert_eq!(cali_dbi_results_function(results, i, &mut f), CALI_DBI_OK);
-                f
-            })
-            .filter(|f| CStr::from_ptr(f.name).to_str() == Ok(name))
-            .map(|f| f.count)
-            .sum()
-    }
+    records(results, sizes(results).0, cali_dbi_results_function)
+        .iter()
+        .filter(|f| named(f.name, name))
+        .map(|f| f.count)
+        .sum()
 }
 
 /// The calls along the arcs into `callee` in `results`.
 fn arc_calls(results: *mut cali_dbi_results, callee: &str) -> u64 {
-    let (mut functions, mut arcs, mut stacks, mut lost) = (0, 0, 0, 0);
-    // SAFETY: live results, writable outputs; strings live with the results.
-    unsafe {
-        assert_eq!(cali_dbi_results_sizes(results, &mut functions, &mut arcs, &mut stacks, &mut lost), CALI_DBI_OK);
-        (0..arcs)
-            .map(|i| {
-                let mut arc: cali_dbi_arc = std::mem::zeroed();
-                assert_eq!(cali_dbi_results_arc(results, i, &mut arc), CALI_DBI_OK);
-                arc
-            })
-            .filter(|arc| CStr::from_ptr(arc.callee).to_str() == Ok(callee))
-            .map(|arc| arc.count)
-            .sum()
-    }
+    records(results, sizes(results).1, cali_dbi_results_arc)
+        .iter()
+        .filter(|a| named(a.callee, callee))
+        .map(|a| a.count)
+        .sum()
 }
 
 #[test]
@@ -109,6 +125,20 @@ fn bad_arguments_are_error_codes_with_a_message() {
 }
 
 /// What the callback of the next test saw.
+/// What `read` finds in the results so far of `live`, the live engine of
+/// a callback (the results freed after).
+fn read_live_results<R>(live: *const cali_dbi_live, read: impl FnOnce(*mut cali_dbi_results) -> R) -> R {
+    let mut results = null_mut();
+    // SAFETY: the live engine of the callback that calls this; the results
+    // freed once read.
+    unsafe {
+        assert_eq!(cali_dbi_live_results(live, &mut results), CALI_DBI_OK);
+        let found = read(results);
+        cali_dbi_results_free(results);
+        found
+    }
+}
+
 #[derive(Default)]
 struct Seen {
     hot_at_sigchld: Option<u64>,
@@ -128,10 +158,8 @@ unsafe extern "C" fn read_counts_at_sigchld(
         let (seen, event) = (&mut *(user as *mut Seen), &*event);
         match event.kind {
             CALI_DBI_EVENT_SIGNAL if event.signal == libc::SIGCHLD => {
+                seen.hot_at_sigchld = Some(read_live_results(live, |results| calls(results, "hot")));
                 let mut results = null_mut();
-                assert_eq!(cali_dbi_live_results(live, &mut results), CALI_DBI_OK);
-                seen.hot_at_sigchld = Some(calls(results, "hot"));
-                cali_dbi_results_free(results);
                 let other = launch(&["true"]);
                 seen.nested_run = Some((cali_dbi_run(other, &mut results), last_error()));
                 cali_dbi_process_free(other);
@@ -178,10 +206,7 @@ unsafe extern "C" fn read_arcs_at_sigchld(
     // engine of this call.
     unsafe {
         if (*event).kind == CALI_DBI_EVENT_SIGNAL && (*event).signal == libc::SIGCHLD {
-            let mut results = null_mut();
-            assert_eq!(cali_dbi_live_results(live, &mut results), CALI_DBI_OK);
-            *(user as *mut u64) = arc_calls(results, "child_only");
-            cali_dbi_results_free(results);
+            *(user as *mut u64) = read_live_results(live, |results| arc_calls(results, "child_only"));
         }
     }
     CALI_DBI_CONTINUE

@@ -185,16 +185,22 @@ fn without_the_option_a_fault_kills_the_program_as_before() {
 }
 
 /// `cali-run debug` of the debuggee's `echo` (which reads a line of
-/// standard input), the prompt served on `socket`.
+/// standard input), the prompt served on `socket`, once the socket is
+/// there.
 fn debug_echo_on_socket(socket: &std::path::Path) -> std::process::Child {
-    cali_run()
+    let mut program = cali_run()
         .current_dir(debuggee_dir())
         .args(["debug", "-x", "libc*", "--debug-socket", socket.to_str().unwrap(), "--", "./debuggee", "echo"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap()
+        .unwrap();
+    while !socket.exists() {
+        assert!(program.try_wait().unwrap().is_none(), "cali-run ended early");
+        std::thread::yield_now();
+    }
+    program
 }
 
 #[test]
@@ -202,11 +208,6 @@ fn the_prompt_is_served_on_a_socket_while_the_program_reads_the_terminal() {
     let dir = tempfile::tempdir().unwrap();
     let socket = dir.path().join("cdb.sock");
     let mut program = debug_echo_on_socket(&socket);
-    // The client waits for the socket, then sends its commands one by one.
-    while !socket.exists() {
-        assert!(program.try_wait().unwrap().is_none(), "cali-run ended early");
-        std::thread::yield_now();
-    }
     use std::os::unix::fs::PermissionsExt;
     let mode = std::fs::metadata(&socket).unwrap().permissions().mode();
     assert_eq!(mode & 0o777, 0o600, "only its owner may control the program");
@@ -238,9 +239,6 @@ fn a_sigterm_while_waiting_for_a_socket_client_lets_the_program_run_to_its_end()
     let dir = tempfile::tempdir().unwrap();
     let socket = dir.path().join("cdb.sock");
     let mut program = debug_echo_on_socket(&socket);
-    while !socket.exists() {
-        std::thread::yield_now();
-    }
     // The tool is in its wait for a client once the socket listens; a
     // SIGTERM a moment later finds it there.
     std::thread::sleep(std::time::Duration::from_millis(200));
