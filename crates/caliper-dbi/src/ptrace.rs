@@ -99,6 +99,58 @@ pub fn registers(tid: Pid) -> io::Result<libc::user_regs_struct> {
     Ok(regs)
 }
 
+/// Takes `signal` out of the signals pending for stopped thread `tid`,
+/// if it is among them; whether it was. A thread that executed an `int3`
+/// just as the tool interrupted it reports the interrupt's stop first, the
+/// `SIGTRAP` waiting behind it: detached so, the thread would die of it.
+/// Resumed, the thread reports the pending signal at once, before running
+/// an instruction, and stays in that stop with the signal not delivered.
+/// Another signal that comes first is sent to the thread again, to be
+/// delivered later.
+pub fn discard_pending(tid: Pid, signal: i32) -> io::Result<bool> {
+    if !pending(tid)?.contains(&signal) {
+        return Ok(false);
+    }
+    let mut others = Vec::new();
+    cont(tid, 0)?;
+    let found = loop {
+        match wait(Some(tid))? {
+            Some((_, Status::Stopped(sig))) if sig == signal => break Ok(true),
+            Some((_, Status::Stopped(sig))) => others.push(sig),
+            Some((_, Status::Exited(_) | Status::Killed(_))) | None => {
+                break Err(io::Error::new(io::ErrorKind::NotFound, format!("thread {tid} is gone")));
+            }
+            Some(_) => {}
+        }
+        cont(tid, 0)?;
+    };
+    let pid = thread_group(tid);
+    for sig in others {
+        kill_thread(pid, tid, sig)?;
+    }
+    found
+}
+
+/// The signals pending for thread `tid` alone (not those of its process),
+/// from `/proc`.
+fn pending(tid: Pid) -> io::Result<Vec<i32>> {
+    let status = std::fs::read_to_string(format!("/proc/{tid}/status"))?;
+    let mask = status
+        .lines()
+        .find_map(|line| line.strip_prefix("SigPnd:"))
+        .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, format!("no SigPnd in /proc/{tid}/status")))?;
+    Ok((1..=64).filter(|&sig| mask & (1 << (sig - 1)) != 0).collect())
+}
+
+/// The thread group (process) of thread `tid`, from `/proc`.
+pub fn thread_group(tid: Pid) -> Pid {
+    std::fs::read_to_string(format!("/proc/{tid}/status"))
+        .ok()
+        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("Tgid:").and_then(|v| v.trim().parse().ok())))
+        .unwrap_or(tid)
+}
+
 /// Sets the general registers of a stopped thread.
 pub fn set_registers(tid: Pid, regs: &libc::user_regs_struct) -> io::Result<()> {
     request(libc::PTRACE_SETREGS, tid, 0, regs as *const _ as usize).map(drop)
@@ -188,5 +240,62 @@ pub fn wait(tid: Option<Pid>) -> io::Result<Option<(Pid, Status)>> {
             Some(libc::EINTR) if tid.is_some() => continue,
             _ => return Err(err),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// A child that sleeps until killed, seized and stopped by an
+    /// interrupt, with `SIGTRAP` sent to it in that stop (as an `int3`
+    /// executed just before the interrupt leaves it).
+    fn stopped_child_with_a_trap_pending() -> Pid {
+        // SAFETY: the child only sleeps, in async-signal-safe calls.
+        let child = unsafe { libc::fork() };
+        if child == 0 {
+            loop {
+                // SAFETY: a plain system call.
+                unsafe { libc::pause() };
+            }
+        }
+        seize(child, 0).unwrap();
+        interrupt(child).unwrap();
+        assert_eq!(wait(Some(child)).unwrap(), Some((child, Status::Event(PTRACE_EVENT_STOP))));
+        kill_thread(child, child, libc::SIGTRAP).unwrap();
+        assert!(pending(child).unwrap().contains(&libc::SIGTRAP));
+        child
+    }
+
+    fn end(child: Pid) -> i32 {
+        let mut raw = 0;
+        // SAFETY: plain system calls on our own child.
+        unsafe {
+            libc::kill(child, libc::SIGKILL);
+            libc::waitpid(child, &mut raw, 0);
+        }
+        raw
+    }
+
+    #[test]
+    fn a_trap_pending_behind_a_stop_is_discarded_and_the_thread_lives_on_after_a_detach() {
+        let child = stopped_child_with_a_trap_pending();
+        assert!(discard_pending(child, libc::SIGTRAP).unwrap());
+        assert!(!pending(child).unwrap().contains(&libc::SIGTRAP));
+        detach(child, 0).unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!(try_wait(child).unwrap(), None, "the child runs on");
+        assert_eq!(libc::WTERMSIG(end(child)), libc::SIGKILL);
+    }
+
+    #[test]
+    fn a_trap_left_pending_kills_the_thread_after_a_detach() {
+        let child = stopped_child_with_a_trap_pending();
+        detach(child, 0).unwrap();
+        let mut raw = 0;
+        // SAFETY: a plain system call on our own child.
+        assert_eq!(unsafe { libc::waitpid(child, &mut raw, 0) }, child);
+        assert!(libc::WIFSIGNALED(raw) && libc::WTERMSIG(raw) == libc::SIGTRAP, "what the discard prevents");
     }
 }

@@ -42,7 +42,6 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::ffi::OsString;
 use std::io;
 use std::time::{Duration, Instant};
-use threads::thread_group;
 
 /// The measurements to take.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -727,7 +726,7 @@ impl Engine {
         let Some(thread) = self.threads.get_mut(&tid) else {
             // A new thread or process whose first stop came before the
             // clone or fork event that announces it.
-            let pid = thread_group(tid);
+            let pid = ptrace::thread_group(tid);
             self.threads.insert(tid, Thread::new(pid, false));
             if self.processes.contains_key(&pid) {
                 self.resume(tid, 0);

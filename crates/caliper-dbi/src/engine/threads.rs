@@ -156,6 +156,9 @@ impl Engine {
                     signals.insert(tid, sig);
                 }
                 Halt::Held(_) | Halt::Stalled => held.push(tid),
+                Halt::Reported(status @ (Status::Exited(_) | Status::Killed(_))) if tid == self.main => {
+                    self.exit = Some(exit_of(status));
+                }
                 Halt::Reported(_) | Halt::Stopped | Halt::Gone => {}
             }
         }
@@ -168,16 +171,30 @@ impl Engine {
         // A thread stopped at one of our breakpoints (or stopped at one
         // while the tool handled it) goes back to the instruction, which is
         // the program's own again after the strip.
+        // The trap of one that executed the `int3` just as it was
+        // interrupted waits behind the interrupt's stop: it goes too, or
+        // the thread would die of it once let go.
         let all: Vec<Pid> = self.threads.keys().copied().collect();
         for tid in all {
-            if self.rewind_from_breakpoint(tid) && signals.get(&tid) == Some(&libc::SIGTRAP) {
+            if !self.rewind_from_breakpoint(tid) {
+                continue;
+            }
+            if signals.get(&tid) == Some(&libc::SIGTRAP) {
                 signals.remove(&tid);
+            } else if let Err(e) = ptrace::discard_pending(tid, libc::SIGTRAP) {
+                eprintln!("== CALIPER: cali-run: cannot take the breakpoint's trap from thread {tid}: {e}");
             }
         }
         // Every probe out before any thread runs free: processes sharing
         // an image (a vfork child and its parent) run its code.
         for image in self.images.values_mut() {
             let _ = image.strip();
+        }
+        // A held thread is detached once its stop is taken, below: detached
+        // here, where its stop may have come meanwhile, it would be no
+        // longer traced, and the wait for its stop a wait for its exit.
+        for tid in &held {
+            self.threads.remove(tid);
         }
         let pids: Vec<Pid> = self.processes.keys().copied().collect();
         for pid in &pids {
@@ -186,6 +203,10 @@ impl Engine {
         for tid in held {
             let signal = match ptrace::wait(Some(tid)) {
                 Ok(Some((_, Status::Stopped(sig)))) => sig,
+                Ok(Some((_, status @ (Status::Exited(_) | Status::Killed(_))))) if tid == self.main => {
+                    self.exit = Some(exit_of(status));
+                    continue;
+                }
                 _ => 0,
             };
             let _ = ptrace::detach(tid, signal);
@@ -235,10 +256,12 @@ impl Engine {
     }
 }
 
-/// The thread group (process) of thread `tid`, from `/proc`.
-pub(super) fn thread_group(tid: Pid) -> Pid {
-    std::fs::read_to_string(format!("/proc/{tid}/status"))
-        .ok()
-        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("Tgid:").and_then(|v| v.trim().parse().ok())))
-        .unwrap_or(tid)
+/// How the program ended, from the main thread's last status (an exit or
+/// a kill).
+fn exit_of(status: Status) -> Exit {
+    match status {
+        Status::Killed(sig) => Exit::Signal(sig),
+        Status::Exited(code) => Exit::Code(code),
+        _ => Exit::Detached,
+    }
 }
