@@ -26,6 +26,7 @@ struct WrittenSet {
 const DENSE_BOUND: Id = 1 << 20;
 
 impl WrittenSet {
+    #[inline]
     fn contains(&self, id: Id) -> bool {
         if id < DENSE_BOUND {
             let word = (id / 64) as usize;
@@ -125,7 +126,17 @@ impl<W: Write> CaliWriter<W> {
     /// Writes node `id` unless the stream has it: first its attribute node,
     /// then its parent chain (root first), then the node itself. Iterative,
     /// so deep trees cannot overflow the stack.
+    #[inline]
     pub fn write_node(&mut self, store: &impl NodeStore, id: Id) -> io::Result<()> {
+        // Most nodes a record needs are in the stream already: that test
+        // inlined, the walk not.
+        if id < FIRST_WRITTEN_ID || self.written.contains(id) {
+            return Ok(());
+        }
+        self.write_node_and_chain(store, id)
+    }
+
+    fn write_node_and_chain(&mut self, store: &impl NodeStore, id: Id) -> io::Result<()> {
         self.stack.clear();
         self.stack.push((id, Stage::Start));
         while let Some((id, stage)) = self.stack.pop() {
@@ -160,24 +171,59 @@ impl<W: Write> CaliWriter<W> {
     /// stream takes. Its attribute and parent (the store's, or the caller's
     /// own written before) are written first if the stream lacks them.
     pub fn write_own_node(&mut self, store: &impl NodeStore, id: Id, node: NodeRef<'_>) -> io::Result<()> {
-        self.write_node(store, node.attribute)?;
-        if let Some(parent) = node.parent {
+        self.write_own(store, id, node.attribute, node.parent, |line| write_value(node.value, line))
+    }
+
+    /// [`Self::write_own_node`] for a node whose value is the string `text`,
+    /// without making a [`Variant`] of it (a copy of the text each: tens of
+    /// thousands for a compiler's call arcs).
+    pub fn write_own_text_node(
+        &mut self,
+        store: &impl NodeStore,
+        id: Id,
+        attribute: Id,
+        text: &str,
+        parent: Option<Id>,
+    ) -> io::Result<()> {
+        self.write_own(store, id, attribute, parent, |line| escape_into(text, line))
+    }
+
+    fn write_own(
+        &mut self,
+        store: &impl NodeStore,
+        id: Id,
+        attribute: Id,
+        parent: Option<Id>,
+        value: impl FnOnce(&mut Vec<u8>),
+    ) -> io::Result<()> {
+        self.write_node(store, attribute)?;
+        if let Some(parent) = parent {
             self.write_node(store, parent)?;
         }
         self.written.insert(id);
-        self.emit_node(id, node)
+        self.emit_node_with(id, attribute, parent, value)
     }
 
     fn emit_node(&mut self, id: Id, node: NodeRef<'_>) -> io::Result<()> {
+        self.emit_node_with(id, node.attribute, node.parent, |line| write_value(node.value, line))
+    }
+
+    fn emit_node_with(
+        &mut self,
+        id: Id,
+        attribute: Id,
+        parent: Option<Id>,
+        value: impl FnOnce(&mut Vec<u8>),
+    ) -> io::Result<()> {
         let line = &mut self.line;
         line.clear();
         line.extend_from_slice(b"__rec=node,id=");
         write_decimal_u64(id, line);
         line.extend_from_slice(b",attr=");
-        write_decimal_u64(node.attribute, line);
+        write_decimal_u64(attribute, line);
         line.extend_from_slice(b",data=");
-        write_value(node.value, line);
-        if let Some(parent) = node.parent {
+        value(line);
+        if let Some(parent) = parent {
             line.extend_from_slice(b",parent=");
             write_decimal_u64(parent, line);
         }
