@@ -34,7 +34,7 @@ use crate::engine::{Collect, Outcome};
 use crate::functions::{FunctionRecord, Mode};
 use caliper_data::cali::CaliWriter;
 use caliper_data::hash::FxHashMap;
-use caliper_data::{AttrType, Id, MetadataDb, NodeRef, Properties, Record, Variant};
+use caliper_data::{AttrType, Id, MetadataDb, Properties, Record, Variant};
 use std::collections::BTreeMap;
 use std::collections::hash_map::Entry;
 use std::fmt::Write as _;
@@ -166,15 +166,15 @@ struct ArcAttributes {
     count_attr: Id,
 }
 
-/// One record per call arc. The nodes of the names that tens of thousands
-/// of arcs share (callers, modules) are the database's, made once each, in
-/// a first pass: a compiler's run writes 35,000 to 60,000 arcs, in the
-/// order of their call sites, so that an arc's caller and modules are
-/// mostly the last arc's, which are kept at hand. The node of each
-/// (caller, callee) is written here, with an id past the database's (the
-/// arcs are the stream's last records), made once by the map that finds
-/// it: the database's own look-up hashed the callee's name for each, a
-/// third of the time of writing the arcs.
+/// One record per call arc. The module nodes, few and shared by tens of
+/// thousands of arcs, are the database's, made in a first pass: a
+/// compiler's run writes 35,000 to 60,000 arcs, in the order of their call
+/// sites, so that an arc's modules are mostly the last arc's, which are
+/// kept at hand. The caller nodes and the node of each (caller, callee)
+/// are written here, with ids past the database's (the arcs are the
+/// stream's last records), each made once by the map that finds it, from
+/// the names as they are: the database's own look-up copied and hashed
+/// each name, a third of the time of writing the arcs.
 fn write_arcs<W: Write>(
     db: &mut MetadataDb,
     writer: &mut CaliWriter<W>,
@@ -182,9 +182,9 @@ fn write_arcs<W: Write>(
     attrs: ArcAttributes,
 ) -> io::Result<()> {
     let mut named = NamedNodes::default();
-    // The last name looked up for each attribute, by the name's place in
+    // The last module looked up for each attribute, by the name's place in
     // memory, with its node.
-    let mut last: [(usize, Id); 3] = [(0, 0); 3];
+    let mut last: [(usize, Id); 2] = [(0, 0); 2];
     let mut node_of = |db: &mut MetadataDb, which: usize, attr: Id, name: &Arc<str>| {
         let at = Arc::as_ptr(name).cast::<u8>() as usize;
         if last[which].0 != at {
@@ -192,35 +192,47 @@ fn write_arcs<W: Write>(
         }
         last[which].1
     };
-    let shared: Vec<[Id; 3]> = outcome
+    let modules: Vec<[Id; 2]> = outcome
         .arcs
         .records
         .iter()
         .map(|arc| {
             let callee = &outcome.functions.records[arc.callee];
             [
-                node_of(db, 0, attrs.caller_attr, outcome.arcs.caller(arc)),
-                node_of(db, 1, attrs.callee_module_attr, &callee.module),
-                node_of(db, 2, attrs.caller_module_attr, outcome.arcs.caller_module(arc)),
+                node_of(db, 0, attrs.callee_module_attr, &callee.module),
+                node_of(db, 1, attrs.caller_module_attr, outcome.arcs.caller_module(arc)),
             ]
         })
         .collect();
     let mut next = db.id_bound();
+    let mut own_node = |writer: &mut CaliWriter<W>, attr: Id, name: &str, parent: Option<Id>| {
+        writer.write_own_text_node(db, next, attr, name, parent)?;
+        next += 1;
+        Ok::<Id, io::Error>(next - 1)
+    };
+    // The callers by name (two records of one name share its node), the
+    // last one by its place in memory.
+    let mut callers: FxHashMap<&str, Id> = FxHashMap::default();
+    let mut last_caller: (usize, Id) = (0, 0);
     let mut functions: FxHashMap<(Id, usize), Id> = FxHashMap::default();
     functions.reserve(outcome.arcs.records.len());
-    // Each callee's name once, for its nodes under each of its callers.
-    let mut callee_names: Vec<Option<Variant>> = vec![None; outcome.functions.records.len()];
     let mut record = Record::ctx();
-    for (id, (arc, &[caller, module, caller_module])) in outcome.arcs.records.iter().zip(&shared).enumerate() {
+    for (id, (arc, &[module, caller_module])) in outcome.arcs.records.iter().zip(&modules).enumerate() {
+        let name = outcome.arcs.caller(arc);
+        let at = Arc::as_ptr(name).cast::<u8>() as usize;
+        if last_caller.0 != at {
+            let caller = match callers.entry(name) {
+                Entry::Occupied(caller) => *caller.get(),
+                Entry::Vacant(vacant) => *vacant.insert(own_node(writer, attrs.caller_attr, name, None)?),
+            };
+            last_caller = (at, caller);
+        }
+        let caller = last_caller.1;
         let function = match functions.entry((caller, arc.callee)) {
             Entry::Occupied(function) => *function.get(),
             Entry::Vacant(vacant) => {
-                let name = callee_names[arc.callee]
-                    .get_or_insert_with(|| Variant::from(&*outcome.functions.records[arc.callee].name));
-                let node = NodeRef { attribute: attrs.function_attr, value: name, parent: Some(caller) };
-                writer.write_own_node(db, next, node)?;
-                next += 1;
-                *vacant.insert(next - 1)
+                let callee = &outcome.functions.records[arc.callee].name;
+                *vacant.insert(own_node(writer, attrs.function_attr, callee, Some(caller))?)
             }
         };
         record.clear();
