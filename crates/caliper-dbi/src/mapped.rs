@@ -69,29 +69,27 @@ impl Mapped {
         unsafe { std::slice::from_raw_parts(self.ptr.cast::<u8>(), self.len) }
     }
 
-    /// The 8-byte words of memory that other processes write meanwhile:
-    /// read only through atomic loads.
+    /// The 8-byte words of memory that other processes write meanwhile,
+    /// as atomics: read through loads (plain moves, `Relaxed`), so that a
+    /// scan of a table of megabytes runs at the speed of memory.
+    pub fn words(&self) -> &[AtomicU64] {
+        // SAFETY: `len / 8` words inside the mapping, for as long as
+        // `self`, 8-byte aligned (the mapping starts on a page); other
+        // processes' writes to it are atomic stores or read-modify-writes
+        // of whole words.
+        unsafe { std::slice::from_raw_parts(self.ptr.cast::<AtomicU64>(), self.len / 8) }
+    }
+
+    /// The word at `index` of [`Mapped::words`].
     pub fn word(&self, index: usize) -> Option<u64> {
-        if index >= self.len / 8 {
-            return None;
-        }
-        // SAFETY: inside the mapping, 8-byte aligned (the mapping starts
-        // on a page); other processes' writes to it are atomic stores or
-        // read-modify-writes of whole words.
-        let word = unsafe { AtomicU64::from_ptr(self.ptr.cast::<u64>().add(index)) };
-        Some(word.load(Ordering::Relaxed))
+        self.words().get(index).map(|word| word.load(Ordering::Relaxed))
     }
 
     /// Stores `value` in the 8-byte word at `index` of a mapping made by
     /// [`Mapped::writable`], after every store before it (other processes
     /// see the stores in order); false outside the mapping.
     pub fn store(&self, index: usize, value: u64) -> bool {
-        if index >= self.len / 8 {
-            return false;
-        }
-        // SAFETY: inside a writable mapping, 8-byte aligned; other
-        // processes read and write its words whole.
-        let word = unsafe { AtomicU64::from_ptr(self.ptr.cast::<u64>().add(index)) };
+        let Some(word) = self.words().get(index) else { return false };
         word.store(value, Ordering::Release);
         true
     }
