@@ -187,6 +187,28 @@ pub struct ArcTable {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NameId(u32);
 
+/// The id of the caller's name `name` among `names` (found by its place
+/// in memory in `ids`, the last one asked for kept in `last`), added if new.
+fn name_id(
+    names: &mut Vec<Arc<str>>,
+    ids: &mut FxHashMap<usize, NameId>,
+    last: &mut Option<(usize, NameId)>,
+    name: &Arc<str>,
+) -> NameId {
+    let at = Arc::as_ptr(name).cast::<u8>() as usize;
+    if let Some((last_at, id)) = *last
+        && last_at == at
+    {
+        return id;
+    }
+    let id = *ids.entry(at).or_insert_with(|| {
+        names.push(name.clone());
+        NameId(u32::try_from(names.len() - 1).expect("fewer than 2^32 callers"))
+    });
+    *last = Some((at, id));
+    id
+}
+
 /// The arcs from one module, by (callee, call site).
 type SiteArcs = FxHashMap<(usize, u64), usize>;
 
@@ -224,25 +246,9 @@ impl ArcTable {
         &self.names[arc.caller.0 as usize]
     }
 
-    /// The id of the caller's name `name`, added if new.
-    fn name_id(&mut self, name: &Arc<str>) -> NameId {
-        let at = Arc::as_ptr(name).cast::<u8>() as usize;
-        if let Some((last, id)) = self.last_name
-            && last == at
-        {
-            return id;
-        }
-        let id = *self.name_ids.entry(at).or_insert_with(|| {
-            self.names.push(name.clone());
-            NameId(u32::try_from(self.names.len() - 1).expect("fewer than 2^32 callers"))
-        });
-        self.last_name = Some((at, id));
-        id
-    }
-
     /// The id of the arc from `callsite` in function `caller` (at
     /// `caller_entry`, if known) of the module of `key` to `callee`, added
-    /// if new.
+    /// if new (one look-up of the pair: the names' only for a new arc).
     pub fn intern(
         &mut self,
         callee: usize,
@@ -251,26 +257,26 @@ impl ArcTable {
         caller_entry: Option<u64>,
         callsite: u64,
     ) -> usize {
-        if let Some(&id) = self.modules[key.0].1.get(&(callee, callsite)) {
-            return id;
+        let ArcTable { records, modules, names, name_ids, last_name, .. } = self;
+        match modules[key.0].1.entry((callee, callsite)) {
+            std::collections::hash_map::Entry::Occupied(arc) => *arc.get(),
+            std::collections::hash_map::Entry::Vacant(vacant) => {
+                let caller = name_id(names, name_ids, last_name, caller);
+                records.push(ArcRecord {
+                    callee,
+                    caller_module: key,
+                    caller,
+                    caller_entry,
+                    callsite,
+                    trap_hits: 0,
+                    entries: Vec::new(),
+                    slots: Vec::new(),
+                    banked: 0,
+                    counted: 0,
+                });
+                *vacant.insert(records.len() - 1)
+            }
         }
-        let caller = self.name_id(caller);
-        let index = &mut self.modules[key.0].1;
-        *index.entry((callee, callsite)).or_insert_with(|| {
-            self.records.push(ArcRecord {
-                callee,
-                caller_module: key,
-                caller,
-                caller_entry,
-                callsite,
-                trap_hits: 0,
-                entries: Vec::new(),
-                slots: Vec::new(),
-                banked: 0,
-                counted: 0,
-            });
-            self.records.len() - 1
-        })
     }
 
     /// The arcs along which calls were made, each with the calls its

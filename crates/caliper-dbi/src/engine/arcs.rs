@@ -8,6 +8,7 @@
 use super::Engine;
 use crate::arc_table;
 use crate::counters::ArcCounts;
+use crate::discover::FunctionEntry;
 use crate::functions::{ArcTable, ModuleKey};
 use crate::image::{Image, LoadedModule};
 use crate::mapped::Mapped;
@@ -72,22 +73,33 @@ fn arc_from(image: &Image, arcs: &mut ArcTable, f: usize, ret: u64) -> usize {
 /// The arc in `arcs` from the call at `site` (an address in the file) of
 /// `module`, whose key in `arcs` is `key`, to function `f`.
 fn arc_at(module: &LoadedModule, key: ModuleKey, arcs: &mut ArcTable, f: usize, site: u64) -> usize {
-    match module.info.function_holding(site) {
+    arc_in(module.info.function_holding(site), key, arcs, f, site)
+}
+
+/// The arc in `arcs` from the call at `site` in function `caller` (None:
+/// in none known) of the module of `key` to function `f`.
+fn arc_in(caller: Option<&FunctionEntry>, key: ModuleKey, arcs: &mut ArcTable, f: usize, site: u64) -> usize {
+    match caller {
         Some(caller) => arcs.intern(f, key, &caller.name, Some(caller.address), site),
         None => arcs.intern(f, key, &Arc::from("?"), None, site),
     }
 }
 
 /// Names the call sites of an image's return addresses, taken in order:
-/// the module of the last one is looked at first, and each module's file is
-/// mapped once (the process may have exited, and tens of thousands of
-/// reads of its memory cost more than a mapping), its key in the table of
-/// arcs looked up once, and room made there for as many arcs as there are
+/// the module of the last one is looked at first, with its file's code,
+/// its key and the function that held the last site (the next is mostly
+/// in it or just after it: a search of a compiler's 45,000 functions at
+/// each site missed the caches on its way). Each module's file is mapped
+/// once (the process may have exited, and tens of thousands of reads of
+/// its memory cost more than a mapping), its key in the table of arcs
+/// looked up once, and room made there for as many arcs as there are
 /// return addresses into it among those to be named (`rets`, sorted).
 struct SiteNamer<'a> {
     image: &'a Image,
-    files: HashMap<usize, (Option<FileCode>, ModuleKey)>,
-    last: Option<usize>,
+    files: HashMap<usize, (Option<Arc<FileCode>>, ModuleKey)>,
+    /// The module of the last return address, its file's code, its key,
+    /// and the index of the function that held the last site.
+    last: Option<(usize, Option<Arc<FileCode>>, ModuleKey, usize)>,
     rets: &'a [u64],
 }
 
@@ -100,24 +112,33 @@ impl<'a> SiteNamer<'a> {
     fn arc(&mut self, arcs: &mut ArcTable, f: usize, ret: u64) -> usize {
         let image = self.image;
         let inside = |m: usize| (image.modules[m].low..image.modules[m].high).contains(&ret.wrapping_sub(1));
-        let m = match self.last.filter(|&m| inside(m)) {
-            Some(m) => Some(m),
-            None => image.module_of(ret.wrapping_sub(1)),
+        let last = self.last.take().filter(|(m, ..)| inside(*m));
+        let (m, code, key, near) = match last {
+            Some(last) => last,
+            None => {
+                let Some(m) = image.module_of(ret.wrapping_sub(1)).filter(|_| ret >= 8) else {
+                    return arc_from(image, arcs, f, ret);
+                };
+                let module = &image.modules[m];
+                let (code, key) = self.files.entry(m).or_insert_with(|| {
+                    let key = arcs.module_key(&module.path);
+                    let within = |bound: u64| self.rets.partition_point(|&r| r <= bound);
+                    arcs.reserve(key, within(module.high) - within(module.low));
+                    (FileCode::open(&module.info.path).map(Arc::new), key)
+                });
+                (m, code.clone(), *key, 0)
+            }
         };
-        let Some(m) = m.filter(|_| ret >= 8) else { return arc_from(image, arcs, f, ret) };
-        self.last = Some(m);
         let module = &image.modules[m];
-        let (code, key) = self.files.entry(m).or_insert_with(|| {
-            let key = arcs.module_key(&module.path);
-            let within = |bound: u64| self.rets.partition_point(|&r| r <= bound);
-            arcs.reserve(key, within(module.high) - within(module.low));
-            (FileCode::open(&module.info.path), key)
-        });
         let in_file = ret.wrapping_sub(module.bias);
-        match code.as_ref().and_then(|c| c.before(in_file)) {
-            Some(before) => arc_at(module, *key, arcs, f, relocate::call_before(&before, in_file)),
-            None => arc_from(image, arcs, f, ret),
-        }
+        let Some(before) = code.as_ref().and_then(|c| c.before(in_file)) else {
+            self.last = Some((m, code, key, near));
+            return arc_from(image, arcs, f, ret);
+        };
+        let site = relocate::call_before(&before, in_file);
+        let (caller, at) = module.info.function_holding_near(site, near);
+        self.last = Some((m, code, key, at));
+        arc_in(caller, key, arcs, f, site)
     }
 }
 
