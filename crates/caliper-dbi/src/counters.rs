@@ -188,8 +188,7 @@ impl Counters {
     /// at: the table is 15 MiB, of which a small run uses a few pages.
     pub fn read_arcs(&self) -> io::Result<ArcCounts> {
         let table = self.arc_table_offset();
-        let processors = self.copies as u64 - 1;
-        let held = self.table_data()?;
+        let (processors, held) = self.table_data()?;
         let word = |at: u64| if held(at) { self.arcs.word((at / 8) as usize).unwrap_or(0) } else { 0 };
         let mut counts = ArcCounts { entries: Vec::new(), overflow: word(0) };
         // Whether the entry at `index` has a return address: tested first,
@@ -218,16 +217,21 @@ impl Counters {
     /// 0, and which a read or a write through the mapping would fault a page
     /// into (two copies of each page of claimed entries, on two processors:
     /// half the tool's page faults under sed).
-    fn table_data(&self) -> io::Result<impl Fn(u64) -> bool> {
+    ///
+    /// With it, the number of processors whose copies to read: none where
+    /// no copy holds data (no image has counted per processor), so that an
+    /// entry is read as its own three words.
+    fn table_data(&self) -> io::Result<(u64, impl Fn(u64) -> bool)> {
         let table = self.arc_table_offset();
         let copies = (table + COPIES_AT, table + bytes_with_copies(self.copies as u64 - 1));
         let copied = data_ranges(self.file.as_file(), copies.0, copies.1)?;
-        Ok(move |at: u64| {
+        let processors = if copied.is_empty() { 0 } else { self.copies as u64 - 1 };
+        Ok((processors, move |at: u64| {
             at < COPIES_AT || {
                 let n = copied.partition_point(|&(_, high)| high <= table + at);
                 copied.get(n).is_some_and(|&(low, _)| low <= table + at)
             }
-        })
+        }))
     }
 
     /// Frees the entries at `indexes` of the table of call arcs, whose
@@ -240,8 +244,7 @@ impl Counters {
     /// filled the table by the 17th, and the calls of new pairs searched
     /// both levels to the end, unnamed.
     pub fn free_arc_entries(&self, indexes: &[usize]) -> io::Result<()> {
-        let held = self.table_data()?;
-        let processors = self.copies as u64 - 1;
+        let (processors, held) = self.table_data()?;
         let clear = |at: u64| self.arcs.store((at / 8) as usize, 0);
         for &index in indexes {
             let at = HEADER_BYTES + index as u64 * ENTRY_BYTES;

@@ -28,6 +28,7 @@
 use super::Engine;
 use super::probes::World;
 use super::timer::PeriodicTimer;
+use crate::counters::ArcCounts;
 use crate::image::{CALL_LEN, CountedSite, Stopped};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -81,22 +82,25 @@ impl Engine {
         let now = Instant::now();
         let live: Vec<usize> = self.images.keys().copied().collect();
         self.site_passes.due.retain(|image, _| live.contains(image));
+        // One read of the table for the images due at once.
+        let mut counts = None;
         for image_id in live {
             let (at, wait) = *self.site_passes.due.entry(image_id).or_insert((now + FIRST_PASS, FIRST_PASS));
             if now < at {
                 continue;
             }
             self.site_passes.due.insert(image_id, (now + wait, 2 * wait));
-            self.pass_sites(image_id);
+            let counts = counts.get_or_insert_with(|| self.read_arc_counts());
+            self.pass_sites(image_id, counts);
         }
     }
 
-    /// Gives the hot direct call sites of image `image_id` trampolines of
-    /// their own, every thread of the image stopped meanwhile.
-    fn pass_sites(&mut self, image_id: usize) {
+    /// Gives the hot direct call sites of image `image_id` (by the table's
+    /// entries `counts`) trampolines of their own, every thread of the image
+    /// stopped meanwhile.
+    fn pass_sites(&mut self, image_id: usize, counts: &ArcCounts) {
         let (Some(ids), Some(image)) = (self.arc_ids.get(&image_id), self.images.get(&image_id)) else { return };
         let entries: HashMap<u32, u64> = ids.iter().map(|(&entry, &id)| (id, entry)).collect();
-        let counts = self.read_arc_counts();
         let mut hot: Vec<(u64, u64, usize)> = counts
             .entries
             .iter()
