@@ -184,3 +184,54 @@ fn a_node_made_past_the_database_reads_back_under_its_parent() {
     };
     assert_eq!(expanded, [expected(3), expected(4)]);
 }
+
+/// A record written from its entries' lists (`write_ctx`), and a node
+/// written from a string (`write_own_text_node`), are the lines that a
+/// record and a node of the same entries make.
+#[test]
+fn a_record_from_lists_and_a_text_node_write_the_lines_of_a_record_and_a_node() {
+    use caliper_data::{AttrType, NodeRef, Properties};
+    let mut db = MetadataDb::new();
+    let module = db.create_attribute("module", AttrType::String, Properties::DEFAULT, &[]);
+    let function = db.create_attribute("function", AttrType::String, Properties::NESTED, &[]);
+    let site = db.create_attribute("site", AttrType::Addr, Properties::ASVALUE, &[]);
+    let count = db.create_attribute("count", AttrType::Uint, Properties::ASVALUE, &[]);
+    let lib = db.get_or_create_node(module, Variant::from("lib, the first"), None);
+    let own = db.id_bound();
+    let values = [(site, Variant::Addr(0x4f2a)), (count, Variant::Uint(17))];
+    let by_record = {
+        let mut w = CaliWriter::new(Vec::new());
+        let name = Variant::from("f=g");
+        w.write_own_node(&db, own, NodeRef { attribute: function, value: &name, parent: Some(lib) }).unwrap();
+        let mut record = Record::ctx();
+        record.push_ref(own);
+        record.push_ref(lib);
+        for (attr, value) in &values {
+            record.push_imm(*attr, value.clone());
+        }
+        w.write_record(&db, &record).unwrap();
+        w.finish().unwrap()
+    };
+    let by_lists = {
+        let mut w = CaliWriter::new(Vec::new());
+        w.write_own_text_node(&db, own, function, "f=g", Some(lib)).unwrap();
+        w.write_ctx(&db, &[own, lib], &values).unwrap();
+        w.write_ctx(&db, &[], &[]).unwrap();
+        w.finish().unwrap()
+    };
+    assert_eq!(String::from_utf8(by_lists).unwrap(), String::from_utf8(by_record).unwrap());
+}
+
+/// A writer dropped without `finish` still writes out its lines.
+#[test]
+fn a_dropped_writer_writes_out_its_lines() {
+    let mut db = MetadataDb::new();
+    let attr = db.create_attribute("n", caliper_data::AttrType::Uint, caliper_data::Properties::ASVALUE, &[]);
+    let mut out = Vec::new();
+    {
+        let mut w = CaliWriter::new(&mut out);
+        w.write_ctx(&db, &[], &[(attr, Variant::Uint(5))]).unwrap();
+    }
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.ends_with(&format!("__rec=ctx,attr={attr},data=5\n")), "{text}");
+}

@@ -9,10 +9,10 @@
 
 use super::escape::escape_into;
 use crate::node::{FIRST_WRITTEN_ID, Id, NodeRef, NodeStore};
-use crate::record::Record;
+use crate::record::{Record, RecordKind};
 use crate::variant::{Variant, write_decimal_u64};
 use std::collections::HashSet;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Write};
 
 /// Remembers which nodes a stream already holds: a bit per id for the
 /// dense ids real streams use, a set for the rest.
@@ -51,12 +51,18 @@ impl WrittenSet {
 
 /// Writes records as a `.cali` stream.
 pub struct CaliWriter<W: Write> {
-    out: BufWriter<W>,
+    /// The output, taken by [`CaliWriter::finish`].
+    out: Option<W>,
+    /// The lines not yet written out, each made here in place (made apart
+    /// and copied into a `BufWriter`, each line cost a call of `memmove`).
+    buffer: Vec<u8>,
     written: WrittenSet,
-    line: Vec<u8>,
     stack: Vec<(Id, Stage)>,
     lines: u64,
 }
+
+/// The bytes of lines the writer keeps before it writes them out.
+const BUFFERED: usize = 64 * 1024;
 
 /// How far writing a node has got (see [`CaliWriter::write_node`]).
 #[derive(Copy, Clone)]
@@ -74,9 +80,9 @@ impl<W: Write> CaliWriter<W> {
     /// A writer onto `out` (buffered internally).
     pub fn new(out: W) -> CaliWriter<W> {
         CaliWriter {
-            out: BufWriter::with_capacity(64 * 1024, out),
+            out: Some(out),
+            buffer: Vec::with_capacity(BUFFERED + 4096),
             written: WrittenSet::default(),
-            line: Vec::new(),
             stack: Vec::new(),
             lines: 0,
         }
@@ -98,27 +104,49 @@ impl<W: Write> CaliWriter<W> {
         for entry in &record.entries {
             self.write_node(store, entry.node())?;
         }
-        let line = &mut self.line;
-        line.clear();
+        let values = record.immediates().map(|(_, value)| value);
+        self.record_line(record.kind.tag(), record.refs(), record.immediates().map(|(attr, _)| attr), values)
+    }
+
+    /// Writes the snapshot record of the references `refs` and the
+    /// immediate entries `values` (attribute, value), as
+    /// [`CaliWriter::write_record`] writes a record of those entries, the
+    /// references first, without a [`Record`] made of them (a compiler's
+    /// tens of thousands of call arcs).
+    pub fn write_ctx(&mut self, store: &impl NodeStore, refs: &[Id], values: &[(Id, Variant)]) -> io::Result<()> {
+        if refs.is_empty() && values.is_empty() {
+            return Ok(());
+        }
+        for &id in refs.iter().chain(values.iter().map(|(attr, _)| attr)) {
+            self.write_node(store, id)?;
+        }
+        let attrs = values.iter().map(|&(attr, _)| attr);
+        self.record_line(RecordKind::Ctx.tag(), refs.iter().copied(), attrs, values.iter().map(|(_, value)| value))
+    }
+
+    /// Writes a record's line: `tag`, then the references, the immediates'
+    /// attributes and their values, each list `=`-separated.
+    fn record_line<'v>(
+        &mut self,
+        tag: &str,
+        refs: impl Iterator<Item = Id>,
+        attrs: impl Iterator<Item = Id>,
+        values: impl Iterator<Item = &'v Variant>,
+    ) -> io::Result<()> {
+        let line = &mut self.buffer;
         line.extend_from_slice(b"__rec=");
-        line.extend_from_slice(record.kind.tag().as_bytes());
-        let mut first = true;
-        for id in record.refs() {
-            line.extend_from_slice(if first { b",ref=".as_slice() } else { b"=" });
+        line.extend_from_slice(tag.as_bytes());
+        for (n, id) in refs.enumerate() {
+            line.extend_from_slice(if n == 0 { b",ref=".as_slice() } else { b"=" });
             write_decimal_u64(id, line);
-            first = false;
         }
-        first = true;
-        for (attr, _) in record.immediates() {
-            line.extend_from_slice(if first { b",attr=".as_slice() } else { b"=" });
+        for (n, attr) in attrs.enumerate() {
+            line.extend_from_slice(if n == 0 { b",attr=".as_slice() } else { b"=" });
             write_decimal_u64(attr, line);
-            first = false;
         }
-        first = true;
-        for (_, value) in record.immediates() {
-            line.extend_from_slice(if first { b",data=".as_slice() } else { b"=" });
+        for (n, value) in values.enumerate() {
+            line.extend_from_slice(if n == 0 { b",data=".as_slice() } else { b"=" });
             write_value(value, line);
-            first = false;
         }
         self.emit_line()
     }
@@ -215,8 +243,7 @@ impl<W: Write> CaliWriter<W> {
         parent: Option<Id>,
         value: impl FnOnce(&mut Vec<u8>),
     ) -> io::Result<()> {
-        let line = &mut self.line;
-        line.clear();
+        let line = &mut self.buffer;
         line.extend_from_slice(b"__rec=node,id=");
         write_decimal_u64(id, line);
         line.extend_from_slice(b",attr=");
@@ -230,21 +257,42 @@ impl<W: Write> CaliWriter<W> {
         self.emit_line()
     }
 
+    /// Ends the line made in the buffer, and writes the buffer out once
+    /// it holds enough.
     fn emit_line(&mut self) -> io::Result<()> {
-        self.line.push(b'\n');
-        self.out.write_all(&self.line)?;
+        self.buffer.push(b'\n');
         self.lines += 1;
-        Ok(())
+        if self.buffer.len() >= BUFFERED { self.write_out() } else { Ok(()) }
     }
 
-    /// Flushes and returns the output.
-    pub fn finish(self) -> io::Result<W> {
-        self.out.into_inner().map_err(io::IntoInnerError::into_error)
+    /// Writes the buffered lines out.
+    fn write_out(&mut self) -> io::Result<()> {
+        let result = match &mut self.out {
+            Some(out) => out.write_all(&self.buffer),
+            None => Ok(()),
+        };
+        self.buffer.clear();
+        result
     }
 
-    /// Flushes buffered lines to the output.
+    /// Writes out the buffered lines and returns the output.
+    pub fn finish(mut self) -> io::Result<W> {
+        self.write_out()?;
+        Ok(self.out.take().expect("the output, until finish"))
+    }
+
+    /// Writes out the buffered lines and flushes the output.
     pub fn flush(&mut self) -> io::Result<()> {
-        self.out.flush()
+        self.write_out()?;
+        self.out.as_mut().map_or(Ok(()), Write::flush)
+    }
+}
+
+/// A writer dropped unfinished writes out its lines, as a `BufWriter`
+/// would (an error then has nobody to go to).
+impl<W: Write> Drop for CaliWriter<W> {
+    fn drop(&mut self) {
+        let _ = self.write_out();
     }
 }
 
