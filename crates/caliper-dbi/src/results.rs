@@ -216,7 +216,6 @@ fn write_arcs<W: Write>(
     let mut last_caller: (usize, Id) = (0, 0);
     let mut functions: FxHashMap<(Id, usize), Id> = FxHashMap::default();
     functions.reserve(outcome.arcs.records.len());
-    let mut record = Record::ctx();
     for (id, (arc, &[module, caller_module])) in outcome.arcs.records.iter().zip(&modules).enumerate() {
         let name = outcome.arcs.caller(arc);
         let at = Arc::as_ptr(name).cast::<u8>() as usize;
@@ -235,13 +234,11 @@ fn write_arcs<W: Write>(
                 *vacant.insert(own_node(writer, attrs.function_attr, callee, Some(caller))?)
             }
         };
-        record.clear();
-        record.push_ref(function);
-        record.push_ref(module);
-        record.push_ref(caller_module);
-        record.push_imm(attrs.callsite_attr, Variant::Addr(arc.callsite));
-        record.push_imm(attrs.count_attr, Variant::Uint(outcome.arcs.calls(id)));
-        writer.write_record(db, &record)?;
+        let values = [
+            (attrs.callsite_attr, Variant::Addr(arc.callsite)),
+            (attrs.count_attr, Variant::Uint(outcome.arcs.calls(id))),
+        ];
+        writer.write_ctx(db, &[function, module, caller_module], &values)?;
     }
     Ok(())
 }
