@@ -146,6 +146,23 @@ pub struct ArcRecord {
     /// The call instruction's address in the caller's module file.
     pub callsite: u64,
     pub trap_hits: u64,
+    /// Where its calls are counted while its programs run, made at the
+    /// first entry or slot it takes: most arcs have neither, their counts
+    /// banked as their programs end (two empty lists in each record made a
+    /// compiler's 23,000 arcs take a megabyte of fresh memory more).
+    pub counters: Option<Box<ArcCounters>>,
+    /// The calls counted in entries and slots it has given back (their
+    /// programs ended; see
+    /// [`crate::counters::Counters::free_arc_entries`]).
+    pub banked: u64,
+    /// The calls its entries counted, once read, with those banked (see
+    /// [`ArcTable::taken`]).
+    pub counted: u64,
+}
+
+/// Where an arc's calls are counted while its programs run.
+#[derive(Debug, Clone, Default)]
+pub struct ArcCounters {
     /// The entries of the table of call arcs that count its calls (more
     /// than one where the call site is reached through several return
     /// addresses, or two threads claimed an entry for it at once).
@@ -154,13 +171,24 @@ pub struct ArcRecord {
     /// calls (see [`crate::image::Image::count_site`]), one per program
     /// image, each with the count it held when the site took it.
     pub slots: Vec<(usize, u64)>,
-    /// The calls counted in entries and slots it has given back (their
-    /// programs ended; see
-    /// [`crate::counters::Counters::free_arc_entries`]).
-    pub banked: u64,
-    /// The calls its entries counted, once read, with those banked (see
-    /// [`ArcTable::taken`]).
-    pub counted: u64,
+}
+
+impl ArcRecord {
+    /// The entries of the table of call arcs that count its calls.
+    pub fn entries(&self) -> &[usize] {
+        self.counters.as_ref().map_or(&[], |c| &c.entries)
+    }
+
+    /// The counter slots of its call site, with the counts they held when
+    /// it took them.
+    pub fn slots(&self) -> &[(usize, u64)] {
+        self.counters.as_ref().map_or(&[], |c| &c.slots)
+    }
+
+    /// Its counters, made if it has none yet.
+    pub fn counters_mut(&mut self) -> &mut ArcCounters {
+        self.counters.get_or_insert_with(Box::default)
+    }
 }
 
 /// Every arc, by id.
@@ -215,14 +243,14 @@ type SiteArcs = FxHashMap<(usize, u64), usize>;
 /// A caller module of an [`ArcTable`]: its place there, looked up once for
 /// all the arcs from it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ModuleKey(usize);
+pub struct ModuleKey(u32);
 
 impl ArcTable {
     /// Makes room for `more` arcs from the module of `key` at once (a
     /// compiler's 36,000).
     pub fn reserve(&mut self, key: ModuleKey, more: usize) {
         self.records.reserve(more);
-        self.modules[key.0].1.reserve(more);
+        self.modules[key.0 as usize].1.reserve(more);
     }
 
     /// The key of caller module `module`, added if new.
@@ -230,7 +258,7 @@ impl ArcTable {
         if let Some(&key) = self.keys.get(module) {
             return key;
         }
-        let key = ModuleKey(self.modules.len());
+        let key = ModuleKey(u32::try_from(self.modules.len()).expect("fewer than 2^32 modules"));
         self.modules.push((module.clone(), FxHashMap::default()));
         self.keys.insert(module.clone(), key);
         key
@@ -238,7 +266,7 @@ impl ArcTable {
 
     /// The module of arc `arc`'s call site.
     pub fn caller_module(&self, arc: &ArcRecord) -> &Arc<str> {
-        &self.modules[arc.caller_module.0].0
+        &self.modules[arc.caller_module.0 as usize].0
     }
 
     /// The function holding arc `arc`'s call site.
@@ -258,7 +286,7 @@ impl ArcTable {
         callsite: u64,
     ) -> usize {
         let ArcTable { records, modules, names, name_ids, last_name, .. } = self;
-        match modules[key.0].1.entry((callee, callsite)) {
+        match modules[key.0 as usize].1.entry((callee, callsite)) {
             std::collections::hash_map::Entry::Occupied(arc) => *arc.get(),
             std::collections::hash_map::Entry::Vacant(vacant) => {
                 let caller = name_id(names, name_ids, last_name, caller);
@@ -269,8 +297,7 @@ impl ArcTable {
                     caller_entry,
                     callsite,
                     trap_hits: 0,
-                    entries: Vec::new(),
-                    slots: Vec::new(),
+                    counters: None,
                     banked: 0,
                     counted: 0,
                 });
@@ -286,8 +313,8 @@ impl ArcTable {
     /// arcs took 3 ms).
     pub fn taken(mut self, counts: &ArcCounts, counters: &[u64]) -> ArcTable {
         self.records.retain_mut(|r| {
-            let in_slots = r.slots.iter().filter_map(|&(s, base)| Some(counters.get(s)?.wrapping_sub(base)));
-            r.counted = r.banked + r.entries.iter().map(|&e| counts.count(e)).sum::<u64>() + in_slots.sum::<u64>();
+            let in_slots = r.slots().iter().filter_map(|&(s, base)| Some(counters.get(s)?.wrapping_sub(base)));
+            r.counted = r.banked + r.entries().iter().map(|&e| counts.count(e)).sum::<u64>() + in_slots.sum::<u64>();
             r.trap_hits + r.counted > 0
         });
         let modules = self.modules.into_iter().map(|(module, _)| (module, SiteArcs::default())).collect();
@@ -304,6 +331,11 @@ impl ArcTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_arc_record_is_nine_words() {
+        assert_eq!(std::mem::size_of::<ArcRecord>(), 72);
+    }
 
     #[test]
     fn a_function_is_one_record_per_module_and_entry() {

@@ -251,16 +251,16 @@ impl Engine {
             let Some(&f) = self.arc_callees.get(entry.id as usize - 1) else { continue };
             let arc = namer.arc(arcs, f, entry.ret);
             let record = &mut arcs.records[arc];
-            let joined = record.entries.iter().position(|&index| index == entry.index);
+            let joined = record.entries().iter().position(|&index| index == entry.index);
             if is_last.get(entry.id as usize) == Some(&true) {
                 // A forked copy that ended first joined the entry.
                 if let Some(n) = joined {
-                    record.entries.swap_remove(n);
+                    record.counters_mut().entries.swap_remove(n);
                 }
                 record.banked += entry.count;
                 freed.push(entry.index);
             } else if joined.is_none() {
-                record.entries.push(entry.index);
+                record.counters_mut().entries.push(entry.index);
             }
         }
         freed

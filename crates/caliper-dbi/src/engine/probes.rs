@@ -284,7 +284,9 @@ impl Engine {
                 SlotUser::Function(f) => f,
                 SlotUser::Site(arc) => {
                     let arc = &mut self.arcs.records[arc];
-                    bank(&mut arc.slots, &mut arc.banked, slot, value);
+                    if let Some(counters) = &mut arc.counters {
+                        bank(&mut counters.slots, &mut arc.banked, slot, value);
+                    }
                     arc.callee
                 }
             };

@@ -143,7 +143,7 @@ impl Engine {
             let mut thread = Stopped { tid: world.tid, counters: &self.counters, deferred: world.deferred };
             match image.count_site(call, entry, CountedSite { slot, arc }, increment, &mut thread) {
                 Ok(()) => {
-                    self.arcs.records[arc].slots.push((slot, base));
+                    self.arcs.records[arc].counters_mut().slots.push((slot, base));
                     self.functions.records[f].slots.push((slot, base));
                     self.site_passes.counted += 1;
                 }
