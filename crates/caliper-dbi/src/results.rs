@@ -35,6 +35,7 @@ use crate::functions::{FunctionRecord, Mode};
 use caliper_data::cali::CaliWriter;
 use caliper_data::hash::FxHashMap;
 use caliper_data::{AttrType, Id, MetadataDb, Properties, Record, Variant};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::collections::hash_map::Entry;
 use std::fmt::Write as _;
@@ -55,17 +56,18 @@ fn named_node(db: &mut MetadataDb, made: &mut NamedNodes, attr: Id, name: &str) 
     *made.entry(key).or_insert_with(|| db.get_or_create_node(attr, Variant::from(name), None))
 }
 
-/// How a function was instrumented, as written in `dbi.instrumentation`.
-pub fn instrumentation(record: &FunctionRecord) -> String {
+/// How a function was instrumented, as written in `dbi.instrumentation`
+/// (the common ways without a copy: a compiler's run writes thousands).
+pub fn instrumentation(record: &FunctionRecord) -> Cow<'static, str> {
     match &record.mode {
         Mode::Armed => "not called".into(),
         Mode::Covered => "breakpoint removed".into(),
         Mode::Trampoline => "trampoline".into(),
-        Mode::Breakpoint(why) => format!("breakpoint ({why})"),
+        Mode::Breakpoint(why) => format!("breakpoint ({why})").into(),
         Mode::CallSites(why) => {
-            format!("callers sent to a trampoline, the breakpoint for calls through pointers ({why})")
+            format!("callers sent to a trampoline, the breakpoint for calls through pointers ({why})").into()
         }
-        Mode::Uncounted(why) => format!("uncounted ({why})"),
+        Mode::Uncounted(why) => format!("uncounted ({why})").into(),
     }
 }
 
@@ -104,10 +106,26 @@ pub fn write_cali(out: impl Write, outcome: &Outcome, collect: Collect) -> io::R
         globals.push_ref(db.get_or_create_node(truncated_attr, Variant::Uint(outcome.samples_truncated), None));
     }
     writer.write_record(&db, &globals)?;
+    // The modules' nodes by the names' places in memory, the last one at
+    // hand; the ways of instrumenting, a handful, by their text.
+    let mut modules = NamedNodes::default();
+    let mut last_module: Option<(usize, Id)> = None;
+    let mut ways: FxHashMap<Cow<'static, str>, Id> = FxHashMap::default();
     for (id, r) in reported(outcome, collect) {
-        let module = db.get_or_create_node(module_attr, Variant::from(&*r.module), None);
+        let at = Arc::as_ptr(&r.module).cast::<u8>() as usize;
+        let module = match last_module {
+            Some((last, node)) if last == at => node,
+            _ => named_node(&mut db, &mut modules, module_attr, &r.module),
+        };
+        last_module = Some((at, module));
         let function = db.get_or_create_node(function_attr, Variant::from(&*r.name), Some(module));
-        let how = db.get_or_create_node(how_attr, Variant::from(instrumentation(r)), None);
+        let how = match ways.entry(instrumentation(r)) {
+            Entry::Occupied(how) => *how.get(),
+            Entry::Vacant(way) => {
+                let node = db.get_or_create_node(how_attr, Variant::from(&**way.key()), None);
+                *way.insert(node)
+            }
+        };
         let mut record = Record::ctx();
         record.push_ref(function);
         record.push_ref(how);
@@ -347,7 +365,7 @@ pub fn text_report(outcome: &Outcome, collect: Collect) -> String {
     let mut kept: BTreeMap<String, usize> = BTreeMap::new();
     for r in &outcome.functions.records {
         if matches!(r.mode, Mode::Breakpoint(_) | Mode::CallSites(_) | Mode::Uncounted(_)) {
-            *kept.entry(instrumentation(r)).or_default() += 1;
+            *kept.entry(instrumentation(r).into_owned()).or_default() += 1;
         }
     }
     for (why, n) in kept {

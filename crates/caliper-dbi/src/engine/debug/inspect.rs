@@ -84,7 +84,7 @@ impl Engine {
             (ProbeState::Displaced { resume }, None) => {
                 format!("int3, resumed through the moved first instruction at {resume:#x}")
             }
-            (ProbeState::Removed, Some(r)) => results::instrumentation(r),
+            (ProbeState::Removed, Some(r)) => results::instrumentation(r).into_owned(),
             (ProbeState::Removed, None) => "original code".into(),
         };
         if probe.user_break {
