@@ -54,6 +54,14 @@ pub struct ModuleInfo {
     pub(crate) ifunc_plt: Vec<(u64, u64)>,
 }
 
+impl FunctionEntry {
+    /// Whether `address`, at or past the entry, is in the function's
+    /// code: one of unknown size holds everything up to the next entry.
+    fn holds(&self, address: u64) -> bool {
+        self.size == 0 || address < self.address.saturating_add(self.size)
+    }
+}
+
 impl ModuleInfo {
     /// The direct branch targets of the module's functions, found on first
     /// use (decoding a whole library takes tens of milliseconds, which only
@@ -75,7 +83,7 @@ impl ModuleInfo {
     /// unknown size holds everything up to the next.
     pub fn function_holding(&self, address: u64) -> Option<&FunctionEntry> {
         let f = &self.functions[self.functions.partition_point(|f| f.address <= address).checked_sub(1)?];
-        (f.size == 0 || address < f.address.saturating_add(f.size)).then_some(f)
+        f.holds(address).then_some(f)
     }
 
     /// [`Self::function_holding`], the last entry at or before `address`
@@ -94,10 +102,7 @@ impl ModuleInfo {
             .into_iter()
             .find(|&n| last_at_or_before(n))
             .unwrap_or_else(|| functions.partition_point(|f| f.address <= address).saturating_sub(1));
-        let holding = functions
-            .get(at)
-            .filter(|f| f.address <= address && (f.size == 0 || address < f.address.saturating_add(f.size)));
-        (holding, at)
+        (functions.get(at).filter(|f| f.address <= address && f.holds(address)), at)
     }
 
     /// The address of this module's PLT entry that jumps to the function

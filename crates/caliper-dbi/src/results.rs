@@ -42,18 +42,39 @@ use std::fmt::Write as _;
 use std::io::{self, Write};
 use std::sync::Arc;
 
-/// The nodes made by [`named_node`], by attribute and the name's place in
-/// memory: the names are shared (`Arc<str>`), and hashing an address
-/// instead of the text took a fifth off writing a compiler's 36,000 arcs.
-/// The same text elsewhere only misses here: the database makes its node
-/// once.
-type NamedNodes = FxHashMap<(Id, usize, usize), Id>;
+/// The nodes of one attribute without a parent, each made once per name,
+/// found by the name's place in memory: the names are shared
+/// (`Arc<str>`), and hashing an address instead of the text took a fifth
+/// off writing a compiler's 36,000 arcs; the last one is kept at hand, as
+/// records of one module come together. The same text elsewhere only
+/// misses here: the database makes its node once.
+struct NodesByName {
+    attr: Id,
+    made: FxHashMap<(usize, usize), Id>,
+    last: Option<(usize, Id)>,
+}
 
-/// The node of `attr` = `name` without a parent, made once per name:
-/// `made` keeps those made so far.
-fn named_node(db: &mut MetadataDb, made: &mut NamedNodes, attr: Id, name: &str) -> Id {
-    let key = (attr, name.as_ptr() as usize, name.len());
-    *made.entry(key).or_insert_with(|| db.get_or_create_node(attr, Variant::from(name), None))
+impl NodesByName {
+    fn new(attr: Id) -> NodesByName {
+        NodesByName { attr, made: FxHashMap::default(), last: None }
+    }
+
+    /// The node of the attribute = `name`.
+    fn node(&mut self, db: &mut MetadataDb, name: &Arc<str>) -> Id {
+        let at = Arc::as_ptr(name).cast::<u8>() as usize;
+        if let Some((last, node)) = self.last
+            && last == at
+        {
+            return node;
+        }
+        let attr = self.attr;
+        let node = *self
+            .made
+            .entry((at, name.len()))
+            .or_insert_with(|| db.get_or_create_node(attr, Variant::from(&**name), None));
+        self.last = Some((at, node));
+        node
+    }
 }
 
 /// How a function was instrumented, as written in `dbi.instrumentation`
@@ -106,18 +127,11 @@ pub fn write_cali(out: impl Write, outcome: &Outcome, collect: Collect) -> io::R
         globals.push_ref(db.get_or_create_node(truncated_attr, Variant::Uint(outcome.samples_truncated), None));
     }
     writer.write_record(&db, &globals)?;
-    // The modules' nodes by the names' places in memory, the last one at
-    // hand; the ways of instrumenting, a handful, by their text.
-    let mut modules = NamedNodes::default();
-    let mut last_module: Option<(usize, Id)> = None;
+    let mut modules = NodesByName::new(module_attr);
+    // The ways of instrumenting, a handful, by their text.
     let mut ways: FxHashMap<Cow<'static, str>, Id> = FxHashMap::default();
     for (id, r) in reported(outcome, collect) {
-        let at = Arc::as_ptr(&r.module).cast::<u8>() as usize;
-        let module = match last_module {
-            Some((last, node)) if last == at => node,
-            _ => named_node(&mut db, &mut modules, module_attr, &r.module),
-        };
-        last_module = Some((at, module));
+        let module = modules.node(&mut db, &r.module);
         let function = db.get_or_create_node(function_attr, Variant::from(&*r.name), Some(module));
         let how = match ways.entry(instrumentation(r)) {
             Entry::Occupied(how) => *how.get(),
@@ -199,27 +213,15 @@ fn write_arcs<W: Write>(
     outcome: &Outcome,
     attrs: ArcAttributes,
 ) -> io::Result<()> {
-    let mut named = NamedNodes::default();
-    // The last module looked up for each attribute, by the name's place in
-    // memory, with its node.
-    let mut last: [(usize, Id); 2] = [(0, 0); 2];
-    let mut node_of = |db: &mut MetadataDb, which: usize, attr: Id, name: &Arc<str>| {
-        let at = Arc::as_ptr(name).cast::<u8>() as usize;
-        if last[which].0 != at {
-            last[which] = (at, named_node(db, &mut named, attr, name));
-        }
-        last[which].1
-    };
+    let mut callee_modules = NodesByName::new(attrs.callee_module_attr);
+    let mut caller_modules = NodesByName::new(attrs.caller_module_attr);
     let modules: Vec<[Id; 2]> = outcome
         .arcs
         .records
         .iter()
         .map(|arc| {
             let callee = &outcome.functions.records[arc.callee];
-            [
-                node_of(db, 0, attrs.callee_module_attr, &callee.module),
-                node_of(db, 1, attrs.caller_module_attr, outcome.arcs.caller_module(arc)),
-            ]
+            [callee_modules.node(db, &callee.module), caller_modules.node(db, outcome.arcs.caller_module(arc))]
         })
         .collect();
     let mut next = db.id_bound();
