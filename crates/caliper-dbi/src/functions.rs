@@ -4,6 +4,7 @@
 //! address in the file), so a forked child or a re-executed program adds
 //! to the same record.
 
+use crate::chunked::Chunked;
 use crate::counters::ArcCounts;
 use crate::relocate::Unpatchable;
 use caliper_data::hash::FxHashMap;
@@ -20,13 +21,13 @@ pub enum Mode {
     /// The entry jumps to a trampoline that counts each call.
     Trampoline,
     /// The breakpoint stays and the tool counts each hit (exact, slower).
-    Breakpoint(Unpatchable),
+    Breakpoint(Box<Unpatchable>),
     /// The breakpoint stays for calls through pointers; the calls the
     /// code shows (direct calls, GOT slots) go to a counting trampoline.
-    CallSites(Unpatchable),
+    CallSites(Box<Unpatchable>),
     /// Not counted after the first call: its first instruction could not
     /// be moved, so the breakpoint was removed.
-    Uncounted(Unpatchable),
+    Uncounted(Box<Unpatchable>),
 }
 
 /// One function.
@@ -38,6 +39,17 @@ pub struct FunctionRecord {
     pub address: u64,
     pub size: u64,
     pub covered: bool,
+    pub mode: Mode,
+    /// Where its calls were counted, made at the first one: most functions
+    /// of a big program are never called, and a compiler has 45,000 (the
+    /// counts' three fields in each record were 1.4 megabytes of the tool's
+    /// fresh memory).
+    counts: Option<Box<FunctionCounts>>,
+}
+
+/// Where a function's calls were counted.
+#[derive(Debug, Clone, Default)]
+pub struct FunctionCounts {
     /// Calls counted by the tool at a breakpoint.
     pub trap_hits: u64,
     /// The counter slots of its trampolines, each with the count it held
@@ -47,13 +59,40 @@ pub struct FunctionRecord {
     pub slots: Vec<(usize, u64)>,
     /// The calls counted in slots it has given back (its image gone).
     pub banked: u64,
-    pub mode: Mode,
+}
+
+impl FunctionRecord {
+    /// A function not called yet.
+    pub fn new(module: Arc<str>, name: Arc<str>, address: u64, size: u64) -> FunctionRecord {
+        FunctionRecord { module, name, address, size, covered: false, mode: Mode::Armed, counts: None }
+    }
+
+    /// Calls counted by the tool at a breakpoint.
+    pub fn trap_hits(&self) -> u64 {
+        self.counts.as_ref().map_or(0, |c| c.trap_hits)
+    }
+
+    /// The counter slots of its trampolines, with the counts they held
+    /// when it took them.
+    pub fn slots(&self) -> &[(usize, u64)] {
+        self.counts.as_ref().map_or(&[], |c| &c.slots)
+    }
+
+    /// The calls counted in slots it has given back.
+    pub fn banked(&self) -> u64 {
+        self.counts.as_ref().map_or(0, |c| c.banked)
+    }
+
+    /// Its counts, made if it has none yet.
+    pub fn counts_mut(&mut self) -> &mut FunctionCounts {
+        self.counts.get_or_insert_with(Box::default)
+    }
 }
 
 /// Every function, by id (an index).
 #[derive(Debug, Default, Clone)]
 pub struct FunctionTable {
-    pub records: Vec<FunctionRecord>,
+    pub records: Chunked<FunctionRecord>,
     /// The ids by module, then by entry address: a module's functions are
     /// added together, with one look-up of the module for all of them (a
     /// compiler has tens of thousands, hashed with Fx).
@@ -63,7 +102,7 @@ pub struct FunctionTable {
 /// The functions of one module in a [`FunctionTable`], to add them.
 pub struct ModuleFunctions<'a> {
     module: &'a Arc<str>,
-    records: &'a mut Vec<FunctionRecord>,
+    records: &'a mut Chunked<FunctionRecord>,
     index: &'a mut FxHashMap<u64, usize>,
 }
 
@@ -84,26 +123,26 @@ impl FunctionTable {
     /// (one patched ahead of its first call saw no breakpoint hit).
     pub fn cover_counted(&mut self, counters: &[u64]) {
         for r in &mut self.records {
-            r.covered |= r.banked > 0 || r.slots.iter().any(|&(s, base)| counters.get(s).is_some_and(|&n| n > base));
+            r.covered |=
+                r.banked() > 0 || r.slots().iter().any(|&(s, base)| counters.get(s).is_some_and(|&n| n > base));
         }
     }
 
     /// The total calls of function `id`, given the counter values.
     pub fn calls(&self, id: usize, counters: &[u64]) -> u64 {
         let r = &self.records[id];
-        let counted = r.slots.iter().filter_map(|&(s, base)| Some(counters.get(s)?.wrapping_sub(base)));
-        r.trap_hits + r.banked + counted.sum::<u64>()
+        let counted = r.slots().iter().filter_map(|&(s, base)| Some(counters.get(s)?.wrapping_sub(base)));
+        r.trap_hits() + r.banked() + counted.sum::<u64>()
     }
 }
 
 impl ModuleFunctions<'_> {
-    /// Makes room for the `count` functions of a module new to the table
-    /// at once (a compiler's 45,000, added one by one, grew the records
-    /// and their index by doubling); a module known already (from another
-    /// process) adds few.
+    /// Makes room in the index for the `count` functions of a module new
+    /// to the table at once (a compiler's 45,000, added one by one, grew it
+    /// by doubling); a module known already (from another process) adds
+    /// few.
     pub fn reserve(&mut self, count: usize) {
         if self.index.is_empty() {
-            self.records.reserve(count);
             self.index.reserve(count);
         }
     }
@@ -111,17 +150,7 @@ impl ModuleFunctions<'_> {
     /// The id of the module's function at `address`, added if new.
     pub fn intern(&mut self, name: &Arc<str>, address: u64, size: u64) -> usize {
         *self.index.entry(address).or_insert_with(|| {
-            self.records.push(FunctionRecord {
-                module: self.module.clone(),
-                name: name.clone(),
-                address,
-                size,
-                covered: false,
-                trap_hits: 0,
-                slots: Vec::new(),
-                banked: 0,
-                mode: Mode::Armed,
-            });
+            self.records.push(FunctionRecord::new(self.module.clone(), name.clone(), address, size));
             self.records.len() - 1
         })
     }
@@ -331,6 +360,11 @@ impl ArcTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_function_record_is_ten_words() {
+        assert_eq!(std::mem::size_of::<FunctionRecord>(), 80);
+    }
 
     #[test]
     fn an_arc_record_is_nine_words() {

@@ -47,6 +47,18 @@ pub enum Internal {
     LinkerRendezvous,
 }
 
+/// A patched entry: a jump to its trampoline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Patch {
+    pub trampoline: u64,
+    /// The bytes the jump and its padding replaced.
+    pub original: Vec<u8>,
+    /// With a stub, the jump is a `jmp rel8` to this address in nearby
+    /// padding, which holds the `jmp rel32` to the trampoline (see
+    /// [`crate::detour`]).
+    pub stub: Option<u64>,
+}
+
 /// The state of the code at a probed address.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ProbeState {
@@ -55,11 +67,11 @@ pub enum ProbeState {
     /// `int3` in place; a hit resumes through the displaced copy of the
     /// entry instruction at `resume`.
     Displaced { resume: u64 },
-    /// The entry is a jump to the trampoline; `original` are the bytes
-    /// the jump and its padding replaced. With a `stub`, the jump is a
-    /// `jmp rel8` to that address in nearby padding, which holds the
-    /// `jmp rel32` to the trampoline (see [`crate::detour`]).
-    Patched { trampoline: u64, original: Vec<u8>, stub: Option<u64> },
+    /// The entry is a jump to the trampoline (boxed: the probes of a
+    /// compiler's 45,000 entries are mostly armed, and their states the
+    /// size of this one were a megabyte and a half of the tool's fresh
+    /// memory).
+    Patched(Box<Patch>),
     /// Original code back in place.
     Removed,
 }
@@ -445,7 +457,7 @@ impl Image {
         probe.user_break = true;
         match probe.state {
             ProbeState::Armed | ProbeState::Displaced { .. } => Ok(()),
-            ProbeState::Patched { .. } => self.memory.write(addr, &[INT3]).map_err(memory_error),
+            ProbeState::Patched(_) => self.memory.write(addr, &[INT3]).map_err(memory_error),
             ProbeState::Removed => {
                 // Armed again: its next hit decides anew, as a kept breakpoint.
                 probe.state = ProbeState::Armed;
@@ -460,7 +472,8 @@ impl Image {
         let Some(probe) = self.probes.get_mut(&addr) else { return Ok(()) };
         probe.user_break = false;
         match probe.state {
-            ProbeState::Patched { trampoline, stub, .. } => {
+            ProbeState::Patched(ref patch) => {
+                let (trampoline, stub) = (patch.trampoline, patch.stub);
                 self.write_jump(addr, trampoline, stub, false).map_err(|e| io::Error::other(e.to_string()))
             }
             ProbeState::Armed | ProbeState::Displaced { .. }
@@ -477,7 +490,7 @@ impl Image {
     /// The patched entry whose replaced bytes hold `addr`, if any.
     pub fn patched_entry_covering(&self, addr: u64) -> Option<u64> {
         self.probes.range(addr.saturating_sub(MAX_ENTRY_BYTES)..=addr).find_map(|(&at, probe)| match &probe.state {
-            ProbeState::Patched { original, .. } if at + original.len() as u64 > addr => Some(at),
+            ProbeState::Patched(patch) if at + patch.original.len() as u64 > addr => Some(at),
             _ => None,
         })
     }
@@ -516,7 +529,7 @@ impl Image {
         for (&at, probe) in self.probes.range(first..addr + n as u64) {
             match &probe.state {
                 ProbeState::Removed => continue,
-                ProbeState::Patched { original, .. } => put_back(at, original),
+                ProbeState::Patched(patch) => put_back(at, &patch.original),
                 ProbeState::Armed | ProbeState::Displaced { .. } => put_back(at, &[probe.original]),
             }
         }
@@ -752,7 +765,7 @@ impl Image {
     fn in_use(&self, low: u64, high: u64) -> bool {
         self.stub_covering(low, high).is_some()
             || self.probes.range(low.saturating_sub(MAX_ENTRY_BYTES)..high).any(|(&at, probe)| match &probe.state {
-                ProbeState::Patched { original, .. } => at + original.len() as u64 > low,
+                ProbeState::Patched(patch) => at + patch.original.len() as u64 > low,
                 ProbeState::Armed | ProbeState::Displaced { .. } => at >= low,
                 ProbeState::Removed => false,
             })
@@ -772,10 +785,10 @@ impl Image {
         increment: Increment,
         thread: &mut Stopped,
     ) -> Result<u64, Unpatchable> {
-        let Some(Probe { state: ProbeState::Patched { original, stub, .. }, .. }) = self.probes.get(&addr) else {
+        let Some(Probe { state: ProbeState::Patched(patch), .. }) = self.probes.get(&addr) else {
             return Err(Unpatchable::Undecodable);
         };
-        let (original, stub) = (original.clone(), *stub);
+        let (original, stub) = (patch.original.clone(), patch.stub);
         let moved = relocate::entry_instructions(&original, addr, original.len() as u64)?;
         self.install(MovedEntry { addr, moved: &moved, original, stub }, counting, increment, thread)
     }
@@ -793,7 +806,7 @@ impl Image {
         let user_break = self.probes.get(&addr).is_some_and(|p| p.user_break);
         self.write_jump(addr, trampoline, stub, user_break)?;
         if let Some(p) = self.probes.get_mut(&addr) {
-            p.state = ProbeState::Patched { trampoline, original, stub };
+            p.state = ProbeState::Patched(Box::new(Patch { trampoline, original, stub }));
         }
         Ok(trampoline)
     }
@@ -908,7 +921,7 @@ impl Image {
     /// [`Image::count_site`]). None of `busy` (the program counters of the
     /// stopped threads) may lie inside it.
     pub fn countable_site(&self, ret: u64, entry: u64, busy: &[u64]) -> Option<u64> {
-        let Some(Probe { state: ProbeState::Patched { .. }, .. }) = self.probes.get(&entry) else { return None };
+        let Some(Probe { state: ProbeState::Patched(_), .. }) = self.probes.get(&entry) else { return None };
         let call = ret.checked_sub(CALL_LEN)?;
         let m = self.module_of(call)?;
         let inside = |pc: u64| pc > call && pc < ret;
@@ -929,9 +942,10 @@ impl Image {
         increment: Increment,
         thread: &mut Stopped,
     ) -> Result<(), Unpatchable> {
-        let Some(Probe { state: ProbeState::Patched { original, .. }, .. }) = self.probes.get(&entry) else {
+        let Some(Probe { state: ProbeState::Patched(patch), .. }) = self.probes.get(&entry) else {
             return Err(Unpatchable::Undecodable);
         };
+        let original = &patch.original;
         let back = entry + original.len() as u64;
         let moved = relocate::entry_instructions(original, entry, original.len() as u64)?;
         let counting = Counting::Calls { slot: site.slot };
@@ -1015,7 +1029,7 @@ impl Image {
             for (&addr, probe) in &mut image.probes {
                 match &probe.state {
                     ProbeState::Armed | ProbeState::Displaced { .. } => image.memory.write(addr, &[probe.original])?,
-                    ProbeState::Patched { original, .. } => image.memory.write(addr, original)?,
+                    ProbeState::Patched(patch) => image.memory.write(addr, &patch.original)?,
                     ProbeState::Removed => {}
                 }
                 probe.state = ProbeState::Removed;
@@ -1059,4 +1073,14 @@ pub fn executable_files(maps: &[Mapping]) -> Vec<(&str, u64, u64)> {
 fn load_bias(maps: &[Mapping], path: &str, info: &ModuleInfo) -> Option<u64> {
     let (vaddr, offset) = info.first_segment;
     maps.iter().find(|m| m.path == path && m.offset == offset).map(|m| m.start.wrapping_sub(vaddr))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_probe_is_five_words() {
+        assert_eq!(std::mem::size_of::<Probe>(), 40);
+    }
 }

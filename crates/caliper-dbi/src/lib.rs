@@ -26,6 +26,7 @@
 pub mod arc_table;
 pub mod callgraph;
 pub mod capi;
+pub mod chunked;
 pub mod cli;
 pub mod control;
 pub mod counters;

@@ -66,7 +66,7 @@ impl Engine {
             }
         }
         Some(match (probe.function, &probe.state) {
-            (_, ProbeState::Patched { trampoline, .. }) => *trampoline,
+            (_, ProbeState::Patched(patch)) => patch.trampoline,
             (_, ProbeState::Removed) => addr,
             (function, ProbeState::Displaced { resume }) => {
                 if let Some(f) = function {
@@ -87,7 +87,7 @@ impl Engine {
     /// Counts a call of function `f` that the tool saw at its breakpoint
     /// (the stack pointer `rsp` at its entry, where the return address is).
     pub(super) fn count_trap_hit(&mut self, image_id: usize, f: usize, rsp: u64) {
-        self.functions.records[f].trap_hits += 1;
+        self.functions.records[f].counts_mut().trap_hits += 1;
         if !self.config.collect.arcs {
             return;
         }
@@ -114,7 +114,7 @@ impl Engine {
         let patched: Vec<(u64, usize, usize)> = self.images[&image_id]
             .probes
             .iter()
-            .filter(|(_, p)| matches!(p.state, ProbeState::Patched { .. }))
+            .filter(|(_, p)| matches!(p.state, ProbeState::Patched(_)))
             .filter_map(|(&entry, p)| Some((entry, p.function?)))
             .filter_map(|(entry, f)| Some((entry, f, self.slot_of(image_id, f)?)))
             .collect();
@@ -193,7 +193,7 @@ impl Engine {
             Err(why) => match image.displace(addr, &mut thread) {
                 Ok(resume) => {
                     if let Some(f) = function {
-                        self.functions.records[f].mode = Mode::Breakpoint(why);
+                        self.functions.records[f].mode = Mode::Breakpoint(Box::new(why));
                         counted_here = true;
                         displaced = !internal;
                     }
@@ -204,7 +204,7 @@ impl Engine {
                     if let Some(f) = function {
                         let name = &self.functions.records[f].name;
                         failure = Some(format!("{name} is no longer counted: {cannot_move}"));
-                        self.functions.records[f].mode = Mode::Uncounted(cannot_move);
+                        self.functions.records[f].mode = Mode::Uncounted(Box::new(cannot_move));
                         counted_here = true;
                     }
                     addr
@@ -248,7 +248,7 @@ impl Engine {
         if self.counters.peek_next() == Some(slot)
             && let Some(taken) = self.counters.allocate()
         {
-            self.functions.records[f].slots.push(taken);
+            self.functions.records[f].counts_mut().slots.push(taken);
         }
         let slots = match self.images.get_mut(&image_id).and_then(|i| i.slots.as_mut()) {
             Some(slots) => slots,
@@ -290,8 +290,8 @@ impl Engine {
                     arc.callee
                 }
             };
-            let record = &mut self.functions.records[f];
-            bank(&mut record.slots, &mut record.banked, slot, value);
+            let counts = self.functions.records[f].counts_mut();
+            bank(&mut counts.slots, &mut counts.banked, slot, value);
             self.counters.recycle(slot, value);
         }
     }

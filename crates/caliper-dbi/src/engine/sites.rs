@@ -144,7 +144,7 @@ impl Engine {
             match image.count_site(call, entry, CountedSite { slot, arc }, increment, &mut thread) {
                 Ok(()) => {
                     self.arcs.records[arc].counters_mut().slots.push((slot, base));
-                    self.functions.records[f].slots.push((slot, base));
+                    self.functions.records[f].counts_mut().slots.push((slot, base));
                     self.site_passes.counted += 1;
                 }
                 Err(_) => self.counters.recycle(slot, base),

@@ -77,7 +77,7 @@ impl Engine {
         let record = probe.function.map(|f| &self.functions.records[f]);
         let mut state = match (&probe.state, record) {
             (ProbeState::Armed, _) => "not called yet (the engine's int3 at its entry)".to_string(),
-            (ProbeState::Patched { trampoline, .. }, _) => format!("trampoline at {trampoline:#x}"),
+            (ProbeState::Patched(patch), _) => format!("trampoline at {:#x}", patch.trampoline),
             (ProbeState::Displaced { resume }, Some(r)) => {
                 format!("{}, resumed through the moved first instruction at {resume:#x}", results::instrumentation(r))
             }
@@ -227,7 +227,7 @@ impl Engine {
             text += &format!("(the first {MAX_LISTING} bytes)\n");
         }
         let moved = image.probes.get(&entry).and_then(|p| match &p.state {
-            ProbeState::Patched { trampoline, .. } => moved_code(image, entry, *trampoline),
+            ProbeState::Patched(patch) => moved_code(image, entry, patch.trampoline),
             ProbeState::Displaced { resume } => moved_code(image, entry, *resume),
             _ => None,
         });
@@ -342,7 +342,7 @@ pub(in crate::engine) fn stands_for(image: &Image, addr: u64) -> Option<(u64, u6
 fn moved_code(image: &Image, entry: u64, at: u64) -> Option<Moved> {
     let probe = image.probes.get(&entry)?;
     let (original, trampoline) = match &probe.state {
-        ProbeState::Patched { original, .. } => (disasm::decode(original, entry), true),
+        ProbeState::Patched(patch) => (disasm::decode(&patch.original, entry), true),
         ProbeState::Displaced { .. } => {
             (disasm::decode(&image.original_code(entry, 16).ok()?, entry).into_iter().take(1).collect(), false)
         }
@@ -361,9 +361,9 @@ fn moved_code_at(image: &Image, pc: u64) -> Option<Moved> {
     let (entry, at) = image
         .probes
         .iter()
-        .filter_map(|(&entry, p)| match p.state {
-            ProbeState::Patched { trampoline, .. } => Some((entry, trampoline)),
-            ProbeState::Displaced { resume } => Some((entry, resume)),
+        .filter_map(|(&entry, p)| match &p.state {
+            ProbeState::Patched(patch) => Some((entry, patch.trampoline)),
+            ProbeState::Displaced { resume } => Some((entry, *resume)),
             _ => None,
         })
         .filter(|&(_, at)| at <= pc)
@@ -376,15 +376,20 @@ fn entry_now(image: &Image, entry: u64, moved: Option<&Moved>) -> String {
     let Some(probe) = image.probes.get(&entry) else { return "(not instrumented)".into() };
     let yours = if probe.user_break { " (a breakpoint of yours)" } else { "" };
     match (&probe.state, moved) {
-        (ProbeState::Patched { trampoline, stub: Some(stub), .. }, _) => {
-            let int3 = if probe.user_break { "int3 over " } else { "" };
-            format!("{entry:#x}  {int3}jmp {stub:#x}    ; to padding that jumps to the trampoline {trampoline:#x}")
-        }
-        (ProbeState::Patched { trampoline, .. }, _) if probe.user_break => {
-            format!("{entry:#x}  int3 over jmp {trampoline:#x}    ; a breakpoint of yours, then the trampoline")
-        }
-        (ProbeState::Patched { trampoline, .. }, _) => {
-            format!("{entry:#x}  jmp {trampoline:#x}    ; to the trampoline")
+        (ProbeState::Patched(patch), _) => {
+            let trampoline = patch.trampoline;
+            match patch.stub {
+                Some(stub) => {
+                    let int3 = if probe.user_break { "int3 over " } else { "" };
+                    format!(
+                        "{entry:#x}  {int3}jmp {stub:#x}    ; to padding that jumps to the trampoline {trampoline:#x}"
+                    )
+                }
+                None if probe.user_break => {
+                    format!("{entry:#x}  int3 over jmp {trampoline:#x}    ; a breakpoint of yours, then the trampoline")
+                }
+                None => format!("{entry:#x}  jmp {trampoline:#x}    ; to the trampoline"),
+            }
         }
         (ProbeState::Displaced { resume }, _) => {
             format!("{entry:#x}  int3{yours}    ; counted by the tool, resumed at {resume:#x}")

@@ -517,7 +517,7 @@ impl Engine {
 fn tool_int3_at(image: &Image, pc: u64) -> bool {
     image.probes.get(&pc).is_some_and(|p| match p.state {
         ProbeState::Armed | ProbeState::Displaced { .. } => true,
-        ProbeState::Patched { .. } => p.user_break,
+        ProbeState::Patched(_) => p.user_break,
         ProbeState::Removed => false,
     })
 }
