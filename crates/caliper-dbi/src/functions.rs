@@ -236,7 +236,7 @@ impl ArcRecord {
 /// Every arc, by id.
 #[derive(Debug, Default, Clone)]
 pub struct ArcTable {
-    pub records: Vec<ArcRecord>,
+    pub records: Chunked<ArcRecord>,
     /// The caller modules, by [`ModuleKey`], each with its arcs' ids by
     /// (callee, call site), hashed with Fx: a compiler's run interns tens
     /// of thousands of arcs, which hashing the module's path with each
@@ -288,10 +288,9 @@ type SiteArcs = FxHashMap<(usize, u64), usize>;
 pub struct ModuleKey(u32);
 
 impl ArcTable {
-    /// Makes room for `more` arcs from the module of `key` at once (a
-    /// compiler's 36,000).
+    /// Makes room in the index of the module of `key` for `more` arcs
+    /// from it at once (a compiler's 36,000).
     pub fn reserve(&mut self, key: ModuleKey, more: usize) {
-        self.records.reserve(more);
         self.modules[key.0 as usize].1.reserve(more);
     }
 
@@ -353,14 +352,14 @@ impl ArcTable {
     /// site's slots (given the counter values): the run's result, to which
     /// no arc is added (its index goes: rebuilding it for CPython's 15,000
     /// arcs took 3 ms).
-    pub fn taken(mut self, counts: &ArcCounts, counters: &[u64]) -> ArcTable {
-        self.records.retain_mut(|r| {
+    pub fn taken(self, counts: &ArcCounts, counters: &[u64]) -> ArcTable {
+        let records = self.records.into_iter().filter_map(|mut r| {
             let in_slots = r.slots().iter().filter_map(|&(s, base)| Some(counters.get(s)?.wrapping_sub(base)));
             r.counted = r.banked + r.entries().iter().map(|&e| counts.count(e)).sum::<u64>() + in_slots.sum::<u64>();
-            r.trap_hits + r.counted > 0
+            (r.trap_hits + r.counted > 0).then_some(r)
         });
         let modules = self.modules.into_iter().map(|(module, _)| (module, SiteArcs::default())).collect();
-        ArcTable { records: self.records, modules, names: self.names, ..ArcTable::default() }
+        ArcTable { records: records.collect(), modules, names: self.names, ..ArcTable::default() }
     }
 
     /// The total calls along arc `id` of a table of arcs taken.
