@@ -48,7 +48,7 @@ fn main() -> ExitCode {
             return ExitCode::from(CANNOT_RUN);
         }
     };
-    let outcome = engine.run();
+    let outcome = engine.run_then_exit();
     match &invocation.output {
         Some(path) => {
             let written = std::fs::File::create(path).and_then(|f| results::write_cali(f, &outcome, collect));

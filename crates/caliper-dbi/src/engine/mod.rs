@@ -521,7 +521,20 @@ impl Engine {
     }
 
     /// Runs until every traced process has exited (or been let go).
-    pub fn run(mut self) -> Outcome {
+    pub fn run(self) -> Outcome {
+        self.run_then(Teardown::Free)
+    }
+
+    /// Runs as [`Engine::run`] does, for a tool that exits next: the
+    /// modules' data and the images' probes are left for the kernel to
+    /// take back with the rest of the tool's memory (freeing a compiler's
+    /// 45,000 names and probes one by one took 2 % of a short compile's
+    /// run).
+    pub fn run_then_exit(self) -> Outcome {
+        self.run_then(Teardown::LeaveToExit)
+    }
+
+    fn run_then(mut self, teardown: Teardown) -> Outcome {
         // A bug of the tool must not cost the program its life: on a panic
         // the probes come out and the program runs on untraced.
         self.start_watchdog();
@@ -530,7 +543,7 @@ impl Engine {
         if let Err(panic) = followed {
             self.recover(panic.as_ref());
         }
-        self.finish()
+        self.finish(teardown)
     }
 
     /// The event loop, until every traced process has exited or been let go.
@@ -770,7 +783,7 @@ impl Engine {
         self.resume(tid, sig);
     }
 
-    fn finish(mut self) -> Outcome {
+    fn finish(mut self, teardown: Teardown) -> Outcome {
         self.take_samples();
         let live: Vec<usize> = self.images.keys().copied().collect();
         let arc_counts = self.take_site_arcs(&live, false);
@@ -780,7 +793,7 @@ impl Engine {
         self.note_called();
         let samples_lost = self.sampler.as_ref().map_or(0, |s| s.lost);
         self.modules.save();
-        Outcome {
+        let outcome = Outcome {
             exit: self.exit.unwrap_or(Exit::Detached),
             functions: self.functions,
             arcs: std::mem::take(&mut self.arcs).taken(&arc_counts, &counters),
@@ -789,8 +802,22 @@ impl Engine {
             samples_lost,
             samples_truncated: self.samples_truncated,
             traps: self.traps,
+        };
+        if teardown == Teardown::LeaveToExit {
+            std::mem::forget(self.modules);
+            std::mem::forget(self.images);
         }
+        outcome
     }
+}
+
+/// What becomes of the engine's memory once it has run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Teardown {
+    /// Freed: the engine lives in a library or a script.
+    Free,
+    /// Left to the tool's exit, which comes next.
+    LeaveToExit,
 }
 
 /// Sends the tool SIGALRM after `after` (a real-time interval timer, so
