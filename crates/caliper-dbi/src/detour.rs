@@ -54,12 +54,12 @@ pub fn find_stub(
     let (lowest, end) = (from.saturating_sub(128), from.saturating_add(127 + JUMP_LEN));
     // The functions whose code, with the padding up to the next, may hold
     // a stub: from the last to start at or before the lowest address.
+    // Walked lazily: the spans up to the end of a compiler's 45,000
+    // functions, collected at every search, were 700 KiB of fresh memory.
     let first = functions.partition_point(|f| f.address <= lowest).saturating_sub(1);
-    let mut spans = functions[first..].windows(2).map(|w| (w[0].address, w[1].address)).collect::<Vec<_>>();
-    if let Some(last) = functions.last().filter(|f| f.size > 0) {
-        spans.push((last.address, last.address.saturating_add(last.size)));
-    }
-    for (start, next) in spans.into_iter().take_while(|&(start, _)| start < end) {
+    let last = functions.last().filter(|f| f.size > 0).map(|f| (f.address, f.address.saturating_add(f.size)));
+    let spans = functions[first..].windows(2).map(|w| (w[0].address, w[1].address)).chain(last);
+    for (start, next) in spans.take_while(|&(start, _)| start < end) {
         if next <= lowest || next - start > MAX_DECODED {
             continue;
         }
