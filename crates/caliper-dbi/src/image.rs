@@ -330,10 +330,16 @@ impl Image {
     ) -> io::Result<Vec<Arc<str>>> {
         let maps = maps::read(self.pid)?;
         let mapped: Vec<(&str, u64, u64)> = executable_files(&maps);
+        let known_before = self.modules.len();
         self.modules.retain(|m| mapped.iter().any(|&(p, low, _)| p == &*m.path && low == m.low));
-        let modules = &self.modules;
-        self.probes.retain(|addr, _| modules.iter().any(|m| (m.low..m.high).contains(addr)));
-        self.redirects.retain(|_, r| modules.iter().any(|m| m.low == r.module));
+        // The probes and redirects of modules gone go with them (a walk of
+        // all a compiler's probes at each library it loads, where most
+        // loads unmap none).
+        if self.modules.len() < known_before {
+            let modules = &self.modules;
+            self.probes.retain(|addr, _| modules.iter().any(|m| (m.low..m.high).contains(addr)));
+            self.redirects.retain(|_, r| modules.iter().any(|m| m.low == r.module));
+        }
         let known: Vec<u64> = self.modules.iter().map(|m| m.low).collect();
         let mut added = Vec::new();
         for (path, low, high) in mapped {

@@ -53,6 +53,29 @@ fn fcount_counts_every_call_exactly() {
     assert!(traps > 10 && traps < 1000, "{traps} traps for 11 million calls");
 }
 
+/// A library closed and opened again, three times: each opening is
+/// instrumented afresh (the probes of the closed one gone with it) and
+/// counted, in the function and in its arc.
+#[test]
+fn a_library_closed_and_opened_again_is_counted_at_each_opening() {
+    let dir = tempfile::tempdir().unwrap();
+    let (plugin, reload) = (common::source("plugin.c"), common::source("reload.c"));
+    common::gcc(dir.path(), &["-O2", "-shared", "-fPIC", "-o", "libplugin.so", plugin.to_str().unwrap()]);
+    common::gcc(dir.path(), &["-O2", "-o", "reload", reload.to_str().unwrap(), "-ldl"]);
+    for collect in ["fcount", "fcount,arcs"] {
+        let file = dir.path().join("reload.cali");
+        let options = ["-c", collect, "-i", "reload,libplugin.so", "-o", file.to_str().unwrap()];
+        let output = run_in(dir.path(), &options, "./reload", &[]);
+        assert_eq!(String::from_utf8_lossy(&output.stdout), "507\n", "{}", String::from_utf8_lossy(&output.stderr));
+        assert_eq!(output.status.code(), Some(0));
+        let rows = read_result(&file);
+        assert_eq!(rows[&("libplugin.so".into(), "plugin_fn".into())].count, Some(39), "{collect}");
+        if collect.contains("arcs") {
+            assert_eq!(read_arcs(&file)[&("main".into(), "plugin_fn".into())], [39]);
+        }
+    }
+}
+
 /// The arcs of a `.cali` result: (caller, callee) -> counts per call site.
 fn read_arcs(path: &std::path::Path) -> std::collections::HashMap<(String, String), Vec<u64>> {
     use caliper_data::{MetadataDb, Variant};
