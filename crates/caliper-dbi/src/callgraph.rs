@@ -96,7 +96,7 @@ impl CallGraph {
         let mut function_node = |graph: &mut CallGraph, id: usize| {
             *of_function.entry(id).or_insert_with(|| {
                 let r = &functions.records[id];
-                graph.add_node(&r.name, &r.module, functions.calls(id, counters))
+                graph.add_node(r.name(), &r.module, functions.calls(id, counters))
             })
         };
         for id in (0..functions.records.len()).filter(|&id| functions.records[id].covered) {

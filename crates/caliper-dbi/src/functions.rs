@@ -6,6 +6,7 @@
 
 use crate::chunked::Chunked;
 use crate::counters::ArcCounts;
+use crate::discover::{FunctionEntry, ModuleInfo};
 use crate::relocate::Unpatchable;
 use caliper_data::hash::FxHashMap;
 use std::collections::HashMap;
@@ -34,10 +35,12 @@ pub enum Mode {
 #[derive(Debug, Clone)]
 pub struct FunctionRecord {
     pub module: Arc<str>,
-    pub name: Arc<str>,
-    /// Entry address in the module file.
-    pub address: u64,
-    pub size: u64,
+    /// The module's functions and its place among them: its name, entry
+    /// address in the module file and size are the module's (a record of
+    /// its own for each, its name shared by a count in the name's memory,
+    /// took a cache miss for each of a compiler's 45,000 functions).
+    info: Arc<ModuleInfo>,
+    entry: u32,
     pub covered: bool,
     pub mode: Mode,
     /// Where its calls were counted, made at the first one: most functions
@@ -62,9 +65,28 @@ pub struct FunctionCounts {
 }
 
 impl FunctionRecord {
-    /// A function not called yet.
-    pub fn new(module: Arc<str>, name: Arc<str>, address: u64, size: u64) -> FunctionRecord {
-        FunctionRecord { module, name, address, size, covered: false, mode: Mode::Armed, counts: None }
+    /// Function `entry` of `info`, the functions of `module`, not called
+    /// yet.
+    fn new(module: Arc<str>, info: Arc<ModuleInfo>, entry: u32) -> FunctionRecord {
+        FunctionRecord { module, info, entry, covered: false, mode: Mode::Armed, counts: None }
+    }
+
+    pub fn name(&self) -> &Arc<str> {
+        &self.entry().name
+    }
+
+    /// Its entry address in the module file.
+    pub fn address(&self) -> u64 {
+        self.entry().address
+    }
+
+    /// Its length in bytes; 0 when no source says.
+    pub fn size(&self) -> u64 {
+        self.entry().size
+    }
+
+    fn entry(&self) -> &FunctionEntry {
+        &self.info.functions[self.entry as usize]
     }
 
     /// Calls counted by the tool at a breakpoint.
@@ -150,10 +172,12 @@ impl ModuleFunctions<'_> {
         }
     }
 
-    /// The id of the module's function at `address`, added if new: in
-    /// one step where `address` is past every one known (as a new module's
-    /// functions come, in order), by a search in the index otherwise.
-    pub fn intern(&mut self, name: &Arc<str>, address: u64, size: u64) -> usize {
+    /// The id of function `entry` of `info` (the module's functions),
+    /// added if new: in one step where its address is past every one known
+    /// (as a new module's functions come, in order), by a search in the
+    /// index otherwise.
+    pub fn intern(&mut self, info: &Arc<ModuleInfo>, entry: usize) -> usize {
+        let address = info.functions[entry].address;
         let at = match self.index.last() {
             Some(&(last, _)) if last < address => self.index.len(),
             None => 0,
@@ -162,7 +186,8 @@ impl ModuleFunctions<'_> {
                 Err(at) => at,
             },
         };
-        self.records.push(FunctionRecord::new(self.module.clone(), name.clone(), address, size));
+        let entry = u32::try_from(entry).expect("fewer than 2^32 functions in a module");
+        self.records.push(FunctionRecord::new(self.module.clone(), info.clone(), entry));
         let id = self.records.len() - 1;
         self.index.insert(at, (address, id));
         id
@@ -374,8 +399,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_function_record_is_ten_words() {
-        assert_eq!(std::mem::size_of::<FunctionRecord>(), 80);
+    fn a_function_record_is_seven_words() {
+        assert_eq!(std::mem::size_of::<FunctionRecord>(), 56);
     }
 
     #[test]
@@ -383,34 +408,46 @@ mod tests {
         assert_eq!(std::mem::size_of::<ArcRecord>(), 72);
     }
 
+    /// The functions of a module file: (name, address, size), sorted.
+    fn info(functions: &[(&str, u64, u64)]) -> Arc<ModuleInfo> {
+        let functions = functions
+            .iter()
+            .map(|&(name, address, size)| FunctionEntry { name: Arc::from(name), address, size })
+            .collect();
+        Arc::new(ModuleInfo { functions, ..ModuleInfo::default() })
+    }
+
     #[test]
     fn a_function_is_one_record_per_module_and_entry() {
         let mut table = FunctionTable::default();
         let (a, b): (Arc<str>, Arc<str>) = (Arc::from("/lib/a.so"), Arc::from("/lib/b.so"));
-        let first = table.of_module(&a).intern(&Arc::from("f"), 0x1000, 16);
-        let mut in_b = table.of_module(&b);
-        let other = in_b.intern(&Arc::from("f"), 0x1000, 16);
-        assert_eq!(in_b.intern(&Arc::from("g"), 0x2000, 8), 2);
-        assert_eq!(table.of_module(&a).intern(&Arc::from("f"), 0x1000, 16), first, "the same function again");
+        let (in_a, in_b) = (info(&[("f", 0x1000, 16)]), info(&[("f", 0x1000, 16), ("g", 0x2000, 8)]));
+        let first = table.of_module(&a).intern(&in_a, 0);
+        let mut of_b = table.of_module(&b);
+        let other = of_b.intern(&in_b, 0);
+        assert_eq!(of_b.intern(&in_b, 1), 2);
+        assert_eq!(table.of_module(&a).intern(&in_a, 0), first, "the same function again");
         assert_ne!(first, other);
         assert_eq!((table.find(&a, 0x1000), table.find(&b, 0x1000), table.find(&a, 0x2000)), (Some(0), Some(1), None));
         assert_eq!(table.records.len(), 3);
-        assert_eq!((&*table.records[2].module, &*table.records[2].name), ("/lib/b.so", "g"));
+        let g = &table.records[2];
+        assert_eq!((&*g.module, &**g.name(), g.address(), g.size()), ("/lib/b.so", "g", 0x2000, 8));
     }
 
     #[test]
     fn functions_interned_out_of_order_are_found_once_each() {
         let mut table = FunctionTable::default();
         let module: Arc<str> = Arc::from("/lib/a.so");
-        let addresses = [0x5000, 0x1000, 0x3000, 0x9000, 0x2000, 0x3000, 0x9000];
-        let ids: Vec<usize> = addresses
-            .iter()
-            .map(|&address| table.of_module(&module).intern(&Arc::from(format!("f{address:x}")), address, 8))
-            .collect();
+        let functions =
+            info(&[("a", 0x1000, 8), ("b", 0x2000, 8), ("c", 0x3000, 8), ("d", 0x5000, 8), ("e", 0x9000, 8)]);
+        let entries = [3, 0, 2, 4, 1, 2, 4];
+        let ids: Vec<usize> = entries.iter().map(|&entry| table.of_module(&module).intern(&functions, entry)).collect();
         assert_eq!(ids, [0, 1, 2, 3, 4, 2, 3]);
-        for (&address, &id) in addresses.iter().zip(&ids) {
+        for (&entry, &id) in entries.iter().zip(&ids) {
+            let address = functions.functions[entry].address;
             assert_eq!(table.find(&module, address), Some(id));
-            assert_eq!(table.records[id].address, address);
+            assert_eq!(table.records[id].address(), address);
+            assert_eq!(table.records[id].name(), &functions.functions[entry].name);
         }
         assert_eq!(table.find(&module, 0x4000), None);
     }

@@ -357,8 +357,9 @@ impl Image {
                 let selected: Vec<(u64, usize)> = info
                     .functions
                     .iter()
-                    .filter(|f| filter.selects_in(path, &f.name) && filter.in_ranges(path, f.address))
-                    .map(|f| (f.address.wrapping_add(bias), known.intern(&f.name, f.address, f.size)))
+                    .enumerate()
+                    .filter(|(_, f)| filter.selects_in(path, &f.name) && filter.in_ranges(path, f.address))
+                    .map(|(entry, f)| (f.address.wrapping_add(bias), known.intern(&info, entry)))
                     .filter(|(addr, _)| (low..high).contains(addr))
                     .collect();
                 let source = TextSource::open(&maps, path, low, high);

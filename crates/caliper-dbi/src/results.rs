@@ -132,7 +132,7 @@ pub fn write_cali(out: impl Write, outcome: &Outcome, collect: Collect) -> io::R
     let mut ways: FxHashMap<Cow<'static, str>, Id> = FxHashMap::default();
     for (id, r) in reported(outcome, collect) {
         let module = modules.node(&mut db, &r.module);
-        let function = db.get_or_create_node(function_attr, Variant::from(&*r.name), Some(module));
+        let function = db.get_or_create_node(function_attr, Variant::from(&**r.name()), Some(module));
         let how = match ways.entry(instrumentation(r)) {
             Entry::Occupied(how) => *how.get(),
             Entry::Vacant(way) => {
@@ -143,7 +143,7 @@ pub fn write_cali(out: impl Write, outcome: &Outcome, collect: Collect) -> io::R
         let mut record = Record::ctx();
         record.push_ref(function);
         record.push_ref(how);
-        record.push_imm(address_attr, Variant::Addr(r.address));
+        record.push_imm(address_attr, Variant::Addr(r.address()));
         if collect.fcount {
             record.push_imm(count_attr, Variant::Uint(outcome.functions.calls(id, &outcome.counters)));
         }
@@ -250,7 +250,7 @@ fn write_arcs<W: Write>(
         let function = match functions.entry((caller, arc.callee)) {
             Entry::Occupied(function) => *function.get(),
             Entry::Vacant(vacant) => {
-                let callee = &outcome.functions.records[arc.callee].name;
+                let callee = &outcome.functions.records[arc.callee].name();
                 *vacant.insert(own_node(writer, attrs.function_attr, callee, Some(caller))?)
             }
         };
@@ -324,14 +324,14 @@ pub fn text_report(outcome: &Outcome, collect: Collect) -> String {
         if collect.fcount {
             let calls = |id: usize| outcome.functions.calls(id, &outcome.counters);
             functions.retain(|(_, r)| r.covered);
-            functions.sort_by(|a, b| calls(b.0).cmp(&calls(a.0)).then_with(|| a.1.name.cmp(&b.1.name)));
+            functions.sort_by(|a, b| calls(b.0).cmp(&calls(a.0)).then_with(|| a.1.name().cmp(b.1.name())));
             for (id, r) in functions {
-                let _ = writeln!(out, "{:>14} {}", calls(id), r.name);
+                let _ = writeln!(out, "{:>14} {}", calls(id), r.name());
             }
         } else {
-            functions.sort_by(|a, b| a.1.name.cmp(&b.1.name));
+            functions.sort_by(|a, b| a.1.name().cmp(b.1.name()));
             for (_, r) in functions.iter().filter(|(_, r)| r.covered) {
-                let _ = writeln!(out, "{:>14} {}", "covered", r.name);
+                let _ = writeln!(out, "{:>14} {}", "covered", r.name());
             }
         }
     }
@@ -342,7 +342,7 @@ pub fn text_report(outcome: &Outcome, collect: Collect) -> String {
         arcs.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
         for (calls, id) in arcs {
             let arc = &outcome.arcs.records[id];
-            let callee = &outcome.functions.records[arc.callee].name;
+            let callee = &outcome.functions.records[arc.callee].name();
             let _ = writeln!(out, "{calls:>14} {} -> {callee} ({:#x})", outcome.arcs.caller(arc), arc.callsite);
         }
     }
@@ -464,7 +464,7 @@ pub fn write_flow_data(mut out: impl Write, outcome: &Outcome) -> io::Result<()>
     writeln!(out, "# cali-run flow data 1")?;
     for (id, r) in outcome.functions.records.iter().enumerate().filter(|(_, r)| r.covered) {
         let calls = outcome.functions.calls(id, &outcome.counters);
-        writeln!(out, "F\t{calls}\t{}\t{:#x}\t{}", r.module, r.address, r.name)?;
+        writeln!(out, "F\t{calls}\t{}\t{:#x}\t{}", r.module, r.address(), r.name())?;
     }
     for (id, arc) in outcome.arcs.records.iter().enumerate() {
         let callee = &outcome.functions.records[arc.callee];
@@ -476,8 +476,8 @@ pub fn write_flow_data(mut out: impl Write, outcome: &Outcome) -> io::Result<()>
             arc.callsite,
             outcome.arcs.caller(arc),
             callee.module,
-            callee.address,
-            callee.name
+            callee.address(),
+            callee.name()
         )?;
     }
     out.flush()

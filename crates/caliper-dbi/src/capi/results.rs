@@ -83,7 +83,7 @@ impl cali_dbi_results {
             .functions
             .records
             .iter()
-            .map(|r| Names::of([&*r.module, &r.name, &results::instrumentation(r)]))
+            .map(|r| Names::of([&*r.module, r.name(), &results::instrumentation(r)]))
             .collect();
         let arcs = outcome
             .arcs
@@ -91,7 +91,7 @@ impl cali_dbi_results {
             .iter()
             .map(|a| {
                 let callee = &outcome.functions.records[a.callee];
-                Names::of([&**outcome.arcs.caller_module(a), outcome.arcs.caller(a), &*callee.module, &callee.name])
+                Names::of([&**outcome.arcs.caller_module(a), outcome.arcs.caller(a), &*callee.module, callee.name()])
             })
             .collect();
         let stacks = results::sorted_stacks(&outcome)
@@ -192,7 +192,7 @@ pub unsafe extern "C" fn cali_dbi_results_function(
         *out = cali_dbi_function {
             module: names.get(0),
             name: names.get(1),
-            address: record.address,
+            address: record.address(),
             count: functions.calls(i, &results.outcome.counters),
             covered: record.covered.into(),
             instrumentation: names.get(2),
@@ -223,7 +223,7 @@ pub unsafe extern "C" fn cali_dbi_results_arc(
             callsite: arc.callsite,
             callee_module: names.get(2),
             callee: names.get(3),
-            callee_address: results.outcome.functions.records[arc.callee].address,
+            callee_address: results.outcome.functions.records[arc.callee].address(),
             count: arcs.calls(i),
         };
         Ok(())

@@ -130,7 +130,7 @@ impl Engine {
     pub(super) fn note_called(&mut self) {
         let mut called: HashMap<&str, Vec<u64>> = HashMap::new();
         for r in self.functions.records.iter().filter(|r| r.covered) {
-            called.entry(&r.module).or_default().push(r.address);
+            called.entry(&r.module).or_default().push(r.address());
         }
         for (program, module) in &self.entered_modules {
             let addresses = called.get(&**module).into_iter().flatten().copied();

@@ -128,7 +128,7 @@ impl Engine {
             };
             let mut thread = Stopped { tid, counters: &self.counters, deferred: &mut deferred };
             if let Err(e) = image.repatch(entry, &counting, increment, &mut thread) {
-                let name = &self.functions.records[f].name;
+                let name = &self.functions.records[f].name();
                 eprintln!("== CALIPER: cali-run: cannot give {name} per-processor counters: {e}");
             }
         }
@@ -202,7 +202,7 @@ impl Engine {
                 Err(cannot_move) => {
                     let _ = image.remove(addr);
                     if let Some(f) = function {
-                        let name = &self.functions.records[f].name;
+                        let name = &self.functions.records[f].name();
                         failure = Some(format!("{name} is no longer counted: {cannot_move}"));
                         self.functions.records[f].mode = Mode::Uncounted(Box::new(cannot_move));
                         counted_here = true;
@@ -307,7 +307,7 @@ impl Engine {
         }
         let Some((slot, counting)) = self.counting(image_id, addr, f) else { return };
         let increment = self.counters.increment(self.images[&image_id].shared);
-        let name = self.functions.records[f].name.clone();
+        let name = self.functions.records[f].name().clone();
         let image = self.images.get_mut(&image_id).expect("live image");
         let mut thread = Stopped { tid, counters: &self.counters, deferred };
         let Ok(redirected) = image.redirect_callers(addr, &name, &counting, increment, &mut thread) else {
@@ -349,7 +349,7 @@ impl Engine {
         let (slot, counting) = self
             .counting(image_id, addr, f)
             .ok_or_else(|| Unpatchable::Unencodable("counter slots exhausted".into()))?;
-        let size = self.functions.records[f].size;
+        let size = self.functions.records[f].size();
         let increment = self.counters.increment(self.images[&image_id].shared);
         let image = self.images.get_mut(&image_id).expect("live image");
         let mut thread = Stopped { tid: world.tid, counters: &self.counters, deferred: world.deferred };

@@ -249,7 +249,7 @@ impl Engine {
             let record = &self.functions.records[f];
             let armed = matches!(image.probes[&addr].state, ProbeState::Armed);
             let selected = match pattern {
-                Some(p) => filter::glob(p, &record.name),
+                Some(p) => filter::glob(p, record.name()),
                 None => !armed,
             };
             not_hit += usize::from(armed && pattern.is_none());
@@ -260,7 +260,7 @@ impl Engine {
             let file = record.module.rsplit('/').next().unwrap_or(&record.module);
             let state = self.entry_state(image, addr).unwrap_or_default();
             let calls = self.functions.calls(f, &counters);
-            text += &format!("{addr:#x}  {} ({file})  calls {calls}  {state}\n", record.name);
+            text += &format!("{addr:#x}  {} ({file})  calls {calls}  {state}\n", record.name());
         }
         match (shown, pattern) {
             (0, Some(p)) => text += &format!("No instrumented function matches `{p}`.\n"),
