@@ -383,8 +383,15 @@ impl Image {
     /// pages at a time (see [`Memory::overwrite_each`]); the pages' bytes
     /// from the module's file where `source` has them (see [`TextSource`]).
     fn arm(&mut self, entries: &[(u64, usize)], source: Option<&TextSource>) -> io::Result<()> {
-        let mut fresh: Vec<(u64, usize)> =
-            entries.iter().filter(|e| !self.probes.contains_key(&e.0)).copied().collect();
+        // A module new to the image (the usual case) has no probe among its
+        // entries: one look at their span, not one per entry.
+        let low = entries.iter().map(|e| e.0).min().unwrap_or(0);
+        let high = entries.iter().map(|e| e.0).max().unwrap_or(0);
+        let mut fresh: Vec<(u64, usize)> = if self.probes.range(low..=high).next().is_none() {
+            entries.to_vec()
+        } else {
+            entries.iter().filter(|e| !self.probes.contains_key(&e.0)).copied().collect()
+        };
         fresh.sort_unstable_by_key(|e| e.0);
         fresh.dedup_by_key(|e| e.0);
         let addrs: Vec<u64> = fresh.iter().map(|e| e.0).collect();
