@@ -250,7 +250,7 @@ fn write_arcs<W: Write>(
         let function = match functions.entry((caller, arc.callee)) {
             Entry::Occupied(function) => *function.get(),
             Entry::Vacant(vacant) => {
-                let callee = &outcome.functions.records[arc.callee].name();
+                let callee = outcome.functions.records[arc.callee].name();
                 *vacant.insert(own_node(writer, attrs.function_attr, callee, Some(caller))?)
             }
         };
@@ -342,7 +342,7 @@ pub fn text_report(outcome: &Outcome, collect: Collect) -> String {
         arcs.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
         for (calls, id) in arcs {
             let arc = &outcome.arcs.records[id];
-            let callee = &outcome.functions.records[arc.callee].name();
+            let callee = outcome.functions.records[arc.callee].name();
             let _ = writeln!(out, "{calls:>14} {} -> {callee} ({:#x})", outcome.arcs.caller(arc), arc.callsite);
         }
     }

@@ -124,7 +124,6 @@ fn bad_arguments_are_error_codes_with_a_message() {
     }
 }
 
-/// What the callback of the next test saw.
 /// What `read` finds in the results so far of `live`, the live engine of
 /// a callback (the results freed after).
 fn read_live_results<R>(live: *const cali_dbi_live, read: impl FnOnce(*mut cali_dbi_results) -> R) -> R {
@@ -139,6 +138,7 @@ fn read_live_results<R>(live: *const cali_dbi_live, read: impl FnOnce(*mut cali_
     }
 }
 
+/// What the callback of the next test saw.
 #[derive(Default)]
 struct Seen {
     hot_at_sigchld: Option<u64>,

@@ -128,7 +128,7 @@ impl Engine {
             };
             let mut thread = Stopped { tid, counters: &self.counters, deferred: &mut deferred };
             if let Err(e) = image.repatch(entry, &counting, increment, &mut thread) {
-                let name = &self.functions.records[f].name();
+                let name = self.functions.records[f].name();
                 eprintln!("== CALIPER: cali-run: cannot give {name} per-processor counters: {e}");
             }
         }
@@ -202,7 +202,7 @@ impl Engine {
                 Err(cannot_move) => {
                     let _ = image.remove(addr);
                     if let Some(f) = function {
-                        let name = &self.functions.records[f].name();
+                        let name = self.functions.records[f].name();
                         failure = Some(format!("{name} is no longer counted: {cannot_move}"));
                         self.functions.records[f].mode = Mode::Uncounted(Box::new(cannot_move));
                         counted_here = true;
