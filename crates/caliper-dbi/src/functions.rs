@@ -4,6 +4,7 @@
 //! address in the file), so a forked child or a re-executed program adds
 //! to the same record.
 
+use crate::by_place::ByPlace;
 use crate::chunked::Chunked;
 use crate::counters::ArcCounts;
 use crate::discover::{FunctionEntry, ModuleInfo};
@@ -268,41 +269,18 @@ pub struct ArcTable {
     /// (and counting a reference to it) made a third slower.
     modules: Vec<(Arc<str>, SiteArcs)>,
     keys: HashMap<Arc<str>, ModuleKey>,
-    /// The callers' names, by [`NameId`], each by its place in memory, and
-    /// the last one asked for: the records name them by id, so that a
-    /// record costs no reference counted (a compiler's run makes 60,000,
-    /// and the `lock` of each count's increment, on a line of the name's
-    /// own, was a third of the time of naming its call sites).
+    /// The callers' names, by [`NameId`], and their ids by place: the
+    /// records name them by id, so that a record costs no reference counted
+    /// (a compiler's run makes 60,000, and the `lock` of each count's
+    /// increment, on a line of the name's own, was a third of the time of
+    /// naming its call sites).
     names: Vec<Arc<str>>,
-    name_ids: FxHashMap<usize, NameId>,
-    last_name: Option<(usize, NameId)>,
+    name_ids: ByPlace<NameId>,
 }
 
 /// A caller's name in an [`ArcTable`], by its place there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NameId(u32);
-
-/// The id of the caller's name `name` among `names` (found by its place
-/// in memory in `ids`, the last one asked for kept in `last`), added if new.
-fn name_id(
-    names: &mut Vec<Arc<str>>,
-    ids: &mut FxHashMap<usize, NameId>,
-    last: &mut Option<(usize, NameId)>,
-    name: &Arc<str>,
-) -> NameId {
-    let at = Arc::as_ptr(name).cast::<u8>() as usize;
-    if let Some((last_at, id)) = *last
-        && last_at == at
-    {
-        return id;
-    }
-    let id = *ids.entry(at).or_insert_with(|| {
-        names.push(name.clone());
-        NameId(u32::try_from(names.len() - 1).expect("fewer than 2^32 callers"))
-    });
-    *last = Some((at, id));
-    id
-}
 
 /// The arcs from one module, by (callee, call site).
 type SiteArcs = FxHashMap<(usize, u64), usize>;
@@ -351,11 +329,14 @@ impl ArcTable {
         caller_entry: Option<u64>,
         callsite: u64,
     ) -> usize {
-        let ArcTable { records, modules, names, name_ids, last_name, .. } = self;
+        let ArcTable { records, modules, names, name_ids, .. } = self;
         match modules[key.0 as usize].1.entry((callee, callsite)) {
             std::collections::hash_map::Entry::Occupied(arc) => *arc.get(),
             std::collections::hash_map::Entry::Vacant(vacant) => {
-                let caller = name_id(names, name_ids, last_name, caller);
+                let caller = name_ids.get_or_make(caller, || {
+                    names.push(caller.clone());
+                    NameId(u32::try_from(names.len() - 1).expect("fewer than 2^32 callers"))
+                });
                 records.push(ArcRecord {
                     callee,
                     caller_module: key,

@@ -24,6 +24,7 @@
 //! engine; its stops are the engine's `debug` module).
 
 pub mod arc_table;
+pub mod by_place;
 pub mod callgraph;
 pub mod capi;
 pub mod chunked;

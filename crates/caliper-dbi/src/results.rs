@@ -29,6 +29,7 @@
 //! count the samples whose call chain was cut at a return address outside
 //! the program's code (`dbi.sample.truncated`).
 
+use crate::by_place::ByPlace;
 use crate::callgraph::CallGraph;
 use crate::engine::{Collect, Outcome};
 use crate::functions::{FunctionRecord, Mode};
@@ -42,38 +43,23 @@ use std::fmt::Write as _;
 use std::io::{self, Write};
 use std::sync::Arc;
 
-/// The nodes of one attribute without a parent, each made once per name,
-/// found by the name's place in memory: the names are shared
-/// (`Arc<str>`), and hashing an address instead of the text took a fifth
-/// off writing a compiler's 36,000 arcs; the last one is kept at hand, as
-/// records of one module come together. The same text elsewhere only
-/// misses here: the database makes its node once.
+/// The nodes of one attribute without a parent, each made once per name
+/// (see [`ByPlace`]; the same text at another place only misses there: the
+/// database makes its node once).
 struct NodesByName {
     attr: Id,
-    made: FxHashMap<(usize, usize), Id>,
-    last: Option<(usize, Id)>,
+    nodes: ByPlace<Id>,
 }
 
 impl NodesByName {
     fn new(attr: Id) -> NodesByName {
-        NodesByName { attr, made: FxHashMap::default(), last: None }
+        NodesByName { attr, nodes: ByPlace::default() }
     }
 
     /// The node of the attribute = `name`.
     fn node(&mut self, db: &mut MetadataDb, name: &Arc<str>) -> Id {
-        let at = Arc::as_ptr(name).cast::<u8>() as usize;
-        if let Some((last, node)) = self.last
-            && last == at
-        {
-            return node;
-        }
         let attr = self.attr;
-        let node = *self
-            .made
-            .entry((at, name.len()))
-            .or_insert_with(|| db.get_or_create_node(attr, Variant::from(&**name), None));
-        self.last = Some((at, node));
-        node
+        self.nodes.get_or_make(name, || db.get_or_create_node(attr, Variant::from(&**name), None))
     }
 }
 
@@ -230,23 +216,18 @@ fn write_arcs<W: Write>(
         next += 1;
         Ok::<Id, io::Error>(next - 1)
     };
-    // The callers by name (two records of one name share its node), the
-    // last one by its place in memory.
-    let mut callers: FxHashMap<&str, Id> = FxHashMap::default();
-    let mut last_caller: (usize, Id) = (0, 0);
+    // The callers by place, and by name on a miss: two callers of one
+    // name share its node.
+    let mut callers: ByPlace<Id> = ByPlace::default();
+    let mut callers_by_name: FxHashMap<&str, Id> = FxHashMap::default();
     let mut functions: FxHashMap<(Id, usize), Id> = FxHashMap::default();
     functions.reserve(outcome.arcs.records.len());
     for (id, (arc, &[module, caller_module])) in outcome.arcs.records.iter().zip(&modules).enumerate() {
         let name = outcome.arcs.caller(arc);
-        let at = Arc::as_ptr(name).cast::<u8>() as usize;
-        if last_caller.0 != at {
-            let caller = match callers.entry(name) {
-                Entry::Occupied(caller) => *caller.get(),
-                Entry::Vacant(vacant) => *vacant.insert(own_node(writer, attrs.caller_attr, name, None)?),
-            };
-            last_caller = (at, caller);
-        }
-        let caller = last_caller.1;
+        let caller = callers.get_or_try_make(name, || match callers_by_name.entry(name) {
+            Entry::Occupied(caller) => Ok(*caller.get()),
+            Entry::Vacant(vacant) => own_node(writer, attrs.caller_attr, name, None).map(|node| *vacant.insert(node)),
+        })?;
         let function = match functions.entry((caller, arc.callee)) {
             Entry::Occupied(function) => *function.get(),
             Entry::Vacant(vacant) => {
