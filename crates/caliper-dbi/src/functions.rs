@@ -7,7 +7,7 @@
 use crate::by_place::ByPlace;
 use crate::chunked::Chunked;
 use crate::counters::ArcCounts;
-use crate::discover::{FunctionEntry, ModuleInfo};
+use crate::discover::{Extent, FunctionEntry, ModuleInfo};
 use crate::relocate::Unpatchable;
 use caliper_data::hash::FxHashMap;
 use std::collections::HashMap;
@@ -81,9 +81,9 @@ impl FunctionRecord {
         self.entry().address
     }
 
-    /// Its length in bytes; 0 when no source says.
-    pub fn size(&self) -> u64 {
-        self.entry().size
+    /// Its length in bytes and where the next function starts.
+    pub fn extent(&self) -> Extent {
+        self.info.extent(self.entry as usize)
     }
 
     fn entry(&self) -> &FunctionEntry {
@@ -412,7 +412,9 @@ mod tests {
         assert_eq!((table.find(&a, 0x1000), table.find(&b, 0x1000), table.find(&a, 0x2000)), (Some(0), Some(1), None));
         assert_eq!(table.records.len(), 3);
         let g = &table.records[2];
-        assert_eq!((&*g.module, &**g.name(), g.address(), g.size()), ("/lib/b.so", "g", 0x2000, 8));
+        assert_eq!((&*g.module, &**g.name(), g.address()), ("/lib/b.so", "g", 0x2000));
+        assert_eq!(g.extent(), Extent { size: 8, next: None }, "the last of its module");
+        assert_eq!(table.records[1].extent(), Extent { size: 16, next: Some(0x2000) });
     }
 
     #[test]

@@ -10,7 +10,7 @@
 use crate::arc_table;
 use crate::counters::Counters;
 use crate::detour;
-use crate::discover::{FunctionEntry, ModuleInfo};
+use crate::discover::{Extent, FunctionEntry, ModuleInfo};
 use crate::filter::{self, Filter};
 use crate::functions::FunctionTable;
 use crate::inject::{self, MapRequest};
@@ -683,14 +683,14 @@ impl Image {
         Ok((first, back))
     }
 
-    /// Replaces the entry at `addr` (function of `size` bytes) with a jump
-    /// to a new trampoline that counts as `counting` says. `busy` are the
-    /// program counters of the other stopped threads: none may be inside
-    /// the bytes replaced.
+    /// Replaces the entry at `addr` (of a function of `extent`) with a
+    /// jump to a new trampoline that counts as `counting` says. `busy` are
+    /// the program counters of the other stopped threads: none may be
+    /// inside the bytes replaced.
     pub fn patch(
         &mut self,
         addr: u64,
-        size: u64,
+        extent: Extent,
         counting: &Counting,
         increment: Increment,
         busy: &[u64],
@@ -699,7 +699,7 @@ impl Image {
         let failed = |e: io::Error| Unpatchable::Unencodable(e.to_string());
         let m = self.module_of(addr).ok_or(Unpatchable::Undecodable)?;
         let body = self.original_code(addr, 2 * MAX_ENTRY_BYTES as usize).map_err(failed)?;
-        let (moved, stub) = self.plan_jump(m, addr, size, &body)?;
+        let (moved, stub) = self.plan_jump(m, addr, extent, &body)?;
         let prefix = relocate::covered_len(&moved);
         if self.probes.range(addr + 1..addr + prefix).next().is_some() {
             return Err(Unpatchable::BreakpointInEntry);
@@ -711,7 +711,7 @@ impl Image {
         self.install(entry, counting, increment, thread)
     }
 
-    /// How the entry at `addr` of module `m` (a function of `size` bytes,
+    /// How the entry at `addr` of module `m` (of a function of `extent`,
     /// whose code is `body`) takes its jump: the instructions the jump
     /// displaces, and the stub it goes through, if any. A `jmp rel32`
     /// where it fits; where the function is too short for it or its first
@@ -721,13 +721,12 @@ impl Image {
         &self,
         m: usize,
         addr: u64,
-        size: u64,
+        extent: Extent,
         body: &[u8],
     ) -> Result<(Vec<iced_x86::Instruction>, Option<u64>), Unpatchable> {
         let module = &self.modules[m];
         let in_file = addr.wrapping_sub(module.bias);
-        let functions = &module.info.functions;
-        let next = functions.get(functions.partition_point(|f| f.address <= in_file)).map(|f| f.address);
+        let Extent { size, next } = extent;
         let targets = module.info.branch_targets();
         let long = relocate::entry_instructions(body, addr, JUMP_LEN).and_then(|moved| {
             relocate::check_movable(&moved)?;

@@ -349,11 +349,11 @@ impl Engine {
         let (slot, counting) = self
             .counting(image_id, addr, f)
             .ok_or_else(|| Unpatchable::Unencodable("counter slots exhausted".into()))?;
-        let size = self.functions.records[f].size();
+        let extent = self.functions.records[f].extent();
         let increment = self.counters.increment(self.images[&image_id].shared);
         let image = self.images.get_mut(&image_id).expect("live image");
         let mut thread = Stopped { tid: world.tid, counters: &self.counters, deferred: world.deferred };
-        let trampoline = image.patch(addr, size, &counting, increment, world.busy, &mut thread)?;
+        let trampoline = image.patch(addr, extent, &counting, increment, world.busy, &mut thread)?;
         self.keep_slot(image_id, f, slot);
         self.functions.records[f].mode = Mode::Trampoline;
         Ok(trampoline)
