@@ -92,7 +92,7 @@ impl ModuleInfo {
     /// The extent of function `entry` (its index in `functions`): the next
     /// function is the one after it, without a search of them all (the
     /// binary search of a compiler's 45,000, a cache miss at each step,
-    /// took 2 ms of the 4,300 patches of its start-up).
+    /// took a millisecond of the 4,300 patches of its start-up).
     pub fn extent(&self, entry: usize) -> Extent {
         Extent {
             size: self.functions.get(entry).map_or(0, |f| f.size),

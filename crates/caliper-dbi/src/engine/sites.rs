@@ -40,8 +40,8 @@ const PERIOD: Duration = Duration::from_millis(10);
 /// A short program's hot sites are hot from its first milliseconds, and a
 /// pass over the few entries an image has claimed by then costs a
 /// millisecond: `sqlite3` filling a table of 20,000 rows (10 million calls
-/// from 5,700 sites, 30 ms natively) ran 3 ms faster with its first pass
-/// at 10 ms than at 50, Lua's interpreter 10 ms; `gcc -c` of a small file
+/// from 5,700 sites, 20 ms natively) ran 3 ms faster with its first pass
+/// at 10 ms than at 50, Lua's interpreter 3 ms; `gcc -c` of a small file
 /// and of `lvm.c` took the same time either way.
 const FIRST_PASS: Duration = Duration::from_millis(10);
 
