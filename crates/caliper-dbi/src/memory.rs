@@ -165,13 +165,17 @@ impl Memory {
         let done: Vec<io::Result<Vec<Option<u8>>>> = match split_by_pages(&runs, pages, parts).as_slice() {
             [only] => vec![overwrite(only)],
             split => std::thread::scope(|scope| {
-                let others: Vec<_> = split[1..].iter().map(|&part| scope.spawn(move || overwrite(part))).collect();
+                // A part no thread can be made for is done here, after the first.
+                let spawn = |part| std::thread::Builder::new().spawn_scoped(scope, move || overwrite(part)).ok();
+                let others: Vec<_> = split[1..].iter().map(|&part| (part, spawn(part))).collect();
                 let first = overwrite(split[0]);
-                std::iter::once(first)
-                    .chain(others.into_iter().map(|t| {
-                        t.join().unwrap_or_else(|_| Err(io::Error::other("a thread writing the code panicked")))
-                    }))
-                    .collect()
+                let joined = others.into_iter().map(|(part, thread)| match thread {
+                    Some(thread) => {
+                        thread.join().unwrap_or_else(|_| Err(io::Error::other("a thread writing the code panicked")))
+                    }
+                    None => overwrite(part),
+                });
+                std::iter::once(first).chain(joined).collect()
             }),
         };
         let mut replaced = Vec::with_capacity(addrs.len());
