@@ -140,7 +140,7 @@ impl Memory {
     /// batch's reads and writes do it.
     ///
     /// Where the addresses span many pages, the runs are shared among
-    /// threads, one per processor (at most [`MAX_OVERWRITE_THREADS`]): the
+    /// threads, one per processor (four at most): the
     /// kernel copies each page written on the tracee's behalf (its code is
     /// a private mapping of the module file), 3.6 µs a page, and arming a
     /// compiler's 3,800 pages of code took 14 ms of its start-up while the
