@@ -18,7 +18,7 @@ use crate::maps::{self, Mapping};
 use crate::memory::Memory;
 use crate::module_cache::ModuleCache;
 use crate::ptrace::Pid;
-use crate::relocate::{self, CALL_REL32, Increment, JUMP_LEN, Probe as TrampolineProbe, Unpatchable};
+use crate::relocate::{self, CALL_REL32, Increment, JUMP_LEN, PltCall, Probe as TrampolineProbe, Unpatchable};
 use crate::text_source::TextSource;
 use std::collections::BTreeMap;
 use std::ffi::CString;
@@ -51,6 +51,8 @@ pub enum Internal {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Patch {
     pub trampoline: u64,
+    /// Where the trampoline has the moved instructions, past its counting.
+    pub moved: u64,
     /// The bytes the jump and its padding replaced.
     pub original: Vec<u8>,
     /// With a stub, the jump is a `jmp rel8` to this address in nearby
@@ -237,6 +239,9 @@ pub struct Image {
     /// The call sites sent to trampolines of their own, which count their
     /// calls (see [`Image::count_site`]), by the call's address.
     pub sites: BTreeMap<u64, CountedSite>,
+    /// Of those that call a PLT entry, the counts of the function behind
+    /// it (see [`Image::count_site_through_plt`]), by the call's address.
+    pub sites_behind_plt: BTreeMap<u64, CountedSite>,
 }
 
 /// A call site that counts its own calls: the counter slot it counts in,
@@ -275,6 +280,7 @@ impl Image {
             shared: true,
             slots: None,
             sites: BTreeMap::new(),
+            sites_behind_plt: BTreeMap::new(),
         })
     }
 
@@ -296,6 +302,7 @@ impl Image {
             shared: self.shared,
             slots: self.slots.clone(),
             sites: self.sites.clone(),
+            sites_behind_plt: self.sites_behind_plt.clone(),
         })
     }
 
@@ -303,7 +310,8 @@ impl Image {
     /// functions' (where it has slots of its own) and its call sites'.
     pub fn slots_taken(&self) -> impl Iterator<Item = usize> + '_ {
         let functions = self.slots.iter().flat_map(|slots| slots.values().copied());
-        functions.chain(self.sites.values().map(|site| site.slot))
+        let sites = self.sites.values().chain(self.sites_behind_plt.values());
+        functions.chain(sites.map(|site| site.slot))
     }
 
     /// The module holding `addr`.
@@ -815,18 +823,19 @@ impl Image {
     ) -> Result<u64, Unpatchable> {
         let MovedEntry { addr, moved, original, stub } = entry;
         let back = addr + original.len() as u64;
-        let trampoline = self.place_trampoline(addr, moved, back, counting, increment, thread)?;
+        let (trampoline, moved) = self.place_trampoline(addr, moved, back, counting, increment, thread)?;
         let user_break = self.probes.get(&addr).is_some_and(|p| p.user_break);
         self.write_jump(addr, trampoline, stub, user_break)?;
         if let Some(p) = self.probes.get_mut(&addr) {
-            p.state = ProbeState::Patched(Box::new(Patch { trampoline, original, stub }));
+            p.state = ProbeState::Patched(Box::new(Patch { trampoline, moved, original, stub }));
         }
         Ok(trampoline)
     }
 
     /// Builds and places in its module's region the trampoline of the
     /// entry at `addr`: a probe that counts as `counting` says, then the
-    /// `moved` instructions, then a jump to `back`.
+    /// `moved` instructions, then a jump to `back`. Its address, and that of
+    /// its moved instructions.
     fn place_trampoline(
         &mut self,
         addr: u64,
@@ -835,10 +844,10 @@ impl Image {
         counting: &Counting,
         increment: Increment,
         thread: &mut Stopped,
-    ) -> Result<u64, Unpatchable> {
+    ) -> Result<(u64, u64), Unpatchable> {
         let m = self.module_of(addr).ok_or(Unpatchable::Undecodable)?;
         let arcs = matches!(counting, Counting::Arcs { .. }).then_some(increment);
-        let (trampoline, unlocked) = self.place(m, thread, arcs, |at, region| {
+        let (trampoline, (unlocked, moved)) = self.place(m, thread, arcs, |at, region| {
             let counter = |slot: usize| region.counters + slot as u64 * 8;
             let probe = match *counting {
                 Counting::Calls { slot } => TrampolineProbe::Count { counter: counter(slot), increment },
@@ -850,10 +859,10 @@ impl Image {
                 }
             };
             let built = relocate::build(at, probe, moved, back)?;
-            Ok((built.code, built.unlocked.iter().map(|u| at + u).collect::<Vec<u64>>()))
+            Ok((built.code, (built.unlocked.iter().map(|u| at + u).collect::<Vec<u64>>(), at + built.moved)))
         })?;
         self.unlocked.extend(unlocked);
-        Ok(trampoline)
+        Ok((trampoline, moved))
     }
 
     /// For the function `name` at `addr`, whose entry keeps its
@@ -880,7 +889,7 @@ impl Image {
             return Ok(0);
         }
         let (first, back) = self.first_instruction(addr)?;
-        let trampoline = self.place_trampoline(addr, &first, back, counting, increment, thread)?;
+        let (trampoline, _) = self.place_trampoline(addr, &first, back, counting, increment, thread)?;
         let home = self.modules[m].low;
         for &call in &calls {
             let bytes = relocate::call(call, trampoline).ok_or_else(out_of_reach)?;
@@ -962,7 +971,7 @@ impl Image {
         let back = entry + original.len() as u64;
         let moved = relocate::entry_instructions(original, entry, original.len() as u64)?;
         let counting = Counting::Calls { slot: site.slot };
-        let trampoline = self.place_trampoline(call, &moved, back, &counting, increment, thread)?;
+        let (trampoline, _) = self.place_trampoline(call, &moved, back, &counting, increment, thread)?;
         let bytes = relocate::call(call, trampoline).ok_or_else(out_of_reach)?;
         let home = self.modules[self.module_of(call).ok_or(Unpatchable::Undecodable)?].low;
         self.redirect(call, home, &bytes).map_err(|e| Unpatchable::Unencodable(e.to_string()))?;
@@ -977,17 +986,64 @@ impl Image {
         let mut slots = Vec::new();
         for module in &self.modules {
             let Some(plt) = module.info.plt_entry(name) else { continue };
-            let Ok(code) = self.original_code(plt.wrapping_add(module.bias), 16) else { continue };
-            let Ok(entry) = relocate::entry_instructions(&code, plt.wrapping_add(module.bias), 8) else { continue };
-            let slot = entry
-                .iter()
-                .find(|i| i.code() == iced_x86::Code::Jmp_rm64 && i.is_ip_rel_memory_operand())
-                .map(|i| i.ip_rel_memory_address());
+            let slot = self.jump_slot(plt.wrapping_add(module.bias));
             if let Some(slot) = slot.filter(|&s| self.memory.read_u64(s).is_ok_and(|v| v == addr)) {
                 slots.push((slot, module.low));
             }
         }
         slots
+    }
+
+    /// The memory slot that the code at `at` jumps through, where it is a
+    /// PLT entry's: `jmp [rip+slot]`, after any `endbr64`.
+    fn jump_slot(&self, at: u64) -> Option<u64> {
+        let code = self.original_code(at, 16).ok()?;
+        let mut decoder = iced_x86::Decoder::with_ip(64, &code, at, iced_x86::DecoderOptions::NONE);
+        let jump = decoder.iter().find(|i| i.code() != iced_x86::Code::Endbr64)?;
+        (jump.code() == iced_x86::Code::Jmp_rm64 && jump.is_ip_rel_memory_operand())
+            .then(|| jump.ip_rel_memory_address())
+    }
+
+    /// Where a call of the patched PLT entry at `plt` goes (see
+    /// [`Image::count_site_through_plt`]), with the function behind it:
+    /// where the GOT slot it jumps through holds a patched entry.
+    pub fn plt_call(&self, plt: u64) -> Option<(PltCall, usize)> {
+        let Some(Probe { state: ProbeState::Patched(_), .. }) = self.probes.get(&plt) else { return None };
+        let got = self.jump_slot(plt)?;
+        let entry = self.memory.read_u64(got).ok()?;
+        match self.probes.get(&entry) {
+            Some(Probe { state: ProbeState::Patched(patch), function: Some(f), .. }) => {
+                Some((PltCall { got, entry, moved: patch.moved }, *f))
+            }
+            _ => None,
+        }
+    }
+
+    /// Sends the call at `call` (see [`Image::countable_site`]) of a PLT
+    /// entry that goes as `plt` says to a trampoline of its own (see
+    /// [`relocate::through_plt`]): it counts in `site`'s slot, and, while
+    /// the GOT slot holds the function's entry, in `behind`'s, then runs
+    /// the function past its trampoline's counting.
+    pub fn count_site_through_plt(
+        &mut self,
+        call: u64,
+        plt: PltCall,
+        [site, behind]: [CountedSite; 2],
+        increment: Increment,
+        thread: &mut Stopped,
+    ) -> Result<(), Unpatchable> {
+        let m = self.module_of(call).ok_or(Unpatchable::Undecodable)?;
+        let (trampoline, unlocked) = self.place(m, thread, None, |at, region| {
+            let counter = |slot: usize| region.counters + slot as u64 * 8;
+            let built = relocate::through_plt(at, plt, [counter(site.slot), counter(behind.slot)], increment)?;
+            Ok((built.code, built.unlocked.iter().map(|u| at + u).collect::<Vec<u64>>()))
+        })?;
+        self.unlocked.extend(unlocked);
+        let bytes = relocate::call(call, trampoline).ok_or_else(out_of_reach)?;
+        self.redirect(call, self.modules[m].low, &bytes).map_err(|e| Unpatchable::Unencodable(e.to_string()))?;
+        self.sites.insert(call, site);
+        self.sites_behind_plt.insert(call, behind);
+        Ok(())
     }
 
     /// Sends the entry at `addr` to `trampoline`: a `jmp rel32` over the

@@ -369,6 +369,9 @@ pub struct Trampoline {
     pub code: Vec<u8>,
     /// The offsets of the unlocked increments' [`UNLOCKED_PREFIX`] bytes.
     pub unlocked: Vec<u64>,
+    /// The offset of the moved instructions, past the counting (0 in code
+    /// that moves none).
+    pub moved: u64,
 }
 
 /// Branch targets inside a trampoline are labels: instruction addresses
@@ -803,7 +806,7 @@ pub fn build(at: u64, probe: Probe, moved: &[Instruction], resume: u64) -> Resul
     }
     code.extend(back);
     code.extend(tail);
-    Ok(Trampoline { code, unlocked })
+    Ok(Trampoline { code, unlocked, moved: arc_at + head_bytes })
 }
 
 /// `list` encoded at `at` and followed, 8-byte aligned, by `constants`,
@@ -823,7 +826,57 @@ pub(crate) fn encode_with_constants(
     })?;
     code.resize((constants_at - at) as usize, INT3);
     code.extend(constants.iter().flat_map(|c| c.to_le_bytes()));
-    Ok(Trampoline { code, unlocked })
+    Ok(Trampoline { code, unlocked, moved: 0 })
+}
+
+/// Where a call of a PLT entry goes, at a call site that counts its own
+/// calls (see [`through_plt`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PltCall {
+    /// The GOT slot the entry jumps through.
+    pub got: u64,
+    /// The patched function entry the slot held when the site was given
+    /// its trampoline.
+    pub entry: u64,
+    /// Where that function's trampoline has its moved instructions, past
+    /// its counting.
+    pub moved: u64,
+}
+
+/// The trampoline, at `at`, of a call site that calls a PLT entry as
+/// `plt` says: it counts the call in `counters[0]` (the arc to the PLT
+/// entry, and the entry's calls) and, while the GOT slot still holds the
+/// function's entry, in `counters[1]` (the arc to the function, and its
+/// calls), then runs the function from its moved instructions, past its
+/// own trampoline's counting; else it jumps through the slot, as the PLT
+/// entry would, whatever the program put there. A call through a PLT
+/// entry otherwise took two trampolines, the second with the arc head's
+/// hash and look-up: 3 million of `sqlite3`'s 10 million calls (a shared
+/// library calls its own exported functions so).
+pub fn through_plt(at: u64, plt: PltCall, counters: [u64; 2], how: Increment) -> Result<Trampoline, Unpatchable> {
+    let op = |r: Result<Instruction, iced_x86::IcedError>| r.map_err(unencodable);
+    let slot = MemoryOperand::with_base_displ(Register::RIP, plt.got as i64);
+    let through_slot = LABEL;
+    let mut list = increment(counters[0], how)?;
+    // The flags are free at a function's entry; `pop` keeps them.
+    list.extend([
+        op(Instruction::with1(Code::Push_r64, Register::RAX))?,
+        op(Instruction::with2(Code::Mov_r64_imm64, Register::RAX, plt.entry))?,
+        op(Instruction::with2(Code::Cmp_rm64_r64, slot, Register::RAX))?,
+        op(Instruction::with1(Code::Pop_r64, Register::RAX))?,
+        op(Instruction::with_branch(Code::Jne_rel32_64, through_slot))?,
+    ]);
+    list.extend(increment(counters[1], how)?);
+    let mut jump = op(Instruction::with1(Code::Jmp_rm64, slot))?;
+    jump.set_ip(through_slot);
+    // To the function's moved instructions directly where a `rel32`
+    // reaches them, else through a constant (a library's trampolines lie
+    // near it, more than 2 GiB from a program's own code).
+    let direct = [op(Instruction::with_branch(Code::Jmp_rel32_64, plt.moved))?, jump];
+    let far = MemoryOperand::with_base_displ(Register::RIP, CONSTANT_LABEL as i64);
+    let through_constant = [op(Instruction::with1(Code::Jmp_rm64, far))?, jump];
+    encode_with_constants(&[&list[..], &direct].concat(), &[], at)
+        .or_else(|_| encode_with_constants(&[&list[..], &through_constant].concat(), &[plt.moved], at))
 }
 
 /// The relabelled moved instructions `back` and a jump to `resume`,
@@ -1291,6 +1344,39 @@ pub(crate) mod tests {
         assert_eq!(back[count + 6].code(), Push_r64, "then the moved instructions");
         assert_eq!(back.last().unwrap().near_branch64(), back[count + 6].ip(), "the routine's call goes on to them");
         assert_eq!(back[back.len() - 3].near_branch64(), 0x7000_8000, "the routine");
+    }
+
+    #[test]
+    fn a_call_through_a_plt_entry_counts_twice_while_the_slot_holds_the_function() {
+        let plt = PltCall { got: 0x7000_3000, entry: 0x1000, moved: 0x7000_5010 };
+        let counters = [0x7000_2000, 0x7000_2008];
+        let t = through_plt(0x7000_0000, plt, counters, Increment::Unlocked).unwrap();
+        let back = decode_all(&t.code, 0x7000_0000);
+        use Code::*;
+        let codes: Vec<Code> = back.iter().map(|i| i.code()).filter(|&c| c != Int3).collect();
+        assert_eq!(
+            codes,
+            [Inc_rm64, Push_r64, Mov_r64_imm64, Cmp_rm64_r64, Pop_r64, Jne_rel32_64, Inc_rm64, Jmp_rel32_64, Jmp_rm64]
+        );
+        assert_eq!((back[0].ip_rel_memory_address(), back[6].ip_rel_memory_address()), (0x7000_2000, 0x7000_2008));
+        assert_eq!(
+            (back[2].immediate64(), back[3].ip_rel_memory_address()),
+            (0x1000, 0x7000_3000),
+            "the slot against the entry"
+        );
+        assert_eq!(back[5].near_branch64(), back[8].ip(), "else through the slot");
+        assert_eq!(back[7].near_branch64(), 0x7000_5010, "the function's moved instructions");
+        assert_eq!(back[8].ip_rel_memory_address(), 0x7000_3000);
+        assert_eq!(t.unlocked, [back[0].ip() - 0x7000_0000, back[6].ip() - 0x7000_0000], "both increments relockable");
+        let locked = through_plt(0x7000_0000, plt, counters, Increment::Locked).unwrap();
+        assert!(locked.unlocked.is_empty());
+        // The function's trampoline beyond a rel32: through a constant.
+        let far = PltCall { moved: 0x7fff_0000_0000, ..plt };
+        let t = through_plt(0x7000_0000, far, counters, Increment::Locked).unwrap();
+        let back = decode_all(&t.code, 0x7000_0000);
+        let jump = back.iter().find(|i| i.code() == Jmp_rm64 && i.ip_rel_memory_address() != 0x7000_3000).unwrap();
+        let constant = (jump.ip_rel_memory_address() - 0x7000_0000) as usize;
+        assert_eq!(t.code[constant..constant + 8], 0x7fff_0000_0000u64.to_le_bytes(), "the constant it jumps through");
     }
 
     #[test]

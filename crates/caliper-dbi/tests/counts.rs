@@ -503,6 +503,69 @@ fn hot_call_sites_count_their_own_calls_exactly() {
     assert_eq!(rows[&("hot_sites".into(), "other".into())].count, Some(rounds * round));
 }
 
+/// A library's calls of its own exported function go through its PLT
+/// entry: once the site counts its own calls, its trampoline counts the
+/// function behind the entry too and runs it past its own trampoline's
+/// counting, while the GOT slot holds it; the counts stay exact for both
+/// arcs (to the PLT entry and to the function) and both functions.
+#[test]
+fn a_call_through_a_plt_entry_counts_the_function_behind_it_at_its_site() {
+    let out = tempfile::tempdir().unwrap();
+    let source = common::source("plt_sites.c");
+    common::gcc(
+        out.path(),
+        &["-O2", "-shared", "-fPIC", "-DLIBRARY", "-o", "libpltsites.so", source.to_str().unwrap()],
+    );
+    let program = ["-O2", "-o", "plt_sites", source.to_str().unwrap(), "-L.", "-lpltsites", "-Wl,-rpath,$ORIGIN"];
+    common::gcc(out.path(), &program);
+    let file = out.path().join("plt.cali");
+    let args = ["-c", "fcount,arcs", "-i", "plt_sites,libpltsites.so", "-o", file.to_str().unwrap()];
+    let (output, stderr) = common::run_debugging_arcs(out.path(), &args, "./plt_sites", &[]);
+    let rounds: u64 = String::from_utf8_lossy(&output.stdout).trim().parse().unwrap();
+    assert!(rounds > 0, "the library counted its own calls: {stderr}");
+    let through = common::arc_figure(&stderr, " of them calls of a PLT entry");
+    assert!(through >= 1, "the call of leaf's PLT entry counts leaf too: {stderr}");
+    let calls = rounds * 1_000_000;
+    let arcs = read_arcs(&file);
+    assert_eq!(arcs[&("run".into(), "leaf@plt".into())], [calls], "the arc to the PLT entry");
+    assert_eq!(arcs[&("run".into(), "leaf".into())], [calls], "and to the function behind it");
+    let rows = read_result(&file);
+    assert_eq!(rows[&("libpltsites.so".into(), "leaf".into())].count, Some(calls));
+    assert_eq!(rows[&("libpltsites.so".into(), "leaf@plt".into())].count, Some(calls));
+}
+
+/// A program that writes another function into the GOT slot of a PLT
+/// entry whose call site counts the function behind it (as a program that
+/// hooks a library function does) has its calls go where the slot says,
+/// each counted along the arc it took.
+#[test]
+fn a_call_through_a_plt_entry_follows_its_got_slot_when_the_program_changes_it() {
+    let out = tempfile::tempdir().unwrap();
+    let (library, program) = (common::source("plt_sites.c"), common::source("plt_got.c"));
+    common::gcc(
+        out.path(),
+        &["-O2", "-shared", "-fPIC", "-DLIBRARY", "-o", "libpltsites.so", library.to_str().unwrap()],
+    );
+    let flags = ["-O2", "-fno-pic", "-no-pie", "-o", "plt_got", program.to_str().unwrap(), "-L.", "-lpltsites"];
+    common::gcc(out.path(), &[&flags[..], &["-Wl,-rpath,$ORIGIN"]].concat());
+    let file = out.path().join("got.cali");
+    let args = ["-c", "fcount,arcs", "-i", "plt_got,libpltsites.so", "-o", file.to_str().unwrap()];
+    let (output, stderr) = common::run_debugging_arcs(out.path(), &args, "./plt_got", &[]);
+    let printed = String::from_utf8_lossy(&output.stdout);
+    let [rounds, sum]: [u64; 2] =
+        printed.split_whitespace().map(|n| n.parse().unwrap()).collect::<Vec<_>>().try_into().unwrap();
+    let calls = rounds * 1_000_000;
+    assert_eq!(sum, calls + 2 * 1000, "the last 1000 calls reached other");
+    assert!(common::arc_figure(&stderr, " of them calls of a PLT entry") >= 1, "{stderr}");
+    let arcs = read_arcs(&file);
+    assert_eq!(arcs[&("spin".into(), "leaf@plt".into())], [calls + 1000]);
+    assert_eq!(arcs[&("spin".into(), "leaf".into())], [calls], "while the slot held leaf");
+    assert_eq!(arcs[&("spin".into(), "other".into())], [1000], "after");
+    let rows = read_result(&file);
+    assert_eq!(rows[&("libpltsites.so".into(), "leaf".into())].count, Some(calls));
+    assert_eq!(rows[&("libpltsites.so".into(), "other".into())].count, Some(1000));
+}
+
 /// A shell runs a program 20 times, one run after the other: each run
 /// counts in slots, arc ids and entries of the table of call arcs of its
 /// own, given back when it exits and taken by the next, so the counts add

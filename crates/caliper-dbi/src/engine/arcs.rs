@@ -300,14 +300,15 @@ impl Engine {
         let slots = crate::counters::SLOTS - self.counters.free();
         eprintln!(
             "== CALIPER: cali-run: arcs: {} arc ids; {} of {} entries of the table of call arcs claimed, \
-             {} freed; {} arc records; {} call sites counting their own calls; {slots} of {} counter slots \
-             taken, {} at most",
+             {} freed; {} arc records; {} call sites counting their own calls, {} of them calls of a PLT entry \
+             that count the function behind it too; {slots} of {} counter slots taken, {} at most",
             self.arc_callees.len(),
             counts.entries.len(),
             crate::arc_table::ENTRIES,
             self.arc_entries_freed,
             self.arcs.records.len(),
             self.site_passes.counted,
+            self.site_passes.through_plt,
             crate::counters::SLOTS,
             self.counters.high_water()
         );

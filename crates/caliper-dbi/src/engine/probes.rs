@@ -271,7 +271,8 @@ impl Engine {
         let others = self.images.iter().filter(|&(&other, _)| other != image_id).map(|(_, other)| other);
         let shared = super::in_use(self.counters.high_water(), others.flat_map(Image::slots_taken));
         let functions = image.slots.iter().flatten().map(|(&f, &slot)| (slot, SlotUser::Function(f)));
-        let sites = image.sites.values().map(|site| (site.slot, SlotUser::Site(site.arc)));
+        let sites = image.sites.values().chain(image.sites_behind_plt.values());
+        let sites = sites.map(|site| (site.slot, SlotUser::Site(site.arc)));
         let released: Vec<(usize, SlotUser)> = functions.chain(sites).filter(|&(slot, _)| !shared[slot]).collect();
         let slots: Vec<usize> = released.iter().map(|r| r.0).collect();
         // Unread, the slots are not given back: their counts are read at the end.

@@ -30,6 +30,7 @@ use super::probes::World;
 use super::timer::PeriodicTimer;
 use crate::counters::ArcCounts;
 use crate::image::{CALL_LEN, CountedSite, Stopped};
+use crate::relocate::{Increment, PltCall};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
@@ -59,6 +60,9 @@ pub(super) struct SitePasses {
     due: HashMap<usize, (Instant, Duration)>,
     /// The call sites given trampolines of their own so far.
     pub(super) counted: usize,
+    /// Of those, the calls of PLT entries whose trampolines count the
+    /// function behind the entry too.
+    pub(super) through_plt: usize,
 }
 
 impl Engine {
@@ -139,22 +143,58 @@ impl Engine {
             let image = &self.images[&image_id];
             let Some(call) = image.countable_site(ret, entry, world.busy) else { continue };
             let Some(m) = image.module_of(call) else { continue };
+            let behind_plt = image.plt_call(entry);
             let Some((slot, base)) = self.counters.allocate() else { break };
             let arc = self.arc_of_call(image_id, m, f, call);
-            let image = self.images.get_mut(&image_id).expect("live image");
-            let mut thread = Stopped { tid: world.tid, counters: &self.counters, deferred: world.deferred };
-            match image.count_site(call, entry, CountedSite { slot, arc }, increment, &mut thread) {
-                Ok(()) => {
-                    self.arcs.records[arc].counters_mut().slots.push((slot, base));
-                    self.functions.records[f].counts_mut().slots.push((slot, base));
-                    self.site_passes.counted += 1;
-                }
-                Err(_) => self.counters.recycle(slot, base),
+            let site = CountedSite { slot, arc };
+            let through_plt = behind_plt.is_some_and(|(plt, g)| {
+                self.count_site_through_plt(image_id, m, call, (site, plt, g), increment, world)
+            });
+            let counted = through_plt || {
+                let image = self.images.get_mut(&image_id).expect("live image");
+                let mut thread = Stopped { tid: world.tid, counters: &self.counters, deferred: world.deferred };
+                image.count_site(call, entry, site, increment, &mut thread).is_ok()
+            };
+            if counted {
+                self.arcs.records[arc].counters_mut().slots.push((slot, base));
+                self.functions.records[f].counts_mut().slots.push((slot, base));
+                self.site_passes.counted += 1;
+            } else {
+                self.counters.recycle(slot, base);
             }
         }
         let image = &self.images[&image_id];
         if let Err(e) = image.memory.end_batch() {
             eprintln!("== CALIPER: cali-run: cannot give call sites of process {} trampolines: {e}", image.pid);
         }
+    }
+
+    /// Sends the call at `call` (in module `m` of image `image_id`) of a
+    /// PLT entry, whose site counts in `site`, to a trampoline that counts
+    /// the function `g` behind the entry too, as `plt` says (see
+    /// [`Image::count_site_through_plt`]), in a slot of its own: whether it
+    /// did (not where no slot is left or the function's trampoline is out
+    /// of the call's reach).
+    fn count_site_through_plt(
+        &mut self,
+        image_id: usize,
+        m: usize,
+        call: u64,
+        (site, plt, g): (CountedSite, PltCall, usize),
+        increment: Increment,
+        world: &mut World,
+    ) -> bool {
+        let Some((slot, base)) = self.counters.allocate() else { return false };
+        let behind = CountedSite { slot, arc: self.arc_of_call(image_id, m, g, call) };
+        let image = self.images.get_mut(&image_id).expect("live image");
+        let mut thread = Stopped { tid: world.tid, counters: &self.counters, deferred: world.deferred };
+        if image.count_site_through_plt(call, plt, [site, behind], increment, &mut thread).is_err() {
+            self.counters.recycle(slot, base);
+            return false;
+        }
+        self.arcs.records[behind.arc].counters_mut().slots.push((slot, base));
+        self.functions.records[g].counts_mut().slots.push((slot, base));
+        self.site_passes.through_plt += 1;
+        true
     }
 }
