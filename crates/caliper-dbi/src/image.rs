@@ -892,8 +892,7 @@ impl Image {
         let (trampoline, _) = self.place_trampoline(addr, &first, back, counting, increment, thread)?;
         let home = self.modules[m].low;
         for &call in &calls {
-            let bytes = relocate::call(call, trampoline).ok_or_else(out_of_reach)?;
-            self.redirect(call, home, &bytes).map_err(failed)?;
+            self.redirect_call(call, home, trampoline)?;
         }
         for &(slot, module) in &slots {
             self.redirect(slot, module, &trampoline.to_le_bytes()).map_err(failed)?;
@@ -903,6 +902,13 @@ impl Image {
 
     /// Writes `bytes` at `at`, of the module at `module`, keeping what was
     /// there for the strip.
+    /// [`Image::redirect`] of the call at `call` (in the module whose
+    /// lowest address is `home`) to `trampoline`.
+    fn redirect_call(&mut self, call: u64, home: u64, trampoline: u64) -> Result<(), Unpatchable> {
+        let bytes = relocate::call(call, trampoline).ok_or_else(out_of_reach)?;
+        self.redirect(call, home, &bytes).map_err(|e| Unpatchable::Unencodable(e.to_string()))
+    }
+
     fn redirect(&mut self, at: u64, module: u64, bytes: &[u8]) -> io::Result<()> {
         let mut before = vec![0u8; bytes.len()];
         self.memory.read(at, &mut before)?;
@@ -972,9 +978,8 @@ impl Image {
         let moved = relocate::entry_instructions(original, entry, original.len() as u64)?;
         let counting = Counting::Calls { slot: site.slot };
         let (trampoline, _) = self.place_trampoline(call, &moved, back, &counting, increment, thread)?;
-        let bytes = relocate::call(call, trampoline).ok_or_else(out_of_reach)?;
         let home = self.modules[self.module_of(call).ok_or(Unpatchable::Undecodable)?].low;
-        self.redirect(call, home, &bytes).map_err(|e| Unpatchable::Unencodable(e.to_string()))?;
+        self.redirect_call(call, home, trampoline)?;
         self.sites.insert(call, site);
         Ok(())
     }
@@ -1039,8 +1044,7 @@ impl Image {
             Ok((built.code, built.unlocked.iter().map(|u| at + u).collect::<Vec<u64>>()))
         })?;
         self.unlocked.extend(unlocked);
-        let bytes = relocate::call(call, trampoline).ok_or_else(out_of_reach)?;
-        self.redirect(call, self.modules[m].low, &bytes).map_err(|e| Unpatchable::Unencodable(e.to_string()))?;
+        self.redirect_call(call, self.modules[m].low, trampoline)?;
         self.sites.insert(call, site);
         self.sites_behind_plt.insert(call, behind);
         Ok(())

@@ -503,6 +503,13 @@ fn hot_call_sites_count_their_own_calls_exactly() {
     assert_eq!(rows[&("hot_sites".into(), "other".into())].count, Some(rounds * round));
 }
 
+/// Builds `libpltsites.so` in `dir`; its source (the program's too).
+fn plt_sites_library(dir: &std::path::Path) -> std::path::PathBuf {
+    let source = common::source("plt_sites.c");
+    common::gcc(dir, &["-O2", "-shared", "-fPIC", "-DLIBRARY", "-o", "libpltsites.so", source.to_str().unwrap()]);
+    source
+}
+
 /// A library's calls of its own exported function go through its PLT
 /// entry: once the site counts its own calls, its trampoline counts the
 /// function behind the entry too and runs it past its own trampoline's
@@ -511,11 +518,7 @@ fn hot_call_sites_count_their_own_calls_exactly() {
 #[test]
 fn a_call_through_a_plt_entry_counts_the_function_behind_it_at_its_site() {
     let out = tempfile::tempdir().unwrap();
-    let source = common::source("plt_sites.c");
-    common::gcc(
-        out.path(),
-        &["-O2", "-shared", "-fPIC", "-DLIBRARY", "-o", "libpltsites.so", source.to_str().unwrap()],
-    );
+    let source = plt_sites_library(out.path());
     let program = ["-O2", "-o", "plt_sites", source.to_str().unwrap(), "-L.", "-lpltsites", "-Wl,-rpath,$ORIGIN"];
     common::gcc(out.path(), &program);
     let file = out.path().join("plt.cali");
@@ -541,11 +544,8 @@ fn a_call_through_a_plt_entry_counts_the_function_behind_it_at_its_site() {
 #[test]
 fn a_call_through_a_plt_entry_follows_its_got_slot_when_the_program_changes_it() {
     let out = tempfile::tempdir().unwrap();
-    let (library, program) = (common::source("plt_sites.c"), common::source("plt_got.c"));
-    common::gcc(
-        out.path(),
-        &["-O2", "-shared", "-fPIC", "-DLIBRARY", "-o", "libpltsites.so", library.to_str().unwrap()],
-    );
+    plt_sites_library(out.path());
+    let program = common::source("plt_got.c");
     let flags = ["-O2", "-fno-pic", "-no-pie", "-o", "plt_got", program.to_str().unwrap(), "-L.", "-lpltsites"];
     common::gcc(out.path(), &[&flags[..], &["-Wl,-rpath,$ORIGIN"]].concat());
     let file = out.path().join("got.cali");
