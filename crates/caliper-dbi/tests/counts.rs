@@ -602,3 +602,26 @@ fn many_children_at_once_are_counted_or_let_go() {
     assert_eq!(String::from_utf8_lossy(&output.stdout), "bad 0\n");
     assert!(!read_result(&file).contains_key(&("forks".into(), "in_child".into())));
 }
+
+/// Freshly exec'd processes that are not the tool's children, each forking
+/// once, the child exec'ing at once (a shell script's command substitution
+/// running another script: pyenv's shims): the tool sees most such
+/// children's first stops before their parents' fork events, and lets each
+/// run only once its copy of the trampolines counts atomically (let go
+/// first, one in two exec'd while the tool wrote into the image it had left:
+/// "cannot make the counters atomic").
+#[test]
+fn a_child_stopped_before_its_fork_event_runs_once_its_counts_are_atomic() {
+    let out = tempfile::tempdir().unwrap();
+    common::build(out.path(), "first_forks", &[]);
+    let file = out.path().join("first_forks.cali");
+    let output = run_in(out.path(), &["-c", "fcount", "-o", file.to_str().unwrap()], "./first_forks", &[]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "0 failed\n");
+    assert!(!stderr.contains("== CALIPER"), "{stderr}");
+    let counts = read_result(&file);
+    for function in ["f100000", "f133333"] {
+        assert_eq!(counts[&("first_forks".into(), function.into())].count, Some(30), "{function}");
+    }
+}

@@ -631,17 +631,21 @@ impl Engine {
             libc::PTRACE_EVENT_FORK | libc::PTRACE_EVENT_VFORK => {
                 let vfork = event == libc::PTRACE_EVENT_VFORK;
                 let child = ptrace::event_message(tid).ok().map(|child| child as Pid);
-                if let Some(child) = child {
-                    self.new_process(pid, child, vfork);
-                }
+                let waiting = child.is_some_and(|child| self.new_process(pid, child, vfork));
                 // A vforked child runs while its parent waits for its exec
                 // or exit: never beside it. A forked one runs a copy of its
-                // parent's trampolines beside it, counting in the same slots.
+                // parent's trampolines beside it, counting in the same slots:
+                // atomically, before the child runs (one that had already
+                // stopped, resumed first, ran its first instructions unlocked
+                // and could exec before the tool was done with its image).
                 if !vfork {
                     self.share_counters(pid, tid);
                     if let Some(child) = child {
                         self.share_counters(child, tid);
                     }
+                }
+                if let Some(child) = child.filter(|_| waiting) {
+                    self.go_on_with_early_child(child, vfork);
                 }
             }
             libc::PTRACE_EVENT_EXEC => self.on_exec(tid, pid),
@@ -669,8 +673,11 @@ impl Engine {
         }
     }
 
-    fn new_process(&mut self, parent: Pid, child: Pid, vfork: bool) {
-        let Some(parent_image) = self.processes.get(&parent).map(|p| p.image) else { return };
+    /// Follows `child`, forked (or vforked) by `parent`: whether it is
+    /// waiting at its first stop, which came before the fork event (see
+    /// [`Engine::go_on_with_early_child`]).
+    fn new_process(&mut self, parent: Pid, child: Pid, vfork: bool) -> bool {
+        let Some(parent_image) = self.processes.get(&parent).map(|p| p.image) else { return false };
         let follow = self.config.follow_fork;
         let image = if vfork {
             parent_image
@@ -687,22 +694,27 @@ impl Engine {
                 }
                 Err(e) => {
                     eprintln!("== CALIPER: cali-run: cannot follow process {child}: {e}");
-                    return;
+                    return false;
                 }
             }
         };
         let process = Process { image, detach_at_exec: vfork && !follow, detach_at_start: !vfork && !follow };
         self.processes.insert(child, process);
         if self.early.remove(&child) {
-            // Its first stop has come and it waits: go on as that stop would.
-            if !vfork && !follow {
-                self.let_go(child, &HashMap::new());
-            } else {
-                self.resume(child, 0);
-            }
-            return;
+            return true;
         }
         self.threads.insert(child, Thread::new(child, true));
+        false
+    }
+
+    /// Goes on with a new `child` whose first stop came before its
+    /// parent's fork event, as that stop would have.
+    fn go_on_with_early_child(&mut self, child: Pid, vfork: bool) {
+        if !vfork && !self.config.follow_fork {
+            self.let_go(child, &HashMap::new());
+        } else {
+            self.resume(child, 0);
+        }
     }
 
     fn on_exec(&mut self, tid: Pid, pid: Pid) {
