@@ -6,6 +6,7 @@
 //! callers), at its process's exit or exec, or at the end.
 
 use super::Engine;
+use super::naming::Ended;
 use crate::arc_table;
 use crate::counters::ArcCounts;
 use crate::discover::FunctionEntry;
@@ -15,7 +16,7 @@ use crate::mapped::Mapped;
 use crate::relocate;
 use object::{Object, ObjectSection};
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// The code sections of a module file, mapped once to find the calls
 /// before many return addresses in it.
@@ -50,15 +51,33 @@ impl FileCode {
     }
 }
 
-/// The arc in `arcs` from the call that returns to `ret` in `image` to
-/// function `f`, the call found in the bytes before `ret` in the process.
-fn arc_from(image: &Image, arcs: &mut ArcTable, f: usize, ret: u64) -> usize {
+/// A call site, named: its module's key in the table of arcs, the
+/// function holding it (None: none known) and its address in the module's
+/// file.
+struct Site<'a> {
+    key: ModuleKey,
+    caller: Option<&'a FunctionEntry>,
+    at: u64,
+}
+
+impl Site<'_> {
+    /// The arc in `arcs` from this site to function `f`.
+    fn arc(&self, arcs: &mut ArcTable, f: usize) -> usize {
+        match self.caller {
+            Some(caller) => arcs.intern(f, self.key, &caller.name, Some(caller.address), self.at),
+            None => arcs.intern(f, self.key, &Arc::from("?"), None, self.at),
+        }
+    }
+}
+
+/// The site of the call that returns to `ret` in `image`, the call found
+/// in the bytes before `ret` in the process; `key` gives a module's key
+/// in the table of arcs.
+fn site_from<'a>(image: &'a Image, ret: u64, key: &mut dyn FnMut(&Arc<str>) -> ModuleKey) -> Site<'a> {
     // Not a return address into code (a thread's start, or a function
-    // entered by a jump, finds other data there): an arc from nowhere.
+    // entered by a jump, finds other data there): a site in nowhere.
     let Some(m) = image.module_of(ret.wrapping_sub(1)).filter(|_| ret >= 8) else {
-        let nowhere = Arc::from("?");
-        let key = arcs.module_key(&nowhere);
-        return arcs.intern(f, key, &nowhere, None, ret);
+        return Site { key: key(&Arc::from("?")), caller: None, at: ret };
     };
     let mut before = [0u8; 8];
     let site = match image.memory.read(ret.wrapping_sub(8), &mut before) {
@@ -66,23 +85,13 @@ fn arc_from(image: &Image, arcs: &mut ArcTable, f: usize, ret: u64) -> usize {
         Err(_) => ret,
     };
     let module = &image.modules[m];
-    let key = arcs.module_key(&module.path);
-    arc_at(module, key, arcs, f, site.wrapping_sub(module.bias))
+    site_at(module, key(&module.path), site.wrapping_sub(module.bias))
 }
 
-/// The arc in `arcs` from the call at `site` (an address in the file) of
-/// `module`, whose key in `arcs` is `key`, to function `f`.
-fn arc_at(module: &LoadedModule, key: ModuleKey, arcs: &mut ArcTable, f: usize, site: u64) -> usize {
-    arc_in(module.info.function_holding(site), key, arcs, f, site)
-}
-
-/// The arc in `arcs` from the call at `site` in function `caller` (None:
-/// in none known) of the module of `key` to function `f`.
-fn arc_in(caller: Option<&FunctionEntry>, key: ModuleKey, arcs: &mut ArcTable, f: usize, site: u64) -> usize {
-    match caller {
-        Some(caller) => arcs.intern(f, key, &caller.name, Some(caller.address), site),
-        None => arcs.intern(f, key, &Arc::from("?"), None, site),
-    }
+/// The call site at `at` (an address in the file) of `module`, whose key
+/// in the table of arcs is `key`.
+fn site_at(module: &LoadedModule, key: ModuleKey, at: u64) -> Site<'_> {
+    Site { key, caller: module.info.function_holding(at), at }
 }
 
 /// Names the call sites of an image's return addresses, taken in order:
@@ -92,10 +101,12 @@ fn arc_in(caller: Option<&FunctionEntry>, key: ModuleKey, arcs: &mut ArcTable, f
 /// each site missed the caches on its way). Each module's file is mapped
 /// once (the process may have exited, and tens of thousands of reads of
 /// its memory cost more than a mapping), its key in the table of arcs
-/// looked up once, and room made there for as many arcs as there are
-/// return addresses into it among those to be named (`rets`, sorted).
+/// (`arcs`, locked for it) looked up once, and room made there for as
+/// many arcs as there are return addresses into it among those to be
+/// named (`rets`, sorted).
 struct SiteNamer<'a> {
     image: &'a Image,
+    arcs: &'a Mutex<ArcTable>,
     files: HashMap<usize, (Option<Arc<FileCode>>, ModuleKey)>,
     /// The module of the last return address, its file's code, its key,
     /// and the index of the function that held the last site.
@@ -104,25 +115,28 @@ struct SiteNamer<'a> {
 }
 
 impl<'a> SiteNamer<'a> {
-    fn new(image: &'a Image, rets: &'a [u64]) -> SiteNamer<'a> {
-        SiteNamer { image, files: HashMap::new(), last: None, rets }
+    fn new(image: &'a Image, arcs: &'a Mutex<ArcTable>, rets: &'a [u64]) -> SiteNamer<'a> {
+        SiteNamer { image, arcs, files: HashMap::new(), last: None, rets }
     }
 
-    /// The arc in `arcs` from the call that returns to `ret` to function `f`.
-    fn arc(&mut self, arcs: &mut ArcTable, f: usize, ret: u64) -> usize {
-        let image = self.image;
+    /// The site of the call that returns to `ret`.
+    fn site(&mut self, ret: u64) -> Site<'a> {
+        let (image, arcs) = (self.image, self.arcs);
+        let mut key = |path: &Arc<str>| super::lock(arcs).module_key(path);
         let inside = |m: usize| (image.modules[m].low..image.modules[m].high).contains(&ret.wrapping_sub(1));
         let last = self.last.take().filter(|(m, ..)| inside(*m));
-        let (m, code, key, near) = match last {
+        let (m, code, key_of_m, near) = match last {
             Some(last) => last,
             None => {
                 let Some(m) = image.module_of(ret.wrapping_sub(1)).filter(|_| ret >= 8) else {
-                    return arc_from(image, arcs, f, ret);
+                    return site_from(image, ret, &mut key);
                 };
                 let module = &image.modules[m];
+                let rets = self.rets;
                 let (code, key) = self.files.entry(m).or_insert_with(|| {
+                    let mut arcs = super::lock(arcs);
                     let key = arcs.module_key(&module.path);
-                    let within = |bound: u64| self.rets.partition_point(|&r| r <= bound);
+                    let within = |bound: u64| rets.partition_point(|&r| r <= bound);
                     arcs.reserve(key, within(module.high) - within(module.low));
                     (FileCode::open(&module.info.path).map(Arc::new), key)
                 });
@@ -132,13 +146,80 @@ impl<'a> SiteNamer<'a> {
         let module = &image.modules[m];
         let in_file = ret.wrapping_sub(module.bias);
         let Some(before) = code.as_ref().and_then(|c| c.before(in_file)) else {
-            self.last = Some((m, code, key, near));
-            return arc_from(image, arcs, f, ret);
+            self.last = Some((m, code, key_of_m, near));
+            return site_from(image, ret, &mut key);
         };
-        let site = relocate::call_before(&before, in_file);
-        let (caller, at) = module.info.function_holding_near(site, near);
-        self.last = Some((m, code, key, at));
-        arc_in(caller, key, arcs, f, site)
+        let at = relocate::call_before(&before, in_file);
+        let (caller, near) = module.info.function_holding_near(at, near);
+        self.last = Some((m, code, key_of_m, near));
+        Site { key: key_of_m, caller, at }
+    }
+}
+
+/// An image's arc ids, by id.
+pub(super) struct ImageIds {
+    /// Whether each is the image's (a compiler's image has 50,000).
+    mine: Vec<bool>,
+    /// Whether each is final: the image has ended and no other image
+    /// shares it.
+    last: Vec<bool>,
+}
+
+/// The entries the table of arcs is held locked for at a time while an
+/// image's are joined to their arcs: the tool's own thread, naming the
+/// sites of a new call site counter, waits for it at most that long.
+const ENTRIES_AT_A_TIME: usize = 1024;
+
+impl ImageIds {
+    /// The entries of `counts` that these ids claimed.
+    pub(super) fn entries_in(&self, counts: &ArcCounts) -> Vec<arc_table::Entry> {
+        counts.entries.iter().filter(|e| self.mine.get(e.id as usize) == Some(&true)).copied().collect()
+    }
+
+    /// Whether `id` is final.
+    fn is_last(&self, id: u32) -> bool {
+        self.last.get(id as usize) == Some(&true)
+    }
+}
+
+/// Joins `entries`, of the arc ids `ids` of `image`, to their arcs in
+/// `arcs`, the arcs made where new (the callers named from the image's
+/// modules; `callees` has the function of each id at id - 1); those of
+/// final ids with their counts, not their entries (which the caller
+/// frees).
+pub(super) fn join_entries(
+    image: &Image,
+    mut entries: Vec<arc_table::Entry>,
+    ids: &ImageIds,
+    callees: &[usize],
+    arcs: &Mutex<ArcTable>,
+) {
+    // In the order of their return addresses, the module files' pages and
+    // the function lists are read in order (in hash order, a compiler's
+    // sites took twice as long to name); the entries themselves sorted,
+    // not references to them (each a cache miss in table order).
+    entries.sort_unstable_by_key(|e| e.ret);
+    let rets: Vec<u64> = entries.iter().map(|e| e.ret).collect();
+    let mut namer = SiteNamer::new(image, arcs, &rets);
+    for some in entries.chunks(ENTRIES_AT_A_TIME) {
+        // Named first, then joined with the table locked.
+        let sites: Vec<Site> = some.iter().map(|entry| namer.site(entry.ret)).collect();
+        let mut arcs = super::lock(arcs);
+        for (entry, site) in some.iter().zip(&sites) {
+            let Some(&f) = callees.get(entry.id as usize - 1) else { continue };
+            let arc = site.arc(&mut arcs, f);
+            let record = &mut arcs.records[arc];
+            let joined = record.entries().iter().position(|&index| index == entry.index);
+            if ids.is_last(entry.id) {
+                // A forked copy that ended first joined the entry.
+                if let Some(n) = joined {
+                    record.counters_mut().entries.swap_remove(n);
+                }
+                record.banked += entry.count;
+            } else if joined.is_none() {
+                record.counters_mut().entries.push(entry.index);
+            }
+        }
     }
 }
 
@@ -182,101 +263,74 @@ impl Engine {
         })
     }
 
-    /// The arcs of the calls that the trampolines of `images` counted,
-    /// each joined by its entries in the table of call arcs: made as the
-    /// images go (the callers are named from their modules), and their ids
-    /// forgotten. A forked process's trampolines share their parent's ids,
-    /// and count in the same entries: an entry joins its arc once. With
-    /// `ended` (the images' processes have exited or run other programs),
-    /// the entries of ids no live image shares are final: their counts are
-    /// kept by their arcs, the entries freed for others to claim (see
-    /// [`Counters::free_arc_entries`](crate::counters::Counters::free_arc_entries))
-    /// and the ids given back (a build that runs a compiler hundreds of
-    /// times would take 10,000 more at each run). Returns the entries read
-    /// (none without `arcs`).
-    pub(super) fn take_site_arcs(&mut self, images: &[usize], ended: bool) -> ArcCounts {
+    /// The arcs of the calls that the trampolines of the live `images`
+    /// counted, each joined by its entries in the table of call arcs: made
+    /// as the images go (the callers are named from their modules), and
+    /// their ids forgotten. Returns the entries read (none without `arcs`).
+    pub(super) fn take_site_arcs(&mut self, images: &[usize]) -> ArcCounts {
         if !self.config.collect.arcs {
             return ArcCounts::default();
         }
         let counts = self.read_arc_counts();
-        let mut arcs = std::mem::take(&mut self.arcs);
         for &image_id in images {
-            let alone = if ended { self.ids_of_image_alone(image_id) } else { Vec::new() };
-            let freed = self.site_arcs(image_id, &counts, &mut arcs, &alone);
-            match self.counters.free_arc_entries(&freed) {
-                Ok(()) => {
-                    self.arc_entries_freed += freed.len();
-                    self.free_arc_ids.extend(alone);
-                }
-                Err(e) => eprintln!("== CALIPER: cali-run: cannot free entries of the table of call arcs: {e}"),
+            if let Some(image) = self.images.get(&image_id) {
+                let ids = self.image_ids(image_id, &[]);
+                join_entries(image, ids.entries_in(&counts), &ids, &self.arc_callees, &self.arcs);
             }
             self.arc_ids.remove(&image_id);
         }
-        self.arcs = arcs;
         counts
     }
 
-    /// Adds to `arcs` the arcs of the entries of `counts` that the
-    /// trampolines of image `image_id` claimed (see
-    /// [`Engine::take_site_arcs`]); those of the ids `last` (final: the
-    /// image has ended, and no other shares them) with their counts, not
-    /// their entries, which it returns.
-    pub(super) fn site_arcs(
-        &self,
-        image_id: usize,
-        counts: &ArcCounts,
-        arcs: &mut ArcTable,
-        last: &[u32],
-    ) -> Vec<usize> {
-        let Some(image) = self.images.get(&image_id) else { return Vec::new() };
-        // Whether each arc id is the image's, by id (a compiler's image has
-        // 50,000), and among `last`.
-        let bound = self.arc_callees.len() + 1;
-        let ids = super::in_use(
-            bound,
-            self.arc_ids.get(&image_id).into_iter().flat_map(|ids| ids.values()).map(|&id| id as usize),
-        );
-        let is_last = super::in_use(bound, last.iter().map(|&id| id as usize));
-        let mut freed = Vec::new();
-        // In the order of their return addresses, the module files' pages and
-        // the function lists are read in order (in hash order, a compiler's
-        // sites took twice as long to name); the entries themselves sorted,
-        // not references to them (each a cache miss in table order).
-        let mut entries: Vec<arc_table::Entry> =
-            counts.entries.iter().filter(|e| ids.get(e.id as usize) == Some(&true)).copied().collect();
-        entries.sort_unstable_by_key(|e| e.ret);
-        let rets: Vec<u64> = entries.iter().map(|e| e.ret).collect();
-        let mut namer = SiteNamer::new(image, &rets);
-        for entry in entries {
-            let Some(&f) = self.arc_callees.get(entry.id as usize - 1) else { continue };
-            let arc = namer.arc(arcs, f, entry.ret);
-            let record = &mut arcs.records[arc];
-            let joined = record.entries().iter().position(|&index| index == entry.index);
-            if is_last.get(entry.id as usize) == Some(&true) {
-                // A forked copy that ended first joined the entry.
-                if let Some(n) = joined {
-                    record.counters_mut().entries.swap_remove(n);
-                }
-                record.banked += entry.count;
-                freed.push(entry.index);
-            } else if joined.is_none() {
-                record.counters_mut().entries.push(entry.index);
+    /// Names the call sites of `image` (of id `image_id`), which has
+    /// ended, on the thread for it (see [`naming`](super::naming)), from
+    /// a copy of its entries in the table of call arcs. Those of ids no
+    /// live image shares (a forked copy still running shares its
+    /// parent's) are final: their counts go to their arcs, the entries are
+    /// freed here for others to claim (see
+    /// [`Counters::free_arc_entries`](crate::counters::Counters::free_arc_entries))
+    /// and the ids given back (a build that runs a compiler hundreds of
+    /// times would take 10,000 more at each run).
+    pub(super) fn name_ended_image(&mut self, image_id: usize, image: Image) {
+        let counts = self.read_arc_counts();
+        let alone = self.ids_of_image_alone(image_id);
+        let ids = self.image_ids(image_id, &alone);
+        self.arc_ids.remove(&image_id);
+        let entries = ids.entries_in(&counts);
+        let freed: Vec<usize> = entries.iter().filter(|e| ids.is_last(e.id)).map(|e| e.index).collect();
+        match self.counters.free_arc_entries(&freed) {
+            Ok(()) => {
+                self.arc_entries_freed += freed.len();
+                self.free_arc_ids.extend(alone);
             }
+            Err(e) => eprintln!("== CALIPER: cali-run: cannot free entries of the table of call arcs: {e}"),
         }
-        freed
+        let ended = Ended { image, ids, callees: self.arc_callees.clone(), entries };
+        self.ended_images.name(ended, &self.arcs);
+    }
+
+    /// The arc ids of image `image_id`, and which of them are among
+    /// `last`.
+    pub(super) fn image_ids(&self, image_id: usize, last: &[u32]) -> ImageIds {
+        let bound = self.arc_callees.len() + 1;
+        let mine = self.arc_ids.get(&image_id).into_iter().flat_map(|ids| ids.values()).map(|&id| id as usize);
+        ImageIds { mine: super::in_use(bound, mine), last: super::in_use(bound, last.iter().map(|&id| id as usize)) }
     }
 
     /// The arc from the call that returns to `ret` to function `f`.
     pub(super) fn arc_of(&mut self, image_id: usize, f: usize, ret: u64) -> usize {
-        arc_from(&self.images[&image_id], &mut self.arcs, f, ret)
+        let mut arcs = self.arcs();
+        let site = site_from(&self.images[&image_id], ret, &mut |path| arcs.module_key(path));
+        site.arc(&mut arcs, f)
     }
 
     /// The arc from the call at `call` (an address in module `m` of image
     /// `image_id`) to function `f`.
     pub(super) fn arc_of_call(&mut self, image_id: usize, m: usize, f: usize, call: u64) -> usize {
         let module = &self.images[&image_id].modules[m];
-        let key = self.arcs.module_key(&module.path);
-        arc_at(module, key, &mut self.arcs, f, call.wrapping_sub(module.bias))
+        let mut arcs = self.arcs();
+        let key = arcs.module_key(&module.path);
+        site_at(module, key, call.wrapping_sub(module.bias)).arc(&mut arcs, f)
     }
 
     /// Says on standard error how many calls found the table of call arcs
@@ -306,7 +360,7 @@ impl Engine {
             counts.entries.len(),
             crate::arc_table::ENTRIES,
             self.arc_entries_freed,
-            self.arcs.records.len(),
+            self.arcs().records.len(),
             self.site_passes.counted,
             self.site_passes.through_plt,
             crate::counters::SLOTS,

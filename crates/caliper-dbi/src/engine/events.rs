@@ -72,11 +72,15 @@ impl Engine {
         let counters = self.read_counters();
         let mut functions = self.functions.clone();
         functions.cover_counted(&counters);
+        // The images that have ended named first: their arcs are in the table.
+        self.ended_images.wait_idle();
         let arc_counts = self.read_arc_counts();
-        let mut arcs = self.arcs.clone();
-        for &image in self.images.keys() {
-            self.site_arcs(image, &arc_counts, &mut arcs, &[]);
+        let arcs = std::sync::Mutex::new(self.arcs().clone());
+        for (&image_id, image) in &self.images {
+            let ids = self.image_ids(image_id, &[]);
+            super::arcs::join_entries(image, ids.entries_in(&arc_counts), &ids, &self.arc_callees, &arcs);
         }
+        let arcs = arcs.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner());
         Outcome {
             exit: self.exit.unwrap_or(Exit::Detached),
             functions,

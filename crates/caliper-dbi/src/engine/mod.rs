@@ -16,6 +16,7 @@ mod arcs;
 mod debug;
 mod events;
 mod halt;
+mod naming;
 mod probes;
 mod samples;
 mod signals;
@@ -41,6 +42,7 @@ use signals::install_signal_handlers;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::ffi::OsString;
 use std::io;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 /// The measurements to take.
@@ -239,7 +241,11 @@ fn in_use(bound: usize, others: impl IntoIterator<Item = usize>) -> Vec<bool> {
 pub struct Engine {
     config: Config,
     functions: FunctionTable,
-    arcs: ArcTable,
+    /// The arcs seen: locked, as the thread that names the call sites of
+    /// the images that have ended adds to them (see [`naming`]).
+    arcs: Arc<Mutex<ArcTable>>,
+    /// The images that have ended whose call sites are being named.
+    ended_images: naming::EndedImages,
     /// The arc ids each image's trampolines count under, by entry (see
     /// [`crate::arc_table`]): a forked child's start as a copy of its
     /// parent's.
@@ -247,7 +253,7 @@ pub struct Engine {
     /// The function of each arc id, the id's (from 1) at index id - 1.
     arc_callees: Vec<usize>,
     /// The entries of the table of call arcs freed so far (see
-    /// [`Engine::take_site_arcs`]).
+    /// [`Engine::name_ended_image`]).
     arc_entries_freed: usize,
     /// Arc ids given back by images that have ended, taken again first.
     free_arc_ids: Vec<u32>,
@@ -302,7 +308,18 @@ pub struct Engine {
     at_breakpoint: Option<(Pid, u64)>,
 }
 
+/// The value under `mutex`, locked; as a panicked holder left it, if one
+/// did (the tool goes on with what it has).
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 impl Engine {
+    /// The arcs seen, locked.
+    fn arcs(&self) -> MutexGuard<'_, ArcTable> {
+        lock(&self.arcs)
+    }
+
     /// The trampoline counters by slot, as they stand.
     fn read_counters(&self) -> Vec<u64> {
         self.counters.read_all().unwrap_or_else(|e| {
@@ -323,7 +340,8 @@ impl Engine {
             measuring: config.start.is_none(),
             config,
             functions: FunctionTable::default(),
-            arcs: ArcTable::default(),
+            arcs: Arc::default(),
+            ended_images: naming::EndedImages::default(),
             arc_ids: HashMap::new(),
             arc_callees: Vec::new(),
             arc_entries_freed: 0,
@@ -512,13 +530,16 @@ impl Engine {
         arm_timer(duration);
     }
 
-    fn drop_image_if_unused(&mut self, image: usize) {
-        if !self.processes.values().any(|p| p.image == image) && self.images.contains_key(&image) {
-            self.take_site_arcs(&[image], true);
-            self.release_slots(image);
-            if let Some(image) = self.images.remove(&image) {
-                release_in_background(image);
-            }
+    fn drop_image_if_unused(&mut self, image_id: usize) {
+        if self.processes.values().any(|p| p.image == image_id) || !self.images.contains_key(&image_id) {
+            return;
+        }
+        self.release_slots(image_id);
+        let Some(image) = self.images.remove(&image_id) else { return };
+        if self.config.collect.arcs {
+            self.name_ended_image(image_id, image);
+        } else {
+            release_in_background(image);
         }
     }
 
@@ -799,8 +820,9 @@ impl Engine {
 
     fn finish(mut self, teardown: Teardown) -> Outcome {
         self.take_samples();
+        self.ended_images.finish();
         let live: Vec<usize> = self.images.keys().copied().collect();
-        let arc_counts = self.take_site_arcs(&live, false);
+        let arc_counts = self.take_site_arcs(&live);
         self.report_arc_table(&arc_counts);
         let counters = self.read_counters();
         self.functions.cover_counted(&counters);
@@ -810,7 +832,7 @@ impl Engine {
         let outcome = Outcome {
             exit: self.exit.unwrap_or(Exit::Detached),
             functions: self.functions,
-            arcs: std::mem::take(&mut self.arcs).taken(&arc_counts, &counters),
+            arcs: std::mem::take(&mut *lock(&self.arcs)).taken(&arc_counts, &counters),
             counters,
             stacks: self.stacks,
             samples_lost,

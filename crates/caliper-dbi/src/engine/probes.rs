@@ -93,7 +93,7 @@ impl Engine {
         }
         let Some(ret) = self.images.get(&image_id).and_then(|i| i.memory.read_u64(rsp).ok()) else { return };
         let arc = self.arc_of(image_id, f, ret);
-        self.arcs.records[arc].trap_hits += 1;
+        self.arcs().records[arc].trap_hits += 1;
     }
 
     /// At a process's first new thread or fork, when the counters have a copy
@@ -284,7 +284,8 @@ impl Engine {
             let f = match user {
                 SlotUser::Function(f) => f,
                 SlotUser::Site(arc) => {
-                    let arc = &mut self.arcs.records[arc];
+                    let mut arcs = self.arcs();
+                    let arc = &mut arcs.records[arc];
                     if let Some(counters) = &mut arc.counters {
                         bank(&mut counters.slots, &mut arc.banked, slot, value);
                     }

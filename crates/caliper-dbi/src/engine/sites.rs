@@ -156,7 +156,7 @@ impl Engine {
                 image.count_site(call, entry, site, increment, &mut thread).is_ok()
             };
             if counted {
-                self.arcs.records[arc].counters_mut().slots.push((slot, base));
+                self.arcs().records[arc].counters_mut().slots.push((slot, base));
                 self.functions.records[f].counts_mut().slots.push((slot, base));
                 self.site_passes.counted += 1;
             } else {
@@ -192,7 +192,7 @@ impl Engine {
             self.counters.recycle(slot, base);
             return false;
         }
-        self.arcs.records[behind.arc].counters_mut().slots.push((slot, base));
+        self.arcs().records[behind.arc].counters_mut().slots.push((slot, base));
         self.functions.records[g].counts_mut().slots.push((slot, base));
         self.site_passes.through_plt += 1;
         true

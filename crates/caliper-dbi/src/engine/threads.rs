@@ -115,7 +115,7 @@ impl Engine {
         if let Some(process) = self.processes.remove(&pid) {
             let shared = self.processes.values().any(|p| p.image == process.image);
             if !shared && self.images.contains_key(&process.image) {
-                self.take_site_arcs(&[process.image], false);
+                self.take_site_arcs(&[process.image]);
             }
             if !shared && let Some(mut image) = self.images.remove(&process.image) {
                 let _ = image.strip();
