@@ -5,7 +5,8 @@
 //!
 //! What it checks, per program and collector: the program's standard
 //! output, any file it writes and its exit status are those of a run
-//! without cali-run, the results file is written, and the run ends within
+//! without cali-run, the results file is written, the tool reports no
+//! fault of its own on standard error, and the run ends within
 //! [`PATIENCE`] (past it, the tool's process group is killed and the case
 //! fails as a hang). What it prints and never asserts: a table of program x
 //! collector with the time against the native runs next to it (alternating,
@@ -150,6 +151,13 @@ fn fault(case: &Case, plain: &Run, run: &Run, result: &Path) -> Option<String> {
     }
     if !result.exists() {
         return Some(format!("no results written; {tool_lines:?}"));
+    }
+    // The tool says nothing of its own but what it leaves alone (a
+    // 32-bit program a script runs): a message is a fault it met.
+    let faults: Vec<&str> =
+        messages.lines().filter(|l| l.starts_with("== CALIPER") && !l.ends_with("; not instrumented")).collect();
+    if !faults.is_empty() {
+        return Some(format!("the tool reported {faults:?}"));
     }
     None
 }
