@@ -12,6 +12,31 @@ use crate::ptrace::{self, Pid, Status};
 use std::ffi::{CString, OsStr, OsString};
 use std::io;
 use std::os::unix::ffi::OsStrExt;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The soft limit on open descriptors that the tool had before
+/// [`raise_descriptor_limit`] raised it, which the program it starts gets
+/// back; `u64::MAX` while unchanged.
+static PROGRAM_DESCRIPTOR_LIMIT: AtomicU64 = AtomicU64::new(u64::MAX);
+
+/// Raises the tool's soft limit on open descriptors to its hard limit: the
+/// tool holds one for each process it follows (its memory), and under the
+/// usual soft limit of 1,024 a program that forked more children than that
+/// at once had those past it stopped for ever, unfollowed. The program that
+/// [`spawn_seized`] starts gets the soft limit back before it runs.
+pub fn raise_descriptor_limit() {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit and setrlimit read and write the local struct only.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 || limit.rlim_cur >= limit.rlim_max {
+            return;
+        }
+        let raised = libc::rlimit { rlim_cur: limit.rlim_max, rlim_max: limit.rlim_max };
+        if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+            PROGRAM_DESCRIPTOR_LIMIT.store(limit.rlim_cur, Ordering::Relaxed);
+        }
+    }
+}
 
 /// Starts `program` (searched in `PATH`) with `args`, seized with ptrace
 /// `options`; it is stopped at its `exec` event when this returns.
@@ -22,6 +47,7 @@ pub fn spawn_seized(program: &OsStr, args: &[OsString], options: libc::c_int) ->
         .collect::<io::Result<_>>()?;
     let mut argv_ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
     argv_ptrs.push(std::ptr::null());
+    let descriptor_limit = PROGRAM_DESCRIPTOR_LIMIT.load(Ordering::Relaxed);
     let go = pipe()?;
     let exec_error = pipe()?;
     // SAFETY: the tool is single-threaded when it launches; the child only
@@ -44,6 +70,11 @@ pub fn spawn_seized(program: &OsStr, args: &[OsString], options: libc::c_int) ->
             // The tool ignores SIGPIPE (as Rust programs do); the program
             // gets the default, as from a shell.
             libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+            let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+            if descriptor_limit != u64::MAX && libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 {
+                limit.rlim_cur = descriptor_limit;
+                libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+            }
             libc::execvp(argv_ptrs[0], argv_ptrs.as_ptr());
             let errno = *libc::__errno_location();
             libc::write(exec_error.1, (&raw const errno).cast(), std::mem::size_of::<i32>());

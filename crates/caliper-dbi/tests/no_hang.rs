@@ -6,7 +6,9 @@
 //! turns a hang into a failure; an interrupt to the tool lets the program
 //! finish on its own, and so does the watchdog where the tool has lost a
 //! stopped thread. CPython's main linked against the shared libpython
-//! runs a garbage-collecting script under fcount and arcs.
+//! runs a garbage-collecting script under fcount and arcs. A program with
+//! more children at once than its limit on open descriptors allows a
+//! process runs to its end.
 
 mod common;
 
@@ -18,7 +20,8 @@ use std::time::{Duration, Instant};
 /// Far more than any of these programs takes under the tool.
 const BOUND: Duration = Duration::from_secs(60);
 
-const PROGRAMS: &[&str] = &["spawn", "vfork_call", "vfork_nocall", "sysc", "selfaddr", "selfaddr_tail", "vfork_busy"];
+const PROGRAMS: &[&str] =
+    &["spawn", "vfork_call", "vfork_nocall", "sysc", "selfaddr", "selfaddr_tail", "vfork_busy", "fork_crowd"];
 
 /// The programs, built once with -O2.
 fn programs_dir() -> &'static Path {
@@ -244,4 +247,37 @@ fn the_watchdog_frees_a_thread_the_tool_lost() {
     assert!(stderr.contains("has waited for the tool"), "{stderr}");
     assert_eq!(got.stdout, expected.stdout, "{stderr}");
     assert_eq!(got.status.code(), Some(0), "{stderr}");
+}
+
+/// A program that forks 300 children at once, started with a soft limit of
+/// 128 open descriptors (1,024 is usual): the tool, which holds one for each
+/// process it follows, raises its own limit to the hard one and follows
+/// every child (past its limit, each further child was left stopped for
+/// ever); the program keeps the limit it was given.
+#[test]
+fn more_children_at_once_than_the_descriptor_limit_allows_run_to_their_end() {
+    let mut hard = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes the local struct only.
+    assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut hard) }, 0);
+    assert!(hard.rlim_max >= 1024, "a hard limit of {} descriptors is too low for this test", hard.rlim_max);
+    let out = tempfile::tempdir().unwrap();
+    let file = out.path().join("out.cali");
+    let mut command =
+        common::command_in(programs_dir(), &["-c", "fcount", "-o", file.to_str().unwrap()], "./fork_crowd", &[]);
+    // SAFETY: getrlimit and setrlimit between fork and exec, on a local.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut command, || {
+            let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+            libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit);
+            limit.rlim_cur = 128;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+            Ok(())
+        });
+    }
+    let child = command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("cali-run starts");
+    let output = output_within(child, "fork_crowd under fcount");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "bad 0, descriptors 128\n", "{stderr}");
+    assert!(!stderr.contains("== CALIPER"), "{stderr}");
+    assert_eq!(common::read_result(&file)[&("fork_crowd".into(), "work".into())].count, Some(600));
 }

@@ -18,6 +18,7 @@ const USAGE_ERROR: u8 = 2;
 const CANNOT_RUN: u8 = 127;
 
 fn main() -> ExitCode {
+    caliper_dbi::launch::raise_descriptor_limit();
     let invocation = match cli::parse(std::env::args_os().skip(1).collect()) {
         Ok(Request::Help) => {
             print!("{USAGE}");
