@@ -270,7 +270,7 @@ impl Image {
         Ok(Image {
             pid,
             program: program.map(|p| Arc::from(p.to_string_lossy().as_ref())),
-            memory: Memory::open(pid)?,
+            memory: Memory::open_or_by_words(pid)?,
             modules: Vec::new(),
             probes: BTreeMap::new(),
             unlocked: Vec::new(),
@@ -292,7 +292,7 @@ impl Image {
         Ok(Image {
             pid: child,
             program: self.program.clone(),
-            memory: Memory::open(child)?,
+            memory: Memory::open_or_by_words(child)?,
             modules: self.modules.clone(),
             probes: self.probes.clone(),
             unlocked: self.unlocked.clone(),

@@ -1,7 +1,9 @@
 //! Reading and writing a tracee's memory through `/proc/PID/mem`: one
 //! system call per block whatever its size, and writes to read-only code
 //! pages work (the kernel forces them for a tracer), so breakpoints and
-//! jumps need no `mprotect` in the tracee.
+//! jumps need no `mprotect` in the tracee. Where the tool has no
+//! descriptor left to open that file (a program with thousands of
+//! processes at once), ptrace's words do, eight bytes a call.
 //!
 //! Work that touches thousands of places at once (instrumenting every
 //! function of a library as it loads) would pay a system call for each
@@ -9,7 +11,7 @@
 //! go to a copy of the pages instead, which reaches the tracee in a few
 //! large writes when the batch ends.
 
-use crate::ptrace::Pid;
+use crate::ptrace::{self, Pid};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::collections::btree_map::Entry;
@@ -33,9 +35,71 @@ const PARALLEL_OVERWRITE_PAGES: u64 = 256;
 /// The address space of one traced process.
 #[derive(Debug)]
 pub struct Memory {
-    file: File,
+    file: Access,
     /// The pages read or written during a batch, while one is open.
     batch: RefCell<Option<Pages>>,
+}
+
+/// How the tool reaches a tracee's memory.
+#[derive(Debug)]
+enum Access {
+    /// Its `/proc/PID/mem`.
+    File(File),
+    /// Ptrace's `PEEKDATA` and `POKEDATA`, a word a call, from the thread
+    /// that traces it only.
+    Words(Pid),
+}
+
+impl Access {
+    /// As [`FileExt::read_at`]: the bytes read, fewer where memory ends.
+    fn read_at(&self, buf: &mut [u8], addr: u64) -> io::Result<usize> {
+        let tid = match self {
+            Access::File(file) => return file.read_at(buf, addr),
+            Access::Words(tid) => *tid,
+        };
+        let mut done = 0;
+        while done < buf.len() {
+            let at = addr + done as u64;
+            let word = match ptrace::peek(tid, at - at % 8) {
+                Ok(word) => word.to_le_bytes(),
+                Err(e) if done == 0 => return Err(e),
+                Err(_) => break,
+            };
+            let from = (at % 8) as usize;
+            let n = (8 - from).min(buf.len() - done);
+            buf[done..done + n].copy_from_slice(&word[from..from + n]);
+            done += n;
+        }
+        Ok(done)
+    }
+
+    /// As [`FileExt::read_exact_at`].
+    fn read_exact_at(&self, buf: &mut [u8], addr: u64) -> io::Result<()> {
+        match self.read_at(buf, addr)? {
+            n if n == buf.len() => Ok(()),
+            _ => Err(io::Error::new(io::ErrorKind::UnexpectedEof, format!("{addr:#x} is not all mapped"))),
+        }
+    }
+
+    /// As [`FileExt::write_all_at`]; a word only partly written is read
+    /// first.
+    fn write_all_at(&self, bytes: &[u8], addr: u64) -> io::Result<()> {
+        let tid = match self {
+            Access::File(file) => return file.write_all_at(bytes, addr),
+            Access::Words(tid) => *tid,
+        };
+        let mut done = 0;
+        while done < bytes.len() {
+            let at = addr + done as u64;
+            let (word_at, from) = (at - at % 8, (at % 8) as usize);
+            let n = (8 - from).min(bytes.len() - done);
+            let mut word = if n == 8 { [0; 8] } else { ptrace::peek(tid, word_at)?.to_le_bytes() };
+            word[from..from + n].copy_from_slice(&bytes[done..done + n]);
+            ptrace::poke(tid, word_at, u64::from_le_bytes(word))?;
+            done += n;
+        }
+        Ok(())
+    }
 }
 
 /// Copies of the tracee's pages, by page address.
@@ -55,7 +119,21 @@ impl Memory {
     /// Opens the memory of process `pid` (which must be traced by us).
     pub fn open(pid: Pid) -> io::Result<Memory> {
         let file = OpenOptions::new().read(true).write(true).open(format!("/proc/{pid}/mem"))?;
-        Ok(Memory { file, batch: RefCell::new(None) })
+        Ok(Memory { file: Access::File(file), batch: RefCell::new(None) })
+    }
+
+    /// Opens the memory of process `pid` (stopped, and traced by the
+    /// calling thread) as [`Memory::open`] does, or through ptrace's words
+    /// where the tool has no descriptor left for it: a process the tool
+    /// cannot reach is one it cannot follow, nor let go of with its probes
+    /// taken out.
+    pub fn open_or_by_words(pid: Pid) -> io::Result<Memory> {
+        match Memory::open(pid) {
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) => {
+                Ok(Memory { file: Access::Words(pid), batch: RefCell::new(None) })
+            }
+            opened => opened,
+        }
     }
 
     /// Fills `buf` from address `addr`; an error if any byte is unmapped.
@@ -159,7 +237,9 @@ impl Memory {
         let runs = overwrite_runs(addrs);
         let pages: u64 = runs.iter().map(|run| run.pages).sum();
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(MAX_OVERWRITE_THREADS);
-        let parts = if pages >= PARALLEL_OVERWRITE_PAGES { threads } else { 1 };
+        // Only the tracing thread may use ptrace's words.
+        let by_file = matches!(self.file, Access::File(_));
+        let parts = if pages >= PARALLEL_OVERWRITE_PAGES && by_file { threads } else { 1 };
         let file = &self.file;
         let overwrite = |part: &[OverwriteRun]| overwrite_runs_in(file, part, byte, &read);
         let done: Vec<io::Result<Vec<Option<u8>>>> = match split_by_pages(&runs, pages, parts).as_slice() {
@@ -311,7 +391,7 @@ fn split_by_pages<'r, 'a>(runs: &'r [OverwriteRun<'a>], pages: u64, parts: usize
 /// The work of [`Memory::overwrite_each`] on `runs`, through `file` (the
 /// tracee's memory), in a buffer of its own.
 fn overwrite_runs_in(
-    file: &File,
+    file: &Access,
     runs: &[OverwriteRun],
     byte: u8,
     read: &impl Fn(u64, &mut [u8]) -> io::Result<usize>,
@@ -345,7 +425,7 @@ fn overwrite_runs_in(
 impl Pages {
     /// The copy of the page holding `addr`, read on first use; None where
     /// the page is not mapped.
-    fn get(&mut self, file: &File, addr: u64) -> Option<&mut Page> {
+    fn get(&mut self, file: &Access, addr: u64) -> Option<&mut Page> {
         let base = addr - addr % PAGE;
         match self.pages.entry(base) {
             Entry::Occupied(page) => Some(page.into_mut()),
@@ -517,5 +597,82 @@ mod tests {
         assert!(memory.read(8, &mut out).is_err());
         memory.end_batch().unwrap();
         assert!(memory.read(8, &mut out).is_err());
+    }
+
+    /// A child of this test, stopped and traced by the thread that forked
+    /// it (its memory a copy of ours), killed when dropped.
+    struct StoppedChild(Pid);
+
+    impl StoppedChild {
+        fn fork() -> StoppedChild {
+            // SAFETY: the child makes system calls only, until it is killed.
+            unsafe {
+                let pid = libc::fork();
+                if pid == 0 {
+                    libc::ptrace(libc::PTRACE_TRACEME, 0, 0, 0);
+                    libc::raise(libc::SIGSTOP);
+                    libc::_exit(0);
+                }
+                let mut status = 0;
+                assert_eq!(libc::waitpid(pid, &mut status, 0), pid);
+                assert!(libc::WIFSTOPPED(status));
+                StoppedChild(pid)
+            }
+        }
+    }
+
+    impl Drop for StoppedChild {
+        fn drop(&mut self) {
+            // SAFETY: kills and reaps the child this test made.
+            unsafe {
+                libc::kill(self.0, libc::SIGKILL);
+                libc::waitpid(self.0, std::ptr::null_mut(), 0);
+            }
+        }
+    }
+
+    #[test]
+    fn ptrace_words_read_and_write_what_the_memory_file_does() {
+        // A page of ours with nothing mapped after it, copied into the child.
+        // SAFETY: maps two fresh pages and unmaps the second.
+        let page = unsafe {
+            let at = libc::mmap(
+                std::ptr::null_mut(),
+                2 * PAGE as usize,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            );
+            assert_ne!(at, libc::MAP_FAILED);
+            libc::munmap(at.cast::<u8>().add(PAGE as usize).cast(), PAGE as usize);
+            std::ptr::write_bytes(at.cast::<u8>(), 0x11, PAGE as usize);
+            at as u64
+        };
+        let child = StoppedChild::fork();
+        let words = Memory { file: Access::Words(child.0), batch: RefCell::new(None) };
+        let file = Memory::open(child.0).unwrap();
+        let at = page + 3;
+        words.write(at, &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]).unwrap();
+        let mut seen = [0u8; 16];
+        file.read(at - 2, &mut seen).unwrap();
+        assert_eq!(seen, [0x11, 0x11, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 0x11, 0x11, 0x11]);
+        let mut again = [0u8; 16];
+        words.read(at - 2, &mut again).unwrap();
+        assert_eq!(again, seen);
+        assert_eq!(peek(at, 4), [0x11; 4], "our own copy left alone");
+        // Through a batch, and up to the end of the mapping.
+        words.begin_batch();
+        words.write(page + PAGE - 1, &[0xaa]).unwrap();
+        words.end_batch().unwrap();
+        let mut end = [0u8; 8];
+        assert_eq!(words.read_partial(page + PAGE - 4, &mut end).unwrap(), 4);
+        assert_eq!(end[..4], [0x11, 0x11, 0x11, 0xaa]);
+        assert_eq!(file.read_partial(page + PAGE - 4, &mut end).unwrap(), 4);
+        assert!(words.read(page + PAGE, &mut end).is_err(), "nothing mapped there");
+        assert_eq!(words.overwrite_each(&[at, page + 100], 0xcc, |_, _| Ok(0)).unwrap(), [Some(1), Some(0x11)]);
+        assert_eq!(file.read_u64(page + 96).unwrap().to_le_bytes()[4], 0xcc);
+        // SAFETY: unmaps the page this test mapped.
+        unsafe { libc::munmap(page as *mut libc::c_void, PAGE as usize) };
     }
 }

@@ -35,6 +35,27 @@ fn request(req: libc::c_uint, tid: Pid, addr: usize, data: usize) -> io::Result<
     check(unsafe { libc::ptrace(req, tid, addr as *mut libc::c_void, data as *mut libc::c_void) })
 }
 
+/// The word at `addr` in the memory of stopped thread `tid`.
+pub fn peek(tid: Pid, addr: u64) -> io::Result<u64> {
+    // PEEKDATA returns the word itself, which may be -1: errno tells.
+    // SAFETY: errno is this thread's; the request writes nothing of ours.
+    unsafe {
+        *libc::__errno_location() = 0;
+        let word =
+            libc::ptrace(libc::PTRACE_PEEKDATA, tid, addr as *mut libc::c_void, std::ptr::null_mut::<libc::c_void>());
+        match *libc::__errno_location() {
+            0 => Ok(word as u64),
+            errno => Err(io::Error::from_raw_os_error(errno)),
+        }
+    }
+}
+
+/// Writes `word` at `addr` in the memory of stopped thread `tid` (code
+/// pages too, as a tracer may).
+pub fn poke(tid: Pid, addr: u64, word: u64) -> io::Result<()> {
+    request(libc::PTRACE_POKEDATA, tid, addr as usize, word as usize).map(drop)
+}
+
 /// Resumes a stopped thread, delivering `signal` (0 for none).
 pub fn cont(tid: Pid, signal: i32) -> io::Result<()> {
     request(libc::PTRACE_CONT, tid, 0, signal as usize).map(drop)

@@ -253,31 +253,33 @@ fn the_watchdog_frees_a_thread_the_tool_lost() {
 /// 128 open descriptors (1,024 is usual): the tool, which holds one for each
 /// process it follows, raises its own limit to the hard one and follows
 /// every child (past its limit, each further child was left stopped for
-/// ever); the program keeps the limit it was given.
+/// ever); with a hard limit of 128 too, it reaches the children past it
+/// through ptrace's words. The program keeps the limit it was given.
 #[test]
 fn more_children_at_once_than_the_descriptor_limit_allows_run_to_their_end() {
     let mut hard = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
     // SAFETY: getrlimit writes the local struct only.
     assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut hard) }, 0);
     assert!(hard.rlim_max >= 1024, "a hard limit of {} descriptors is too low for this test", hard.rlim_max);
-    let out = tempfile::tempdir().unwrap();
-    let file = out.path().join("out.cali");
-    let mut command =
-        common::command_in(programs_dir(), &["-c", "fcount", "-o", file.to_str().unwrap()], "./fork_crowd", &[]);
-    // SAFETY: getrlimit and setrlimit between fork and exec, on a local.
-    unsafe {
-        std::os::unix::process::CommandExt::pre_exec(&mut command, || {
-            let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-            libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit);
-            limit.rlim_cur = 128;
-            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
-            Ok(())
-        });
+    for limit in
+        [libc::rlimit { rlim_cur: 128, rlim_max: hard.rlim_max }, libc::rlimit { rlim_cur: 128, rlim_max: 128 }]
+    {
+        let out = tempfile::tempdir().unwrap();
+        let file = out.path().join("out.cali");
+        let options = ["-c", "fcount", "-o", file.to_str().unwrap()];
+        let mut command = common::command_in(programs_dir(), &options, "./fork_crowd", &[]);
+        // SAFETY: setrlimit between fork and exec, of a copied local.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut command, move || {
+                libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+                Ok(())
+            });
+        }
+        let child = command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("cali-run starts");
+        let output = output_within(child, &format!("fork_crowd with {} descriptors at most", limit.rlim_max));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(String::from_utf8_lossy(&output.stdout), "bad 0, descriptors 128\n", "{stderr}");
+        assert!(!stderr.contains("== CALIPER"), "{stderr}");
+        assert_eq!(common::read_result(&file)[&("fork_crowd".into(), "work".into())].count, Some(600));
     }
-    let child = command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("cali-run starts");
-    let output = output_within(child, "fork_crowd under fcount");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(String::from_utf8_lossy(&output.stdout), "bad 0, descriptors 128\n", "{stderr}");
-    assert!(!stderr.contains("== CALIPER"), "{stderr}");
-    assert_eq!(common::read_result(&file)[&("fork_crowd".into(), "work".into())].count, Some(600));
 }
