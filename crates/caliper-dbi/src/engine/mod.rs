@@ -34,6 +34,7 @@ use crate::launch;
 use crate::module_cache::ModuleCache;
 use crate::ptrace::{self, Pid, Status};
 use crate::sample::{Sampler, TASK_CLOCK_EVENT};
+use caliper_data::hash::FxHashMap;
 use caliper_perf::EventCode;
 pub use events::{Action, Event, Observer};
 pub use signals::HANDLED_SIGNALS;
@@ -248,8 +249,9 @@ pub struct Engine {
     ended_images: naming::EndedImages,
     /// The arc ids each image's trampolines count under, by entry (see
     /// [`crate::arc_table`]): a forked child's start as a copy of its
-    /// parent's.
-    arc_ids: HashMap<usize, HashMap<u64, u32>>,
+    /// parent's. Hashed with Fx: a compiler's first call looks up and adds
+    /// 4,300 (with SipHash, a millisecond of its start-up).
+    arc_ids: FxHashMap<usize, FxHashMap<u64, u32>>,
     /// The function of each arc id, the id's (from 1) at index id - 1.
     arc_callees: Vec<usize>,
     /// The entries of the table of call arcs freed so far (see
@@ -259,7 +261,9 @@ pub struct Engine {
     free_arc_ids: Vec<u32>,
     counters: Counters,
     modules: ModuleCache,
-    images: HashMap<usize, Image>,
+    /// The live images by id (hashed with Fx: looked up at every function
+    /// patched).
+    images: FxHashMap<usize, Image>,
     next_image: usize,
     processes: HashMap<Pid, Process>,
     threads: HashMap<Pid, Thread>,
@@ -342,13 +346,13 @@ impl Engine {
             functions: FunctionTable::default(),
             arcs: Arc::default(),
             ended_images: naming::EndedImages::default(),
-            arc_ids: HashMap::new(),
+            arc_ids: FxHashMap::default(),
             arc_callees: Vec::new(),
             arc_entries_freed: 0,
             free_arc_ids: Vec::new(),
             counters,
             modules,
-            images: HashMap::new(),
+            images: FxHashMap::default(),
             next_image: 0,
             processes: HashMap::new(),
             threads: HashMap::new(),
