@@ -31,6 +31,7 @@ use super::timer::PeriodicTimer;
 use crate::counters::ArcCounts;
 use crate::image::{CALL_LEN, CountedSite, Stopped};
 use crate::relocate::{Increment, PltCall};
+use caliper_data::hash::FxHashMap;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
@@ -106,7 +107,7 @@ impl Engine {
     /// stopped meanwhile.
     fn pass_sites(&mut self, image_id: usize, counts: &ArcCounts) {
         let (Some(ids), Some(image)) = (self.arc_ids.get(&image_id), self.images.get(&image_id)) else { return };
-        let entries: HashMap<u32, u64> = ids.iter().map(|(&entry, &id)| (id, entry)).collect();
+        let entries: FxHashMap<u32, u64> = ids.iter().map(|(&entry, &id)| (id, entry)).collect();
         let mut hot: Vec<(u64, u64, usize)> = counts
             .entries
             .iter()
