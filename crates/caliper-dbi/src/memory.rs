@@ -35,7 +35,7 @@ const PARALLEL_OVERWRITE_PAGES: u64 = 256;
 /// The address space of one traced process.
 #[derive(Debug)]
 pub struct Memory {
-    file: Access,
+    access: Access,
     /// The pages read or written during a batch, while one is open.
     batch: RefCell<Option<Pages>>,
 }
@@ -57,27 +57,24 @@ impl Access {
             Access::File(file) => return file.read_at(buf, addr),
             Access::Words(tid) => *tid,
         };
-        let mut done = 0;
-        while done < buf.len() {
-            let at = addr + done as u64;
-            let word = match ptrace::peek(tid, at - at % 8) {
+        let mut read = 0;
+        for Piece { word_at, from, n, done } in pieces(addr, buf.len()) {
+            let word = match ptrace::peek(tid, word_at) {
                 Ok(word) => word.to_le_bytes(),
                 Err(e) if done == 0 => return Err(e),
                 Err(_) => break,
             };
-            let from = (at % 8) as usize;
-            let n = (8 - from).min(buf.len() - done);
             buf[done..done + n].copy_from_slice(&word[from..from + n]);
-            done += n;
+            read = done + n;
         }
-        Ok(done)
+        Ok(read)
     }
 
     /// As [`FileExt::read_exact_at`].
     fn read_exact_at(&self, buf: &mut [u8], addr: u64) -> io::Result<()> {
         match self.read_at(buf, addr)? {
             n if n == buf.len() => Ok(()),
-            _ => Err(io::Error::new(io::ErrorKind::UnexpectedEof, format!("{addr:#x} is not all mapped"))),
+            _ => Err(not_all_mapped(addr)),
         }
     }
 
@@ -88,18 +85,41 @@ impl Access {
             Access::File(file) => return file.write_all_at(bytes, addr),
             Access::Words(tid) => *tid,
         };
-        let mut done = 0;
-        while done < bytes.len() {
-            let at = addr + done as u64;
-            let (word_at, from) = (at - at % 8, (at % 8) as usize);
-            let n = (8 - from).min(bytes.len() - done);
+        for Piece { word_at, from, n, done } in pieces(addr, bytes.len()) {
             let mut word = if n == 8 { [0; 8] } else { ptrace::peek(tid, word_at)?.to_le_bytes() };
             word[from..from + n].copy_from_slice(&bytes[done..done + n]);
             ptrace::poke(tid, word_at, u64::from_le_bytes(word))?;
-            done += n;
         }
         Ok(())
     }
+}
+
+/// The part of `len` bytes from some address that lies in one word: the
+/// word's address, the offset in it of the part's first byte, the part's
+/// bytes, and how many bytes came before it.
+struct Piece {
+    word_at: u64,
+    from: usize,
+    n: usize,
+    done: usize,
+}
+
+/// The words that `len` bytes from `addr` lie in, in order.
+fn pieces(addr: u64, len: usize) -> impl Iterator<Item = Piece> {
+    let mut done = 0;
+    std::iter::from_fn(move || {
+        let at = addr + done as u64;
+        let from = (at % 8) as usize;
+        let n = (8 - from).min(len.checked_sub(done).filter(|&left| left > 0)?);
+        let piece = Piece { word_at: at - from as u64, from, n, done };
+        done += n;
+        Some(piece)
+    })
+}
+
+/// The error of a read that found `addr..` not all mapped.
+fn not_all_mapped(addr: u64) -> io::Error {
+    io::Error::new(io::ErrorKind::UnexpectedEof, format!("{addr:#x} is not all mapped"))
 }
 
 /// Copies of the tracee's pages, by page address.
@@ -119,7 +139,7 @@ impl Memory {
     /// Opens the memory of process `pid` (which must be traced by us).
     pub fn open(pid: Pid) -> io::Result<Memory> {
         let file = OpenOptions::new().read(true).write(true).open(format!("/proc/{pid}/mem"))?;
-        Ok(Memory { file: Access::File(file), batch: RefCell::new(None) })
+        Ok(Memory { access: Access::File(file), batch: RefCell::new(None) })
     }
 
     /// Opens the memory of process `pid` (stopped, and traced by the
@@ -130,7 +150,7 @@ impl Memory {
     pub fn open_or_by_words(pid: Pid) -> io::Result<Memory> {
         match Memory::open(pid) {
             Err(e) if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) => {
-                Ok(Memory { file: Access::Words(pid), batch: RefCell::new(None) })
+                Ok(Memory { access: Access::Words(pid), batch: RefCell::new(None) })
             }
             opened => opened,
         }
@@ -139,7 +159,7 @@ impl Memory {
     /// Fills `buf` from address `addr`; an error if any byte is unmapped.
     pub fn read(&self, addr: u64, buf: &mut [u8]) -> io::Result<()> {
         if self.read_partial(addr, buf)? < buf.len() {
-            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, format!("{addr:#x} is not all mapped")));
+            return Err(not_all_mapped(addr));
         }
         Ok(())
     }
@@ -151,7 +171,7 @@ impl Memory {
         let mut done = 0;
         while done < buf.len() {
             let at = addr + done as u64;
-            let Some(page) = pages.get(&self.file, at) else { break };
+            let Some(page) = pages.get(&self.access, at) else { break };
             let from = (at % PAGE) as usize;
             let n = (PAGE as usize - from).min(buf.len() - done);
             buf[done..done + n].copy_from_slice(&page.bytes[from..from + n]);
@@ -167,11 +187,11 @@ impl Memory {
     /// Writes `bytes` at address `addr`.
     pub fn write(&self, addr: u64, bytes: &[u8]) -> io::Result<()> {
         let mut batch = self.batch.borrow_mut();
-        let Some(pages) = batch.as_mut() else { return self.file.write_all_at(bytes, addr) };
+        let Some(pages) = batch.as_mut() else { return self.access.write_all_at(bytes, addr) };
         let mut done = 0;
         while done < bytes.len() {
             let at = addr + done as u64;
-            let Some(page) = pages.get(&self.file, at) else {
+            let Some(page) = pages.get(&self.access, at) else {
                 return Err(io::Error::other(format!("cannot write at {at:#x}: not mapped")));
             };
             let from = (at % PAGE) as usize;
@@ -199,7 +219,7 @@ impl Memory {
         let mut buffer = Vec::new();
         for run in wanted.chunk_by(|a, b| a + PAGE == *b).flat_map(|run| run.chunks(MAX_PREFETCH_PAGES)) {
             buffer.resize(run.len() * PAGE as usize, 0);
-            let Ok(n) = self.file.read_at(&mut buffer, run[0]) else { continue };
+            let Ok(n) = self.access.read_at(&mut buffer, run[0]) else { continue };
             for (&at, page) in run.iter().zip(buffer[..n].chunks_exact(PAGE as usize)) {
                 let bytes = Box::<[u8]>::from(page).try_into().expect("a page's bytes");
                 pages.pages.insert(at, Page { bytes, dirty: None });
@@ -238,10 +258,10 @@ impl Memory {
         let pages: u64 = runs.iter().map(|run| run.pages).sum();
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(MAX_OVERWRITE_THREADS);
         // Only the tracing thread may use ptrace's words.
-        let by_file = matches!(self.file, Access::File(_));
+        let by_file = matches!(self.access, Access::File(_));
         let parts = if pages >= PARALLEL_OVERWRITE_PAGES && by_file { threads } else { 1 };
-        let file = &self.file;
-        let overwrite = |part: &[OverwriteRun]| overwrite_runs_in(file, part, byte, &read);
+        let access = &self.access;
+        let overwrite = |part: &[OverwriteRun]| overwrite_runs_in(access, part, byte, &read);
         let done: Vec<io::Result<Vec<Option<u8>>>> = match split_by_pages(&runs, pages, parts).as_slice() {
             [only] => vec![overwrite(only)],
             split => std::thread::scope(|scope| {
@@ -321,7 +341,7 @@ impl Memory {
             let Some((low, high)) = page.dirty else { continue };
             let at = page_at + low as u64;
             if !run.is_empty() && start + run.len() as u64 != at {
-                self.file.write_all_at(&run, start)?;
+                self.access.write_all_at(&run, start)?;
                 run.clear();
             }
             if run.is_empty() {
@@ -330,13 +350,13 @@ impl Memory {
             run.extend_from_slice(&page.bytes[low..high]);
         }
         if !run.is_empty() {
-            self.file.write_all_at(&run, start)?;
+            self.access.write_all_at(&run, start)?;
         }
         Ok(())
     }
 
     fn read_direct(&self, addr: u64, buf: &mut [u8]) -> io::Result<usize> {
-        self.file.read_at(buf, addr)
+        self.access.read_at(buf, addr)
     }
 }
 
@@ -388,10 +408,10 @@ fn split_by_pages<'r, 'a>(runs: &'r [OverwriteRun<'a>], pages: u64, parts: usize
     split
 }
 
-/// The work of [`Memory::overwrite_each`] on `runs`, through `file` (the
-/// tracee's memory), in a buffer of its own.
+/// The work of [`Memory::overwrite_each`] on `runs`, through `access` (to
+/// the tracee's memory), in a buffer of its own.
 fn overwrite_runs_in(
-    file: &Access,
+    access: &Access,
     runs: &[OverwriteRun],
     byte: u8,
     read: &impl Fn(u64, &mut [u8]) -> io::Result<usize>,
@@ -402,7 +422,7 @@ fn overwrite_runs_in(
         let code = &mut buffer[..(run.pages * PAGE) as usize];
         let mut filled = read(run.start, code).unwrap_or(0).min(code.len());
         if filled < code.len() {
-            filled += file.read_at(&mut code[filled..], run.start + filled as u64).unwrap_or(0);
+            filled += access.read_at(&mut code[filled..], run.start + filled as u64).unwrap_or(0);
         }
         let mut changed: Option<(usize, usize)> = None;
         for &at in run.addrs {
@@ -416,7 +436,7 @@ fn overwrite_runs_in(
             changed = Some(changed.map_or((offset, offset), |(low, _)| (low, offset)));
         }
         if let Some((low, high)) = changed {
-            file.write_all_at(&code[low..=high], run.start + low as u64)?;
+            access.write_all_at(&code[low..=high], run.start + low as u64)?;
         }
     }
     Ok(replaced)
@@ -425,13 +445,13 @@ fn overwrite_runs_in(
 impl Pages {
     /// The copy of the page holding `addr`, read on first use; None where
     /// the page is not mapped.
-    fn get(&mut self, file: &Access, addr: u64) -> Option<&mut Page> {
+    fn get(&mut self, access: &Access, addr: u64) -> Option<&mut Page> {
         let base = addr - addr % PAGE;
         match self.pages.entry(base) {
             Entry::Occupied(page) => Some(page.into_mut()),
             Entry::Vacant(place) => {
                 let mut bytes = Box::new([0u8; PAGE as usize]);
-                file.read_exact_at(&mut bytes[..], base).ok()?;
+                access.read_exact_at(&mut bytes[..], base).ok()?;
                 Some(place.insert(Page { bytes, dirty: None }))
             }
         }
@@ -650,7 +670,7 @@ mod tests {
             at as u64
         };
         let child = StoppedChild::fork();
-        let words = Memory { file: Access::Words(child.0), batch: RefCell::new(None) };
+        let words = Memory { access: Access::Words(child.0), batch: RefCell::new(None) };
         let file = Memory::open(child.0).unwrap();
         let at = page + 3;
         words.write(at, &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]).unwrap();
